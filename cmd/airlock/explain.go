@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/decision"
+)
+
+func newExplainCmd() *cobra.Command {
+	var (
+		tool, task, host string
+		asJSON, resolve  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "explain (--tool T -- CMD [ARG...] | --task K --host HOST[:PORT])",
+		Short: "Show what a gate would decide, and why; nothing is run",
+		Long: `explain prints the decision of the command gate for a tool running a command,
+or of the egress gate for a task reaching a host. Nothing is run or dialled
+(--resolve looks the name up in DNS, as the proxy would, and decides on every
+address).
+
+Exit status 0 whenever a decision was printed, whatever it was.`,
+		Example: `  airlock explain --tool run_tests -- pytest -v
+  airlock explain --tool run_tests --json -- git clone https://attacker.example/repo
+  airlock explain --task web_search --host 169.254.169.254`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case tool != "" && task != "":
+				return usageError{errors.New("explain: give --tool or --task, not both")}
+			case tool != "" && len(args) == 0:
+				return usageError{errors.New("explain: --tool needs a command after --")}
+			case tool != "" && cmd.ArgsLenAtDash() != 0:
+				return usageError{errors.New("explain: put the command after --, e.g. airlock explain --tool run_tests -- pytest -v")}
+			case task != "" && (host == "" || len(args) > 0):
+				return usageError{errors.New("explain: --task needs --host HOST[:PORT] and no command")}
+			case tool == "" && task == "":
+				return usageError{errors.New("explain: give --tool T -- CMD [ARG...] or --task K --host HOST[:PORT]")}
+			case tool != "" && (host != "" || resolve):
+				return usageError{errors.New("explain: --host and --resolve go with --task")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pol, err := loadPolicy(cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if task != "" {
+				return explainEgress(cmd.Context(), out, pol, task, host, resolve, asJSON)
+			}
+			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:])
+			resolved, rerr := cmdgate.Resolve("", args[0], pol.SearchPath())
+			return printCommandDecision(out, d, resolved, rerr, asJSON)
+		},
+	}
+	cmd.Flags().StringVar(&tool, "tool", "", "tool whose scope decides the command")
+	cmd.Flags().StringVar(&task, "task", "", "task whose allowlist decides the host")
+	cmd.Flags().StringVar(&host, "host", "", "destination HOST[:PORT] (with --task)")
+	cmd.Flags().BoolVar(&resolve, "resolve", false, "resolve the name and decide on every address, as the proxy does")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"gate","decision","reason","rule",...}`)
+	return cmd
+}
+
+// commandExplanation is explain's JSON output for the command gate.
+type commandExplanation struct {
+	decision.Decision
+	// Resolved is the absolute path airlock would execute, or null when
+	// the command is not installed.
+	Resolved *string `json:"resolved"`
+}
+
+func (c commandExplanation) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Gate     decision.Gate    `json:"gate"`
+		Verdict  decision.Verdict `json:"decision"`
+		Reason   string           `json:"reason"`
+		Rule     string           `json:"rule"`
+		Resolved *string          `json:"resolved"`
+	}{c.Gate, c.Verdict, c.Why(), c.Rule, c.Resolved})
+}
+
+func printCommandDecision(w io.Writer, d decision.Decision, resolved string, rerr error, asJSON bool) error {
+	if asJSON {
+		ex := commandExplanation{Decision: d}
+		if rerr == nil {
+			ex.Resolved = &resolved
+		}
+		return json.NewEncoder(w).Encode(ex)
+	}
+	where := resolved
+	switch {
+	case errors.Is(rerr, cmdgate.ErrNotInstalled):
+		where = "not installed on this host (" + rerr.Error() + ")"
+	case rerr != nil:
+		where = "not executable on this host (" + rerr.Error() + ")"
+	}
+	rule := d.Rule
+	if rule == "" {
+		rule = "(none)"
+	}
+	_, err := fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\nresolves:  %s\n",
+		d.Gate, d.Verdict, d.Why(), rule, where)
+	return err
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+func newPolicyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "policy",
+		Short: "Check a policy file or print its JSON Schema",
+	}
+	cmd.AddCommand(newPolicyCheckCmd(), newPolicySchemaCmd())
+	return cmd
+}
+
+func newPolicyCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check [FILE]",
+		Short: "Validate a policy file; report every problem with file:line:col",
+		Long: `check parses and validates a policy strictly: an unknown field, a wrong type,
+a duplicate key, trailing data or an out-of-range value is an error naming the
+file, line and column, with a hint where there is one. Without FILE it checks
+the policy airlock would use ($AIRLOCK_POLICY, ./policy.json, or the embedded
+default).
+
+Exit status 0 when the policy is valid, 1 when it is not.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageError{errors.New("policy check: at most one FILE")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var (
+				l   *policy.Loaded
+				err error
+			)
+			if len(args) == 1 {
+				l, err = policy.Load(args[0])
+			} else {
+				l, err = loadPolicy(cmd)
+			}
+			if err != nil {
+				return err
+			}
+			rules := 0
+			for _, s := range l.ToolScopes {
+				rules += len(s.Allow) + len(s.Escalate) + len(s.Deny)
+			}
+			tasks := 0
+			if l.Egress != nil {
+				tasks = len(l.Egress.TaskAllowlist)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d tools, %d command rules, %d egress tasks (%s)\n",
+				l.Source, len(l.ToolScopes), rules, tasks, l.Digest)
+			return err
+		},
+	}
+}
+
+func newPolicySchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of a policy file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := cmd.OutOrStdout().Write(policy.Schema())
+			return err
+		},
+	}
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses shared by the commands (PRODUCT.md, "Command line").
+const (
+	exitOK      = 0
+	exitFailed  = 1   // a check failed (policy check, audit verify, demo, selftest)
+	exitUsage   = 2   // bad flags or arguments
+	exitGate    = 126 // run: the command gate denied or escalated
+	exitSetup   = 125 // run: airlock itself could not run the command
+	exitSignal0 = 128 // run: 128+N when the child died of signal N
+)
+
+// exitError carries a specific exit status out of a command. A nil Err
+// means the command already printed what it had to say.
+type exitError struct {
+	Code int
+	Err  error
+}
+
+func (e *exitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.Err }
+
+// usageError marks a mistake in the command line itself.
+type usageError struct{ error }
+
+// Main runs the airlock command line with args and returns the exit status.
+func Main(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.Err != nil {
+			fmt.Fprintf(os.Stderr, "airlock: %v\n", ee.Err)
+		}
+		return ee.Code
+	}
+	fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitFailed
+}
+
+// globalFlags are the flags every command shares.
+type globalFlags struct {
+	policyFile string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "airlock",
+		Short: "Sandbox policy enforcer for AI agents' commands",
+		Long: `airlock decides, deterministically and with a reason, whether an agent's tool
+may run a command; runs allowed commands in a Linux sandbox with hard caps and
+an egress proxy as the only way out; and records every decision in a
+hash-chained audit stream.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentFlags().StringVar(&g.policyFile, "policy", "",
+		"policy file (default: $AIRLOCK_POLICY, else ./policy.json, else the embedded default)")
+	root.AddCommand(
+		// Commands are registered here, one constructor per file.
+		newExplainCmd(),
+		newPolicyCmd(),
+	)
+	return root
+}

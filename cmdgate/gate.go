@@ -1,0 +1,193 @@
+// Package cmdgate is airlock's command gate: per-tool allowlists of
+// command and argument signatures, compiled once into an index.
+//
+// A decision looks at deny rules, then escalate rules, then allow rules,
+// and denies by default. A tool without a scope is denied, and a command
+// outside the tool's scope is denied even when another tool allows it.
+// Bare command names are matched by name, never by what is installed; a
+// request naming a path matches only a rule naming that same absolute
+// path. Every decision carries a fixed reason naming the tool, the command
+// and the rule.
+package cmdgate
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// Gate is a compiled command policy. It is immutable and safe for
+// concurrent use.
+type Gate struct {
+	tools map[string]*scope
+}
+
+// scope is one tool's rules, indexed by command.
+type scope struct {
+	commands map[string]*entry
+	names    string // the allowlisted commands, for reasons
+}
+
+// entry holds the rules for one command of one tool, by kind.
+type entry struct {
+	deny, escalate, allow []rule
+}
+
+// rule is a compiled CommandPattern with its decision prepared, so the
+// decision path allocates nothing.
+type rule struct {
+	sigs       [][]string
+	extra      bool
+	decided    decision.Decision
+	isEmptySig bool // no signatures: any args when extra, none otherwise
+}
+
+// Compile builds the gate's index from a validated policy.
+func Compile(p *policy.Policy) *Gate {
+	g := &Gate{tools: make(map[string]*scope, len(p.ToolScopes))}
+	for tool, ts := range p.ToolScopes {
+		s := &scope{commands: map[string]*entry{}}
+		add := func(v decision.Verdict, list []policy.CommandPattern) {
+			for _, cp := range list {
+				e := s.commands[cp.Command]
+				if e == nil {
+					e = &entry{}
+					s.commands[cp.Command] = e
+				}
+				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, isEmptySig: len(cp.ArgPatterns) == 0,
+					decided: decision.Decision{Gate: decision.GateCommand, Verdict: v, Rule: cp.Name,
+						Reason: ruleReason(v, tool, cp.Command, cp.Name)}}
+				switch v {
+				case decision.Deny:
+					e.deny = append(e.deny, r)
+				case decision.Escalate:
+					e.escalate = append(e.escalate, r)
+				default:
+					e.allow = append(e.allow, r)
+				}
+			}
+		}
+		add(decision.Deny, ts.Deny)
+		add(decision.Escalate, ts.Escalate)
+		add(decision.Allow, ts.Allow)
+		var names []string
+		seen := map[string]bool{}
+		for _, cp := range ts.Allow {
+			if !seen[cp.Command] {
+				seen[cp.Command] = true
+				names = append(names, cp.Command)
+			}
+		}
+		s.names = "[" + strings.Join(names, ", ") + "]"
+		g.tools[tool] = s
+	}
+	return g
+}
+
+// The fixed reasons, one per decision path.
+const (
+	reasonNoScope   = "no scope for tool %q: deny by default"
+	reasonNotListed = "%q is not in the allowlist of tool %q (allowlist: %s): deny by default"
+	reasonNoSig     = "%q is in the allowlist of tool %q but its arguments match no signature: deny by default"
+	reasonRelative  = "%q names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny"
+	reasonUnclean   = "%q is not a clean absolute path: deny"
+	reasonNUL       = "the command or an argument for tool %q has a NUL byte, which no program can receive: deny"
+	reasonEmpty     = "empty command for tool %q: deny"
+	reasonAllowRule = "%q matched allow rule %q of tool %q"
+	reasonEscalate  = "%q matched escalate rule %q of tool %q: needs human approval"
+	reasonDenyRule  = "%q matched deny rule %q of tool %q"
+)
+
+func ruleReason(v decision.Verdict, tool, command, name string) string {
+	switch v {
+	case decision.Allow:
+		return fmt.Sprintf(reasonAllowRule, command, name, tool)
+	case decision.Escalate:
+		return fmt.Sprintf(reasonEscalate, command, name, tool)
+	}
+	return fmt.Sprintf(reasonDenyRule, command, name, tool)
+}
+
+// Decide is the gate's decision on tool running command with args.
+func (g *Gate) Decide(tool, command string, args []string) decision.Decision {
+	s := g.tools[tool]
+	if s == nil {
+		return deny(reasonNoScope, tool)
+	}
+	if hasNUL(command, args) {
+		return deny(reasonNUL, tool)
+	}
+	e := s.commands[command]
+	if e == nil {
+		return refuseUnlisted(s, tool, command)
+	}
+	for _, list := range [...][]rule{e.deny, e.escalate, e.allow} {
+		for i := range list {
+			if list[i].matches(args) {
+				return list[i].decided
+			}
+		}
+	}
+	if len(e.allow) == 0 {
+		return deny(reasonNotListed, command, tool, s.names)
+	}
+	return deny(reasonNoSig, command, tool)
+}
+
+// refuseUnlisted picks the most specific reason for a command that no rule
+// of the tool names.
+func refuseUnlisted(s *scope, tool, command string) decision.Decision {
+	switch {
+	case command == "":
+		return deny(reasonEmpty, tool)
+	case strings.Contains(command, "/") && !path.IsAbs(command):
+		return deny(reasonRelative, command)
+	case strings.Contains(command, "/") && path.Clean(command) != command:
+		return deny(reasonUnclean, command)
+	}
+	return deny(reasonNotListed, command, tool, s.names)
+}
+
+func hasNUL(command string, args []string) bool {
+	if strings.IndexByte(command, 0) >= 0 {
+		return true
+	}
+	for _, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func deny(format string, a ...any) decision.Decision {
+	return decision.Decision{Gate: decision.GateCommand, Verdict: decision.Deny, Reason: fmt.Sprintf(format, a...)}
+}
+
+// matches implements the seed's signature semantics: args must start with
+// a signature, and equal it exactly unless extra arguments are allowed;
+// with no signatures, any args when extra is allowed, none otherwise.
+func (r *rule) matches(args []string) bool {
+	if r.isEmptySig {
+		return r.extra || len(args) == 0
+	}
+	for _, sig := range r.sigs {
+		if len(args) < len(sig) || !r.extra && len(args) != len(sig) {
+			continue
+		}
+		ok := true
+		for i, a := range sig {
+			if args[i] != a {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,63 @@
+package cmdgate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNotInstalled is returned by Resolve when no executable file of that
+// name exists on the search path.
+var ErrNotInstalled = errors.New("no such executable")
+
+// Resolve returns the absolute path airlock executes for command. A bare
+// name is looked up in searchPath only — never the caller's $PATH, never
+// the working directory or the workspace — so a file named like an
+// allowed command elsewhere cannot stand in for it. A command naming an
+// absolute path resolves to itself. root, when not empty, is prepended to
+// every lookup (an image's root file system); the returned path is the
+// path inside root.
+//
+// Resolution is separate from the decision: the gate matches names and
+// never depends on what is installed.
+func Resolve(root, command string, searchPath []string) (string, error) {
+	if command == "" || strings.IndexByte(command, 0) >= 0 {
+		return "", fmt.Errorf("resolve %q: invalid command name", command)
+	}
+	if strings.Contains(command, "/") {
+		if !filepath.IsAbs(command) || filepath.Clean(command) != command {
+			return "", fmt.Errorf("resolve %q: a path-named command must be a clean absolute path", command)
+		}
+		if err := executable(filepath.Join(root, command)); err != nil {
+			return "", fmt.Errorf("resolve %q: %w", command, err)
+		}
+		return command, nil
+	}
+	for _, dir := range searchPath {
+		if !filepath.IsAbs(dir) {
+			continue // validation refuses these; never search relative to the cwd
+		}
+		p := filepath.Join(dir, command)
+		if executable(filepath.Join(root, p)) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: searched %s for %q", ErrNotInstalled, strings.Join(searchPath, ":"), command)
+}
+
+// executable reports whether p is a regular file with an execute bit.
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return ErrNotInstalled
+		}
+		return err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("%s is not an executable file", p)
+	}
+	return nil
+}

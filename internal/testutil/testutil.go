@@ -1,0 +1,44 @@
+// Package testutil holds the named skip helpers and guards shared by
+// airlock's tests.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+)
+
+// RequireRoot skips the test unless it runs as root. CI runs as root, so
+// tests behind it run there for real.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (runs for real in CI)")
+	}
+}
+
+// RequireNonRoot skips the test unless it runs as an unprivileged user.
+func RequireNonRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		t.Skip("needs an unprivileged user")
+	}
+}
+
+// LoopbackDialer is a dialer for tests that fails the test on any attempt
+// to reach an address outside 127.0.0.0/8 and ::1: tests never send traffic
+// off the host.
+func LoopbackDialer(t testing.TB) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !ap.Addr().Unmap().IsLoopback() {
+			t.Errorf("test tried to dial non-loopback address %q over %s", addr, network)
+			return nil, fmt.Errorf("testutil: refusing non-loopback dial to %q", addr)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}

@@ -1,0 +1,2 @@
+// Package policy loads, validates and compiles airlock policies.
+package policy

@@ -1,0 +1,63 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Error is a problem in a policy file, located by line and column. Load
+// and Parse return one *Error, or an Errors list from validation.
+type Error struct {
+	File string // file name as given, or "<embedded>"
+	Line int    // 1-based; 0 when the problem has no single place
+	Col  int    // 1-based byte column
+	Path string // the field, e.g. toolScopes.run_tests.allow[0].command
+	Msg  string
+	Hint string // how to fix it, when known
+}
+
+func errorAt(at pos, msg, hint string) *Error {
+	return &Error{Line: at.line, Col: at.col, Msg: msg, Hint: hint}
+}
+
+// Error formats as "file:line:col: path: message" with the hint on its own
+// line, the way compilers report.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Hint != "" {
+		b.WriteString("\n\thint: ")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+// Errors is every validation problem found in one policy, in file order.
+type Errors []*Error
+
+// Error joins the problems one per line.
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Unwrap exposes the individual problems to errors.Is and errors.As.
+func (es Errors) Unwrap() []error {
+	out := make([]error, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}

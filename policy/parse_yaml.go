@@ -1,0 +1,118 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// parseYAML parses data into a node tree. The YAML library reports
+// duplicate keys itself; aliases and multiple documents are refused so a
+// policy always reads the way it looks.
+func parseYAML(data []byte) (*node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if err == io.EOF {
+			return nil, errorAt(pos{1, 1}, "empty policy", "write a policy object, e.g. toolScopes: {}")
+		}
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		at := pos{extra.Line, extra.Column}
+		if err != nil {
+			return nil, yamlError(err)
+		}
+		return nil, errorAt(at, "trailing data: a second YAML document", "a policy file holds exactly one document")
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
+		return nil, errorAt(pos{doc.Line, doc.Column}, "policy is not a single YAML document", "")
+	}
+	return fromYAML(doc.Content[0], 0)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// yamlError turns the library's error into an *Error with a line.
+func yamlError(err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = "yaml: " + te.Errors[0]
+	}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return errorAt(pos{line, 1}, "invalid YAML: "+m[2], "")
+	}
+	var out = errorAt(pos{}, "invalid YAML: "+msg, "")
+	if lm := regexp.MustCompile(`line (\d+)`).FindStringSubmatch(msg); lm != nil {
+		out.Line, _ = strconv.Atoi(lm[1])
+		out.Col = 1
+	}
+	return out
+}
+
+func fromYAML(y *yaml.Node, depth int) (*node, error) {
+	at := pos{y.Line, y.Column}
+	if depth > maxDepth {
+		return nil, errorAt(at, "nesting too deep", "")
+	}
+	switch y.Kind {
+	case yaml.AliasNode:
+		return nil, errorAt(at, "YAML aliases are not allowed in a policy", "write the value out in full")
+	case yaml.MappingNode:
+		n := &node{kind: kindObject, pos: at}
+		seen := map[string]pos{}
+		for i := 0; i+1 < len(y.Content); i += 2 {
+			k, v := y.Content[i], y.Content[i+1]
+			kpos := pos{k.Line, k.Column}
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+				return nil, errorAt(kpos, "object keys must be plain strings", "")
+			}
+			if first, dup := seen[k.Value]; dup {
+				return nil, errorAt(kpos, fmt.Sprintf("duplicate key %q (first at line %d, column %d)", k.Value, first.line, first.col),
+					"a key may appear once per object; merge the two entries")
+			}
+			seen[k.Value] = kpos
+			val, err := fromYAML(v, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.fields = append(n.fields, field{key: k.Value, keyPos: kpos, value: val})
+		}
+		return n, nil
+	case yaml.SequenceNode:
+		n := &node{kind: kindArray, pos: at}
+		for _, c := range y.Content {
+			item, err := fromYAML(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.items = append(n.items, item)
+		}
+		return n, nil
+	case yaml.ScalarNode:
+		switch y.Tag {
+		case "!!null":
+			return &node{kind: kindNull, pos: at}, nil
+		case "!!bool":
+			var b bool
+			if err := y.Decode(&b); err != nil {
+				return nil, errorAt(at, "invalid boolean "+strconv.Quote(y.Value), "write true or false")
+			}
+			return &node{kind: kindBool, pos: at, scalar: strconv.FormatBool(b)}, nil
+		case "!!int", "!!float":
+			return &node{kind: kindNumber, pos: at, scalar: y.Value}, nil
+		case "!!str":
+			return &node{kind: kindString, pos: at, scalar: y.Value}, nil
+		}
+		return nil, errorAt(at, fmt.Sprintf("unsupported YAML value of type %s", y.Tag), "")
+	}
+	return nil, errorAt(at, "unsupported YAML construct", "")
+}

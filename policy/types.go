@@ -1,0 +1,95 @@
+package policy
+
+// Policy is an airlock policy file as written. The seed's policy.json (lab
+// phases 1.2 and 3.1) is a valid Policy; every extension is additive.
+type Policy struct {
+	// ToolScopes maps a tool name to the commands it may run.
+	ToolScopes map[string]ToolScope `json:"toolScopes" jsonschema:"required"`
+	// Caps are the resource caps of every run; a tool may override them.
+	Caps *Caps `json:"caps,omitempty"`
+	// Egress is the egress gate's policy.
+	Egress *Egress `json:"egress,omitempty"`
+	// Filesystem is the sandbox's view of the host's files.
+	Filesystem *Filesystem `json:"filesystem,omitempty"`
+	// CommandSearchPath is where bare command names are resolved, in order.
+	CommandSearchPath []string `json:"commandSearchPath,omitempty"`
+	// Require names enforcement mechanisms the host must offer; airlock
+	// refuses to run (exit 125) on a host that lacks one.
+	Require []string `json:"require,omitempty"`
+	// Monitor holds the thresholds of the monitor's alert rules.
+	Monitor *Monitor `json:"monitor,omitempty"`
+}
+
+// ToolScope is what one tool may run.
+type ToolScope struct {
+	// Allow entries let a matching command run.
+	Allow []CommandPattern `json:"allow,omitempty"`
+	// Escalate entries make a matching command need human approval.
+	Escalate []CommandPattern `json:"escalate,omitempty"`
+	// Deny entries refuse a matching command; they win over all others.
+	Deny []CommandPattern `json:"deny,omitempty"`
+	// Caps override the top-level caps field by field for this tool.
+	Caps *Caps `json:"caps,omitempty"`
+	// Filesystem overrides the top-level filesystem view for this tool.
+	Filesystem *Filesystem `json:"filesystem,omitempty"`
+}
+
+// CommandPattern is one command signature of a tool scope.
+type CommandPattern struct {
+	// Name names the rule in decisions and the audit stream.
+	Name string `json:"name" jsonschema:"required,minLength=1"`
+	// Command is a bare name ("pytest") or an absolute path ("/usr/bin/git").
+	Command string `json:"command" jsonschema:"required,minLength=1"`
+	// ArgPatterns are argument prefixes; the arguments must start with one.
+	ArgPatterns [][]string `json:"argPatterns,omitempty"`
+	// AllowExtraArgs permits arguments after a matched prefix. When false,
+	// the arguments must equal a signature exactly (or be empty when there
+	// are no signatures).
+	AllowExtraArgs bool `json:"allowExtraArgs,omitempty"`
+}
+
+// Caps are resource caps. A nil field takes its default (see Defaults).
+type Caps struct {
+	// WallSeconds is the wall-clock limit (default: cpuSeconds).
+	WallSeconds *float64 `json:"wallSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
+	// CPUSeconds is the CPU time of the whole process tree (default 10).
+	CPUSeconds *float64 `json:"cpuSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
+	// MemoryMB is the memory of the whole tree, in MiB (default 512).
+	MemoryMB *int64 `json:"memoryMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// ProcessCount is the number of tasks (processes and threads) (default 20).
+	ProcessCount *int64 `json:"processCount,omitempty" jsonschema:"minimum=1,maximum=65536"`
+	// DiskWriteMB caps the writable space and the size of any file written, in MiB (default 100).
+	DiskWriteMB *int64 `json:"diskWriteMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// OpenFiles is the open-file limit of each process (default 256).
+	OpenFiles *int64 `json:"openFiles,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+}
+
+// Egress is the egress gate's policy.
+type Egress struct {
+	// Default must be "deny": airlock has no default-allow mode.
+	Default string `json:"default,omitempty" jsonschema:"enum=deny"`
+	// TaskAllowlist maps a task to the destinations it may reach.
+	TaskAllowlist map[string][]string `json:"taskAllowlist,omitempty"`
+	// AlwaysBlocked adds to the built-in floor of metadata destinations.
+	AlwaysBlocked []string `json:"alwaysBlocked,omitempty"`
+}
+
+// Filesystem is the sandbox's view of the host's files.
+type Filesystem struct {
+	// ReadOnly host paths are bound read-only at the same place.
+	ReadOnly []string `json:"readOnly,omitempty"`
+	// ReadWrite host paths are bound writable at the same place.
+	ReadWrite []string `json:"readWrite,omitempty"`
+}
+
+// Monitor holds the thresholds of the monitor's alert rules.
+type Monitor struct {
+	// EgressDenyBurst denied egress attempts within WindowSeconds raise
+	// an alert (a command-and-control or exfiltration signature).
+	EgressDenyBurst *int64 `json:"egressDenyBurst,omitempty" jsonschema:"minimum=1"`
+	// CommandDenyRepeat denied commands within WindowSeconds raise an
+	// alert (an agent probing the allowlist).
+	CommandDenyRepeat *int64 `json:"commandDenyRepeat,omitempty" jsonschema:"minimum=1"`
+	// WindowSeconds is the sliding window of both rules.
+	WindowSeconds *float64 `json:"windowSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
+}

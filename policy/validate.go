@@ -1,0 +1,233 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// check is one validation rule. Each looks at one concern and reports
+// every problem it finds; the loader attaches file positions.
+type check func(p *Policy) []*Error
+
+// checks is the validation run on every policy, in order.
+var checks = []check{
+	checkToolNames,
+	checkRules,
+	checkCaps,
+	checkEgressDefault,
+	checkEgress,
+	checkPaths,
+	checkRequire,
+	checkMonitor,
+}
+
+func validate(p *Policy) Errors {
+	var errs Errors
+	for _, c := range checks {
+		errs = append(errs, c(p)...)
+	}
+	return errs
+}
+
+func problem(path, msg, hint string) *Error { return &Error{Path: path, Msg: msg, Hint: hint} }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// plainText reports whether s is valid UTF-8 with no control characters
+// and no leading or trailing white space.
+func plainText(s string) bool {
+	if !utf8.ValidString(s) || strings.TrimSpace(s) != s {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func checkToolNames(p *Policy) []*Error {
+	var errs []*Error
+	if p.ToolScopes == nil {
+		errs = append(errs, problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
+	}
+	for _, tool := range sortedKeys(p.ToolScopes) {
+		if tool == "" || !plainText(tool) {
+			errs = append(errs, problem(joinPath("toolScopes", segment(tool, -1)),
+				fmt.Sprintf("tool name %q is empty or has white space or control characters", tool), ""))
+		}
+	}
+	return errs
+}
+
+func checkRules(p *Policy) []*Error {
+	var errs []*Error
+	for _, tool := range sortedKeys(p.ToolScopes) {
+		scope := p.ToolScopes[tool]
+		base := joinPath("toolScopes", segment(tool, -1))
+		seen := map[string]string{}
+		for _, list := range []struct {
+			name  string
+			rules []CommandPattern
+		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}, {"allow", scope.Allow}} {
+			for i, r := range list.rules {
+				at := joinPath(base, "."+list.name+segment("", i))
+				errs = append(errs, checkRule(at, r)...)
+				if prev, dup := seen[r.Name]; dup && r.Name != "" {
+					errs = append(errs, problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
+						"rule names identify decisions in the audit stream; make each unique within its tool"))
+				} else {
+					seen[r.Name] = at
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func checkRule(at string, r CommandPattern) []*Error {
+	var errs []*Error
+	if r.Name == "" || !plainText(r.Name) {
+		errs = append(errs, problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
+	}
+	switch {
+	case r.Command == "":
+		errs = append(errs, problem(at+".command", "empty command name", `name a program, e.g. "pytest" or "/usr/bin/pytest"`))
+	case !plainText(r.Command) || strings.ContainsAny(r.Command, " \x00"):
+		errs = append(errs, problem(at+".command", fmt.Sprintf("command %q has white space or control characters", r.Command),
+			"a command is one program name; put its arguments in argPatterns"))
+	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
+		errs = append(errs, problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
+			`use a bare name resolved through commandSearchPath, or an absolute path such as "/usr/bin/git"`))
+	}
+	for i, sig := range r.ArgPatterns {
+		for j, a := range sig {
+			if strings.IndexByte(a, 0) >= 0 || !utf8.ValidString(a) {
+				errs = append(errs, problem(fmt.Sprintf("%s.argPatterns[%d][%d]", at, i, j), "argument has a NUL byte or invalid UTF-8", ""))
+			}
+		}
+	}
+	return errs
+}
+
+// capRange bounds each cap: positive, and no larger than a sane maximum.
+var capRange = []struct {
+	name string
+	get  func(*Caps) (float64, bool)
+	max  float64
+}{
+	{"wallSeconds", func(c *Caps) (float64, bool) { return fget(c.WallSeconds) }, 86400},
+	{"cpuSeconds", func(c *Caps) (float64, bool) { return fget(c.CPUSeconds) }, 86400},
+	{"memoryMb", func(c *Caps) (float64, bool) { return iget(c.MemoryMB) }, 1 << 20},
+	{"processCount", func(c *Caps) (float64, bool) { return iget(c.ProcessCount) }, 1 << 16},
+	{"diskWriteMb", func(c *Caps) (float64, bool) { return iget(c.DiskWriteMB) }, 1 << 20},
+	{"openFiles", func(c *Caps) (float64, bool) { return iget(c.OpenFiles) }, 1 << 20},
+}
+
+func fget(v *float64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+func iget(v *int64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return float64(*v), true
+}
+
+func checkCaps(p *Policy) []*Error {
+	var errs []*Error
+	check := func(at string, c *Caps) {
+		if c == nil {
+			return
+		}
+		for _, r := range capRange {
+			v, ok := r.get(c)
+			switch {
+			case !ok:
+			case v <= 0:
+				errs = append(errs, problem(at+"."+r.name, fmt.Sprintf("%s must be positive, got %v", r.name, v),
+					"remove the field to take the default"))
+			case v > r.max:
+				errs = append(errs, problem(at+"."+r.name, fmt.Sprintf("%s is out of range: %v is more than %v", r.name, v, r.max), ""))
+			}
+		}
+	}
+	check("caps", p.Caps)
+	for _, tool := range sortedKeys(p.ToolScopes) {
+		check(joinPath("toolScopes", segment(tool, -1))+".caps", p.ToolScopes[tool].Caps)
+	}
+	return errs
+}
+
+func checkEgressDefault(p *Policy) []*Error {
+	if p.Egress != nil && p.Egress.Default != "" && p.Egress.Default != "deny" {
+		return []*Error{problem("egress.default", fmt.Sprintf("egress default %q is not supported", p.Egress.Default),
+			`airlock denies by default; write "deny" or leave it out, and allowlist hosts per task`)}
+	}
+	return nil
+}
+
+func checkPaths(p *Policy) []*Error {
+	var errs []*Error
+	abs := func(at, what string, list []string, rootOK bool) {
+		for i, dir := range list {
+			where := at + segment("", i)
+			switch {
+			case !path.IsAbs(dir) || path.Clean(dir) != dir || !plainText(dir):
+				errs = append(errs, problem(where, fmt.Sprintf("%s %q is not a clean absolute path", what, dir),
+					"relative entries would depend on the current directory"))
+			case dir == "/" && !rootOK:
+				errs = append(errs, problem(where, fmt.Sprintf("%s may not be the whole host root", what),
+					"bind the directories the command needs, e.g. /usr"))
+			}
+		}
+	}
+	abs("commandSearchPath", "search path entry", p.CommandSearchPath, false)
+	fsCheck := func(at string, fs *Filesystem) {
+		if fs != nil {
+			abs(at+".readOnly", "read-only path", fs.ReadOnly, false)
+			abs(at+".readWrite", "read-write path", fs.ReadWrite, false)
+		}
+	}
+	fsCheck("filesystem", p.Filesystem)
+	for _, tool := range sortedKeys(p.ToolScopes) {
+		fsCheck(joinPath("toolScopes", segment(tool, -1))+".filesystem", p.ToolScopes[tool].Filesystem)
+	}
+	return errs
+}
+
+func checkMonitor(p *Policy) []*Error {
+	m := p.Monitor
+	if m == nil {
+		return nil
+	}
+	var errs []*Error
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{"egressDenyBurst", m.EgressDenyBurst}, {"commandDenyRepeat", m.CommandDenyRepeat}} {
+		if f.v != nil && *f.v < 1 {
+			errs = append(errs, problem("monitor."+f.name, fmt.Sprintf("%s must be at least 1, got %d", f.name, *f.v), ""))
+		}
+	}
+	if m.WindowSeconds != nil && (*m.WindowSeconds <= 0 || *m.WindowSeconds > 86400) {
+		errs = append(errs, problem("monitor.windowSeconds", fmt.Sprintf("windowSeconds must be in (0, 86400], got %v", *m.WindowSeconds), ""))
+	}
+	return errs
+}
