@@ -1,5 +1,7 @@
 package policy
 
+import "github.com/airlock-sandbox/airlock/egress"
+
 // The defaults PRODUCT.md gives for absent fields (the seed's caps).
 const (
 	DefaultCPUSeconds   = 10
@@ -111,4 +113,12 @@ func setI(dst *int64, v *int64) {
 	if v != nil {
 		*dst = *v
 	}
+}
+
+// EgressConfig returns the egress section in the egress gate's terms.
+func (p *Policy) EgressConfig() egress.Config {
+	if p.Egress == nil {
+		return egress.Config{}
+	}
+	return egress.Config{TaskAllowlist: p.Egress.TaskAllowlist, AlwaysBlocked: p.Egress.AlwaysBlocked}
 }

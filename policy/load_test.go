@@ -157,6 +157,8 @@ func TestStrictErrors(t *testing.T) {
 			"p.json:1:49: filesystem.readWrite[0]: read-write path may not be the whole host root\n\thint: bind the directories the command needs, e.g. /usr"},
 		{"p.json", `{"toolScopes": {}, "egress": {"default": "allow"}}`,
 			"p.json:1:42: egress.default: egress default \"allow\" is not supported\n\thint: airlock denies by default; write \"deny\" or leave it out, and allowlist hosts per task"},
+		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["ok.example", "169.254.169.254:80"]}}}`,
+			"p.json:1:69: egress.taskAllowlist.t[1]: \"169.254.169.254:80\" is always blocked (cloud metadata or link-local) and can never be allowlisted\n\thint: remove it: no policy can reach metadata endpoints"},
 		{"p.json", `{"caps": {}}`,
 			"p.json:1:1: missing toolScopes\n\thint: add \"toolScopes\": {} (an empty object denies every command)"},
 		{"p.json", `[]`, "p.json:1:1: expected an object, found an array"},

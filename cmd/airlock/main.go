@@ -9,8 +9,11 @@ package main
 
 import (
 	"os"
+
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 func main() {
+	sandbox.Init() // the sandbox's init, when this process is one; never returns then
 	os.Exit(Main(os.Args[1:]))
 }

@@ -84,6 +84,12 @@ hash-chained audit stream.`,
 		// Commands are registered here, one constructor per file.
 		newExplainCmd(),
 		newPolicyCmd(),
+		newRunCmd(),
+		newPayloadCmd(),
+		newDoctorCmd(),
+		newAuditCmd(),
+		newImageCmd(),
+		newProxyCmd(),
 	)
 	return root
 }

@@ -1,0 +1,26 @@
+package audit
+
+import "time"
+
+// A Hook watches every event of a log, in file order, while the log is
+// locked, and may add events right after the ones its Log writes. The
+// monitor is one: through a hook, a rule sees the events that other
+// airlock processes appended to the same file, so that three denied
+// commands in three separate "airlock run" processes still make a
+// repeated-denial alert, raised exactly once.
+//
+// The hook's methods are called with the file locked: they must be quick
+// and must not call back into the Log.
+type Hook interface {
+	// Lookback is how far back, from now, the hook wants to see the
+	// events already in the file when its Log first writes.
+	Lookback() time.Duration
+	// Seen is called with each event that this Log did not write: those
+	// already in the file within Lookback, then those that other writers
+	// appended between this Log's writes. Damaged lines are skipped.
+	Seen(ev Event)
+	// Follow is called with each event this Log writes (with its seq, ts
+	// and hash set) and returns events to write right after it, in the
+	// same write and under the same lock. Follow is not called on them.
+	Follow(ev Event) []Event
+}

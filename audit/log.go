@@ -1,0 +1,337 @@
+package audit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ErrClosed is returned by Append on a closed Log.
+var ErrClosed = errors.New("audit: log is closed")
+
+// chainIDLen is the length of a chain id in hex digits (128 bits).
+const chainIDLen = 32
+
+// Fixed reasons of the records the writer adds itself.
+const (
+	reasonChainStarted = "audit log started: every later line is chained to this one"
+	reasonRepaired     = "the previous line was damaged (an airlock process stopped mid-write, or the file " +
+		"was edited); it is kept as evidence outside the chain, which continues from the line before it"
+)
+
+// Log appends events to an audit file. It is safe for concurrent use, and
+// several Logs, in one process or many, may append to the same file: each
+// Append locks the file (see the package documentation).
+type Log struct {
+	mu   sync.Mutex
+	f    *os.File
+	path string
+	now  func() time.Time
+	hook Hook
+	seen int64 // the file size up to which hook has seen every event; -1 before the first write
+}
+
+// Option configures a Log.
+type Option func(*Log)
+
+// WithClock makes the Log stamp events with now() instead of the time.
+func WithClock(now func() time.Time) Option { return func(l *Log) { l.now = now } }
+
+// WithHook makes the Log show every event to h and write what h adds.
+func WithHook(h Hook) Option { return func(l *Log) { l.hook = h } }
+
+// Open opens the audit log at path for appending, creating it (0600) and
+// its directory (0700) when missing. It checks the end of the file: a
+// file whose end is not an intact audit log is refused with ErrDamaged,
+// before anything is run that would need logging.
+func Open(path string, opts ...Option) (*Log, error) {
+	if path == "" {
+		return nil, errors.New("audit: no log file given")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	_, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	l := &Log{f: f, path: path, now: time.Now, seen: -1}
+	for _, o := range opts {
+		o(l)
+	}
+	if err := l.check(errors.Is(statErr, fs.ErrNotExist)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// check refuses a file that is not a regular file or whose end is not an
+// intact log, and makes a new file's directory entry durable.
+func (l *Log) check(created bool) error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("audit: %s is not a regular file", l.path)
+	}
+	if created {
+		if err := syncDir(filepath.Dir(l.path)); err != nil {
+			return err
+		}
+	}
+	if err := lockFile(l.f); err != nil {
+		return fmt.Errorf("audit: lock %s: %w", l.path, err)
+	}
+	defer unlockFile(l.f)
+	if _, err := readTail(l.f, fi.Size()); err != nil {
+		return fmt.Errorf("%w (in %s)", err, l.path)
+	}
+	return nil
+}
+
+// syncDir makes a new file's name durable in its directory.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer d.Close()
+	if err := syncData(d); err != nil {
+		return fmt.Errorf("audit: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Path returns the file the Log appends to.
+func (l *Log) Path() string { return l.path }
+
+// Close closes the file. Appends after Close return ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return ErrClosed
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// Append writes ev at the end of the log and returns it as written, with
+// Seq, TS, Prev and Hash set. When Append returns nil, the event is on
+// disk. The caller fills in Kind, Decision, Reason and Context; an event
+// with an unknown kind or decision, or without a reason, is refused.
+func (l *Log) Append(ev Event) (Event, error) {
+	evs, at, err := l.append(ev)
+	if err != nil {
+		return Event{}, err
+	}
+	return evs[at], nil
+}
+
+// AppendAll is Append that also returns every line the call wrote, in
+// file order: a chain_started record when the file was empty or an
+// audit_repaired record when it ended with a damaged line, then ev, then
+// the events the hook added after each of them (alerts, for the monitor).
+func (l *Log) AppendAll(ev Event) (Event, []Event, error) {
+	evs, at, err := l.append(ev)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	return evs[at], evs, nil
+}
+
+// append writes ev and returns the lines written and ev's index in them.
+func (l *Log) append(ev Event) ([]Event, int, error) {
+	if err := checkNew(&ev); err != nil {
+		return nil, 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil, 0, ErrClosed
+	}
+	if err := lockFile(l.f); err != nil {
+		return nil, 0, fmt.Errorf("audit: lock %s: %w", l.path, err)
+	}
+	defer unlockFile(l.f)
+	fi, err := l.f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("audit: %w", err)
+	}
+	size := fi.Size()
+	t, err := readTail(l.f, size)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w (in %s)", err, l.path)
+	}
+	now := l.now().UTC()
+	if err := l.catchUp(size, now); err != nil {
+		return nil, 0, err
+	}
+	b := batch{tail: t, now: now, hook: l.hook}
+	if size == 0 {
+		id, err := newChainID()
+		if err != nil {
+			return nil, 0, err
+		}
+		b.add(Event{Kind: KindLifecycle, Decision: DecisionInfo, Reason: reasonChainStarted,
+			Context: Context{Event: EventChainStarted, ChainID: id}})
+	}
+	if t.damaged != nil {
+		if !t.newline {
+			b.buf = append(b.buf, '\n')
+		}
+		sum := sha256.Sum256(t.damaged)
+		b.add(Event{Kind: KindLifecycle, Decision: DecisionInfo, Reason: reasonRepaired,
+			Context: Context{Event: EventAuditRepaired, RepairedBytes: int64(len(t.damaged)),
+				RepairedSHA256: hex.EncodeToString(sum[:])}})
+	}
+	at := b.add(ev)
+	if b.err != nil {
+		return nil, 0, b.err
+	}
+	if err := l.write(b.buf, size); err != nil {
+		return nil, 0, err
+	}
+	if l.hook != nil {
+		l.seen = size + int64(len(b.buf))
+	}
+	return b.out, at, nil
+}
+
+// write appends buf with one write and syncs it. On a failed or short
+// write it cuts the file back to size, so that no half line is left.
+func (l *Log) write(buf []byte, size int64) error {
+	if _, err := l.f.Write(buf); err != nil {
+		if terr := l.f.Truncate(size); terr != nil {
+			return fmt.Errorf("audit: %w (and cutting the partial line failed: %v)", err, terr)
+		}
+		return fmt.Errorf("audit: %w", err)
+	}
+	if err := syncData(l.f); err != nil {
+		return fmt.Errorf("audit: sync %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// catchUp shows the hook the events that other writers appended since
+// this Log last wrote, or, the first time, those within its lookback.
+func (l *Log) catchUp(size int64, now time.Time) error {
+	if l.hook == nil {
+		return nil
+	}
+	if l.seen < 0 || size < l.seen || size-l.seen > seedMaxBytes {
+		evs, err := recentEvents(l.f, size, now.Add(-l.hook.Lookback()))
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			l.hook.Seen(ev)
+		}
+		l.seen = size
+		return nil
+	}
+	if size == l.seen {
+		return nil
+	}
+	buf := make([]byte, size-l.seen)
+	if _, err := l.f.ReadAt(buf, l.seen); err != nil {
+		return fmt.Errorf("audit: read %s: %w", l.path, err)
+	}
+	for len(buf) > 0 {
+		line, rest, _ := bytes.Cut(buf, []byte{'\n'})
+		if ev, err := ParseLine(line); err == nil {
+			l.hook.Seen(ev)
+		}
+		buf = rest
+	}
+	l.seen = size
+	return nil
+}
+
+// batch builds the lines of one Append, chaining each onto the last.
+type batch struct {
+	tail
+	now  time.Time
+	hook Hook
+	buf  []byte
+	out  []Event
+	err  error
+}
+
+// add chains ev, encodes it, shows it to the hook and adds what the hook
+// returns. It returns ev's index in out.
+func (b *batch) add(ev Event) int {
+	at := len(b.out)
+	b.put(ev)
+	if b.hook != nil && b.err == nil {
+		for _, next := range b.hook.Follow(b.out[at]) {
+			if err := checkNew(&next); err != nil {
+				b.err = fmt.Errorf("audit: hook: %w", err)
+				break
+			}
+			b.put(next)
+		}
+	}
+	return at
+}
+
+func (b *batch) put(ev Event) {
+	if b.err != nil {
+		return
+	}
+	ev.Seq, ev.TS, ev.Prev = b.seq+1, b.now, b.hash
+	if rawSize(&ev) > MaxEventBytes {
+		clip(&ev) // without encoding megabytes first
+	}
+	line, err := encodeLine(&ev)
+	if err == nil && len(line) > MaxEventBytes && !ev.Context.Truncated {
+		clip(&ev)
+		line, err = encodeLine(&ev)
+		if err == nil && len(line) > MaxEventBytes {
+			err = fmt.Errorf("audit: event is %d bytes after shortening, over the %d byte limit", len(line), MaxEventBytes)
+		}
+	}
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.buf = append(b.buf, line...)
+	b.out = append(b.out, ev)
+	b.seq, b.hash = ev.Seq, ev.Hash
+}
+
+// checkNew refuses an event that a writer must not write.
+func checkNew(ev *Event) error {
+	switch {
+	case !ev.Kind.Valid():
+		return fmt.Errorf("audit: event has unknown kind %s", shown(string(ev.Kind)))
+	case !validDecision(ev.Decision):
+		return fmt.Errorf("audit: event has unknown decision %s", shown(ev.Decision))
+	case ev.Reason == "":
+		return errors.New("audit: event has no reason")
+	case ev.Context.ChainID != "" || ev.Context.RepairedSHA256 != "" || ev.Context.RepairedBytes != 0 ||
+		ev.Context.Event == EventChainStarted || ev.Context.Event == EventAuditRepaired:
+		return errors.New("audit: chain_started and audit_repaired records are written by the log itself")
+	}
+	return nil
+}
+
+func newChainID() (string, error) {
+	var b [chainIDLen / 2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("audit: chain id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,234 @@
+package audit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Error is a failed verification: the first bad line and why. Line is 0
+// for a failure of the file as a whole (a missing head).
+type Error struct {
+	Line   int    `json:"line"`
+	Reason string `json:"reason"`
+}
+
+// Error returns "line N: reason", or the reason alone when Line is 0.
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return e.Reason
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Reason)
+}
+
+// Repair is a damaged line that a writer closed off with an
+// audit_repaired event.
+type Repair struct {
+	// Line is the damaged line; MarkerLine the repair event after it.
+	Line       int `json:"line"`
+	MarkerLine int `json:"markerLine"`
+	// Bytes is the damaged line's length.
+	Bytes int64 `json:"bytes"`
+}
+
+// Report describes a verified log (or the part of it read before the
+// first bad line).
+type Report struct {
+	// Lines and Events count the lines read and the valid events in them.
+	Lines  int `json:"lines"`
+	Events int `json:"events"`
+	// ChainID is the log's identity, from its first line.
+	ChainID string `json:"chainId,omitempty"`
+	// Head and HeadSeq are the hash and seq of the last valid event:
+	// record them elsewhere to detect a later cut at the end.
+	Head    string `json:"head,omitempty"`
+	HeadSeq uint64 `json:"headSeq,omitempty"`
+	// Repairs lists the damaged lines that writers closed off.
+	Repairs []Repair `json:"repairs,omitempty"`
+}
+
+// damaged is a line that failed ParseLine, waiting for the next line to
+// show whether a writer repaired it.
+type damaged struct {
+	line   int
+	bytes  int64
+	sum    string
+	reason string
+}
+
+// Verifier checks a log line by line; Verify drives one over a reader, and
+// the timeline uses one to check what it shows.
+type Verifier struct {
+	head       string // the anchored head hash, or ""
+	headSeen   bool
+	rep        Report
+	pending    *damaged
+	err        *Error
+	prevLineNo int // the line number of the last valid event
+}
+
+// NewVerifier returns a Verifier. When head is not "", End fails unless
+// a line with that hash was seen.
+func NewVerifier(head string) *Verifier {
+	return &Verifier{head: head}
+}
+
+// Verify reads a whole log and checks its chain. It returns a *Error
+// naming the first bad line, or another error when r fails.
+func Verify(r io.Reader) (Report, error) {
+	return VerifyHead(r, "")
+}
+
+// VerifyHead is Verify that also fails unless the log still holds a line
+// whose hash is head: a head hash recorded earlier, which proves that no
+// line up to it was cut from the end since.
+func VerifyHead(r io.Reader, head string) (Report, error) {
+	if head != "" && !isHash(head) {
+		return Report{}, errors.New("audit: the head must be a 64-digit lower-case hex hash")
+	}
+	v := NewVerifier(head)
+	lr := newLineReader(r, MaxLineBytes)
+	for {
+		line, err := lr.next()
+		switch {
+		case err == nil:
+			if _, _, err := v.Line(line); err != nil {
+				return v.Report(), err
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			return v.End(line)
+		case errors.Is(err, ErrLineTooLong):
+			return v.Report(), v.TooLong()
+		}
+		return v.Report(), fmt.Errorf("audit: read: %w", err)
+	}
+}
+
+// Report returns what has been verified so far.
+func (v *Verifier) Report() Report { return v.rep }
+
+// Line checks the next complete line (without its newline). It returns
+// the event and true when the line is a valid event in its place; false
+// and no error when the line is damaged and its fate depends on the next
+// line; and a *Error, for this or an earlier line, when the log is bad.
+// After an error every call returns it again.
+func (v *Verifier) Line(line []byte) (Event, bool, error) {
+	if v.err != nil {
+		return Event{}, false, v.err
+	}
+	v.rep.Lines++
+	n := v.rep.Lines
+	ev, perr := ParseLine(line)
+	if perr != nil {
+		if v.pending != nil {
+			return Event{}, false, v.fail(v.pending.line, v.pending.reason)
+		}
+		sum := sha256.Sum256(line)
+		v.pending = &damaged{line: n, bytes: int64(len(line)), sum: hex.EncodeToString(sum[:]), reason: perr.Error()}
+		return Event{}, false, nil
+	}
+	if err := v.repairs(n, &ev); err != nil {
+		return Event{}, false, err
+	}
+	if err := v.chain(n, &ev); err != nil {
+		return Event{}, false, err
+	}
+	v.rep.Events++
+	v.rep.Head, v.rep.HeadSeq = ev.Hash, ev.Seq
+	v.prevLineNo = n
+	if ev.Hash == v.head {
+		v.headSeen = true
+	}
+	return ev, true, nil
+}
+
+// repairs checks that a damaged line is followed by the repair event that
+// matches it, and that a repair event follows a damaged line.
+func (v *Verifier) repairs(n int, ev *Event) error {
+	isRepair := ev.Kind == KindLifecycle && ev.Context.Event == EventAuditRepaired
+	if d := v.pending; d != nil {
+		if !isRepair {
+			return v.fail(d.line, d.reason)
+		}
+		if ev.Context.RepairedBytes != d.bytes || ev.Context.RepairedSHA256 != d.sum {
+			return v.fail(d.line, d.reason+" (and the repair record on the next line describes other bytes)")
+		}
+		v.rep.Repairs = append(v.rep.Repairs, Repair{Line: d.line, MarkerLine: n, Bytes: d.bytes})
+		v.pending = nil
+		return nil
+	}
+	if isRepair {
+		return v.fail(n, "a repair record with no damaged line before it")
+	}
+	return nil
+}
+
+// chain checks ev's seq and prev against the last valid event.
+func (v *Verifier) chain(n int, ev *Event) error {
+	if v.rep.Events == 0 {
+		switch {
+		case ev.Seq != 1:
+			return v.fail(n, fmt.Sprintf("the log starts at seq %d, not 1: lines were removed from its start", ev.Seq))
+		case ev.Prev != Genesis:
+			return v.fail(n, "the first event's prev is not the genesis value: lines were removed from the start")
+		case !isHex(ev.Context.ChainID, chainIDLen):
+			return v.fail(n, "the first event carries no chain id: this is not the start of a log")
+		}
+		v.rep.ChainID = ev.Context.ChainID
+		return nil
+	}
+	want := v.rep.HeadSeq + 1
+	switch {
+	case ev.Hash == v.rep.Head:
+		return v.fail(n, fmt.Sprintf("a copy of line %d: a line was duplicated", v.prevLineNo))
+	case ev.Seq < want:
+		return v.fail(n, fmt.Sprintf("seq %d repeats or goes back (expected %d): a line was duplicated or moved", ev.Seq, want))
+	case ev.Seq > want:
+		return v.fail(n, fmt.Sprintf("seq jumps from %d to %d: lines were removed or moved", v.rep.HeadSeq, ev.Seq))
+	case ev.Prev != v.rep.Head:
+		return v.fail(n, fmt.Sprintf("prev does not match the hash of line %d: a line was edited, inserted or moved", v.prevLineNo))
+	case ev.Context.ChainID != "":
+		return v.fail(n, "a chain id after the first event: another log was spliced in")
+	}
+	return nil
+}
+
+// TooLong records that the next line is over MaxLineBytes and returns the
+// error.
+func (v *Verifier) TooLong() error {
+	if v.err != nil {
+		return v.err
+	}
+	if v.pending != nil {
+		return v.fail(v.pending.line, v.pending.reason)
+	}
+	return v.fail(v.rep.Lines+1, reasonTooLong)
+}
+
+// End finishes the check at the end of the input; partial is what follows
+// the last newline (empty for a well-formed file).
+func (v *Verifier) End(partial []byte) (Report, error) {
+	if v.err != nil {
+		return v.rep, v.err
+	}
+	if v.pending != nil {
+		return v.rep, v.fail(v.pending.line, v.pending.reason)
+	}
+	if len(partial) > 0 {
+		return v.rep, v.fail(v.rep.Lines+1, fmt.Sprintf("the final line has no newline (%d bytes): "+
+			"an airlock process stopped mid-write or the file was cut; the next writer records a repair", len(partial)))
+	}
+	if v.head != "" && !v.headSeen {
+		return v.rep, v.fail(0, "the log holds no line with the given head hash: "+
+			"lines were removed from its end, or this is another log")
+	}
+	return v.rep, nil
+}
+
+func (v *Verifier) fail(line int, reason string) error {
+	v.err = &Error{Line: line, Reason: reason}
+	return v.err
+}

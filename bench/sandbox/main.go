@@ -1,0 +1,43 @@
+// Command sandbox-bench runs /bin/true once in a full airlock sandbox
+// (every namespace, the cgroup, Landlock, seccomp when built in, the proxy
+// listener) and exits with its status: the process that bench/sandbox/run.sh
+// times beside bwrap, unshare and a direct exec, until "airlock run" exists.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+func main() {
+	sandbox.Init()
+	cfg := sandbox.Config{
+		Path: "/bin/true",
+		Caps: limits.Caps{
+			Wall: 10 * time.Second, CPU: 10 * time.Second, MemoryBytes: 512 << 20,
+			Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256,
+		},
+		Proxy: true,
+	}
+	s, err := sandbox.Start(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-bench:", err)
+		os.Exit(125)
+	}
+	if err := s.Release(); err != nil {
+		s.Kill()
+		fmt.Fprintln(os.Stderr, "sandbox-bench:", err)
+		os.Exit(125)
+	}
+	res, err := s.Wait()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox-bench:", err)
+		os.Exit(125)
+	}
+	os.Exit(res.ExitCode)
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/monitor"
+)
+
+func newAuditCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit (verify|timeline|alerts) [FILE]",
+		Short: "Check the audit log's hash chain, show its timeline, or its alerts",
+		Long: `audit reads an airlock audit log: FILE, else $AIRLOCK_AUDIT, else
+$XDG_STATE_HOME/airlock/audit.jsonl (~/.local/state/airlock/audit.jsonl when
+XDG_STATE_HOME is unset).`,
+		// Without this, "airlock audit verfy FILE" would print the help and
+		// exit 0, and a CI check built on it would pass.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{errors.New("audit: give a subcommand: verify, timeline or alerts")}
+			}
+			return usageError{fmt.Errorf("audit: unknown subcommand %q (want verify, timeline or alerts)", args[0])}
+		},
+	}
+	cmd.AddCommand(newAuditVerifyCmd(), newAuditTimelineCmd(), newAuditAlertsCmd())
+	return cmd
+}
+
+// atMostOneFile is the Args check of the subcommands.
+func atMostOneFile(sub string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 1 {
+			return usageError{fmt.Errorf("audit %s: at most one FILE", sub)}
+		}
+		return nil
+	}
+}
+
+// auditFile returns the log a subcommand reads.
+func auditFile(args []string) (string, error) {
+	if len(args) == 1 {
+		return args[0], nil
+	}
+	return audit.DefaultPath()
+}
+
+// auditFailed is the exit of a subcommand that found the log bad: status
+// 1 and "audit CMD: FILE:LINE: reason".
+func auditFailed(sub, file string, err error) error {
+	var e *audit.Error
+	switch {
+	case errors.As(err, &e) && e.Line > 0:
+		err = fmt.Errorf("audit %s: %s:%d: %s", sub, file, e.Line, e.Reason)
+	case errors.As(err, &e):
+		err = fmt.Errorf("audit %s: %s: %s", sub, file, e.Reason)
+	default:
+		err = fmt.Errorf("audit %s: %w", sub, err)
+	}
+	return &exitError{Code: exitFailed, Err: err}
+}
+
+func newAuditVerifyCmd() *cobra.Command {
+	var (
+		head   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [--head HASH] [--json] [FILE]",
+		Short: "Check the hash chain; exit 1 naming the first bad line",
+		Long: `verify checks every line of the audit log and the chain that binds each line to
+the one before it. It exits 0 and prints the number of events and the head
+hash, or exits 1 naming the first bad line and why: an edit, a deletion, an
+insertion, a reordering, a cut in the middle, a duplicated or damaged line.
+
+A chain cannot show lines cut from its end. Keep the head hash that verify
+prints somewhere the log's writers cannot change, and later pass it with
+--head: verify then also fails unless the log still holds that line.`,
+		Example: `  airlock audit verify
+  airlock audit verify --head 9f2c…e1 /var/log/airlock/audit.jsonl`,
+		Args: atMostOneFile("verify"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := auditFile(args)
+			if err != nil {
+				return err
+			}
+			if head != "" && !isHexHash(head) {
+				return usageError{errors.New("audit verify: --head must be a 64-digit lower-case hex hash")}
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return auditFailed("verify", file, err)
+			}
+			defer f.Close()
+			rep, verr := audit.VerifyHead(f, head)
+			if asJSON {
+				printVerifyJSON(cmd.OutOrStdout(), file, rep, verr)
+				if verr != nil {
+					return &exitError{Code: exitFailed}
+				}
+				return nil
+			}
+			for _, r := range rep.Repairs {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: audit verify: %s:%d: warning: damaged line (%d bytes) "+
+					"closed off by the repair record on line %d\n", file, r.Line, r.Bytes, r.MarkerLine)
+			}
+			if verr != nil {
+				return auditFailed("verify", file, verr)
+			}
+			if rep.Events == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: empty log\n", file)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d events, chain %s, head %s (seq %d)\n",
+				file, rep.Events, rep.ChainID, rep.Head, rep.HeadSeq)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&head, "head", "", "fail unless the log holds a line with this hash (recorded earlier)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func isHexHash(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyJSON is the --json output of audit verify.
+type verifyJSON struct {
+	File string `json:"file"`
+	OK   bool   `json:"ok"`
+	audit.Report
+	Error *audit.Error `json:"error,omitempty"`
+}
+
+func printVerifyJSON(w io.Writer, file string, rep audit.Report, verr error) {
+	out := verifyJSON{File: file, OK: verr == nil, Report: rep}
+	if verr != nil && !errors.As(verr, &out.Error) {
+		out.Error = &audit.Error{Reason: verr.Error()}
+	}
+	b, _ := json.Marshal(out)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func newAuditTimelineCmd() *cobra.Command {
+	var follow, utc bool
+	cmd := &cobra.Command{
+		Use:   "timeline [--follow] [--utc] [FILE]",
+		Short: "One readable line per event; --follow shows events as they are written",
+		Long: `timeline prints one line per event of the audit log: time, tool or task,
+subject, what was decided where, and the reason. It checks the chain as it
+reads: at the first bad line it prints "!! line N: why", marks every later
+event "?", and exits 1.
+
+--follow keeps reading as airlock appends (the live view of a run), until
+interrupted; it waits for the file when it does not exist yet.`,
+		Example: `  airlock audit timeline
+  airlock audit timeline --follow &
+  airlock run --tool run_tests -- pytest -v`,
+		Args: atMostOneFile("timeline"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := auditFile(args)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			f, err := openLog(ctx, file, follow)
+			if err != nil {
+				return auditFailed("timeline", file, err)
+			}
+			if f == nil {
+				return nil // interrupted while waiting for the file
+			}
+			defer f.Close()
+			opts := audit.TimelineOptions{Follow: follow, Location: location(utc)}
+			if _, err := audit.Timeline(ctx, cmd.OutOrStdout(), f, opts); err != nil {
+				return auditFailed("timeline", file, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep showing events as they are appended")
+	cmd.Flags().BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
+	return cmd
+}
+
+// openLog opens file; with wait, it waits for a missing file to appear,
+// and returns nil, nil when ctx ends first.
+func openLog(ctx context.Context, file string, wait bool) (*os.File, error) {
+	for {
+		f, err := os.Open(file)
+		if err == nil || !wait || !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func location(utc bool) *time.Location {
+	if utc {
+		return time.UTC
+	}
+	return time.Local
+}
+
+func newAuditAlertsCmd() *cobra.Command {
+	var asJSON, utc bool
+	cmd := &cobra.Command{
+		Use:   "alerts [--json] [--utc] [FILE]",
+		Short: "The monitor's alerts: those in the log, and those its rules find again",
+		Long: `alerts prints the alert events that the monitor wrote into the audit log, then
+replays the log through the monitor's rules, with the thresholds of the policy's
+"monitor" section (--policy), and prints the alerts the log should hold but
+does not (a writer without a monitor, or other thresholds).
+
+Rules: egress_deny_burst and command_deny_repeat (N denials within a window),
+resource_kill, metadata_access, escape_suspected, startup_refused and
+audit_repaired. alerts does not check the chain; run "airlock audit verify".`,
+		Args: atMostOneFile("alerts"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := auditFile(args)
+			if err != nil {
+				return err
+			}
+			pol, err := loadPolicy(cmd)
+			if err != nil {
+				return err
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				return auditFailed("alerts", file, err)
+			}
+			defer f.Close()
+			th := monitor.ThresholdsFor(pol.Policy)
+			res, err := monitor.Replay(f, th)
+			if err != nil {
+				return auditFailed("alerts", file, err)
+			}
+			if res.Damaged > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: audit alerts: %s: warning: %d damaged %s skipped; "+
+					"run \"airlock audit verify\"\n", file, res.Damaged, plural(res.Damaged, "line"))
+			}
+			if asJSON {
+				b, _ := json.Marshal(struct {
+					File string `json:"file"`
+					monitor.Result
+				}{file, res})
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+				return nil
+			}
+			printAlerts(cmd.OutOrStdout(), res, th, location(utc))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: recorded, recomputed and missing alerts")
+	cmd.Flags().BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
+	return cmd
+}
+
+func printAlerts(w io.Writer, res monitor.Result, th monitor.Thresholds, loc *time.Location) {
+	if len(res.Recorded) == 0 {
+		fmt.Fprintf(w, "no alerts in the log (%d %s)\n", res.Events, plural(res.Events, "event"))
+	}
+	for _, a := range res.Recorded {
+		fmt.Fprintf(w, "%s\n", audit.FormatEvent(a, loc))
+	}
+	if len(res.Missing) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d %s that the log does not hold, recomputed with the policy's thresholds "+
+		"(%d egress denials or %d command denials within %gs):\n", len(res.Missing), plural(len(res.Missing), "alert"),
+		th.EgressDenyBurst, th.CommandDenyRepeat, th.Window.Seconds())
+	for _, a := range res.Missing {
+		fmt.Fprintf(w, "+ %s\n", audit.FormatEvent(a, loc))
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/doctor"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "doctor [--json]",
+		Short: "Show which mechanism enforces each control on this host",
+		Long: `doctor probes this host, as the user who runs it, and prints for every control
+(namespaces, pivot_root, no_new_privs, seccomp, Landlock, cgroups, the
+open-files limit, the egress proxy) the mechanism that would enforce it and
+its strength: strong, weak (a fallback such as an rlimit where a cgroup was
+wanted) or missing. Weak and missing controls come with the reason and a fix
+(unprivileged user namespaces restricted by AppArmor on Ubuntu 24.04, no
+cgroup delegation, a kernel without Landlock, ...).
+
+It then checks the policy's "require" list (--policy, $AIRLOCK_POLICY,
+./policy.json or the embedded default): only a strong control meets a
+requirement, exactly as "airlock run" decides before it runs anything.
+
+Exit status 0 when the report was printed and the policy's requirements are
+met on this host; 1 when one is not (airlock run would refuse with exit 125)
+or the policy does not load; 2 for a usage error.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("doctor: takes no arguments, got %q", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: host, controls, policy requirements")
+	return cmd
+}
+
+// doctorPolicy is the policy part of "doctor --json".
+type doctorPolicy struct {
+	Source  string         `json:"source,omitempty"`
+	Require []string       `json:"require"`
+	Unmet   []doctor.Unmet `json:"unmet"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// doctorOutput is what "doctor --json" prints.
+type doctorOutput struct {
+	doctor.Report
+	Policy doctorPolicy `json:"policy"`
+	// OK is true when the policy loaded and the host meets its requirements.
+	OK bool `json:"ok"`
+}
+
+func runDoctor(cmd *cobra.Command, asJSON bool) error {
+	out := doctorOutput{Report: doctor.Check(cmd.Context())}
+	out.Policy.Require, out.Policy.Unmet = []string{}, []doctor.Unmet{}
+	l, loadErr := loadPolicy(cmd)
+	if loadErr != nil {
+		out.Policy.Error = loadErr.Error()
+	} else {
+		out.Policy.Source = l.Source
+		if l.Require != nil {
+			out.Policy.Require = l.Require
+		}
+		if u := doctor.Satisfies(out.Report, l.Require); u != nil {
+			out.Policy.Unmet = u
+		}
+	}
+	out.OK = loadErr == nil && len(out.Policy.Unmet) == 0
+
+	w := cmd.OutOrStdout()
+	var err error
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(out)
+	} else {
+		err = printDoctor(w, out)
+	}
+	switch {
+	case err != nil:
+		return err
+	case loadErr != nil:
+		return &exitError{Code: exitFailed, Err: loadErr}
+	case !out.OK:
+		names := make([]string, len(out.Policy.Unmet))
+		for i, u := range out.Policy.Unmet {
+			names[i] = u.Name
+		}
+		return &exitError{Code: exitFailed, Err: fmt.Errorf("doctor: policy %s requires what this host does not enforce strongly: %s",
+			out.Policy.Source, strings.Join(names, ", "))}
+	}
+	return nil
+}
+
+// printDoctor writes the human report: a table, then an explanation of
+// every weak or missing control, then the policy's requirements.
+func printDoctor(w io.Writer, out doctorOutput) error {
+	h := out.Host
+	who := fmt.Sprintf("uid %d", h.UID)
+	if h.Root {
+		who += " (root)"
+	}
+	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, orDash(h.Kernel), who)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONTROL\tSTRENGTH\tMECHANISM")
+	for _, c := range out.Controls {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, c.Strength, c.Mechanism)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	first := true
+	for _, c := range out.Controls {
+		if c.Strength == doctor.Strong {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nWeak or missing:")
+			first = false
+		}
+		fmt.Fprintf(w, "  %s (%s): %s\n", c.Name, c.Strength, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", strings.ReplaceAll(c.Fix, "\n", "\n         "))
+		}
+	}
+	if first {
+		fmt.Fprintln(w, "\nEvery control is strong on this host.")
+	}
+
+	p := out.Policy
+	switch {
+	case p.Error != "":
+		_, err := fmt.Fprintf(w, "\nPolicy: does not load: %s\n", p.Error)
+		return err
+	case len(p.Require) == 0:
+		_, err := fmt.Fprintf(w, "\nPolicy %s requires no mechanism (add \"require\" to refuse runs on hosts that lack one).\n", p.Source)
+		return err
+	case len(p.Unmet) == 0:
+		_, err := fmt.Fprintf(w, "\nPolicy %s requires %s: met.\n", p.Source, strings.Join(p.Require, ", "))
+		return err
+	}
+	fmt.Fprintf(w, "\nPolicy %s requires %s: NOT met on this host; airlock run will refuse (exit 125):\n",
+		p.Source, strings.Join(p.Require, ", "))
+	for _, u := range p.Unmet {
+		if u.Strength == "" { // not a control: nothing above explains it
+			fmt.Fprintf(w, "  %s\n", u.Reason)
+			continue
+		}
+		fmt.Fprintf(w, "  %s: %s (see above)\n", u.Name, u.Strength)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/proxy"
+)
+
+// proxyGrace is how long a stopping proxy lets open tunnels finish.
+const proxyGrace = 10 * time.Second
+
+// proxyDialer replaces the proxy's dialer in tests (nil: a net.Dialer).
+var proxyDialer proxy.Dialer
+
+// proxyOptions are the flags of "airlock proxy".
+type proxyOptions struct {
+	task, listen, audit string
+}
+
+func newProxyCmd() *cobra.Command {
+	var o proxyOptions
+	cmd := &cobra.Command{
+		Use:   "proxy --task K --listen ADDR [--audit FILE]",
+		Short: "Run the egress proxy on its own, in front of containers and CI jobs",
+		Long: `proxy serves HTTP proxy requests (CONNECT and absolute-form URLs) and SOCKS5
+on one address, and lets clients reach only what the policy allows the task:
+names are resolved once, every address is checked, and the proxy connects to
+an address it checked. Cloud metadata endpoints are refused in every spelling.
+
+A refusal is HTTP 403 with the reason in the body and in X-Airlock-Reason, or
+SOCKS5 reply 2. Every decision is recorded in the audit log (--audit FILE,
+else $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl) before the
+connection it allows is made, and printed as one line on stderr.
+
+SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
+tunnels 10 seconds to finish.`,
+		Example: `  airlock proxy --task web_search --listen 127.0.0.1:3128
+  curl -x http://127.0.0.1:3128 https://search.example-corp.net/
+  curl --socks5-hostname 127.0.0.1:3128 https://search.example-corp.net/`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 0:
+				return usageError{fmt.Errorf("proxy: unexpected argument %q", args[0])}
+			case o.task == "":
+				return usageError{errors.New("proxy: --task is required (the task whose allowlist applies)")}
+			case o.listen == "":
+				return usageError{errors.New("proxy: --listen is required, e.g. --listen 127.0.0.1:3128")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runProxy(ctx, cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
+	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
+	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	return cmd
+}
+
+// runProxy serves until ctx is done, then shuts down gracefully.
+func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
+	pol, err := loadPolicy(cmd)
+	if err != nil {
+		return err
+	}
+	gate, err := egress.Compile(pol.EgressConfig())
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+	path := o.audit
+	if path == "" {
+		if path, err = audit.DefaultPath(); err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+	}
+	rec, err := monitor.Open(path, monitor.ThresholdsFor(pol.Policy), func(a audit.Event) {
+		fmt.Fprintf(stderr, "airlock: monitor: alert: %s\n", a.Reason)
+	})
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer rec.Close()
+	px, err := proxy.New(proxy.Config{
+		Task:   o.task,
+		Gate:   gate,
+		Dialer: proxyDialer,
+		Record: func(ev proxy.Event) error {
+			printProxyEvent(stderr, ev)
+			_, _, err := rec.Record(proxy.AuditEvent(ev, audit.Context{}))
+			return err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	fmt.Fprintf(stderr, "airlock: proxy: task %q: serving HTTP and SOCKS5 on %s\n", o.task, ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- px.Serve(ln) }()
+	select {
+	case err := <-served:
+		px.Close()
+		return fmt.Errorf("proxy: %w", err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(stderr, "airlock: proxy: stopping: open tunnels have %s to finish\n", proxyGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
+	defer cancel()
+	if err := px.Shutdown(sctx); err != nil {
+		fmt.Fprintf(stderr, "airlock: proxy: closing the tunnels still open: %v\n", err)
+	}
+	px.Close()
+	<-served
+	return nil
+}
+
+// printProxyEvent prints one line per decision, and one per allowed
+// connection that then failed.
+func printProxyEvent(w io.Writer, ev proxy.Event) {
+	switch {
+	case ev.Stage == proxy.StageDecided:
+		fmt.Fprintf(w, "airlock: %s (%s from %s)\n", ev.Decision, ev.Protocol, ev.Client)
+	case ev.Err != nil:
+		fmt.Fprintf(w, "airlock: egress: error: %s (%s from %s)\n",
+			proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
+	}
+}
+
+// lockedWriter serialises the lines that the proxy's connections print.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}

@@ -1,0 +1,146 @@
+package doctor
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/limits"
+)
+
+// Probes are the host readings Check makes. HostProbes returns the real
+// ones; tests replace them to play other hosts.
+type Probes struct {
+	// OS and Arch are Go's names for the system and architecture.
+	OS, Arch string
+	// Euid is the effective uid the sandbox would run as.
+	Euid int
+	// Executable is airlock's own path, for fixes that name it.
+	Executable string
+	// FS reads /proc and /sys, with paths relative to the root
+	// ("proc/self/status", "proc/sys/kernel/osrelease").
+	FS fs.FS
+	// Spawn starts a child in new namespaces, named as in /proc/self/ns
+	// ("user", "pid", "mnt", "net", "ipc", "uts", "cgroup"), and returns
+	// nil when the kernel let it run. With "user" it maps the caller to
+	// root inside and uses a capability there (chroot), so that a
+	// restriction that only strips capabilities (AppArmor's on Ubuntu)
+	// counts as a failure.
+	Spawn func(ctx context.Context, namespaces ...string) error
+	// LandlockABI returns the kernel's Landlock ABI version.
+	LandlockABI func() (int, error)
+	// SeccompFilter reports whether seccomp filter mode with the
+	// KILL_PROCESS action is available.
+	SeccompFilter func() bool
+	// SeccompFilterDescription describes airlock's filter for the report.
+	SeccompFilterDescription string
+	// Cgroups reports the cgroup controllers this user can use.
+	Cgroups func() limits.HostInfo
+	// NoFile returns the open-files limit (RLIMIT_NOFILE).
+	NoFile func() (soft, hard uint64, err error)
+}
+
+// maxRead caps every file the doctor reads; mountinfo on a busy host is
+// the largest.
+const maxRead = 1 << 20
+
+// read returns the trimmed contents of name in p.FS, and whether it could
+// be read.
+func (p Probes) read(name string) (string, bool) {
+	if p.FS == nil {
+		return "", false
+	}
+	f, err := p.FS.Open(name)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRead))
+	if err != nil {
+		return "", false
+	}
+	return strings.TrimSpace(string(b)), true
+}
+
+// exists reports whether name exists in p.FS.
+func (p Probes) exists(name string) bool {
+	if p.FS == nil {
+		return false
+	}
+	_, err := fs.Stat(p.FS, name)
+	return err == nil
+}
+
+// status returns the fields of /proc/self/status ("Seccomp" -> "0").
+func (p Probes) status() map[string]string {
+	out := map[string]string{}
+	s, ok := p.read("proc/self/status")
+	if !ok {
+		return out
+	}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// rootFSType returns the type of the filesystem mounted at / (the last
+// such mount in /proc/self/mountinfo, which is the one visible).
+func (p Probes) rootFSType() (string, bool) {
+	s, ok := p.read("proc/self/mountinfo")
+	if !ok {
+		return "", false
+	}
+	var typ string
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader([]byte(s)))
+	sc.Buffer(nil, maxRead)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 || f[4] != "/" {
+			continue
+		}
+		typ, found = g[0], true
+	}
+	return typ, found
+}
+
+// errNoProbe is the answer of a probe that was not provided.
+var errNoProbe = errors.New("probe not provided")
+
+// withDefaults replaces nil probes with ones that fail.
+func (p Probes) withDefaults() Probes {
+	if p.Spawn == nil {
+		p.Spawn = func(context.Context, ...string) error { return errNoProbe }
+	}
+	if p.LandlockABI == nil {
+		p.LandlockABI = func() (int, error) { return 0, errNoProbe }
+	}
+	if p.SeccompFilter == nil {
+		p.SeccompFilter = func() bool { return false }
+	}
+	if p.SeccompFilterDescription == "" {
+		p.SeccompFilterDescription = "seccomp filter"
+	}
+	if p.Cgroups == nil {
+		p.Cgroups = func() limits.HostInfo {
+			return limits.HostInfo{Mode: limits.ModeNone, Euid: p.Euid, Notes: []string{errNoProbe.Error()}}
+		}
+	}
+	if p.NoFile == nil {
+		p.NoFile = func() (uint64, uint64, error) { return 0, 0, errNoProbe }
+	}
+	return p
+}
+
+// errNoProbeBinary is Spawn's error when no true(1) exists to run.
+var errNoProbeBinary = errors.New("no /usr/bin/true or /bin/true to run in the namespaces")

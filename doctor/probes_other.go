@@ -1,0 +1,34 @@
+//go:build !linux
+
+package doctor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/seccomp"
+)
+
+// errNotLinux is every kernel probe's answer off Linux.
+var errNotLinux = errors.New("not Linux")
+
+// HostProbes returns the probes of the real host: off Linux, none of the
+// kernel mechanisms exist, and every probe says so.
+func HostProbes() Probes {
+	exe, _ := os.Executable()
+	return Probes{
+		OS:                       runtime.GOOS,
+		Arch:                     runtime.GOARCH,
+		Euid:                     os.Geteuid(),
+		Executable:               exe,
+		Spawn:                    func(context.Context, ...string) error { return errNotLinux },
+		LandlockABI:              func() (int, error) { return 0, errNotLinux },
+		SeccompFilter:            seccomp.Available,
+		SeccompFilterDescription: seccomp.Describe(),
+		Cgroups:                  limits.Detect,
+		NoFile:                   func() (uint64, uint64, error) { return 0, 0, errNotLinux },
+	}
+}

@@ -1,0 +1,152 @@
+package egress
+
+import (
+	"net/netip"
+	"slices"
+)
+
+// addrClass is what a special-purpose range is, for reasons.
+type addrClass struct {
+	name   string
+	public bool
+}
+
+// specialPurpose lists the address ranges that are not ordinary public
+// unicast, from the IANA IPv4 and IPv6 Special-Purpose Address Registries
+// (RFC 6890) and the RFCs named beside each. The longest matching prefix
+// decides. Anything in IPv6 outside 2000::/3 (global unicast, RFC 4291) is
+// reserved except the NAT64 well-known prefix, whose addresses stand for
+// the IPv4 address they embed.
+//
+// Hand-written rather than taken from a library: the list is data, short,
+// and each line cites its source; keeping it here lets the gate name the
+// class in its reasons and treat the transition prefixes by their
+// embedded IPv4 address.
+var specialPurpose = []struct {
+	prefix string
+	class  addrClass
+}{
+	// IPv4.
+	{"0.0.0.0/0", addrClass{"public", true}},
+	{"0.0.0.0/8", addrClass{"this-network (RFC 791)", false}},
+	{"0.0.0.0/32", addrClass{"unspecified (RFC 1122)", false}},
+	{"10.0.0.0/8", addrClass{"private (RFC 1918)", false}},
+	{"100.64.0.0/10", addrClass{"shared CGNAT (RFC 6598)", false}},
+	{"127.0.0.0/8", addrClass{"loopback (RFC 1122)", false}},
+	{"169.254.0.0/16", addrClass{"link-local (RFC 3927)", false}},
+	{"172.16.0.0/12", addrClass{"private (RFC 1918)", false}},
+	{"192.0.0.0/24", addrClass{"IETF protocol assignment (RFC 6890)", false}},
+	{"192.0.2.0/24", addrClass{"documentation (RFC 5737)", false}},
+	{"192.88.99.0/24", addrClass{"6to4 relay anycast (RFC 7526)", false}},
+	{"192.168.0.0/16", addrClass{"private (RFC 1918)", false}},
+	{"198.18.0.0/15", addrClass{"benchmarking (RFC 2544)", false}},
+	{"198.51.100.0/24", addrClass{"documentation (RFC 5737)", false}},
+	{"203.0.113.0/24", addrClass{"documentation (RFC 5737)", false}},
+	{"224.0.0.0/4", addrClass{"multicast (RFC 5771)", false}},
+	{"240.0.0.0/4", addrClass{"reserved (RFC 1112)", false}},
+	{"255.255.255.255/32", addrClass{"broadcast (RFC 919)", false}},
+
+	// IPv6.
+	{"::/0", addrClass{"reserved (outside 2000::/3, RFC 4291)", false}},
+	{"::/128", addrClass{"unspecified (RFC 4291)", false}},
+	{"::1/128", addrClass{"loopback (RFC 4291)", false}},
+	{"::/96", addrClass{"IPv4-compatible (deprecated, RFC 4291)", false}},
+	{"::ffff:0:0:0/96", addrClass{"IPv4-translated (RFC 2765)", false}},
+	{"64:ff9b::/96", addrClass{"public", true}}, // NAT64 (RFC 6052): judged by its IPv4
+	{"64:ff9b:1::/48", addrClass{"local-use NAT64 (RFC 8215)", false}},
+	{"100::/64", addrClass{"discard-only (RFC 6666)", false}},
+	{"2000::/3", addrClass{"public", true}},
+	{"2001::/23", addrClass{"IETF protocol assignment (RFC 2928)", false}}, // Teredo, benchmarking, ORCHID
+	{"2001:db8::/32", addrClass{"documentation (RFC 3849)", false}},
+	{"3fff::/20", addrClass{"documentation (RFC 9637)", false}},
+	{"5f00::/16", addrClass{"SRv6 SID (RFC 9602)", false}},
+	{"fc00::/7", addrClass{"unique-local (RFC 4193)", false}},
+	{"fe80::/10", addrClass{"link-local (RFC 4291)", false}},
+	{"fec0::/10", addrClass{"site-local (deprecated, RFC 3879)", false}},
+	{"ff00::/8", addrClass{"multicast (RFC 4291)", false}},
+	// 6to4 2002::/16 (RFC 3056) falls under 2000::/3: judged by its IPv4.
+}
+
+// classList is specialPurpose parsed, per family, longest prefix first:
+// the first prefix that contains an address is its longest match. A
+// linear scan of these few prefixes is cheaper than a probe per length.
+var classList = func() [2][]classEntry {
+	var l [2][]classEntry
+	for _, s := range specialPurpose {
+		p := netip.MustParsePrefix(s.prefix)
+		f := familyIndex(p.Addr())
+		l[f] = append(l[f], classEntry{p, s.class})
+	}
+	for f := range l {
+		slices.SortStableFunc(l[f], func(a, b classEntry) int { return b.prefix.Bits() - a.prefix.Bits() })
+	}
+	return l
+}()
+
+type classEntry struct {
+	prefix netip.Prefix
+	class  addrClass
+}
+
+var publicClass = addrClass{"public", true}
+
+// v4Special marks the first octets that some special-purpose IPv4 prefix
+// touches; an address outside them is public without a scan.
+var v4Special = func() (m [256]bool) {
+	for _, e := range classList[0] {
+		if e.prefix.Bits() == 0 {
+			continue
+		}
+		first := e.prefix.Addr().As4()[0]
+		n := 1
+		if e.prefix.Bits() < 8 {
+			n = 1 << (8 - e.prefix.Bits())
+		}
+		for i := range n {
+			m[int(first)+i] = true
+		}
+	}
+	return m
+}()
+
+func classOf(a netip.Addr) (addrClass, bool) {
+	if !a.IsValid() {
+		return addrClass{}, false
+	}
+	// Fast paths for the common public case; the scan below decides the
+	// rest (a test checks both agree on every first octet and hextet).
+	if a.Is4() {
+		if !v4Special[a.As4()[0]] {
+			return publicClass, true
+		}
+	} else if h := uint16(a.As16()[0])<<8 | uint16(a.As16()[1]); h >= 0x2003 && h <= 0x3ffe {
+		return publicClass, true
+	}
+	for _, e := range classList[familyIndex(a)] {
+		if e.prefix.Contains(a) {
+			return e.class, true
+		}
+	}
+	return addrClass{}, false
+}
+
+// classify reports the class of a and whether a is a public address: an
+// address is public only when it and every IPv4 address embedded in it are
+// ordinary public unicast. The class of the first non-public view is
+// returned.
+func classify(a netip.Addr) (string, bool) {
+	v := viewsOf(a)
+	for i := range v.n {
+		c, ok := classOf(v.a[i])
+		if !ok {
+			return "invalid", false
+		}
+		if !c.public {
+			if i > 0 {
+				return c.name + " embedded IPv4 " + v.a[i].String(), false
+			}
+			return c.name, false
+		}
+	}
+	return "public", true
+}

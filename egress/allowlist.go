@@ -1,0 +1,125 @@
+package egress
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// rule is an allowlist entry as the gate matches it.
+type rule struct {
+	entry string // as written in the policy
+	kind  entryKind
+}
+
+// portSet holds the entries for one name or prefix: the one without a
+// port, and those with one.
+type portSet struct {
+	anyPort *rule
+	ports   map[uint16]*rule
+}
+
+func (p *portSet) add(port uint16, r *rule) {
+	if port == 0 {
+		if p.anyPort == nil {
+			p.anyPort = r
+		}
+		return
+	}
+	if p.ports == nil {
+		p.ports = make(map[uint16]*rule)
+	}
+	if _, ok := p.ports[port]; !ok {
+		p.ports[port] = r
+	}
+}
+
+// match prefers an entry naming the port over one without a port.
+func (p *portSet) match(port uint16) *rule {
+	if p == nil {
+		return nil
+	}
+	if port != 0 && p.ports != nil {
+		if r := p.ports[port]; r != nil {
+			return r
+		}
+	}
+	return p.anyPort
+}
+
+// allowlist is one task's compiled allowlist. Exact names and wildcard
+// apexes are hash maps, so a name costs one probe per label; addresses
+// use a prefix table (one probe per prefix length in use).
+type allowlist struct {
+	exact    map[string]*portSet
+	suffix   map[string]*portSet
+	wildcard portSet
+	prefixes prefixTable[*portSet]
+}
+
+func (al *allowlist) add(e entry) {
+	r := &rule{entry: e.raw, kind: e.kind}
+	set := func(m map[string]*portSet, k string) {
+		ps := m[k]
+		if ps == nil {
+			ps = &portSet{}
+			m[k] = ps
+		}
+		ps.add(e.port, r)
+	}
+	switch e.kind {
+	case kindExact:
+		set(al.exact, e.name)
+	case kindSuffix:
+		set(al.suffix, e.name)
+	case kindAny:
+		al.wildcard.add(e.port, r)
+	case kindPrefix:
+		p := e.prefix.Masked()
+		ps := al.prefixes.m[p]
+		if ps == nil {
+			ps = &portSet{}
+			al.prefixes.insert(p, ps, nil)
+		}
+		ps.add(e.port, r)
+	}
+}
+
+// matchName returns the entry that allows name on port: the exact name,
+// then "*.suffix" from the longest suffix, then "*".
+func (al *allowlist) matchName(name string, port uint16) *rule {
+	if r := al.exact[name].match(port); r != nil {
+		return r
+	}
+	if len(al.suffix) > 0 {
+		for s := name; ; {
+			i := strings.IndexByte(s, '.')
+			if i < 0 {
+				break
+			}
+			s = s[i+1:]
+			if r := al.suffix[s].match(port); r != nil {
+				return r
+			}
+		}
+	}
+	return al.wildcard.match(port)
+}
+
+// matchPrefix returns the IP or CIDR entry that covers a on port, from the
+// longest prefix.
+func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
+	t := &al.prefixes
+	if len(t.m) == 0 {
+		return nil
+	}
+	for _, l := range t.lens[familyIndex(a)] {
+		p, err := a.Prefix(l)
+		if err != nil {
+			continue
+		}
+		if r := t.m[p].match(port); r != nil {
+			return r
+		}
+	}
+	return nil
+}

@@ -1,0 +1,203 @@
+package egress
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Every decision carries one of these fixed sentences, filled with the
+// task, the host (as "host:port"), and the entry that decided:
+//
+//	not compiled   egress gate is not compiled: deny by default
+//	empty          task "T": no destination host: deny
+//	malformed      task "T": host "H" is malformed (CAUSE): deny
+//	blocked name   task "T": host "H" is always blocked: the name matches ORIGIN entry "E" (cloud metadata and link-local destinations are never reachable)
+//	blocked addr   task "T": host "H" is always blocked: address A matches ORIGIN entry "E" (cloud metadata and link-local destinations are never reachable)
+//	blocked answer task "T": host "H" is always blocked: it resolves to A, which matches ORIGIN entry "E" (cloud metadata and link-local destinations are never reachable)
+//	no task        task "T": host "H" denied by default: the task has no egress allowlist
+//	default        task "T": host "H" denied by default: not in the task's egress allowlist
+//	allowed        task "T": host "H" allowed by allowlist entry "E"
+//	allowed, some  task "T": host "H" allowed by allowlist entry "E" (N of M resolved addresses dropped as non-public)
+//	non-public     task "T": host "H" denied: address A is CLASS and wildcard entry "E" reaches public addresses only
+//	answer private task "T": host "H" denied: it resolves only to non-public addresses (A is CLASS) and wildcard entry "E" reaches public addresses only
+//	no answer      task "T": host "H" denied: it resolved to no address
+//
+// ORIGIN is "built-in" or "policy". Each reason is written into one
+// strings.Builder grown once, so a decision costs one allocation.
+const (
+	reasonNoGate   = "egress gate is not compiled: deny by default"
+	blockedSuffix  = " (cloud metadata and link-local destinations are never reachable)"
+	wildcardPublic = " reaches public addresses only"
+	allowedBy      = " allowed by allowlist entry "
+)
+
+// room is what a reason needs beyond its variable strings: the fixed text
+// (under 200 bytes), a host's address and port, quotes, a class name.
+const room = 256
+
+// quote writes s quoted as strconv.Quote would.
+func quote(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			b.WriteString(strconv.Quote(s))
+			return
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+}
+
+func writeAddr(b *strings.Builder, a netip.Addr) {
+	if !a.IsValid() {
+		b.WriteString("invalid IP")
+		return
+	}
+	var buf [64]byte
+	b.Write(a.AppendTo(buf[:0]))
+}
+
+func writeInt(b *strings.Builder, n int) {
+	var buf [20]byte
+	b.Write(strconv.AppendInt(buf[:0], int64(n), 10))
+}
+
+// head starts a reason with `task "T": host "H"` in a builder grown for
+// the whole reason.
+func head(b *strings.Builder, task string, t Target, more int) {
+	b.Grow(len(task) + len(t.Name) + more + room)
+	b.WriteString("task ")
+	quote(b, task)
+	b.WriteString(": host \"")
+	writeTarget(b, t)
+	b.WriteByte('"')
+}
+
+func reasonEmpty(task string) string {
+	var b strings.Builder
+	b.Grow(len(task) + room)
+	b.WriteString("task ")
+	quote(&b, task)
+	b.WriteString(": no destination host: deny")
+	return b.String()
+}
+
+func reasonMalformed(task, host, cause string) string {
+	host = shownHost(host)
+	var b strings.Builder
+	b.Grow(len(task) + len(host) + len(cause) + room)
+	b.WriteString("task ")
+	quote(&b, task)
+	b.WriteString(": host ")
+	quote(&b, host)
+	b.WriteString(" is malformed (")
+	b.WriteString(cause)
+	b.WriteString("): deny")
+	return b.String()
+}
+
+func reasonBlockedName(task string, t Target, r blockRule) string {
+	var b strings.Builder
+	head(&b, task, t, len(r.entry))
+	b.WriteString(" is always blocked: the name matches ")
+	b.WriteString(r.origin())
+	b.WriteString(" entry ")
+	quote(&b, r.entry)
+	b.WriteString(blockedSuffix)
+	return b.String()
+}
+
+func reasonBlockedAddr(task string, t Target, view netip.Addr, r blockRule) string {
+	var b strings.Builder
+	head(&b, task, t, len(r.entry))
+	b.WriteString(" is always blocked: address ")
+	writeAddr(&b, view)
+	b.WriteString(" matches ")
+	b.WriteString(r.origin())
+	b.WriteString(" entry ")
+	quote(&b, r.entry)
+	b.WriteString(blockedSuffix)
+	return b.String()
+}
+
+func reasonBlockedDNS(task string, t Target, view netip.Addr, r blockRule) string {
+	var b strings.Builder
+	head(&b, task, t, len(r.entry))
+	b.WriteString(" is always blocked: it resolves to ")
+	writeAddr(&b, view)
+	b.WriteString(", which matches ")
+	b.WriteString(r.origin())
+	b.WriteString(" entry ")
+	quote(&b, r.entry)
+	b.WriteString(blockedSuffix)
+	return b.String()
+}
+
+func reasonNoTask(task string, t Target) string {
+	var b strings.Builder
+	head(&b, task, t, 0)
+	b.WriteString(" denied by default: the task has no egress allowlist")
+	return b.String()
+}
+
+func reasonDefault(task string, t Target) string {
+	var b strings.Builder
+	head(&b, task, t, 0)
+	b.WriteString(" denied by default: not in the task's egress allowlist")
+	return b.String()
+}
+
+func reasonAllowed(task string, t Target, r *rule) string {
+	var b strings.Builder
+	head(&b, task, t, len(r.entry))
+	b.WriteString(allowedBy)
+	quote(&b, r.entry)
+	return b.String()
+}
+
+func reasonAllowedSome(task string, t Target, r *rule, dropped, total int) string {
+	var b strings.Builder
+	head(&b, task, t, len(r.entry))
+	b.WriteString(allowedBy)
+	quote(&b, r.entry)
+	b.WriteString(" (")
+	writeInt(&b, dropped)
+	b.WriteString(" of ")
+	writeInt(&b, total)
+	b.WriteString(" resolved addresses dropped as non-public)")
+	return b.String()
+}
+
+func reasonNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
+	var b strings.Builder
+	head(&b, task, t, len(class)+len(r.entry))
+	b.WriteString(" denied: address ")
+	writeAddr(&b, a)
+	b.WriteString(" is ")
+	b.WriteString(class)
+	b.WriteString(" and wildcard entry ")
+	quote(&b, r.entry)
+	b.WriteString(wildcardPublic)
+	return b.String()
+}
+
+func reasonDNSNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
+	var b strings.Builder
+	head(&b, task, t, len(class)+len(r.entry))
+	b.WriteString(" denied: it resolves only to non-public addresses (")
+	writeAddr(&b, a)
+	b.WriteString(" is ")
+	b.WriteString(class)
+	b.WriteString(") and wildcard entry ")
+	quote(&b, r.entry)
+	b.WriteString(wildcardPublic)
+	return b.String()
+}
+
+func reasonDNSEmpty(task string, t Target) string {
+	var b strings.Builder
+	head(&b, task, t, 0)
+	b.WriteString(" denied: it resolved to no address")
+	return b.String()
+}

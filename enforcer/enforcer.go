@@ -1,0 +1,236 @@
+package enforcer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// Enforcer runs commands under one policy, writing to one audit log. It is
+// safe for concurrent use; each Run gets its own sandbox and proxy.
+type Enforcer struct {
+	pol    *policy.Loaded
+	cmd    *cmdgate.Gate
+	egress *egress.Gate
+	log    *audit.Log
+	opts   Options
+}
+
+// Options adjust an Enforcer. The zero value is what the command line uses.
+type Options struct {
+	// Resolver and Dialer are the egress proxy's; nil means the system's.
+	// Tests replace them so that nothing leaves the host.
+	Resolver proxy.Resolver
+	Dialer   proxy.Dialer
+	// Binds are extra host paths bound read-only into every sandbox (the
+	// demo and the self-test bind airlock's own binary as their payload).
+	Binds []sandbox.Bind
+}
+
+// New compiles pol's gates once and returns an Enforcer that records every
+// decision in log.
+func New(pol *policy.Loaded, log *audit.Log, opts Options) (*Enforcer, error) {
+	if pol == nil || log == nil {
+		return nil, errors.New("enforcer: a policy and an audit log are required")
+	}
+	eg, err := egress.Compile(pol.EgressConfig())
+	if err != nil {
+		return nil, fmt.Errorf("enforcer: %w", err)
+	}
+	return &Enforcer{pol: pol, cmd: cmdgate.Compile(pol.Policy), egress: eg, log: log, opts: opts}, nil
+}
+
+// Request is one command an agent's tool asks to run.
+type Request struct {
+	// Tool is the agent tool asking; its scope decides the command.
+	Tool string
+	// Task names the egress allowlist; "" means the tool's name.
+	Task string
+	// Command and Args are what to run, as the agent asked.
+	Command string
+	Args    []string
+	// Env is added to the child's minimal environment (PATH, HOME, LANG
+	// and the proxy variables); the caller's own environment is never
+	// passed in, so host secrets in it stay outside.
+	Env []string
+	// Workspace is a host directory copied into /workspace; Findings a
+	// host directory that receives /findings after the run.
+	Workspace, Findings string
+	// Stdin, Stdout and Stderr are the child's streams.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// RunID names the run; "" means a fresh random id.
+	RunID string
+}
+
+// Decide is the command gate's decision on req, without running anything.
+func (e *Enforcer) Decide(req Request) decision.Decision {
+	return e.cmd.Decide(req.Tool, req.Command, req.Args)
+}
+
+// Run decides req at the command gate, records the decision, and runs an
+// allowed command in a sandbox whose only way out is the egress proxy. The
+// returned error is set only when airlock itself could not run the command
+// (Result.ExitCode is then ExitSetup); refusals and kills are results.
+func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	if req.RunID == "" {
+		req.RunID = NewRunID()
+	}
+	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
+	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
+	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
+	if !d.Allowed() {
+		res.ExitCode = ExitGate
+		_, err := e.log.Append(audit.FromDecision(d, base))
+		return res, err
+	}
+	path, err := cmdgate.Resolve("", req.Command, e.pol.SearchPath())
+	if err != nil {
+		return e.setupFailed(res, base, d, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+	}
+	base.Path = path
+	res.Path = path
+	// The decision is durable before the action it allows.
+	if _, err := e.log.Append(audit.FromDecision(d, base)); err != nil {
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	return e.runAllowed(ctx, req, res, base)
+}
+
+// runAllowed starts the sandbox, serves the proxy inside it, and waits.
+func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context) (Result, error) {
+	caps := e.pol.CapsFor(req.Tool)
+	fs := e.pol.FilesystemFor(req.Tool)
+	cfg := sandbox.Config{
+		Path:      res.Path,
+		Args:      append([]string{req.Command}, req.Args...),
+		Env:       append(baseEnv(e.pol.SearchPath()), req.Env...),
+		Workspace: req.Workspace,
+		Findings:  req.Findings,
+		ReadOnly:  fs.ReadOnly,
+		ReadWrite: fs.ReadWrite,
+		Binds:     e.opts.Binds,
+		Hide:      e.hidden(),
+		Caps:      limitsCaps(caps),
+		Proxy:     true,
+		Require:   e.pol.Require,
+		Stdin:     req.Stdin,
+		Stdout:    req.Stdout,
+		Stderr:    req.Stderr,
+		ID:        req.RunID,
+	}
+	sb, err := sandbox.Start(ctx, cfg)
+	if err != nil {
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	px, err := proxy.New(proxy.Config{
+		Task:     req.Task,
+		Gate:     e.egress,
+		Resolver: e.opts.Resolver,
+		Dialer:   e.opts.Dialer,
+		OnEvent:  func(ev proxy.Event) { e.recordEgress(base, ev) },
+	})
+	if err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	go func() { _ = px.Serve(sb.Listener()) }()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = px.Shutdown(sctx)
+	}()
+
+	launched := base
+	launched.Event = audit.EventSandboxLaunched
+	launched.Details = map[string]string{"policy": e.pol.Digest}
+	if _, err := e.log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+		Reason: "sandbox launched: start-up checks passed", Context: launched}); err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	if err := sb.Release(); err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
+	out, waitErr := sb.Wait()
+	stop()
+	res = withOutcome(res, out)
+	res.Receipt["command"] = "airlock command gate (policy " + e.pol.Digest + ")"
+	res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + req.Task
+	e.recordOutcome(base, res)
+	if waitErr != nil {
+		return res, fmt.Errorf("enforcer: %w", waitErr)
+	}
+	return res, nil
+}
+
+// setupFailed records that airlock could not run the command.
+func (e *Enforcer) setupFailed(res Result, base audit.Context, _ decision.Decision, err error) (Result, error) {
+	res.ExitCode = ExitSetup
+	res.Error = err.Error()
+	ev := base
+	ev.Event = audit.EventStartupRefused
+	_, _ = e.log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
+		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
+	return res, err
+}
+
+// hidden lists the host files the sandbox must not see even when they sit
+// in a bound tree: the policy and the audit log.
+func (e *Enforcer) hidden() []string {
+	var h []string
+	if e.pol.Source != policy.EmbeddedName && strings.HasPrefix(e.pol.Source, "/") {
+		h = append(h, e.pol.Source)
+	}
+	if p := e.log.Path(); strings.HasPrefix(p, "/") {
+		h = append(h, p)
+	}
+	return h
+}
+
+// baseEnv is the child's whole environment before the proxy variables.
+func baseEnv(searchPath []string) []string {
+	return []string{
+		"PATH=" + strings.Join(searchPath, ":"),
+		"HOME=" + sandbox.WorkspaceDir,
+		"TMPDIR=" + sandbox.TmpDir,
+		"LANG=C.UTF-8",
+	}
+}
+
+func limitsCaps(c policy.EffectiveCaps) limits.Caps {
+	return limits.Caps{
+		Wall:           time.Duration(c.WallSeconds * float64(time.Second)),
+		CPU:            time.Duration(c.CPUSeconds * float64(time.Second)),
+		MemoryBytes:    c.MemoryMB << 20,
+		Tasks:          c.ProcessCount,
+		DiskWriteBytes: c.DiskWriteMB << 20,
+		OpenFiles:      c.OpenFiles,
+	}
+}
+
+// NewRunID returns a fresh random run id.
+func NewRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}

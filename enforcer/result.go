@@ -1,0 +1,46 @@
+package enforcer
+
+import (
+	"github.com/airlock-sandbox/airlock/decision"
+)
+
+// Exit statuses of a run (PRODUCT.md, "Command line").
+const (
+	// ExitGate is returned when the command gate denied or escalated.
+	ExitGate = 126
+	// ExitSetup is returned when airlock could not run the command (bad
+	// policy, failed start-up probe, missing mechanism, setup error).
+	ExitSetup = 125
+)
+
+// Result is the outcome of one run, as `airlock run --result` writes it.
+type Result struct {
+	// RunID names the run in the audit stream.
+	RunID string `json:"runId"`
+	// Gate, Decision, Reason and Rule are the command gate's decision.
+	Gate     decision.Gate    `json:"gate"`
+	Decision decision.Verdict `json:"decision"`
+	Reason   string           `json:"reason"`
+	Rule     string           `json:"rule"`
+	// Path is the absolute path that was executed, "" if none was.
+	Path string `json:"path,omitempty"`
+	// ExitCode is the status airlock exits with: the child's own, 128+N
+	// when it died of signal N, ExitGate or ExitSetup.
+	ExitCode int `json:"exitCode"`
+	// Signal is the signal that ended the child, 0 if none.
+	Signal int `json:"signal"`
+	// KilledBy names the cap that killed the run (wall, cpu, memory, pids,
+	// disk), or is null.
+	KilledBy *string `json:"killedBy"`
+	// KillReason says which cap killed the run and at what limit.
+	KillReason string `json:"killReason,omitempty"`
+	// WallMs and CPUMs are the run's wall-clock and CPU time.
+	WallMs int64 `json:"wallMs"`
+	CPUMs  int64 `json:"cpuMs"`
+	// PeakMemoryBytes is the run's peak memory, 0 when unknown.
+	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
+	// Receipt names, per control, the mechanism that enforced it.
+	Receipt map[string]string `json:"receipt"`
+	// Error is why airlock could not run the command (ExitSetup).
+	Error string `json:"error,omitempty"`
+}

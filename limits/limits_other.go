@@ -1,0 +1,33 @@
+//go:build !linux
+
+package limits
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// errNotLinux is what every operation returns off Linux: the caps are
+// enforced by Linux cgroups and rlimits, and nothing here pretends to.
+var errNotLinux = fmt.Errorf("limits: resource caps are enforced on Linux only: %w", errors.ErrUnsupported)
+
+// sysGroup is empty off Linux; New never returns a Group there.
+type sysGroup struct{}
+
+func newGroup(Caps, Options, *layout) (*Group, error) { return nil, errNotLinux }
+
+func (sysGroup) place(int) error       { return errNotLinux }
+func (sysGroup) dirFD() (int, bool)    { return -1, false }
+func (sysGroup) killAll() error        { return errNotLinux }
+func (sysGroup) stats() (Stats, error) { return Stats{}, errNotLinux }
+func (sysGroup) remove() error         { return errNotLinux }
+func (sysGroup) counters() counters    { return counters{} }
+
+// Detect reports that this platform has no cgroups.
+func Detect() HostInfo {
+	return HostInfo{Mode: ModeNone, Euid: os.Geteuid(), Notes: []string{"not Linux: no cgroups"}}
+}
+
+// ApplyRlimits refuses off Linux.
+func ApplyRlimits([]Rlimit) error { return errNotLinux }

@@ -1,0 +1,177 @@
+package limits
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The parsers of the kernel's cgroup files. They are hand-written because
+// containerd/cgroups keeps its own unexported, and the watch must read three
+// counters without the library's Stat, which reads every file of every
+// controller. Each parser is bounded (maxFile) and fuzzed.
+
+// maxFile bounds what is read from one kernel file.
+const maxFile = 64 << 10
+
+var errFormat = errors.New("unexpected format")
+
+// parseInt parses a one-value file such as cpuacct.usage or pids.max;
+// "max" reads as -1.
+func parseInt(b []byte) (int64, error) {
+	s := string(bytes.TrimSpace(b))
+	if s == "max" {
+		return -1, nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is not an integer", errFormat, truncate(s))
+	}
+	return v, nil
+}
+
+// parseKV parses "key value" lines (memory.events, cpu.stat, pids.events,
+// memory.oom_control, cgroup.events). Lines that do not have exactly two
+// fields or whose value is not an integer are skipped; a repeated key keeps
+// its first value.
+func parseKV(b []byte) map[string]int64 {
+	out := make(map[string]int64)
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		f := bytes.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(string(f[1]), 10, 64)
+		if err != nil {
+			continue
+		}
+		if _, dup := out[string(f[0])]; !dup {
+			out[string(f[0])] = v
+		}
+	}
+	return out
+}
+
+// procCgroup is /proc/<pid>/cgroup: the process's cgroup in each v1
+// hierarchy (keyed by controller, "name=systemd" for named ones) and in
+// the unified hierarchy.
+type procCgroup struct {
+	v1         map[string]string
+	unified    string
+	hasUnified bool
+}
+
+// parseProcCgroup parses /proc/<pid>/cgroup ("id:controllers:path" lines).
+func parseProcCgroup(b []byte) (procCgroup, error) {
+	pc := procCgroup{v1: make(map[string]string)}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	s.Buffer(make([]byte, 0, 4096), maxFile)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" {
+			continue
+		}
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !strings.HasPrefix(parts[2], "/") {
+			return procCgroup{}, fmt.Errorf("%w: cgroup line %q", errFormat, truncate(line))
+		}
+		if parts[1] == "" {
+			pc.unified, pc.hasUnified = parts[2], true
+			continue
+		}
+		for c := range strings.SplitSeq(parts[1], ",") {
+			if c != "" {
+				pc.v1[c] = parts[2]
+			}
+		}
+	}
+	if err := s.Err(); err != nil {
+		return procCgroup{}, fmt.Errorf("%w: %w", errFormat, err)
+	}
+	return pc, nil
+}
+
+// cgroupMount is one cgroup or cgroup2 mount from /proc/self/mountinfo.
+type cgroupMount struct {
+	// point is where it is mounted; root is the mount's root within the
+	// hierarchy (not "/" inside a cgroup namespace or for a bind mount).
+	point, root string
+	v2          bool
+	// controllers of a v1 mount, from its super options ("memory",
+	// "cpu", "cpuacct", "name=systemd", ...).
+	controllers []string
+}
+
+// parseMountinfo returns the cgroup and cgroup2 mounts of a mountinfo file.
+func parseMountinfo(b []byte) ([]cgroupMount, error) {
+	var out []cgroupMount
+	s := bufio.NewScanner(bytes.NewReader(b))
+	s.Buffer(make([]byte, 0, 4096), maxFile)
+	for s.Scan() {
+		f := strings.Fields(s.Text())
+		// id parent major:minor root point options [optional...] - fstype source superopts
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if len(f) < 7 || sep < 0 || sep+3 > len(f) {
+			if len(f) == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("%w: mountinfo line %q", errFormat, truncate(s.Text()))
+		}
+		fstype := f[sep+1]
+		if fstype != "cgroup" && fstype != "cgroup2" {
+			continue
+		}
+		m := cgroupMount{point: unescapeMount(f[4]), root: unescapeMount(f[3]), v2: fstype == "cgroup2"}
+		if !m.v2 && sep+3 < len(f) {
+			for o := range strings.SplitSeq(f[sep+3], ",") {
+				switch o {
+				case "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "clone_children", "xattr", "noprefix", "cpuset_v2_mode", "favordynmods":
+				default:
+					if !strings.HasPrefix(o, "release_agent=") {
+						m.controllers = append(m.controllers, o)
+					}
+				}
+			}
+		}
+		out = append(out, m)
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errFormat, err)
+	}
+	return out, nil
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func truncate(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

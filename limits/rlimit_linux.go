@@ -1,0 +1,58 @@
+package limits
+
+import (
+	"fmt"
+	"math"
+
+	"golang.org/x/sys/unix"
+)
+
+// buildRlimits computes the rlimits for the init (see Group.Rlimits) and
+// notes in the receipt where the host's hard limit lowers a cap.
+func buildRlimits(caps Caps, provides map[string]bool, receipt map[string]string) []Rlimit {
+	cpuSecs := uint64(math.Ceil(caps.CPU.Seconds()))
+	rl := []Rlimit{
+		// SIGXCPU at the cap, SIGKILL a second later should the process
+		// catch SIGXCPU. Per process: the group's total is the watch's.
+		{Resource: unix.RLIMIT_CPU, Name: "RLIMIT_CPU", Cur: cpuSecs, Max: cpuSecs + 1},
+		{Resource: unix.RLIMIT_FSIZE, Name: "RLIMIT_FSIZE", Cur: uint64(caps.DiskWriteBytes), Max: uint64(caps.DiskWriteBytes)},
+		{Resource: unix.RLIMIT_NOFILE, Name: "RLIMIT_NOFILE", Cur: uint64(caps.OpenFiles), Max: uint64(caps.OpenFiles)},
+		{Resource: unix.RLIMIT_CORE, Name: "RLIMIT_CORE", Cur: 0, Max: 0},
+	}
+	if !provides[RequireCgroupMemory] {
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_DATA, Name: "RLIMIT_DATA", Cur: uint64(caps.MemoryBytes), Max: uint64(caps.MemoryBytes)})
+	}
+	if !provides[RequireCgroupPids] {
+		rl = append(rl, Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Cur: uint64(caps.Tasks), Max: uint64(caps.Tasks)})
+	}
+	// Nobody here can raise a hard limit (CAP_SYS_RESOURCE may be absent
+	// even for root): a cap above this process's hard limit is lowered to
+	// it, which is stricter than asked, and the receipt says so.
+	for i := range rl {
+		var cur unix.Rlimit
+		if err := unix.Getrlimit(rl[i].Resource, &cur); err != nil || cur.Max == unix.RLIM_INFINITY || rl[i].Max <= cur.Max {
+			continue
+		}
+		if rl[i].Resource == unix.RLIMIT_NOFILE {
+			receipt[ControlOpenFiles] = fmt.Sprintf("RLIMIT_NOFILE (lowered to the host's hard limit %d)", cur.Max)
+		}
+		rl[i].Max = cur.Max
+		rl[i].Cur = min(rl[i].Cur, cur.Max)
+	}
+	return rl
+}
+
+// ApplyRlimits sets rl on the calling process. The sandbox's init calls it
+// just before execve, after its own setup, so that RLIMIT_NOFILE and
+// RLIMIT_FSIZE do not hinder the setup. It uses setrlimit(2) through the
+// syscall package, which also stops Go's os/exec and syscall.Exec from
+// restoring the original RLIMIT_NOFILE in the executed program.
+func ApplyRlimits(rl []Rlimit) error {
+	for _, r := range rl {
+		lim := unix.Rlimit{Cur: r.Cur, Max: r.Max}
+		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
+			return fmt.Errorf("limits: setrlimit %s %d/%d: %w", r.Name, r.Cur, r.Max, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package monitor
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/egress"
+)
+
+// The rules, as written in an alert's Context.Alert.
+const (
+	RuleEgressDenyBurst   = "egress_deny_burst"
+	RuleCommandDenyRepeat = "command_deny_repeat"
+	RuleResourceKill      = "resource_kill"
+	RuleMetadataAccess    = "metadata_access"
+	RuleEscapeSuspected   = "escape_suspected"
+	RuleStartupRefused    = "startup_refused"
+	RuleAuditRepaired     = "audit_repaired"
+)
+
+// Monitor applies the rules to a stream of events. It is safe for
+// concurrent use, and it is an audit.Hook (see the package documentation).
+type Monitor struct {
+	mu      sync.Mutex
+	th      Thresholds
+	egress  window
+	command window
+}
+
+var _ audit.Hook = (*Monitor)(nil)
+
+// New returns a Monitor with thresholds th.
+func New(th Thresholds) *Monitor {
+	return &Monitor{
+		th:      th,
+		egress:  window{n: th.EgressDenyBurst, width: th.Window},
+		command: window{n: th.CommandDenyRepeat, width: th.Window},
+	}
+}
+
+// Thresholds returns the monitor's thresholds.
+func (m *Monitor) Thresholds() Thresholds { return m.th }
+
+// Observe applies the rules to ev, the next event of the stream, and
+// returns the alerts it raises, ready to append (kind behavioral,
+// decision alert; no seq, ts or hash). An alert event in the stream
+// resets its window rule, so that it is not raised twice.
+func (m *Monitor) Observe(ev audit.Event) []audit.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := &ev.Context
+	var alerts []audit.Event
+	raise := func(rule, reason string, seqs []uint64) {
+		a := audit.Event{Kind: audit.KindBehavioral, Decision: audit.DecisionAlert, Reason: reason,
+			Context: audit.Context{RunID: c.RunID, Tool: c.Tool, Task: c.Task, Alert: rule, TriggerSeqs: seqs}}
+		if len(seqs) > 1 {
+			a.Context.Count, a.Context.WindowSeconds = len(seqs), m.th.Window.Seconds()
+		}
+		switch rule {
+		case RuleMetadataAccess:
+			a.Context.Host, a.Context.Port, a.Context.Addresses = c.Host, c.Port, c.Addresses
+		case RuleResourceKill:
+			a.Context.KilledBy, a.Context.Command, a.Context.Args = c.KilledBy, c.Command, c.Args
+		case RuleCommandDenyRepeat:
+			a.Context.Command, a.Context.Args = c.Command, c.Args
+		}
+		alerts = append(alerts, a)
+	}
+	switch ev.Kind {
+	case audit.KindBehavioral:
+		if ev.Decision == audit.DecisionAlert {
+			m.recorded(c.Alert)
+		}
+	case audit.KindEgress:
+		if ev.Decision != audit.DecisionDeny {
+			break
+		}
+		if isMetadata(c, ev.Reason) {
+			raise(RuleMetadataAccess, fmt.Sprintf("egress to an always-blocked destination (%s) was attempted: "+
+				"a cloud-credential theft signature", shown(destination(c))), []uint64{ev.Seq})
+		}
+		if seqs := m.egress.add(ev.TS, ev.Seq); seqs != nil {
+			raise(RuleEgressDenyBurst, fmt.Sprintf("%d denied egress attempts within %s: "+
+				"a command-and-control or exfiltration signature", len(seqs), seconds(m.th.Window)), seqs)
+		}
+	case audit.KindCommand:
+		if ev.Decision != audit.DecisionDeny {
+			break
+		}
+		if seqs := m.command.add(ev.TS, ev.Seq); seqs != nil {
+			raise(RuleCommandDenyRepeat, fmt.Sprintf("%d denied commands within %s: "+
+				"the agent is probing its allowlist", len(seqs), seconds(m.th.Window)), seqs)
+		}
+	case audit.KindResource:
+		if ev.Decision == audit.DecisionKill {
+			raise(RuleResourceKill, killReason(c.KilledBy), []uint64{ev.Seq})
+		}
+	case audit.KindLifecycle:
+		switch {
+		case c.Event == audit.EventEscapeSuspected:
+			raise(RuleEscapeSuspected, "escape suspected: halt all tests, snapshot the host, "+
+				"keep the sandbox volume, engage incident response (runbook)", []uint64{ev.Seq})
+		case c.Event == audit.EventAuditRepaired:
+			raise(RuleAuditRepaired, fmt.Sprintf("the audit log had a damaged line, closed off at seq %d: "+
+				"an airlock process stopped mid-write, or the file was edited", ev.Seq), []uint64{ev.Seq})
+		case ev.Decision == audit.DecisionDeny:
+			raise(RuleStartupRefused, "a sandbox start-up check failed: no test may run in it (runbook)", []uint64{ev.Seq})
+		}
+	}
+	return alerts
+}
+
+// recorded resets the window of a rule whose alert is in the stream.
+func (m *Monitor) recorded(rule string) {
+	switch rule {
+	case RuleEgressDenyBurst:
+		m.egress.reset()
+	case RuleCommandDenyRepeat:
+		m.command.reset()
+	}
+}
+
+// Lookback is the window: the monitor wants the events of the last
+// window that are already in the log (audit.Hook).
+func (m *Monitor) Lookback() time.Duration { return m.th.Window }
+
+// Seen observes an event another writer appended (audit.Hook). Its alerts
+// are that writer's to raise, and are dropped here.
+func (m *Monitor) Seen(ev audit.Event) { m.Observe(ev) }
+
+// Follow observes an event this process writes and returns its alerts, to
+// be written right after it (audit.Hook).
+func (m *Monitor) Follow(ev audit.Event) []audit.Event { return m.Observe(ev) }
+
+// isMetadata reports whether a denied egress attempt aimed at an
+// always-blocked destination: a name or address of the egress gate's
+// built-in floor (cloud metadata, link-local), or, for the policy's own
+// alwaysBlocked entries, a gate reason saying so.
+func isMetadata(c *audit.Context, reason string) bool {
+	if c.Host != "" && egress.IsAlwaysBlockedName(c.Host) {
+		return true
+	}
+	for _, s := range c.Addresses {
+		if a, err := netip.ParseAddr(s); err == nil && egress.IsAlwaysBlocked(a) {
+			return true
+		}
+	}
+	// The egress gate's fixed reasons for an always-blocked entry say
+	// `host "H" is always blocked:` (egress/reasons.go).
+	return strings.Contains(reason, " is always blocked: ")
+}
+
+func destination(c *audit.Context) string {
+	if c.Host != "" {
+		return c.Host
+	}
+	if len(c.Addresses) > 0 {
+		return c.Addresses[0]
+	}
+	return "unknown"
+}
+
+func killReason(cap string) string {
+	if cap == "" {
+		return "a run was killed by a resource cap: resource exhaustion (OWASP ASI09)"
+	}
+	if len(cap) > 16 {
+		cap = cap[:16]
+	}
+	return fmt.Sprintf("a run was killed by its %s cap: resource exhaustion (OWASP ASI09)", cap)
+}
+
+// shown quotes at most 64 bytes of s for a reason.
+func shown(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	return fmt.Sprintf("%q", s)
+}

@@ -1,0 +1,70 @@
+// Package payload holds the small attack programs that airlock runs inside
+// its own sandboxes, as its own binary ("airlock payload NAME [ARG...]"),
+// for the demo and the self-test: nothing needs to be installed on the
+// host for them to run.
+//
+// A payload reports what it attempted and what the kernel or the proxy
+// answered as one JSON line on stdout (see Report), so that the caller can
+// tell an attempt contained by the expected control from one that failed
+// for an unrelated reason.
+package payload
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// Func is a payload's body. It returns the process exit status.
+type Func func(args []string) int
+
+var registry = map[string]Func{}
+
+// Register adds a payload under name; it panics on a duplicate name.
+func Register(name string, f Func) {
+	if _, dup := registry[name]; dup {
+		panic("payload: duplicate payload " + name)
+	}
+	registry[name] = f
+}
+
+// Names lists the registered payloads, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Run runs the payload called name with args and returns its exit status;
+// an unknown name returns 2.
+func Run(name string, args []string) int {
+	f, ok := registry[name]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "payload: unknown payload %q\n", name)
+		return 2
+	}
+	return f(args)
+}
+
+// Report is what a payload prints, one JSON object on one line.
+type Report struct {
+	// Attempt names what was tried.
+	Attempt string `json:"attempt"`
+	// Succeeded is true when the attempt got through: an escape.
+	Succeeded bool `json:"succeeded"`
+	// Errno is the error the kernel returned, by name ("EPERM"), if any.
+	Errno string `json:"errno,omitempty"`
+	// Evidence says what was seen, for the report's evidence column.
+	Evidence string `json:"evidence"`
+}
+
+// Emit writes r to w as one JSON line.
+func Emit(w io.Writer, r Report) {
+	b, _ := json.Marshal(r)
+	fmt.Fprintf(w, "%s\n", b)
+}

@@ -1,0 +1,48 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/egress"
+)
+
+// checkEgress refuses malformed allowlist and always-blocked entries, and
+// an always-blocked destination placed in a task's allowlist: such an
+// entry could never be reached and signals a policy that means something
+// other than what airlock will do.
+func checkEgress(p *Policy) []*Error {
+	if p.Egress == nil {
+		return nil
+	}
+	var errs []*Error
+	blocked := map[string]bool{}
+	for i, b := range p.Egress.AlwaysBlocked {
+		at := fmt.Sprintf("egress.alwaysBlocked[%d]", i)
+		if _, err := egress.Compile(egress.Config{AlwaysBlocked: []string{b}}); err != nil {
+			errs = append(errs, problem(at, err.Error(), "write a host name, an IP address or a CIDR"))
+		}
+		blocked[strings.ToLower(strings.TrimSuffix(b, "."))] = true
+	}
+	for _, task := range sortedKeys(p.Egress.TaskAllowlist) {
+		if task == "" || !plainText(task) {
+			errs = append(errs, problem(joinPath("egress.taskAllowlist", segment(task, -1)),
+				fmt.Sprintf("task name %q is empty or has white space or control characters", task), ""))
+		}
+		for i, entry := range p.Egress.TaskAllowlist[task] {
+			at := joinPath("egress.taskAllowlist", segment(task, -1)) + segment("", i)
+			switch {
+			case egress.ValidateEntry(entry) != nil:
+				errs = append(errs, problem(at, egress.ValidateEntry(entry).Error(),
+					`write a host ("pypi.org"), "*.suffix", "*", an IP or a CIDR, each optionally with ":port"`))
+			case egress.IsAlwaysBlockedEntry(entry):
+				errs = append(errs, problem(at, fmt.Sprintf("%q is always blocked (cloud metadata or link-local) and can never be allowlisted", entry),
+					"remove it: no policy can reach metadata endpoints"))
+			case blocked[strings.ToLower(strings.TrimSuffix(entry, "."))]:
+				errs = append(errs, problem(at, fmt.Sprintf("%q is also in egress.alwaysBlocked, which wins", entry),
+					"remove it from one of the two lists"))
+			}
+		}
+	}
+	return errs
+}

@@ -1,0 +1,58 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
+)
+
+// AuditEvent converts ev into an audit stream event over base (which
+// carries the run id, the tool and the like). At StageDecided it is the
+// decision itself (kind egress, the verdict, the gate's reason, the
+// resolved addresses); at StageClosed an info record of how the allowed
+// connection ended (the dialled address, bytes and duration, or the
+// failure).
+func AuditEvent(ev Event, base audit.Context) audit.Event {
+	ctx := base
+	ctx.Task = ev.Task
+	ctx.Host, ctx.Port = ev.Target.Host(), ev.Target.Port
+	if ctx.Host == "" {
+		// Unparsable: keep what the client asked for.
+		ctx.Host = ev.Requested
+		if h, _, err := net.SplitHostPort(ev.Requested); err == nil {
+			ctx.Host = h
+		}
+	}
+	ctx.Protocol = string(ev.Protocol)
+	details := map[string]string{"client": ev.Client, "requested": ev.Requested}
+	for k, v := range base.Details {
+		details[k] = v
+	}
+	ctx.Details = details
+	if ev.Stage == StageDecided {
+		for _, a := range ev.Resolved {
+			ctx.Addresses = append(ctx.Addresses, a.String())
+		}
+		return audit.FromDecision(ev.Decision, ctx)
+	}
+	if ev.Dialled.IsValid() {
+		ctx.Addresses = []string{ev.Dialled.String()}
+	}
+	ctx.Gate, ctx.Rule = decision.GateEgress, ev.Decision.Rule
+	return audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: closedReason(ev), Context: ctx}
+}
+
+// closedReason is the fixed sentence of a StageClosed event.
+func closedReason(ev Event) string {
+	if ev.Err != nil {
+		return fmt.Sprintf("%sthe connection to %s failed: %v", reasonFailedLead, ev.Target, ev.Err)
+	}
+	return fmt.Sprintf("connection to %s closed after %s: %d bytes sent, %d received",
+		ev.Target, ev.Duration.Round(time.Millisecond), ev.BytesUp, ev.BytesDown)
+}
+
+// reasonFailedLead opens the record of an allowed connection that failed.
+const reasonFailedLead = "allowed by the egress gate; "

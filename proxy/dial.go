@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+)
+
+// errAtCapacity refuses a tunnel when MaxTunnels are open.
+var errAtCapacity = errors.New("the proxy is at its limit of concurrent tunnels")
+
+// acquire takes a tunnel slot, or fails at once when none is free.
+func (p *Proxy) acquire() error {
+	select {
+	case p.slots <- struct{}{}:
+		return nil
+	default:
+		return errAtCapacity
+	}
+}
+
+// release returns a slot taken by acquire.
+func (p *Proxy) release() { <-p.slots }
+
+// dial connects to the first of addrs that answers on port. It dials the
+// checked address itself, never a name, so nothing is looked up again.
+func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
+	defer cancel()
+	var errs []error
+	for _, a := range addrs {
+		ap := netip.AddrPortFrom(a, port)
+		c, err := p.dialer.DialContext(ctx, "tcp", ap.String())
+		if err == nil {
+			return c, ap, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 1 {
+		return nil, netip.AddrPort{}, errs[0]
+	}
+	return nil, netip.AddrPort{}, fmt.Errorf("%d addresses tried: %w", len(errs), errors.Join(errs...))
+}
+
+// failure classifies an upstream failure after an allow, for the HTTP
+// status and the SOCKS5 reply that report it.
+type failure uint8
+
+const (
+	failUnreachable failure = iota // host unreachable, or anything unclassified
+	failRefused                    // the destination refused the connection
+	failNetwork                    // network unreachable
+	failTimeout                    // the dial or lookup timed out
+	failCapacity                   // the proxy is at its tunnel limit, or cannot record
+)
+
+// recordError is a decision that could not be recorded.
+type recordError struct{ err error }
+
+func (e *recordError) Error() string { return "recording the decision: " + e.err.Error() }
+func (e *recordError) Unwrap() error { return e.err }
+
+// classify maps an upstream error to a failure class.
+func classify(err error) failure {
+	var ne net.Error
+	var re *recordError
+	switch {
+	case errors.Is(err, errAtCapacity), errors.As(err, &re):
+		return failCapacity
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return failRefused
+	case errors.Is(err, syscall.ENETUNREACH):
+		return failNetwork
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return failTimeout
+	}
+	return failUnreachable
+}

@@ -1,0 +1,24 @@
+// Package proxy is airlock's egress proxy: the only way out of a sandbox.
+//
+// One listener serves both HTTP proxy requests (CONNECT and absolute-form
+// GET, POST, ...) and SOCKS5 (told apart by the first byte, 0x05). Every
+// request is decided by the egress gate for the proxy's task: a name is
+// resolved once, every address is checked, the name is refused when any
+// address is always blocked, and the proxy dials one of the addresses it
+// checked, never the name, so DNS rebinding gains nothing. IP literals in
+// any spelling are normalised by the gate and never reach the resolver.
+//
+// Refusals are HTTP 403 with the reason in the body and in an
+// X-Airlock-Reason header, or SOCKS5 reply 2 ("connection not allowed by
+// ruleset"). Upstream failures after an allow are HTTP 502 or SOCKS5
+// replies 3, 4 or 5, with a reason that says the gate allowed the request.
+//
+// Tunnels (CONNECT and SOCKS5) copy between the bare connections, so on
+// Linux the kernel splices TCP to TCP without copying through user space;
+// each direction is half-closed when its source ends, and a tunnel with no
+// data either way for the idle timeout is cut.
+//
+// The proxy is a library: Serve takes any net.Listener (the sandbox hands
+// it one made inside its network namespace), and the resolver, the dialer
+// and the per-connection event callback are injectable.
+package proxy

@@ -1,0 +1,109 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/netip"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/egress"
+)
+
+// Protocol is how a client asked for a destination.
+type Protocol string
+
+// The protocols the proxy serves.
+const (
+	ProtocolHTTP    Protocol = "http"    // absolute-form HTTP request
+	ProtocolConnect Protocol = "connect" // HTTP CONNECT tunnel
+	ProtocolSOCKS5  Protocol = "socks5"  // SOCKS5 CONNECT tunnel
+)
+
+// Stage says when an Event was reported.
+type Stage string
+
+// The stages of a request's life that are reported.
+const (
+	// StageDecided is reported once per request, after the decision and
+	// before any upstream connection is made.
+	StageDecided Stage = "decided"
+	// StageClosed is reported when an allowed request's connection ends,
+	// or its upstream connection failed.
+	StageClosed Stage = "closed"
+)
+
+// Event is one request's decision, and, at StageClosed, its outcome.
+type Event struct {
+	// Stage is when the event was reported.
+	Stage Stage
+	// Time is when the request had been read and was decided.
+	Time time.Time
+	// Task is the proxy's task.
+	Task string
+	// Client is the client's address as the listener reported it.
+	Client string
+	// Protocol is how the client asked.
+	Protocol Protocol
+	// Requested is the destination as the client spelled it.
+	Requested string
+	// Target is the destination as the gate normalised it; zero when the
+	// request could not be parsed.
+	Target egress.Target
+	// Resolved holds every address the name resolved to (nil for an IP
+	// literal or when no lookup was made).
+	Resolved []netip.Addr
+	// Dialled is the address the proxy connected to; zero when it did not
+	// connect.
+	Dialled netip.AddrPort
+	// Decision is the egress decision: the gate's, or the proxy's own
+	// refusal (a malformed request, a loop to the proxy itself, a limit).
+	Decision decision.Decision
+	// BytesUp counts bytes relayed from the client to the destination
+	// (for HTTP requests, the request body only).
+	BytesUp int64
+	// BytesDown counts bytes relayed from the destination to the client
+	// (for HTTP requests, the response body only).
+	BytesDown int64
+	// Duration is how long the connection was open, at StageClosed.
+	Duration time.Duration
+	// Err is why an allowed request failed or ended abnormally.
+	Err error
+}
+
+// eventJSON is the wire form of an Event.
+type eventJSON struct {
+	Stage     Stage             `json:"stage"`
+	Time      time.Time         `json:"time"`
+	Task      string            `json:"task"`
+	Client    string            `json:"client"`
+	Protocol  Protocol          `json:"protocol"`
+	Requested string            `json:"requested"`
+	Target    string            `json:"target,omitempty"`
+	Resolved  []netip.Addr      `json:"resolved,omitempty"`
+	Dialled   string            `json:"dialled,omitempty"`
+	Decision  decision.Decision `json:"decision"`
+	BytesUp   int64             `json:"bytesUp"`
+	BytesDown int64             `json:"bytesDown"`
+	Duration  float64           `json:"durationMs"`
+	Err       string            `json:"error,omitempty"`
+}
+
+// MarshalJSON encodes the event as one flat object: the target and the
+// dialled address as host:port strings, the duration in milliseconds and
+// the error as its message.
+func (e Event) MarshalJSON() ([]byte, error) {
+	j := eventJSON{
+		Stage: e.Stage, Time: e.Time, Task: e.Task, Client: e.Client,
+		Protocol: e.Protocol, Requested: e.Requested, Target: e.Target.String(),
+		Resolved: e.Resolved, Decision: e.Decision,
+		BytesUp: e.BytesUp, BytesDown: e.BytesDown,
+		Duration: float64(e.Duration) / float64(time.Millisecond),
+	}
+	if e.Dialled.IsValid() {
+		j.Dialled = e.Dialled.String()
+	}
+	if e.Err != nil {
+		j.Err = e.Err.Error()
+	}
+	return json.Marshal(j)
+}

@@ -1,0 +1,220 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// reasonScheme refuses absolute-form URLs the proxy does not forward.
+const reasonScheme = "egress to %q refused: scheme %q is not supported (http and https only)"
+
+// routeKey carries a forwarded request's route in its context.
+type routeKey struct{}
+
+// route is where one forwarded request may go: the addresses the gate
+// checked. The transport's dialer reads it, so a forwarded request is
+// dialled exactly like a tunnel: to a checked address, never a name.
+type route struct {
+	addrs []netip.Addr
+	port  uint16
+
+	mu      sync.Mutex
+	dialled netip.AddrPort
+	err     error
+}
+
+func (rt *route) setDialled(ap netip.AddrPort) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.dialled = ap
+}
+
+func (rt *route) setErr(err error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.err = err
+}
+
+func (rt *route) result() (netip.AddrPort, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.dialled, rt.err
+}
+
+// newTransport builds the transport of forwarded requests. Every request
+// gets its own upstream connection (no pooling, so no connection is ever
+// shared between two decisions); it never consults proxy environment
+// variables and never compresses on the client's behalf.
+func (p *Proxy) newTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         p.dialRoute,
+		DisableKeepAlives:   true,
+		DisableCompression:  true,
+		TLSHandshakeTimeout: p.limits.DialTimeout,
+	}
+}
+
+// newForwarder builds the forwarder of absolute-form requests. The
+// standard reverse proxy removes the hop-by-hop headers (Connection and
+// the headers it names, Proxy-Connection, Proxy-Authorization,
+// Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade) and handles
+// bodies, trailers and protocol upgrades.
+func (p *Proxy) newForwarder() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		// The absolute URL is already the destination; Rewrite also drops
+		// client-sent X-Forwarded-* headers.
+		Rewrite:       func(*httputil.ProxyRequest) {},
+		Transport:     p.tr,
+		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ErrorHandler:  forwardError,
+	}
+}
+
+// dialRoute is the transport's dialer: it dials the request's checked
+// addresses and fails closed when a request carries none.
+func (p *Proxy) dialRoute(ctx context.Context, _, _ string) (net.Conn, error) {
+	rt, _ := ctx.Value(routeKey{}).(*route)
+	if rt == nil {
+		return nil, errors.New("no checked address for this request")
+	}
+	c, ap, err := p.dial(ctx, rt.addrs, rt.port)
+	if err != nil {
+		return nil, err
+	}
+	rt.setDialled(ap)
+	return &idleConn{Conn: c, timeout: p.limits.IdleTimeout}, nil
+}
+
+// forwardError answers a forwarded request whose upstream failed.
+func forwardError(w http.ResponseWriter, r *http.Request, err error) {
+	if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
+		rt.setErr(err)
+	}
+	failHTTP(w, err, false)
+}
+
+// serveForward serves an absolute-form request: decide, then forward it
+// to a checked address.
+func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
+	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, r.URL.Host)
+	var defaultPort uint16
+	switch r.URL.Scheme {
+	case "http":
+		defaultPort = 80
+	case "https":
+		defaultPort = 443
+	default:
+		ev.Decision = deny(reasonScheme, r.URL.Host, r.URL.Scheme)
+		_ = p.emit(ev)
+		refuseHTTP(w, ev.Decision, false)
+		return
+	}
+	if r.URL.User != nil {
+		ev.Decision = deny(reasonUserinfo, r.URL.Host)
+		_ = p.emit(ev)
+		refuseHTTP(w, ev.Decision, false)
+		return
+	}
+	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.URL.Host, defaultPort)
+	addrs, err := p.decide(r.Context(), &ev)
+	if rerr := p.decided(&ev); rerr != nil {
+		err = rerr
+	} else if !ev.Decision.Allowed() {
+		refuseHTTP(w, ev.Decision, false)
+		return
+	}
+	if err == nil {
+		err = p.acquire()
+	}
+	if err != nil {
+		failHTTP(w, err, false)
+		p.finish(&ev, err)
+		return
+	}
+	defer p.release()
+	p.forward(w, r, &ev, &route{addrs: addrs, port: ev.Target.Port})
+}
+
+// forward relays r along rt and reports the outcome.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rt *route) {
+	body := &countingBody{ReadCloser: r.Body}
+	r.Body = body
+	cw := &countingWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: p.limits.IdleTimeout}
+	defer func() {
+		v := recover()
+		// Forget the write deadline: the connection may serve another
+		// request after this one.
+		_ = cw.rc.SetWriteDeadline(time.Time{})
+		var err error
+		ev.Dialled, err = rt.result()
+		if v != nil && err == nil {
+			err = fmt.Errorf("relaying the response: %v", v)
+		}
+		ev.BytesUp, ev.BytesDown = body.n.Load(), cw.n
+		p.finish(ev, err)
+		if v != nil {
+			panic(v) // http.ErrAbortHandler: the server drops the connection
+		}
+	}()
+	p.fwd.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+}
+
+// countingBody counts the request body bytes relayed upstream.
+type countingBody struct {
+	io.ReadCloser
+	n atomic.Int64 // read by the transport's goroutine
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// countingWriter counts response bytes and cuts a client that stops
+// reading for the idle timeout.
+type countingWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	idle time.Duration
+	n    int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idleConn is a forwarded request's upstream connection: every read or
+// write pushes its deadline out by the idle timeout, so the request ends
+// when neither direction has moved for that long.
+type idleConn struct {
+	net.Conn
+	timeout time.Duration
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Read(b)
+}
+
+func (c *idleConn) Write(b []byte) (int, error) {
+	_ = c.Conn.SetDeadline(time.Now().Add(c.timeout))
+	return c.Conn.Write(b)
+}

@@ -1,0 +1,152 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/egress"
+)
+
+// FuzzSOCKSRequest feeds arbitrary bytes to the SOCKS5 parsers: they never
+// panic, never read past the message they parse, and a parsed request
+// re-encodes to the bytes it came from.
+func FuzzSOCKSRequest(f *testing.F) {
+	f.Add([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80})
+	f.Add(append([]byte{5, 2, 0, 2, 5, 1, 0, 3, 8}, "svc.test\x01\xbb"...))
+	f.Add(append([]byte{5, 1, 0, 5, 1, 0, 4}, append(make([]byte, 16), 0, 80)...))
+	f.Add([]byte{5, 1, 0, 5, 2, 0, 9})
+	f.Add([]byte{5, 0})
+	f.Add([]byte{5, 1, 0, 5, 1, 0, 3, 0, 0, 80, 'x'})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		if _, err := readGreeting(r); err != nil {
+			return
+		}
+		start := len(data) - r.Len()
+		req, err := readRequest(r)
+		if err != nil {
+			return
+		}
+		msg := data[start : len(data)-r.Len()]
+		var enc []byte
+		enc = append(enc, 5, req.cmd, msg[2], msg[3])
+		switch msg[3] {
+		case atypDomain:
+			enc = append(enc, byte(len(req.host)))
+			enc = append(enc, req.host...)
+		default:
+			enc = append(enc, netip.MustParseAddr(req.host).AsSlice()...)
+		}
+		enc = binary.BigEndian.AppendUint16(enc, req.port)
+		if !bytes.Equal(enc, msg) {
+			t.Fatalf("request % x parsed as %+v, re-encoded as % x", msg, req, enc)
+		}
+	})
+}
+
+// fuzzProxy is one proxy shared by a fuzzing run: a loopback echo
+// upstream is the only destination allowed, and any other dial is
+// recorded as a failure.
+var fuzzProxy struct {
+	once    sync.Once
+	addr    string
+	up      netip.AddrPort
+	badDial atomic.Pointer[string]
+}
+
+func startFuzzProxy(f *testing.F) {
+	fuzzProxy.once.Do(func() {
+		uln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			f.Fatal(err)
+		}
+		fuzzProxy.up = uln.Addr().(*net.TCPAddr).AddrPort()
+		go func() {
+			for {
+				c, err := uln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); echo(c) }()
+			}
+		}()
+		g, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{
+			"fuzz": {fuzzProxy.up.String(), fmt.Sprintf("svc.test:%d", fuzzProxy.up.Port())},
+		}})
+		if err != nil {
+			f.Fatal(err)
+		}
+		var d net.Dialer
+		p, err := New(Config{
+			Task: "fuzz", Gate: g,
+			Resolver: &fakeResolver{answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")}},
+			Dialer: DialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if addr != fuzzProxy.up.String() {
+					fuzzProxy.badDial.Store(&addr)
+					return nil, fmt.Errorf("fuzz: refusing to dial %s", addr)
+				}
+				return d.DialContext(ctx, network, addr)
+			}),
+			Limits: Limits{HandshakeTimeout: 500 * time.Millisecond, IdleTimeout: 2 * time.Second, MaxHeaderBytes: 4096},
+		})
+		if err != nil {
+			f.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			f.Fatal(err)
+		}
+		fuzzProxy.addr = ln.Addr().String()
+		go p.Serve(ln)
+	})
+}
+
+// FuzzProxyConn sends arbitrary bytes as a whole client connection: the
+// proxy never panics or hangs, dials nothing but the allowed upstream, and
+// keeps serving.
+func FuzzProxyConn(f *testing.F) {
+	startFuzzProxy(f)
+	port := fuzzProxy.up.Port()
+	for _, s := range []string{
+		fmt.Sprintf("CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\nhello", port),
+		fmt.Sprintf("CONNECT svc.test:%d HTTP/1.1\r\n\r\n", port),
+		"CONNECT 169.254.169.254:80 HTTP/1.1\r\n\r\n",
+		fmt.Sprintf("GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: x\r\n\r\n", port),
+		fmt.Sprintf("POST http://svc.test:%d/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", port),
+		"GET http://user:pw@x/ HTTP/1.0\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		string([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port), 'h', 'i'}),
+		string(append([]byte{5, 1, 0, 5, 1, 0, 3, 8}, fmt.Sprintf("svc.test%c%c", byte(port>>8), byte(port))...)),
+		string([]byte{5, 1, 0, 5, 3, 0, 1, 0, 0, 0, 0, 0, 0}),
+		string([]byte{4, 1, 0, 80, 127, 0, 0, 1, 0}),
+		"\x16\x03\x01\x00\x05hello",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := net.Dial("tcp", fuzzProxy.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = c.Write(data) // the proxy may refuse and close early
+		_ = c.(*net.TCPConn).CloseWrite()
+		_, err = io.Copy(io.Discard, c)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("the proxy neither answered nor closed for 10s after % q", data)
+		}
+		if bad := fuzzProxy.badDial.Load(); bad != nil {
+			t.Fatalf("the proxy dialled %s", *bad)
+		}
+	})
+}

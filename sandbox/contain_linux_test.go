@@ -1,0 +1,156 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// runContained runs cfg and checks that nothing of it is left on the host
+// afterwards: no process in its pid namespace, no cgroup directory.
+func runContained(t *testing.T, cfg Config) (Result, string) {
+	t.Helper()
+	if cfg.ID == "" {
+		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + itoa(os.Getpid())
+	}
+	var out bytes.Buffer
+	cfg.Stdout, cfg.Stderr = &out, &out
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	pidns, err := os.Readlink("/proc/" + itoa(s.Pid()) + "/ns/pid")
+	if err != nil {
+		s.Kill()
+		t.Fatalf("read the init's pid namespace: %v", err)
+	}
+	if err := s.Release(); err != nil {
+		s.Kill()
+		t.Fatalf("Release: %v", err)
+	}
+	res, err := s.Wait()
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	checkNoResidue(t, cfg.ID, pidns)
+	return res, out.String()
+}
+
+// checkNoResidue fails the test if a process of the sandbox's pid
+// namespace or a cgroup directory named for the run is left.
+func checkNoResidue(t *testing.T, id, pidns string) {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == pidns {
+			t.Errorf("process %s of the sandbox survived", p.Name())
+		}
+	}
+	filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Contains(d.Name(), id) {
+			t.Errorf("cgroup %s left behind", path)
+			return fs.SkipDir
+		}
+		if strings.Count(path, "/") > 8 {
+			return fs.SkipDir
+		}
+		return nil
+	})
+}
+
+func shellConfig(script string) Config {
+	return Config{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, Caps: testCaps()}
+}
+
+func TestContainMemoryBomb(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := payloadConfig("membomb")
+	cfg.Caps.MemoryBytes = 64 << 20
+	res, out := runContained(t, cfg)
+	if res.KilledBy != "memory" || res.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("result %+v (output %q), want killed by memory with SIGKILL", res, out)
+	}
+}
+
+func TestContainForkBomb(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := shellConfig("f() { f | f & }; f; wait")
+	cfg.Caps.Tasks = 32
+	cfg.Caps.Wall = 10 * time.Second
+	res, out := runContained(t, cfg)
+	if res.KilledBy != "pids" {
+		t.Fatalf("result %+v (output %q), want killed by pids", res, out)
+	}
+}
+
+func TestContainCPUSpin(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := payloadConfig("spin")
+	cfg.Caps.CPU = time.Second
+	res, out := runContained(t, cfg)
+	if res.KilledBy != "cpu" || res.Signal == 0 {
+		t.Fatalf("result %+v (output %q), want killed by cpu", res, out)
+	}
+}
+
+func TestContainSleeper(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := payloadConfig("sleep")
+	cfg.Caps.Wall = time.Second
+	res, out := runContained(t, cfg)
+	if res.KilledBy != "wall" || res.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("result %+v (output %q), want killed by wall with SIGKILL", res, out)
+	}
+}
+
+func TestContainDiskFiller(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, dir := range []string{TmpDir, WorkspaceDir, FindingsDir, "/dev/shm"} {
+		res, out := runContained(t, payloadConfig("fill", dir))
+		if res.ExitCode != 3 || !strings.Contains(out, "no space left on device") {
+			t.Errorf("%s: result %+v, output %q, want exit 3 and ENOSPC", dir, res, out)
+		}
+	}
+}
+
+func TestContainFileSizeLimit(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := Config{Path: "/bin/dd", Args: []string{"dd", "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=64"}, Caps: testCaps()}
+	res, out := runContained(t, cfg)
+	if res.KilledBy != "disk" || res.Signal != int(syscall.SIGXFSZ) {
+		t.Fatalf("result %+v (output %q), want killed by disk with SIGXFSZ", res, out)
+	}
+}
+
+func TestContainFDExhaustion(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := payloadConfig("fds")
+	cfg.Caps.OpenFiles = 64
+	res, out := runContained(t, cfg)
+	var n int
+	var rest string
+	if _, err := fmt.Sscan(out, &n, &rest); err != nil || res.ExitCode != 0 || n >= 64 || !strings.Contains(out, "too many open files") {
+		t.Fatalf("result %+v, output %q, want fewer than 64 opens then EMFILE", res, out)
+	}
+}
+
+func TestContainDaemon(t *testing.T) {
+	testutil.RequireRoot(t)
+	res, out := runContained(t, payloadConfig("daemon", "1000"))
+	if res.ExitCode != 0 || !strings.Contains(out, "daemonized") {
+		t.Fatalf("result %+v, output %q", res, out)
+	}
+	// checkNoResidue has shown the setsid sleeper dead.
+}

@@ -1,0 +1,212 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// The init's environment marker and its fixed descriptors.
+const (
+	initEnvKey   = "_AIRLOCK_SANDBOX_INIT"
+	initEnvValue = "v1"
+	initArg0     = "airlock-sandbox-init"
+	fdCtrl       = 3 // control socket
+	fdSetup      = 4 // setup pipe: config, then the workspace's tar stream
+)
+
+// Init runs the sandbox's init when this process is one (re-executed by
+// Start into fresh namespaces, as pid 1), and never returns then.
+// Otherwise it returns at once. Call it first thing in main, and in the
+// TestMain of packages whose tests start sandboxes.
+func Init() {
+	if os.Getpid() != 1 || len(os.Args) == 0 || os.Args[0] != initArg0 || os.Getenv(initEnvKey) != initEnvValue {
+		return
+	}
+	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
+	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
+	// the host binary this init runs from stays out of reach.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Mount, capability and credential calls below must all come from the
+	// thread that later forks the target, and it never exits.
+	runtime.LockOSThread()
+	os.Unsetenv(initEnvKey)
+	os.Exit(runInit())
+}
+
+// initState is the init's side of one run.
+type initState struct {
+	c       *ctrl
+	cfg     initConfig
+	receipt map[string]string
+}
+
+// runInit is the init's whole life; its return value is the init's exit
+// status (the parent reads the target's from the control socket).
+func runInit() int {
+	s := &initState{c: &ctrl{fd: fdCtrl}, receipt: map[string]string{}}
+	if err := sanitizeFDs(); err != nil {
+		s.fail("fds", err)
+		return 1
+	}
+	setup := os.NewFile(fdSetup, "airlock-setup")
+	if err := s.readConfig(setup); err != nil {
+		s.fail("config", err)
+		return 1
+	}
+	rootfs, err := s.buildRoot(setup)
+	setup.Close()
+	if err != nil {
+		s.fail("filesystem", err)
+		return 1
+	}
+	lis, port, err := s.network()
+	if err != nil {
+		s.fail("network", err)
+		return 1
+	}
+	if err := s.enterRoot(rootfs); err != nil {
+		s.fail("pivot_root", err)
+		return 1
+	}
+	findings, err := unix.Open(FindingsDir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		s.fail("findings", fmt.Errorf("open %s: %w", FindingsDir, err))
+		return 1
+	}
+	if err := s.dropPrivileges(port); err != nil {
+		s.fail("privileges", err)
+		return 1
+	}
+	fds := []int{findings}
+	if lis >= 0 {
+		fds = append(fds, lis)
+	}
+	if err := s.c.send(message{Kind: msgReady, Port: port, Receipt: s.receipt}, fds...); err != nil {
+		return 1
+	}
+	closeAll(fds)
+	return s.serve(port)
+}
+
+// serve answers probes until the parent releases the target, then runs it.
+func (s *initState) serve(port int) int {
+	for {
+		m, fds, err := s.c.recv()
+		closeAll(fds)
+		if err != nil {
+			return 1 // the parent is gone or broke the protocol: run nothing
+		}
+		switch m.Kind {
+		case msgProbe:
+			res := runProbes(m.Probe, probeSelf)
+			if err := s.c.send(message{Kind: msgProbed, Probes: res}); err != nil {
+				return 1
+			}
+		case msgRelease:
+			return s.runTarget(port)
+		default:
+			s.fail("protocol", fmt.Errorf("unexpected %q message", m.Kind))
+			return 1
+		}
+	}
+}
+
+// fail reports a setup failure to the parent; the init then exits and
+// the kernel tears the namespaces down.
+func (s *initState) fail(stage string, err error) {
+	s.c.send(message{Kind: msgFailed, Stage: stage, Error: err.Error()})
+}
+
+// readConfig reads the length-prefixed JSON config from the setup pipe.
+func (s *initState) readConfig(r io.Reader) error {
+	var n uint32
+	if err := binary.Read(r, binary.BigEndian, &n); err != nil {
+		return fmt.Errorf("read config length: %w", err)
+	}
+	if n > maxSetupCfg {
+		return fmt.Errorf("config of %d bytes exceeds %d", n, maxSetupCfg)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	if err := json.Unmarshal(b, &s.cfg); err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+	return nil
+}
+
+// sanitizeFDs makes sure nothing but stdio, the control socket and the
+// setup pipe came in: any other descriptor (one leaked into airlock by
+// its own caller without close-on-exec) is closed, and every descriptor
+// above stdio is marked close-on-exec so the target inherits none of them.
+func sanitizeFDs() error {
+	dir, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	names, err := dir.Readdirnames(-1)
+	dirFD := int(dir.Fd())
+	if err != nil {
+		dir.Close()
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd <= 2 || fd == dirFD {
+			continue
+		}
+		if fd == fdCtrl || fd == fdSetup || isRuntimeFD(fd) {
+			unix.CloseOnExec(fd)
+			continue
+		}
+		unix.Close(fd)
+	}
+	return dir.Close()
+}
+
+// isRuntimeFD reports whether fd is one the Go runtime may have opened
+// before Init ran (its epoll and wakeup descriptors).
+func isRuntimeFD(fd int) bool {
+	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return false
+	}
+	return link == "anon_inode:[eventpoll]" || link == "anon_inode:[eventfd]"
+}
+
+// readLines returns the lines of a small file.
+func readLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+var errNoSeccomp = errors.New("the kernel has no seccomp filter mode")
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return -1
+	}
+	return n
+}

@@ -1,0 +1,234 @@
+package sandbox
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// probeSelf and probeTarget say who runs the probes: the init (pid 1,
+// which holds the control socket) or a target process, which must hold
+// nothing but stdio.
+const (
+	probeSelf   = false
+	probeTarget = true
+)
+
+// Probe runs the start-up probes in the calling process, which must be
+// inside a sandbox: the checks of issue 6 item 1 (uid, capability sets,
+// no_new_privs, seccomp mode, Landlock, only lo, no route, the host's
+// canary file, /root and /home unreachable, the host's canary listener
+// unreachable, and only stdio open). The init runs the same checks after
+// its privilege drop when Config.Probes is set; tests run them from a
+// target.
+func Probe(req ProbeRequest) []ProbeResult {
+	return runProbes(&req, probeTarget)
+}
+
+func runProbes(req *ProbeRequest, asTarget bool) []ProbeResult {
+	if req == nil {
+		req = &ProbeRequest{}
+	}
+	res := []ProbeResult{probeUID()}
+	status := statusFields()
+	res = append(res,
+		probeCaps(status),
+		probeField(status, "no_new_privs", "NoNewPrivs", "1"),
+		probeField(status, "seccomp", "Seccomp", "2"),
+		probeLandlock(),
+		probeInterfaces(),
+		probeRoutes(),
+		probeAbsent("host_dirs", "/root", "/home"),
+	)
+	if req.CanaryFile != "" {
+		res = append(res, probeAbsent("canary_file", req.CanaryFile))
+	}
+	if req.CanaryAddr != "" {
+		res = append(res, probeUnreachable(req.CanaryAddr))
+	}
+	if asTarget {
+		res = append(res, probeStdioOnly())
+	}
+	return res
+}
+
+// ProbesFailed returns the failed results, nil if all passed.
+func ProbesFailed(res []ProbeResult) []ProbeResult {
+	var bad []ProbeResult
+	for _, r := range res {
+		if !r.OK {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
+
+func probeUID() ProbeResult {
+	r := ProbeResult{Name: "uid"}
+	if os.Getuid() == sandboxID && os.Geteuid() == sandboxID && os.Getgid() == sandboxID && os.Getegid() == sandboxID {
+		r.OK, r.Detail = true, "uid and gid are 65534"
+	} else {
+		r.Detail = "uid or gid is not 65534"
+	}
+	return r
+}
+
+// statusFields parses /proc/self/status into name → value.
+func statusFields() map[string]string {
+	lines, _ := readLines("/proc/thread-self/status")
+	m := make(map[string]string, len(lines))
+	for _, l := range lines {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			m[k] = strings.TrimSpace(v)
+		}
+	}
+	return m
+}
+
+func probeCaps(status map[string]string) ProbeResult {
+	r := ProbeResult{Name: "caps"}
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if v, ok := status[k]; !ok || strings.Trim(v, "0") != "" {
+			r.Detail = k + " is not empty"
+			return r
+		}
+	}
+	r.OK, r.Detail = true, "all five capability sets are empty"
+	return r
+}
+
+func probeField(status map[string]string, name, field, want string) ProbeResult {
+	r := ProbeResult{Name: name}
+	if status[field] == want {
+		r.OK, r.Detail = true, field+" is "+want
+	} else {
+		r.Detail = field + " is not " + want
+	}
+	return r
+}
+
+// probeLandlock writes the process's own name back to /proc/self/comm:
+// harmless, allowed by every other control, and refused with EACCES only
+// under a Landlock domain that grants no write outside its directories.
+func probeLandlock() ProbeResult {
+	r := ProbeResult{Name: "landlock"}
+	comm, err := os.ReadFile("/proc/thread-self/comm")
+	if err != nil {
+		r.Detail = "cannot read /proc/self/comm"
+		return r
+	}
+	err = os.WriteFile("/proc/thread-self/comm", comm, 0)
+	switch {
+	case errors.Is(err, unix.EACCES):
+		r.OK, r.Detail = true, "a write outside the writable directories is refused"
+	case err == nil:
+		r.Detail = "a write outside the writable directories succeeded"
+	default:
+		r.Detail = "a write outside the writable directories failed for another reason"
+	}
+	return r
+}
+
+// probeInterfaces reads /proc/net/dev (no netlink: the seccomp filter
+// refuses netlink sockets) and wants lo alone.
+func probeInterfaces() ProbeResult {
+	r := ProbeResult{Name: "interfaces"}
+	lines, err := readLines("/proc/net/dev")
+	if err != nil || len(lines) < 2 {
+		r.Detail = "cannot read /proc/net/dev"
+		return r
+	}
+	for _, l := range lines[2:] {
+		name, _, _ := strings.Cut(l, ":")
+		if strings.TrimSpace(name) != "lo" {
+			r.Detail = "an interface other than lo exists"
+			return r
+		}
+	}
+	r.OK, r.Detail = true, "lo is the only interface"
+	return r
+}
+
+// probeRoutes wants no route through anything but lo.
+func probeRoutes() ProbeResult {
+	r := ProbeResult{Name: "routes"}
+	for _, f := range []struct {
+		path string
+		dev  int
+		skip int
+	}{{"/proc/net/route", 0, 1}, {"/proc/net/ipv6_route", 9, 0}} {
+		lines, err := readLines(f.path)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // no IPv6 in this kernel
+			}
+			r.Detail = "cannot read " + f.path
+			return r
+		}
+		for _, l := range lines[min(f.skip, len(lines)):] {
+			fs := strings.Fields(l)
+			if len(fs) > f.dev && fs[f.dev] != "lo" {
+				r.Detail = "a route through an interface other than lo exists"
+				return r
+			}
+		}
+	}
+	r.OK, r.Detail = true, "no route except through lo"
+	return r
+}
+
+// probeAbsent wants every path unreachable (missing or refused).
+func probeAbsent(name string, paths ...string) ProbeResult {
+	r := ProbeResult{Name: name}
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil || !(errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission)) {
+			r.Detail = p + " is reachable"
+			return r
+		}
+	}
+	r.OK, r.Detail = true, strings.Join(paths, ", ")+" unreachable"
+	return r
+}
+
+// probeUnreachable wants a TCP connection to the host's canary listener
+// to fail.
+func probeUnreachable(addr string) ProbeResult {
+	r := ProbeResult{Name: "canary_listener"}
+	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+	if err == nil {
+		c.Close()
+		r.Detail = "the host's canary listener " + addr + " was reached"
+		return r
+	}
+	r.OK, r.Detail = true, "the host's canary listener "+addr+" is unreachable"
+	return r
+}
+
+// probeStdioOnly wants nothing open but 0, 1 and 2.
+func probeStdioOnly() ProbeResult {
+	r := ProbeResult{Name: "fds"}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		r.Detail = "cannot list /proc/self/fd"
+		return r
+	}
+	names, err := d.Readdirnames(-1)
+	self := d.Fd()
+	d.Close()
+	if err != nil {
+		r.Detail = "cannot list /proc/self/fd"
+		return r
+	}
+	for _, n := range names {
+		if n != "0" && n != "1" && n != "2" && n != itoa(int(self)) && !isRuntimeFD(atoi(n)) {
+			r.Detail = "descriptor " + n + " is open"
+			return r
+		}
+	}
+	r.OK, r.Detail = true, "only stdio is open"
+	return r
+}

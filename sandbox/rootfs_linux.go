@@ -1,0 +1,346 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// newRootAt is where the init mounts the sandbox's root tmpfs before it
+// pivots into it. Every host tree the sandbox sees is cloned (open_tree)
+// before this mount covers the host's /tmp, so nothing below it is lost.
+const newRootAt = "/tmp"
+
+// The sandbox's /dev: the host's nodes bound in, nothing else.
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
+
+var devLinks = [][2]string{
+	{"/proc/self/fd", "fd"},
+	{"/proc/self/fd/0", "stdin"},
+	{"/proc/self/fd/1", "stdout"},
+	{"/proc/self/fd/2", "stderr"},
+}
+
+// mountSource is one host tree to show inside: a detached clone of it, or
+// the symbolic link to recreate.
+type mountSource struct {
+	inside string // absolute path inside
+	tree   int    // open_tree clone, -1 for a link or a masked path
+	link   string // link target when the host path is a symbolic link
+	isDir  bool
+}
+
+// buildRoot prepares the new root under newRootAt and returns its path.
+// The mount namespace is this init's own: nothing here reaches the host's.
+func (s *initState) buildRoot(setup io.Reader) (string, error) {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return "", fmt.Errorf("make / private: %w", err)
+	}
+	srcs, err := s.cloneSources()
+	defer func() {
+		for _, m := range srcs {
+			if m.tree >= 0 {
+				unix.Close(m.tree)
+			}
+		}
+	}()
+	if err != nil {
+		return "", err
+	}
+	root := newRootAt
+	if err := mountTmpfs(root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
+		return "", fmt.Errorf("root tmpfs: %w", err)
+	}
+	for _, dir := range []string{"proc", "dev", "tmp", "workspace", "findings", ".airlock"} {
+		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+			return "", fmt.Errorf("make /%s: %w", dir, err)
+		}
+	}
+	if err := s.buildAirlockDir(root + "/.airlock"); err != nil {
+		return "", err
+	}
+	for _, m := range srcs {
+		if err := attach(root, m); err != nil {
+			return "", err
+		}
+	}
+	if err := s.hide(root); err != nil {
+		return "", err
+	}
+	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
+	own := "uid=65534,gid=65534"
+	if err := mountTmpfs(root+TmpDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+size+","+own); err != nil {
+		return "", fmt.Errorf("mount %s: %w", TmpDir, err)
+	}
+	if err := mountTmpfs(root+WorkspaceDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,"+size+","+own); err != nil {
+		return "", fmt.Errorf("mount %s: %w", WorkspaceDir, err)
+	}
+	if err := mountTmpfs(root+FindingsDir, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,"+size+","+own); err != nil {
+		return "", fmt.Errorf("mount %s: %w", FindingsDir, err)
+	}
+	if s.cfg.Workspace {
+		if err := extractWorkspace(setup, root+WorkspaceDir, s.cfg.TmpfsBytes); err != nil {
+			return "", fmt.Errorf("copy the workspace in: %w", err)
+		}
+	}
+	if err := s.buildDev(root + "/dev"); err != nil {
+		return "", err
+	}
+	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return "", fmt.Errorf("mount /proc: %w", err)
+	}
+	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings tmpfs, pivot_root"
+	return root, nil
+}
+
+// cloneSources clones every host tree the sandbox will see, before the
+// root tmpfs covers anything. Missing ReadOnly paths are skipped (they
+// expose nothing); missing ReadWrite paths and binds are errors.
+func (s *initState) cloneSources() ([]mountSource, error) {
+	var srcs []mountSource
+	add := func(host, inside string, ro, optional bool) error {
+		if host == selfExe {
+			return nil // copied in by copySelf
+		}
+		st, err := os.Lstat(host)
+		if errors.Is(err, os.ErrNotExist) && optional {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bind %s: %w", host, err)
+		}
+		if st.Mode()&os.ModeSymlink != 0 {
+			target, err := os.Readlink(host)
+			if err != nil {
+				return fmt.Errorf("bind %s: %w", host, err)
+			}
+			srcs = append(srcs, mountSource{inside: inside, tree: -1, link: target})
+			return nil
+		}
+		tree, err := unix.OpenTree(unix.AT_FDCWD, host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if err != nil {
+			return fmt.Errorf("clone %s: %w", host, err)
+		}
+		srcs = append(srcs, mountSource{inside: inside, tree: tree, isDir: st.IsDir()})
+		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+		if ro {
+			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
+		}
+		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+			return fmt.Errorf("make %s read-only, nosuid, nodev: %w", host, err)
+		}
+		return nil
+	}
+	for _, p := range s.cfg.ReadOnly {
+		if err := add(p, p, true, true); err != nil {
+			return srcs, err
+		}
+	}
+	for _, p := range s.cfg.ReadWrite {
+		if err := add(p, p, false, false); err != nil {
+			return srcs, err
+		}
+	}
+	for _, b := range s.cfg.Binds {
+		if err := add(b.Host, b.Inside, true, false); err != nil {
+			return srcs, err
+		}
+	}
+	// Parents before children, so that a nested bind lands on top.
+	slices.SortStableFunc(srcs, func(a, b mountSource) int { return len(a.inside) - len(b.inside) })
+	return srcs, nil
+}
+
+// attach puts one cloned tree (or link) at its place under root.
+func attach(root string, m mountSource) error {
+	dst := root + m.inside
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return fmt.Errorf("make parent of %s: %w", m.inside, err)
+	}
+	if m.tree < 0 {
+		if err := os.Symlink(m.link, dst); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("link %s: %w", m.inside, err)
+		}
+		return nil
+	}
+	if err := makeMountPoint(dst, m.isDir); err != nil {
+		return fmt.Errorf("mount point %s: %w", m.inside, err)
+	}
+	if err := unix.MoveMount(m.tree, "", unix.AT_FDCWD, dst, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach %s: %w", m.inside, err)
+	}
+	return nil
+}
+
+// makeMountPoint creates dst as an empty directory or file unless it
+// exists (a nested bind's mount point inside a bound tree).
+func makeMountPoint(dst string, dir bool) error {
+	if _, err := os.Lstat(dst); err == nil {
+		return nil
+	}
+	if dir {
+		return os.Mkdir(dst, 0o755)
+	}
+	return os.WriteFile(dst, nil, 0o444)
+}
+
+// hide masks each Hide path that is visible inside: an empty read-only
+// tmpfs over a directory, the empty file over a file.
+func (s *initState) hide(root string) error {
+	for _, p := range s.cfg.Hide {
+		dst := root + p
+		st, err := os.Lstat(dst)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+		switch {
+		case st.IsDir():
+			err = mountTmpfs(dst, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k,nr_inodes=1")
+		case st.Mode()&os.ModeSymlink != 0:
+			return fmt.Errorf("hide %s: it is a symbolic link inside the sandbox; hide its target", p)
+		default:
+			err = unix.Mount(root+"/.airlock/empty", dst, "", unix.MS_BIND, "")
+			if err == nil {
+				err = unix.MountSetattr(unix.AT_FDCWD, dst, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// buildDev makes the minimal /dev: a tmpfs with the host's null, zero,
+// full, random and urandom bound in, the /proc/self/fd links and a
+// size-capped /dev/shm. No tty, no pts, no block device.
+func (s *initState) buildDev(dev string) error {
+	if err := mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
+		return fmt.Errorf("mount /dev: %w", err)
+	}
+	for _, n := range devNodes {
+		dst := dev + "/" + n
+		if err := os.WriteFile(dst, nil, 0o444); err != nil {
+			return fmt.Errorf("make /dev/%s: %w", n, err)
+		}
+		if err := unix.Mount("/dev/"+n, dst, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind /dev/%s: %w", n, err)
+		}
+		if err := unix.MountSetattr(unix.AT_FDCWD, dst, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC}); err != nil {
+			return fmt.Errorf("flags of /dev/%s: %w", n, err)
+		}
+	}
+	for _, l := range devLinks {
+		if err := os.Symlink(l[0], dev+"/"+l[1]); err != nil {
+			return fmt.Errorf("link /dev/%s: %w", l[1], err)
+		}
+	}
+	if err := os.Mkdir(dev+"/shm", 0o755); err != nil {
+		return fmt.Errorf("make /dev/shm: %w", err)
+	}
+	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
+	if err := mountTmpfs(dev+"/shm", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,uid=65534,gid=65534,"+size); err != nil {
+		return fmt.Errorf("mount /dev/shm: %w", err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make /dev read-only: %w", err)
+	}
+	return nil
+}
+
+// enterRoot pivots into root, detaches the host's tree and makes the
+// root tmpfs read-only.
+func (s *initState) enterRoot(root string) error {
+	if err := unix.Chdir(root); err != nil {
+		return fmt.Errorf("chdir %s: %w", root, err)
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; the
+	// detach below drops it, so no path inside leads back to the host.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the old root: %w", err)
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return fmt.Errorf("chdir /: %w", err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}); err != nil {
+		return fmt.Errorf("make / read-only: %w", err)
+	}
+	// No nested user namespace (the one way to regain capabilities, if
+	// only inside the sandbox), enforced by the kernel whatever the
+	// seccomp filter allows.
+	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+		return fmt.Errorf("forbid nested user namespaces: %w", err)
+	}
+	s.receipt["nested_namespaces"] = "user.max_user_namespaces=0 inside"
+	if s.cfg.Hostname != "" {
+		if err := unix.Sethostname([]byte(s.cfg.Hostname)); err != nil {
+			return fmt.Errorf("sethostname: %w", err)
+		}
+	}
+	return nil
+}
+
+func mountTmpfs(dst string, flags uintptr, data string) error {
+	return unix.Mount("tmpfs", dst, "tmpfs", flags, data)
+}
+
+// buildAirlockDir makes /.airlock, a small read-only tmpfs with the empty
+// file that masks hidden files and, for BindSelf, a copy of the binary the
+// init runs from. A copy, not a bind: the init's executable belongs to
+// the host's mount namespace (open_tree refuses it), its directory may be
+// closed to uid 65534, and a copy leaves no path to the host's file.
+func (s *initState) buildAirlockDir(dir string) error {
+	self := false
+	for _, b := range s.cfg.Binds {
+		self = self || b.Host == selfExe
+	}
+	size := int64(64 << 10)
+	var exe *os.File
+	if self {
+		f, err := os.Open(selfExe)
+		if err != nil {
+			return fmt.Errorf("open own binary: %w", err)
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("stat own binary: %w", err)
+		}
+		exe, size = f, size+st.Size()
+	}
+	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,nr_inodes=16,size="+strconv.FormatInt(size, 10)); err != nil {
+		return fmt.Errorf("mount /.airlock: %w", err)
+	}
+	if err := os.WriteFile(dir+"/empty", nil, 0o444); err != nil {
+		return fmt.Errorf("make mask file: %w", err)
+	}
+	if exe != nil {
+		out, err := os.OpenFile(dir+"/self", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o555)
+		if err != nil {
+			return fmt.Errorf("copy own binary: %w", err)
+		}
+		_, err = io.Copy(out, exe)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("copy own binary: %w", err)
+		}
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dir, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("make /.airlock read-only: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+const rootlessEnv = "AIRLOCK_TEST_ROOTLESS"
+
+// TestRootless re-runs this test binary as uid 65534 (setpriv), where
+// TestRootlessInner starts sandboxes through an unprivileged user
+// namespace.
+func TestRootless(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Skip("setpriv not installed")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "sandbox.test")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, self, bin)
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+		bin, "-test.run=^TestRootlessInner$", "-test.v", "-test.count=1")
+	cmd.Env = []string{rootlessEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp"}
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("rootless run:\n%s", out)
+	if err != nil {
+		t.Fatalf("rootless tests failed: %v", err)
+	}
+}
+
+func TestRootlessInner(t *testing.T) {
+	testutil.RequireNonRoot(t)
+	if os.Getenv(rootlessEnv) == "" {
+		t.Skip("run by TestRootless")
+	}
+	testMemory = 1 << 44
+	t.Run("probes", func(t *testing.T) {
+		file, addr := canaries(t)
+		res, out, errOut := run(t, payloadConfig("probe", file, addr))
+		if res.ExitCode != 0 {
+			t.Fatalf("result %+v, stderr %q", res, errOut)
+		}
+		var probes []ProbeResult
+		if err := json.Unmarshal([]byte(out), &probes); err != nil {
+			t.Fatalf("payload output %q: %v", out, err)
+		}
+		wantProbes(t, probes, seccompSkip()...)
+		t.Logf("receipt: %v", res.Receipt)
+	})
+	t.Run("attacks", testAttacks)
+	t.Run("wall", func(t *testing.T) {
+		cfg := payloadConfig("sleep")
+		cfg.Caps.Wall = time.Second
+		res, out := runContained(t, cfg)
+		if res.KilledBy != "wall" {
+			t.Fatalf("result %+v (output %q), want killed by wall", res, out)
+		}
+	})
+	t.Run("daemon", func(t *testing.T) {
+		res, out := runContained(t, payloadConfig("daemon", "1000"))
+		if res.ExitCode != 0 {
+			t.Fatalf("result %+v, output %q", res, out)
+		}
+	})
+	t.Run("require", func(t *testing.T) {
+		cfg := payloadConfig("exit")
+		cfg.Require = []string{"cgroup-memory"}
+		s, err := Start(context.Background(), cfg)
+		if err == nil {
+			s.Kill()
+			t.Skip("this host delegates a memory cgroup to uid 65534")
+		}
+		if !errors.Is(err, ErrRequirement) {
+			t.Fatalf("Start = %v, want ErrRequirement", err)
+		}
+	})
+}
+
+func copyFile(t *testing.T, src, dst string) {
+	t.Helper()
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/limits"
+)
+
+// Config describes one sandboxed run.
+type Config struct {
+	// Path is the absolute path of the target inside the sandbox, already
+	// chosen by the command gate.
+	Path string
+	// Args are the target's arguments, Args[0] included; empty means
+	// []string{Path}.
+	Args []string
+	// Env is the target's whole environment; the proxy variables are
+	// added to it when Proxy is set.
+	Env []string
+	// Dir is the working directory inside; "" means /workspace.
+	Dir string
+	// Workspace is a host directory COPIED into /workspace (never bound);
+	// "" leaves /workspace empty.
+	Workspace string
+	// Findings is a host directory that receives the contents of
+	// /findings after the run (regular files and directories only); ""
+	// discards them.
+	Findings string
+	// ReadOnly host paths are bound read-only at the same place; nil means
+	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
+	// is recreated as the same link.
+	ReadOnly []string
+	// ReadWrite host paths are bound writable at the same place.
+	ReadWrite []string
+	// Binds are host files or directories bound read-only at another
+	// place inside (see BindSelf).
+	Binds []Bind
+	// Hide are host paths inside ReadOnly or ReadWrite trees that are
+	// masked (an empty directory or an empty file is mounted over them):
+	// for example the policy file or the audit log when they sit in /etc.
+	Hide []string
+	// Caps are the resource caps; every field must be positive.
+	Caps limits.Caps
+	// Proxy makes a listener on 127.0.0.1 inside the network namespace for
+	// the egress proxy (see Sandbox.Listener) and points the target's proxy
+	// variables at it.
+	Proxy bool
+	// Require names mechanisms that must be present ("userns", "seccomp",
+	// "landlock", "landlock-net", "cgroup", "cgroup-memory", ...); one the
+	// host lacks makes Start fail with an error matching ErrRequirement.
+	Require []string
+	// Stdin, Stdout and Stderr are the target's standard streams. They
+	// always reach the target through pipes, never as the caller's own
+	// descriptors, so a terminal is never passed in. Nil Stdin reads as
+	// empty; nil Stdout or Stderr discards.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// ID names the run (cgroup names, logs): letters, digits, '.', '_',
+	// '-'; "" means a random one.
+	ID string
+	// Hostname is the sandbox's host name; "" means "airlock".
+	Hostname string
+	// Probes, when set, are run by the init inside the sandbox after the
+	// privilege drop and before Release; Start fails with ErrProbe if any
+	// fails (see ProbeRequest).
+	Probes *ProbeRequest
+}
+
+// Bind is a host file or directory bound read-only at Inside, an absolute
+// path that must not lie under a bound tree or a sandbox directory.
+type Bind struct {
+	Host, Inside string
+}
+
+// DefaultReadOnly is the filesystem view of a Config whose ReadOnly is nil.
+var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// SelfPath is where BindSelf binds the calling binary inside the sandbox.
+const SelfPath = "/.airlock/self"
+
+// Inside paths of the sandbox's own directories.
+const (
+	WorkspaceDir = "/workspace"
+	FindingsDir  = "/findings"
+	TmpDir       = "/tmp"
+)
+
+// ErrRequirement is matched (errors.Is) by the error Start returns when
+// Config.Require names a mechanism this host does not offer this user.
+// airlock exits 125 on it; nothing was run.
+var ErrRequirement = errors.New("required mechanism unavailable")
+
+// ErrProbe is matched by the error Start returns when a start-up probe
+// failed inside the sandbox; nothing was run.
+var ErrProbe = errors.New("start-up probe failed")
+
+// ErrUnsupported is returned by Start on systems without a sandbox.
+var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
+
+// Result is what happened to a run.
+type Result struct {
+	// ExitCode is the target's exit status, or -1 when it died of a signal
+	// or never ran.
+	ExitCode int
+	// Signal is the signal that killed the target, 0 if none.
+	Signal int
+	// KilledBy names the cap that killed the run ("wall", "cpu",
+	// "memory", "pids", "disk"), or "" if none did.
+	KilledBy string
+	// Wall is the target's wall-clock time, from Release to its end.
+	Wall time.Duration
+	// CPU is the CPU time of the whole tree.
+	CPU time.Duration
+	// PeakMemoryBytes is the group's peak memory, 0 when unknown.
+	PeakMemoryBytes int64
+	// Receipt names, per control, the mechanism that enforced it on this
+	// run.
+	Receipt map[string]string
+	// FindingsSkipped lists /findings entries that were not copied out
+	// (not a regular file or directory, or over the size cap), with why.
+	FindingsSkipped []string
+}
+
+// RequirementError is the error behind ErrRequirement: each missing
+// mechanism with what was found instead.
+type RequirementError struct {
+	Missing []string
+	Why     map[string]string
+}
+
+func (e *RequirementError) Error() string {
+	parts := make([]string, len(e.Missing))
+	for i, m := range e.Missing {
+		parts[i] = fmt.Sprintf("%s (%s)", m, e.Why[m])
+	}
+	return "sandbox: policy requires " + strings.Join(parts, ", ") + ": not available on this host for this user"
+}
+
+// Is makes errors.Is(err, ErrRequirement) true.
+func (e *RequirementError) Is(target error) bool {
+	return target == ErrRequirement || target == limits.ErrUnavailable
+}

@@ -1,0 +1,416 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/limits"
+	"golang.org/x/sys/unix"
+)
+
+// Sandbox is one started run. Its methods are safe for concurrent use.
+type Sandbox struct {
+	cfg     Config
+	cmd     *exec.Cmd
+	c       *ctrl
+	group   *limits.Group
+	lis     net.Listener
+	port    int
+	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	receipt map[string]string
+
+	mu        sync.Mutex
+	released  time.Time
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	stopCtx   func() bool
+
+	once   sync.Once
+	result Result
+	err    error
+}
+
+// Start builds the sandbox for cfg: the group of caps, the init in its
+// namespaces, the filesystem view, lo and the proxy listener, and the
+// privilege drop. The target is not run until Release. On error nothing
+// is left behind.
+func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
+	cfg, err := normalize(cfg)
+	if err != nil {
+		return nil, err
+	}
+	need, err := checkRequire(cfg.Require)
+	if err != nil {
+		return nil, err
+	}
+	group, err := limits.New(cfg.Caps, limits.Options{Name: "sandbox-" + cfg.ID, Rootless: os.Geteuid() != 0, Require: cfg.Require})
+	if err != nil {
+		if errors.Is(err, limits.ErrUnavailable) {
+			return nil, fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
+		}
+		return nil, fmt.Errorf("sandbox: resource caps: %w", err)
+	}
+	s := &Sandbox{cfg: cfg, group: group, finds: -1, receipt: map[string]string{}}
+	if err := s.start(ctx, need); err != nil {
+		s.abort()
+		return nil, err
+	}
+	return s, nil
+}
+
+// start runs the init and takes it to "ready" (and through the probes).
+func (s *Sandbox) start(ctx context.Context, need needs) error {
+	c, child, err := newCtrlPair()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	s.c = c
+	setupR, setupW, err := os.Pipe()
+	if err != nil {
+		child.Close()
+		return fmt.Errorf("sandbox: setup pipe: %w", err)
+	}
+	s.cmd = s.initCmd(child, setupR)
+	err = s.cmd.Start()
+	child.Close()
+	setupR.Close()
+	if err != nil {
+		setupW.Close()
+		return fmt.Errorf("sandbox: start the init: %w", err)
+	}
+	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
+	if err := s.group.Place(s.cmd.Process.Pid); err != nil {
+		setupW.Close()
+		return fmt.Errorf("sandbox: place the init in its group: %w", err)
+	}
+	setupErr := make(chan error, 1)
+	go func() { setupErr <- s.writeSetup(setupW, need) }()
+	m, fds, err := s.c.recv()
+	if err != nil {
+		if serr := <-setupErr; serr != nil {
+			return fmt.Errorf("sandbox: %w", serr)
+		}
+		return fmt.Errorf("sandbox: the init died during setup: %w", err)
+	}
+	if m.Kind == msgFailed {
+		closeAll(fds)
+		return fmt.Errorf("sandbox: setup: %s: %s", m.Stage, m.Error)
+	}
+	if err := <-setupErr; err != nil {
+		closeAll(fds)
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := s.takeReady(m, fds); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("sandbox: %w", ctx.Err())
+	}
+	if s.cfg.Probes != nil {
+		return s.probe(s.cfg.Probes)
+	}
+	return nil
+}
+
+// initCmd is the init's command: this binary, re-executed into new
+// namespaces with a clean environment, stdio through pipes only.
+func (s *Sandbox) initCmd(ctrlEnd, setupR *os.File) *exec.Cmd {
+	rootful := os.Geteuid() == 0
+	hostUID, hostGID := os.Getuid(), os.Getgid()
+	if rootful {
+		hostUID, hostGID = sandboxID, sandboxID
+	}
+	attr := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
+			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: hostUID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: hostGID, Size: 1}},
+		GidMappingsEnableSetgroups: rootful,
+		// The init is uid 65534 from its first instruction; ambient
+		// capabilities (in its own user namespace only) let it build the
+		// sandbox, and it drops them all before the target runs.
+		Credential:  &syscall.Credential{Uid: sandboxID, Gid: sandboxID, Groups: []uint32{}, NoSetGroups: !rootful},
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
+		Setsid:      true,
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	if fd, ok := s.group.Dir(); ok {
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
+	stdin := s.cfg.Stdin
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	stdout, stderr := s.cfg.Stdout, s.cfg.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	return &exec.Cmd{
+		Path: "/proc/self/exe",
+		Args: []string{initArg0},
+		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"},
+		// Wrapped so that os/exec always makes pipes: a terminal (or any
+		// other host descriptor) of the caller is never passed in.
+		Stdin:       struct{ io.Reader }{stdin},
+		Stdout:      struct{ io.Writer }{stdout},
+		Stderr:      struct{ io.Writer }{stderr},
+		ExtraFiles:  []*os.File{ctrlEnd, setupR},
+		SysProcAttr: attr,
+		WaitDelay:   2 * time.Second,
+	}
+}
+
+// writeSetup sends the init its config and, if any, the workspace.
+func (s *Sandbox) writeSetup(w *os.File, need needs) error {
+	defer w.Close()
+	cfg := initConfig{
+		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
+		ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Binds: s.cfg.Binds, Hide: s.cfg.Hide,
+		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
+		Rlimits: s.group.Rlimits(), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	if err := binary.Write(w, binary.BigEndian, uint32(len(b))); err != nil {
+		return fmt.Errorf("send config: %w", err)
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("send config: %w", err)
+	}
+	if s.cfg.Workspace != "" {
+		return tarWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
+	}
+	return nil
+}
+
+// takeReady keeps what the init handed back: /findings and the listener.
+func (s *Sandbox) takeReady(m message, fds []int) error {
+	want := 1
+	if s.cfg.Proxy {
+		want = 2
+	}
+	if m.Kind != msgReady || len(fds) != want {
+		closeAll(fds)
+		return fmt.Errorf("sandbox: protocol: want ready with %d descriptors, got %q with %d", want, m.Kind, len(fds))
+	}
+	s.finds = fds[0]
+	if s.cfg.Proxy {
+		f := os.NewFile(uintptr(fds[1]), "airlock-proxy-listener")
+		lis, err := net.FileListener(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sandbox: proxy listener: %w", err)
+		}
+		s.lis, s.port = lis, m.Port
+	}
+	for k, v := range m.Receipt {
+		s.receipt[k] = v
+	}
+	return nil
+}
+
+// probe runs the start-up probes inside and fails on any failure.
+func (s *Sandbox) probe(req *ProbeRequest) error {
+	if err := s.c.send(message{Kind: msgProbe, Probe: req}); err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	m, fds, err := s.c.recv()
+	closeAll(fds)
+	if err != nil || m.Kind != msgProbed {
+		return fmt.Errorf("sandbox: probes: no answer from the init (%v)", err)
+	}
+	if bad := ProbesFailed(m.Probes); len(bad) > 0 {
+		parts := make([]string, len(bad))
+		for i, r := range bad {
+			parts[i] = r.Name + ": " + r.Detail
+		}
+		return fmt.Errorf("sandbox: %w: %s", ErrProbe, strings.Join(parts, "; "))
+	}
+	return nil
+}
+
+// Listener returns the proxy's listener inside the sandbox's network
+// namespace, nil unless Config.Proxy. The sandbox closes it at teardown.
+func (s *Sandbox) Listener() net.Listener { return s.lis }
+
+// ProxyPort returns the listener's port inside, 0 unless Config.Proxy.
+func (s *Sandbox) ProxyPort() int { return s.port }
+
+// Pid returns the init's process id on the host.
+func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
+
+// Release lets the init execute the target, and starts the caps' watch
+// (the wall clock counts from here).
+func (s *Sandbox) Release() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.released.IsZero() {
+		return errors.New("sandbox: already released")
+	}
+	if err := s.c.send(message{Kind: msgRelease}); err != nil {
+		return fmt.Errorf("sandbox: release: %w", err)
+	}
+	s.released = time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopWatch, s.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.watchDone)
+		s.group.Watch(ctx, nil)
+	}()
+	m, fds, err := s.c.recv()
+	closeAll(fds)
+	switch {
+	case err != nil:
+		return fmt.Errorf("sandbox: release: the init died: %w", err)
+	case m.Kind == msgFailed:
+		return fmt.Errorf("sandbox: %s %s: %s", m.Stage, s.cfg.Path, m.Error)
+	case m.Kind != msgStarted:
+		return fmt.Errorf("sandbox: protocol: want started, got %q", m.Kind)
+	}
+	return nil
+}
+
+// Wait waits until the target has exited and every process of the tree is
+// dead, then tears the sandbox down (cgroup, mounts, namespaces) and
+// copies /findings out. It returns the same result to every caller.
+func (s *Sandbox) Wait() (Result, error) {
+	s.once.Do(func() { s.result, s.err = s.finish() })
+	return s.result, s.err
+}
+
+// Kill ends the run now: it kills the init (and with it the pid
+// namespace) and every process of the group, then tears down as Wait.
+func (s *Sandbox) Kill() error {
+	s.cmd.Process.Kill()
+	s.group.KillAll()
+	_, err := s.Wait()
+	return err
+}
+
+// finish is Wait's body.
+func (s *Sandbox) finish() (Result, error) {
+	var st *exitStatus
+	for st == nil {
+		m, fds, err := s.c.recv()
+		closeAll(fds)
+		if err != nil {
+			break // the init is gone: killed, or it failed
+		}
+		if m.Kind == msgExited {
+			st = m.Status
+		}
+	}
+	waitErr := s.cmd.Wait()
+	s.mu.Lock()
+	released, stop, done := s.released, s.stopWatch, s.watchDone
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+	res := Result{ExitCode: -1}
+	if !released.IsZero() {
+		res.Wall = time.Since(released)
+	}
+	if err := s.group.KillAll(); err != nil {
+		return res, s.teardownErr(fmt.Errorf("sandbox: kill the tree: %w", err))
+	}
+	stats, statsErr := s.group.Stats()
+	res.CPU, res.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
+	res.KilledBy = string(s.group.KilledBy())
+	switch {
+	case st != nil:
+		res.ExitCode, res.Signal = st.Code, st.Signal
+		if res.CPU == 0 {
+			res.CPU = time.Duration(st.UserUs+st.SysUs) * time.Microsecond
+		}
+		if res.PeakMemoryBytes == 0 {
+			res.PeakMemoryBytes = st.MaxRSS * 1024
+		}
+	default:
+		// The init died before the target did: whatever killed it (a
+		// cap, Kill, an OOM kill of the init) ended the target too.
+		res.Signal = int(syscall.SIGKILL)
+		var ee *exec.ExitError
+		if errors.As(waitErr, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.Signal = int(ws.Signal())
+			}
+		}
+	}
+	if res.KilledBy == "" && res.Signal == int(syscall.SIGXFSZ) {
+		res.KilledBy = string(limits.KilledByDisk)
+	}
+	var err error
+	if s.cfg.Findings != "" && s.finds >= 0 {
+		res.FindingsSkipped, err = copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+	}
+	res.Receipt = s.fullReceipt()
+	if terr := s.teardownErr(nil); err == nil {
+		err = terr
+	}
+	if err == nil && statsErr != nil {
+		err = fmt.Errorf("sandbox: read the group's stats: %w", statsErr)
+	}
+	return res, err
+}
+
+// fullReceipt merges the group's mechanisms with the init's.
+func (s *Sandbox) fullReceipt() map[string]string {
+	r := s.group.Receipt()
+	for k, v := range s.receipt {
+		r[k] = v
+	}
+	r["namespaces"] = "user, pid, mount, network, ipc, uts, cgroup"
+	r["init"] = "pid 1 re-executed from this binary, non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
+	return r
+}
+
+// teardownErr releases every host resource the run holds and returns
+// first, or the first teardown error.
+func (s *Sandbox) teardownErr(first error) error {
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	if s.finds >= 0 {
+		unix.Close(s.finds)
+		s.finds = -1
+	}
+	if s.lis != nil {
+		s.lis.Close()
+	}
+	s.c.close()
+	if err := s.group.Delete(); err != nil && first == nil {
+		first = fmt.Errorf("sandbox: remove the group: %w", err)
+	}
+	return first
+}
+
+// abort undoes a failed Start.
+func (s *Sandbox) abort() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.group.KillAll()
+		s.cmd.Wait()
+	}
+	if s.c == nil {
+		s.c = &ctrl{fd: -1}
+	}
+	s.teardownErr(nil)
+}

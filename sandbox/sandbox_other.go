@@ -1,0 +1,53 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"net"
+)
+
+// Sandbox is one started run; on this system there are none.
+type Sandbox struct{}
+
+// Init returns at once: no process is a sandbox's init on this system.
+func Init() {}
+
+// Start fails closed: airlock has no sandbox on this system.
+func Start(ctx context.Context, cfg Config) (*Sandbox, error) { return nil, ErrUnsupported }
+
+// Listener returns nil.
+func (s *Sandbox) Listener() net.Listener { return nil }
+
+// ProxyPort returns 0.
+func (s *Sandbox) ProxyPort() int { return 0 }
+
+// Pid returns 0.
+func (s *Sandbox) Pid() int { return 0 }
+
+// Release fails closed.
+func (s *Sandbox) Release() error { return ErrUnsupported }
+
+// Wait fails closed.
+func (s *Sandbox) Wait() (Result, error) { return Result{ExitCode: -1}, ErrUnsupported }
+
+// Kill fails closed.
+func (s *Sandbox) Kill() error { return ErrUnsupported }
+
+// Probe reports every probe as failed: there is no sandbox here.
+func Probe(req ProbeRequest) []ProbeResult {
+	return []ProbeResult{{Name: "platform", Detail: "no sandbox on this system"}}
+}
+
+// ProbesFailed returns the failed results, nil if all passed.
+func ProbesFailed(res []ProbeResult) []ProbeResult {
+	var bad []ProbeResult
+	for _, r := range res {
+		if !r.OK {
+			bad = append(bad, r)
+		}
+	}
+	return bad
+}
+
+func hostProvides(name string) (bool, string) { return false, "no sandbox on this system" }

@@ -1,0 +1,70 @@
+// Package seccomp builds and installs the seccomp filter of airlock's
+// sandbox.
+//
+// # Policy: a strong deny-list on a default-allow filter
+//
+// The filter allows every system call it does not name. A default-deny
+// allowlist would have to list every call that any toolchain an agent may
+// run (compilers, interpreters, language runtimes, package managers) makes
+// on any kernel, and breaks them the day a libc starts using a new call.
+// Docker's and Podman's default profiles are such allowlists, several
+// hundred names long and maintained release by release by a team; Codex's
+// Linux sandbox allows by default and denies the calls it must stop.
+// airlock's sandbox adds namespaces, Landlock, a non-root uid with no
+// capabilities and no_new_privs under the filter, so the filter's job is to
+// close the kernel interfaces those leave open. What makes the deny-list
+// strong:
+//
+//   - A foreign architecture kills the process (SECCOMP_RET_KILL_PROCESS):
+//     an i386 call through int 0x80 on amd64, an x32 call (syscall number
+//     with __X32_SYSCALL_BIT set), an arm32 call on arm64. Their syscall
+//     numbers mean different calls, so no rule written for the native table
+//     could hold for them.
+//   - A syscall number above the highest one in the filter's table (a call
+//     added by a kernel newer than the table) returns ENOSYS, as runc does:
+//     a new interface is new attack surface (io_uring was), and ENOSYS is
+//     what libc already handles as "old kernel" and falls back from.
+//   - The named calls are the ones that reach kernel attack surface or host
+//     state that namespaces do not isolate (see Rules): ptrace and its
+//     relatives, kexec, modules, bpf, perf, userfaultfd, keyrings, every
+//     mount call, namespace creation and entry, io_uring, personality
+//     changes, reboot, swap, the clock, accounting, quotas, file handles,
+//     the kernel log, obsolete interfaces, x86 port I/O, terminal injection
+//     (TIOCSTI, TIOCLINUX), socket families other than unix, inet and inet6,
+//     and raw and packet sockets.
+//
+// # Errors the refused calls return
+//
+// Almost every refusal is EPERM: it is what the kernel itself answers an
+// unprivileged process for these operations, so software already has the
+// error path. The exceptions are chosen so that the caller falls back
+// instead of failing: clone3 and io_uring return ENOSYS ("this kernel lacks
+// it": glibc retries clone3 as clone, whose flags the filter can read;
+// libuv, liburing users and Tokio fall back to threads), and a refused
+// socket family returns EAFNOSUPPORT ("family not supported", which glibc's
+// getaddrinfo and interface enumeration tolerate).
+//
+// # How the program is assembled
+//
+// github.com/elastic/go-seccomp-bpf resolves syscall names to numbers for
+// the native architecture and assembles the name rules and the clone flag
+// rule (with long jumps handled). Airlock prepends a short hand-written
+// header (golang.org/x/net/bpf instructions) for what the library does not
+// do: it takes the default action on an architecture mismatch (allow, in a
+// default-allow filter), answers x32 with ENOSYS rather than a kill, and
+// compares arguments as 64-bit values, so a deny-on-equal rule on an int
+// argument could be bypassed by setting the high 32 bits the kernel ignores
+// (the flatpak TIOCSTI bypass, CVE-2019-10063). The header compares only
+// the low 32 bits for int arguments, exactly what the kernel reads.
+//
+// # For the sandbox's init
+//
+// Install is irreversible and applies to every thread and every later
+// child. Call it last, just before executing the target: after it, mount,
+// pivot_root, unshare and setns fail, and clone3 returns ENOSYS (a Go
+// program that sets SysProcAttr.UseCgroupFD cannot start children). A
+// foreign-ABI call kills with SIGSYS, which dumps core unless RLIMIT_CORE
+// is 0.
+//
+// Install is Linux-only; on other systems it returns an error.
+package seccomp

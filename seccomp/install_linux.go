@@ -1,0 +1,79 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+var sockFilter = sync.OnceValues(func() ([]unix.SockFilter, error) {
+	prog, err := program()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp: encode filter: %w", err)
+	}
+	out := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	return out, nil
+})
+
+// Install sets no_new_privs and installs the filter on every thread of the
+// calling process (SECCOMP_FILTER_FLAG_TSYNC; the kernel also carries
+// no_new_privs to the other threads). It is irreversible: the filter holds
+// for the process and every process it starts. Install locks the calling
+// goroutine to its thread for the two calls, so it may be called from a
+// goroutine that has already locked its thread, as a re-exec'd init does.
+//
+// It is written here rather than taken from the library's LoadFilter,
+// which assembles and loads the library's own program, without airlock's
+// header. Install itself uses no refused call. After it, clone3 fails with ENOSYS:
+// a Go program that sets SysProcAttr.UseCgroupFD cannot start children.
+func Install() error {
+	filter, err := sockFilter()
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	// no_new_privs is per thread; seccomp requires it on the calling thread
+	// (or CAP_SYS_ADMIN), and TSYNC copies it to the others.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("seccomp: set no_new_privs: %w", err)
+	}
+	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	switch {
+	case errno == unix.ENOSYS || errno == unix.EINVAL && !Available():
+		return fmt.Errorf("seccomp: install filter: kernel has no seccomp filter mode: %w", errno)
+	case errno != 0:
+		return fmt.Errorf("seccomp: install filter: %w", errno)
+	case r != 0:
+		// With TSYNC, a positive return is the id of a thread that could
+		// not be synchronised (it runs under a diverging filter).
+		return fmt.Errorf("seccomp: install filter: thread %d could not take the filter: %w", r, errTSync)
+	}
+	return nil
+}
+
+var errTSync = errors.New("TSYNC failed")
+
+// Available reports whether this kernel can install the filter: seccomp
+// filter mode with the KILL_PROCESS action it uses (Linux 4.14 and later).
+func Available() bool {
+	action := uint32(unix.SECCOMP_RET_KILL_PROCESS)
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_GET_ACTION_AVAIL, 0, uintptr(unsafe.Pointer(&action)))
+	return errno == 0
+}

@@ -1,0 +1,166 @@
+package seccomp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/elastic/go-seccomp-bpf/arch"
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+)
+
+// seccompData is struct seccomp_data.
+type seccompData struct {
+	nr   uint32
+	arch uint32
+	ip   uint64
+	args [6]uint64
+}
+
+// vmInput encodes d for golang.org/x/net/bpf's VM. The kernel lays
+// seccomp_data out in native byte order and loads 32-bit words natively;
+// the VM loads words big-endian. Writing each native 32-bit word
+// big-endian makes every aligned load in the VM see what the kernel sees.
+func vmInput(d seccompData) []byte {
+	native := make([]byte, 64)
+	ne := binary.NativeEndian
+	ne.PutUint32(native[0:], d.nr)
+	ne.PutUint32(native[4:], d.arch)
+	ne.PutUint64(native[8:], d.ip)
+	for i, a := range d.args {
+		ne.PutUint64(native[16+8*i:], a)
+	}
+	out := make([]byte, len(native))
+	for i := 0; i < len(native); i += 4 {
+		binary.BigEndian.PutUint32(out[i:], ne.Uint32(native[i:]))
+	}
+	return out
+}
+
+// newVM returns a VM running the filter.
+func newVM(t testing.TB) *bpf.VM {
+	t.Helper()
+	prog, err := Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm, err := bpf.NewVM(prog)
+	if err != nil {
+		t.Fatalf("the VM rejects the filter: %v", err)
+	}
+	return vm
+}
+
+// run returns the filter's action for d.
+func run(t testing.TB, vm *bpf.VM, d seccompData) uint32 {
+	t.Helper()
+	r, err := vm.Run(vmInput(d))
+	if err != nil {
+		t.Fatalf("VM: %v", err)
+	}
+	return uint32(r)
+}
+
+// actionName spells a filter return value for test messages.
+func actionName(r uint32) string {
+	switch r & unix.SECCOMP_RET_ACTION_FULL {
+	case unix.SECCOMP_RET_ALLOW:
+		return "ALLOW"
+	case unix.SECCOMP_RET_KILL_PROCESS:
+		return "KILL_PROCESS"
+	case unix.SECCOMP_RET_ERRNO:
+		return fmt.Sprintf("ERRNO(%s)", unix.ErrnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)))
+	}
+	return fmt.Sprintf("%#x", r)
+}
+
+// TestEveryRuleRefuses runs every unconditional rule through the VM with
+// the number from the library's table, and checks that argument rules
+// leave the same call alone when the argument is harmless.
+func TestEveryRuleRefuses(t *testing.T) {
+	vm := newVM(t)
+	info, err := nativeArch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range Rules() {
+		if r.When != "" {
+			continue
+		}
+		n++
+		nr, ok := info.SyscallNames[r.Syscall]
+		if !ok {
+			t.Errorf("rule %q: not in the %s table", r.Syscall, info.Name)
+			continue
+		}
+		d := seccompData{nr: uint32(nr), arch: uint32(info.ID)}
+		if got, want := run(t, vm, d), retErrno(unix.Errno(r.Errno)); got != want {
+			t.Errorf("%s: filter returns %s, want %s", r.Syscall, actionName(got), actionName(want))
+		}
+		if r.Why == "" {
+			t.Errorf("%s: rule has no reason", r.Syscall)
+		}
+	}
+	if n < 60 {
+		t.Errorf("only %d unconditional rules; the table lost entries", n)
+	}
+}
+
+// TestRulesAreDescribed checks the receipt's line and that every rule has
+// a reason and an errno.
+func TestRulesAreDescribed(t *testing.T) {
+	requireAMD64(t)
+	for _, r := range Rules() {
+		if r.Why == "" || r.Errno == 0 || r.Syscall == "" {
+			t.Errorf("incomplete rule %+v", r)
+		}
+	}
+	want := fmt.Sprintf("seccomp filter: %d rules, default allow, kill on foreign arch and x32, ENOSYS above syscall 467 (x86_64)", len(Rules()))
+	if got := Describe(); got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+}
+
+// TestUnknownNameFails checks that a misspelt rule fails assembly instead
+// of silently dropping out of the filter.
+func TestUnknownNameFails(t *testing.T) {
+	saved := nameRules
+	t.Cleanup(func() { nameRules = saved })
+	nameRules = append([]nameRule{{names: []string{"ptrcae"}, errno: unix.EPERM, why: "typo"}}, saved...)
+	info, err := nativeArch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := libraryGroups(info); err == nil || !strings.Contains(err.Error(), `syscall "ptrcae" is not in the`) {
+		t.Errorf("libraryGroups with a misspelt name: err = %v", err)
+	}
+}
+
+// TestFitsTheKernel checks the program encodes and stays far below the
+// kernel's instruction limit, with room for the sandbox to stack more.
+func TestFitsTheKernel(t *testing.T) {
+	prog, err := Program()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bpf.Assemble(prog); err != nil {
+		t.Fatal(err)
+	}
+	if len(prog) > 512 {
+		t.Errorf("filter has %d instructions; every syscall runs through it", len(prog))
+	}
+	f, err := sockFilter()
+	if err != nil || len(f) != len(prog) {
+		t.Errorf("sockFilter: %d instructions, %v; want %d", len(f), err, len(prog))
+	}
+}
+
+func requireAMD64(t testing.TB) {
+	t.Helper()
+	if info, err := nativeArch(); err != nil || info.ID != arch.X86_64.ID {
+		t.Skip("the verdict table is written for x86_64 numbers")
+	}
+}
