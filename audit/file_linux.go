@@ -7,6 +7,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// noFollow makes Open refuse a symbolic link as the log file itself.
+const noFollow = unix.O_NOFOLLOW
+
 // lockFile takes an exclusive flock on f, waiting for other writers. The
 // lock belongs to f's open file description: two Logs on one file, in one
 // process or several, exclude each other.

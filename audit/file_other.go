@@ -12,6 +12,8 @@ import (
 // not an audit log. Reading and verifying work everywhere.
 var errUnsupported = errors.New("audit: writing an audit log is supported on Linux only")
 
+const noFollow = 0
+
 func lockFile(*os.File) error   { return errUnsupported }
 func unlockFile(*os.File) error { return errUnsupported }
 

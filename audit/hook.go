@@ -10,7 +10,9 @@ import "time"
 // repeated-denial alert, raised exactly once.
 //
 // The hook's methods are called with the file locked: they must be quick
-// and must not call back into the Log.
+// and must not call back into the Log. When Append fails after Follow was
+// called, the hook has seen events that are not in the file; a caller
+// stops using a Log that failed (airlock refuses to act).
 type Hook interface {
 	// Lookback is how far back, from now, the hook wants to see the
 	// events already in the file when its Log first writes.

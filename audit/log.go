@@ -51,7 +51,9 @@ func WithHook(h Hook) Option { return func(l *Log) { l.hook = h } }
 // Open opens the audit log at path for appending, creating it (0600) and
 // its directory (0700) when missing. It checks the end of the file: a
 // file whose end is not an intact audit log is refused with ErrDamaged,
-// before anything is run that would need logging.
+// before anything is run that would need logging. A symbolic link at path
+// is refused: in a shared directory it could aim airlock's writes at
+// another file.
 func Open(path string, opts ...Option) (*Log, error) {
 	if path == "" {
 		return nil, errors.New("audit: no log file given")
@@ -60,8 +62,11 @@ func Open(path string, opts ...Option) (*Log, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, fmt.Errorf("audit: %s is a symbolic link; give the file's real path", path)
+		}
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	l := &Log{f: f, path: path, now: time.Now, seen: -1}

@@ -272,3 +272,16 @@ func TestSyncedBeforeAppendReturns(t *testing.T) {
 		t.Errorf("Append with a failing sync returned %v, want the sync error", err)
 	}
 }
+
+func TestOpenRefusesSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "empty.conf")
+	writeFile(t, target, nil)
+	link := filepath.Join(dir, "audit.jsonl")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		t.Errorf("Open of a symlink = %v, want a refusal", err)
+	}
+}

@@ -3,6 +3,7 @@ package egress
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -64,6 +65,14 @@ func BenchmarkCheck(b *testing.B) {
 					benchSink.allowed = d.Allowed()
 				})
 			})
+			// The same decision without writing its reason: the lookups
+			// alone, which allocate nothing.
+			b.Run(fmt.Sprintf("entries=%d/%s/no-reason", n, c.name), func(b *testing.B) {
+				benchCPU(b, func() {
+					v, _ := g.decide("t", c.t)
+					benchSink.allowed = v.path == pathAllowed
+				})
+			})
 		}
 		b.Run(fmt.Sprintf("entries=%d/default-deny", n), func(b *testing.B) {
 			t := Target{Name: "www.unlisted-site.example", Port: 443}
@@ -73,6 +82,18 @@ func BenchmarkCheck(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkReasonBaseline is the peer for Check's one allocation: a
+// reason-sized string built with strings.Builder, and nothing else.
+func BenchmarkReasonBaseline(b *testing.B) {
+	t := Target{Name: "www.unlisted-site.example", Port: 443}
+	benchCPU(b, func() {
+		var sb strings.Builder
+		head(&sb, "t", t, 64)
+		sb.WriteString(" denied by default: not in the task's egress allowlist")
+		benchSink.n = sb.Len()
+	})
 }
 
 func BenchmarkParseAndCheck(b *testing.B) {

@@ -32,9 +32,13 @@ const (
 	allowedBy      = " allowed by allowlist entry "
 )
 
-// room is what a reason needs beyond its variable strings: the fixed text
-// (under 200 bytes), a host's address and port, quotes, a class name.
-const room = 256
+// Reasons are written into a builder grown once to a bound on their
+// length: headRoom covers `task "": host ":65535"` with an IPv6 address,
+// addrRoom one more address; the rest is each reason's fixed text.
+const (
+	headRoom = 80
+	addrRoom = 48
+)
 
 // quote writes s quoted as strconv.Quote would.
 func quote(b *strings.Builder, s string) {
@@ -66,7 +70,7 @@ func writeInt(b *strings.Builder, n int) {
 // head starts a reason with `task "T": host "H"` in a builder grown for
 // the whole reason.
 func head(b *strings.Builder, task string, t Target, more int) {
-	b.Grow(len(task) + len(t.Name) + more + room)
+	b.Grow(len(task) + len(t.Name) + headRoom + more)
 	b.WriteString("task ")
 	quote(b, task)
 	b.WriteString(": host \"")
@@ -76,7 +80,7 @@ func head(b *strings.Builder, task string, t Target, more int) {
 
 func reasonEmpty(task string) string {
 	var b strings.Builder
-	b.Grow(len(task) + room)
+	b.Grow(len(task) + headRoom)
 	b.WriteString("task ")
 	quote(&b, task)
 	b.WriteString(": no destination host: deny")
@@ -86,7 +90,7 @@ func reasonEmpty(task string) string {
 func reasonMalformed(task, host, cause string) string {
 	host = shownHost(host)
 	var b strings.Builder
-	b.Grow(len(task) + len(host) + len(cause) + room)
+	b.Grow(len(task) + len(host) + len(cause) + headRoom)
 	b.WriteString("task ")
 	quote(&b, task)
 	b.WriteString(": host ")
@@ -99,7 +103,7 @@ func reasonMalformed(task, host, cause string) string {
 
 func reasonBlockedName(task string, t Target, r blockRule) string {
 	var b strings.Builder
-	head(&b, task, t, len(r.entry))
+	head(&b, task, t, len(r.entry)+len(blockedSuffix)+64)
 	b.WriteString(" is always blocked: the name matches ")
 	b.WriteString(r.origin())
 	b.WriteString(" entry ")
@@ -110,7 +114,7 @@ func reasonBlockedName(task string, t Target, r blockRule) string {
 
 func reasonBlockedAddr(task string, t Target, view netip.Addr, r blockRule) string {
 	var b strings.Builder
-	head(&b, task, t, len(r.entry))
+	head(&b, task, t, len(r.entry)+len(blockedSuffix)+addrRoom+64)
 	b.WriteString(" is always blocked: address ")
 	writeAddr(&b, view)
 	b.WriteString(" matches ")
@@ -123,7 +127,7 @@ func reasonBlockedAddr(task string, t Target, view netip.Addr, r blockRule) stri
 
 func reasonBlockedDNS(task string, t Target, view netip.Addr, r blockRule) string {
 	var b strings.Builder
-	head(&b, task, t, len(r.entry))
+	head(&b, task, t, len(r.entry)+len(blockedSuffix)+addrRoom+80)
 	b.WriteString(" is always blocked: it resolves to ")
 	writeAddr(&b, view)
 	b.WriteString(", which matches ")
@@ -136,21 +140,21 @@ func reasonBlockedDNS(task string, t Target, view netip.Addr, r blockRule) strin
 
 func reasonNoTask(task string, t Target) string {
 	var b strings.Builder
-	head(&b, task, t, 0)
+	head(&b, task, t, 64)
 	b.WriteString(" denied by default: the task has no egress allowlist")
 	return b.String()
 }
 
 func reasonDefault(task string, t Target) string {
 	var b strings.Builder
-	head(&b, task, t, 0)
+	head(&b, task, t, 64)
 	b.WriteString(" denied by default: not in the task's egress allowlist")
 	return b.String()
 }
 
 func reasonAllowed(task string, t Target, r *rule) string {
 	var b strings.Builder
-	head(&b, task, t, len(r.entry))
+	head(&b, task, t, len(r.entry)+len(allowedBy)+2)
 	b.WriteString(allowedBy)
 	quote(&b, r.entry)
 	return b.String()
@@ -158,7 +162,7 @@ func reasonAllowed(task string, t Target, r *rule) string {
 
 func reasonAllowedSome(task string, t Target, r *rule, dropped, total int) string {
 	var b strings.Builder
-	head(&b, task, t, len(r.entry))
+	head(&b, task, t, len(r.entry)+len(allowedBy)+96)
 	b.WriteString(allowedBy)
 	quote(&b, r.entry)
 	b.WriteString(" (")
@@ -171,7 +175,7 @@ func reasonAllowedSome(task string, t Target, r *rule, dropped, total int) strin
 
 func reasonNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
 	var b strings.Builder
-	head(&b, task, t, len(class)+len(r.entry))
+	head(&b, task, t, len(class)+len(r.entry)+len(wildcardPublic)+addrRoom+48)
 	b.WriteString(" denied: address ")
 	writeAddr(&b, a)
 	b.WriteString(" is ")
@@ -184,7 +188,7 @@ func reasonNonPublic(task string, t Target, a netip.Addr, class string, r *rule)
 
 func reasonDNSNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
 	var b strings.Builder
-	head(&b, task, t, len(class)+len(r.entry))
+	head(&b, task, t, len(class)+len(r.entry)+len(wildcardPublic)+addrRoom+96)
 	b.WriteString(" denied: it resolves only to non-public addresses (")
 	writeAddr(&b, a)
 	b.WriteString(" is ")
@@ -197,7 +201,7 @@ func reasonDNSNonPublic(task string, t Target, a netip.Addr, class string, r *ru
 
 func reasonDNSEmpty(task string, t Target) string {
 	var b strings.Builder
-	head(&b, task, t, 0)
+	head(&b, task, t, 40)
 	b.WriteString(" denied: it resolved to no address")
 	return b.String()
 }

@@ -39,6 +39,10 @@ type Options struct {
 	// Binds are extra host paths bound read-only into every sandbox (the
 	// demo and the self-test bind airlock's own binary as their payload).
 	Binds []sandbox.Bind
+	// OnEvent, when not nil, is called with every event this Enforcer
+	// writes to the audit stream, and with the alerts the log's monitor
+	// hook writes after them, once each is durable: the live view.
+	OnEvent func(audit.Event)
 }
 
 // New compiles pol's gates once and returns an Enforcer that records every
@@ -98,20 +102,31 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
 	if !d.Allowed() {
 		res.ExitCode = ExitGate
-		_, err := e.log.Append(audit.FromDecision(d, base))
-		return res, err
+		return res, e.record(audit.FromDecision(d, base))
 	}
-	path, err := cmdgate.Resolve("", req.Command, e.pol.SearchPath())
+	path, err := e.resolve(req.Command)
 	if err != nil {
 		return e.setupFailed(res, base, d, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
 	base.Path = path
 	res.Path = path
 	// The decision is durable before the action it allows.
-	if _, err := e.log.Append(audit.FromDecision(d, base)); err != nil {
+	if err := e.record(audit.FromDecision(d, base)); err != nil {
 		return e.setupFailed(res, base, decision.Decision{}, err)
 	}
 	return e.runAllowed(ctx, req, res, base)
+}
+
+// resolve finds the executable for an allowed command: a path that one of
+// Options.Binds provides inside the sandbox, or a file found through the
+// policy's command search path.
+func (e *Enforcer) resolve(command string) (string, error) {
+	for _, b := range e.opts.Binds {
+		if b.Inside == command {
+			return command, nil
+		}
+	}
+	return cmdgate.Resolve("", command, e.pol.SearchPath())
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
@@ -161,7 +176,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
-	if _, err := e.log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "sandbox launched: start-up checks passed", Context: launched}); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(res, base, decision.Decision{}, err)
@@ -183,13 +198,28 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	return res, nil
 }
 
+// record appends ev durably and passes it, and any alert the log's hook
+// wrote after it, to OnEvent.
+func (e *Enforcer) record(ev audit.Event) error {
+	_, all, err := e.log.AppendAll(ev)
+	if err != nil {
+		return fmt.Errorf("enforcer: audit: %w", err)
+	}
+	if e.opts.OnEvent != nil {
+		for _, w := range all {
+			e.opts.OnEvent(w)
+		}
+	}
+	return nil
+}
+
 // setupFailed records that airlock could not run the command.
 func (e *Enforcer) setupFailed(res Result, base audit.Context, _ decision.Decision, err error) (Result, error) {
 	res.ExitCode = ExitSetup
 	res.Error = err.Error()
 	ev := base
 	ev.Event = audit.EventStartupRefused
-	_, _ = e.log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
+	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
 		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
 	return res, err
 }

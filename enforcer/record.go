@@ -23,7 +23,7 @@ func (e *Enforcer) recordEgress(base audit.Context, ev proxy.Event) {
 		ctx.Addresses = append(ctx.Addresses, a.String())
 	}
 	if ev.Stage == proxy.StageDecided {
-		_, _ = e.log.Append(audit.FromDecision(ev.Decision, ctx))
+		_ = e.record(audit.FromDecision(ev.Decision, ctx))
 		return
 	}
 	if ev.Dialled.IsValid() {
@@ -35,7 +35,7 @@ func (e *Enforcer) recordEgress(base audit.Context, ev proxy.Event) {
 		reason = fmt.Sprintf("allowed by the egress gate; the connection to %s then failed: %v", ev.Target, ev.Err)
 	}
 	ctx.Gate, ctx.Rule = decision.GateEgress, ev.Decision.Rule
-	_, _ = e.log.Append(audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: reason, Context: ctx})
+	_ = e.record(audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: reason, Context: ctx})
 }
 
 // withOutcome copies the sandbox's result into res and sets the exit
@@ -76,9 +76,9 @@ func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
 		ctx.KilledBy = *res.KilledBy
 		ev = audit.Event{Kind: audit.KindResource, Decision: audit.DecisionKill, Context: ctx, Reason: res.KillReason}
 	}
-	_, _ = e.log.Append(ev)
+	_ = e.record(ev)
 	down := base
 	down.Event = audit.EventSandboxTornDown
-	_, _ = e.log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "sandbox torn down: every process ended, cgroup and mounts removed", Context: down})
 }

@@ -25,10 +25,11 @@ import (
 // place only when every layer was verified and extracted, so a present
 // marker means a complete tree. The variant is the ownership mode.
 const (
-	markerName    = "airlock-image.json"
-	markerVersion = 1
-	tmpDirName    = "tmp"
-	staleTmpAge   = 24 * time.Hour
+	markerName     = "airlock-image.json"
+	markerVersion  = 1
+	maxMarkerBytes = 64 << 10
+	tmpDirName     = "tmp"
+	staleTmpAge    = 24 * time.Hour
 )
 
 // DefaultCacheDir returns $XDG_CACHE_HOME/airlock/images, or
@@ -110,6 +111,9 @@ func unpack(ctx context.Context, v *Verified, cacheDir string, opts Options) (*P
 	}
 	entry := filepath.Join(cacheDir, "sha256", v.ImageDigest.Hex, opts.variant())
 	cached, cerr := readEntry(entry, v, opts.variant())
+	if errors.Is(cerr, ErrCacheUnsafe) {
+		return nil, cerr
+	}
 	if cerr == nil && !opts.Reverify {
 		return &Prepared{Verified: v, Rootfs: filepath.Join(entry, "rootfs"), Cached: true, Stats: cached.Stats}, nil
 	}
@@ -195,7 +199,13 @@ func readEntry(entry string, v *Verified, variant string) (*marker, error) {
 	if err := checkPrivate(entry); err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(entry, markerName))
+	mp := filepath.Join(entry, markerName)
+	if fi, err := os.Lstat(mp); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() || fi.Size() > maxMarkerBytes {
+		return nil, fmt.Errorf("image: cache marker %s is not a small regular file: %w", mp, ErrCacheUnsafe)
+	}
+	b, err := os.ReadFile(mp)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ type MismatchError struct {
 	ExpectedSize, ActualSize int64
 }
 
+// Error names what mismatched and both digests (or sizes).
 func (e *MismatchError) Error() string {
 	where := ""
 	if e.Where != "" {
@@ -82,6 +83,7 @@ type EntryError struct {
 	Reason string // one of the Reason* constants
 }
 
+// Error names the layer, the entry and the reason.
 func (e *EntryError) Error() string {
 	return fmt.Sprintf("image: layer %d: entry %q refused: %s", e.Layer, e.Name, e.Reason)
 }

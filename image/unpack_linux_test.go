@@ -407,8 +407,8 @@ func TestPrepareRefusesSharedCache(t *testing.T) {
 	os.Rename(entry, moved)
 	os.Symlink(moved, entry)
 	_, err = Prepare(context.Background(), Ref{Path: dir, Digest: digestOf(t, img)}, cache, Options{})
-	if err == nil {
-		t.Fatal("a symlinked cache entry was used")
+	if !errors.Is(err, ErrCacheUnsafe) || !strings.Contains(err.Error(), "is not a directory") {
+		t.Fatalf("err = %v, want a symlinked cache entry refused", err)
 	}
 }
 
@@ -445,4 +445,62 @@ func TestOwnershipNeedsRootWhenRootless(t *testing.T) {
 	if err := (Options{Ownership: OwnershipImage}).check(); err == nil || !strings.Contains(err.Error(), "needs root") {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// Racing unpacks of one image into one cache: one rename wins, the others
+// reuse its entry, and no temporary directory is left.
+func TestPrepareConcurrent(t *testing.T) {
+	img := twoLayerImage(t)
+	dir := writeLayout(t, t.TempDir(), img)
+	cache := t.TempDir()
+	ref := Ref{Path: dir, Digest: digestOf(t, img)}
+	const n = 4
+	roots := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			p, err := Prepare(context.Background(), ref, cache, Options{})
+			if err != nil {
+				errs <- err
+				return
+			}
+			roots <- p.Rootfs
+		}()
+	}
+	var first string
+	for range n {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case r := <-roots:
+			if first != "" && r != first {
+				t.Fatalf("rootfs %s and %s", first, r)
+			}
+			first = r
+		}
+	}
+	wantTwoLayerTree(t, first)
+	if ents, _ := os.ReadDir(filepath.Join(cache, "tmp")); len(ents) != 0 {
+		t.Fatalf("temp dirs left: %v", ents)
+	}
+}
+
+// A classic docker save whose layer tar is corrupted in a header: the tar
+// reader fails first, and the error still names the diff_id mismatch.
+func TestPrepareLegacyCorruptHeader(t *testing.T) {
+	img := simpleImage(t)
+	p := writeLegacyDockerSave(t, filepath.Join(t.TempDir(), "save.tar"), img)
+	b, _ := os.ReadFile(p)
+	i := bytes.Index(b, []byte("etc/os-release"))
+	if i < 0 {
+		t.Fatal("no header to corrupt")
+	}
+	b[i] = 'X' // breaks the header checksum
+	os.WriteFile(p, b, 0o644)
+	ls, _ := img.Layers()
+	diffID, _ := ls[0].DiffID()
+	cache := t.TempDir()
+	_, err := Prepare(context.Background(), Ref{Path: p, Digest: configDigestOf(t, img)}, cache, Options{})
+	wantMismatch(t, err, "layer diff_id", diffID, v1.Hash{})
+	assertNoEntry(t, cache)
 }

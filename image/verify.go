@@ -53,8 +53,10 @@ type Verified struct {
 
 // Verify checks the image at ref.Path against ref.Digest: the manifest (or
 // index, then the manifest it selects for linux/GOARCH), the config, and
-// every layer's digest and size. The first mismatch aborts with a
-// *MismatchError naming the expected and the actual digest.
+// every layer's digest and size (a legacy docker-archive's layers against
+// the config's diff_ids). The first mismatch aborts with a *MismatchError
+// naming the expected and the actual digest. Unpack checks the diff_ids of
+// the other formats as it decompresses.
 func Verify(ctx context.Context, ref Ref) (*Verified, error) {
 	v, err := resolve(ctx, ref)
 	if err != nil {

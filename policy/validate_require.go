@@ -1,4 +1,21 @@
 package policy
 
-// checkRequire is filled in once the doctor package names the mechanisms.
-func checkRequire(p *Policy) []*Error { return nil }
+import (
+	"fmt"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/doctor"
+)
+
+// checkRequire refuses a require name nobody knows: a typo must never drop
+// a requirement silently.
+func checkRequire(p *Policy) []*Error {
+	var errs []*Error
+	for i, r := range p.Require {
+		if !doctor.IsRequirement(r) {
+			errs = append(errs, problem(fmt.Sprintf("require[%d]", i), fmt.Sprintf("unknown mechanism %q", r),
+				"known: "+strings.Join(doctor.RequirementNames(), ", ")))
+		}
+	}
+	return errs
+}

@@ -34,6 +34,7 @@ func Init() {
 	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
 	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
 	// the host binary this init runs from stays out of reach.
+	trace("init main")
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
@@ -57,22 +58,26 @@ func runInit() int {
 		s.fail("fds", err)
 		return 1
 	}
+	trace("fds sanitized")
 	setup := os.NewFile(fdSetup, "airlock-setup")
 	if err := s.readConfig(setup); err != nil {
 		s.fail("config", err)
 		return 1
 	}
+	trace("config read")
 	rootfs, err := s.buildRoot(setup)
 	setup.Close()
 	if err != nil {
 		s.fail("filesystem", err)
 		return 1
 	}
+	trace("root built")
 	lis, port, err := s.network()
 	if err != nil {
 		s.fail("network", err)
 		return 1
 	}
+	trace("network")
 	if err := s.enterRoot(rootfs); err != nil {
 		s.fail("pivot_root", err)
 		return 1
@@ -82,10 +87,12 @@ func runInit() int {
 		s.fail("findings", fmt.Errorf("open %s: %w", FindingsDir, err))
 		return 1
 	}
+	trace("entered root")
 	if err := s.dropPrivileges(port); err != nil {
 		s.fail("privileges", err)
 		return 1
 	}
+	trace("privs dropped")
 	fds := []int{findings}
 	if lis >= 0 {
 		fds = append(fds, lis)
@@ -94,6 +101,7 @@ func runInit() int {
 		return 1
 	}
 	closeAll(fds)
+	trace("ready sent")
 	return s.serve(port)
 }
 

@@ -42,10 +42,12 @@ func (s *initState) runTarget(port int) int {
 		s.fail("rlimits", err)
 		return 1
 	}
+	trace("target start")
 	if err := cmd.Start(); err != nil {
 		s.fail("exec", err)
 		return 1
 	}
+	trace("target started")
 	pid := cmd.Process.Pid
 	if err := s.c.send(message{Kind: msgStarted, Pid: pid}); err != nil {
 		return 1
@@ -56,6 +58,7 @@ func (s *initState) runTarget(port int) int {
 		}
 	}()
 	st := reap(pid)
+	trace("target reaped")
 	s.c.send(message{Kind: msgExited, Status: &st})
 	return 0
 }

@@ -17,9 +17,29 @@ const (
 	RequireLandlockNet = "landlock-net"
 )
 
-// RequireNames lists every require name a Config may carry.
+// The require names that every sandbox meets by construction: Start
+// creates these namespaces, pivots its root and sets no_new_privs, or
+// fails. RequireLandlockScope needs Landlock ABI 6; RequireEgressProxy is
+// met when Config.Proxy is set.
+const (
+	RequirePIDNS         = "pidns"
+	RequireMountNS       = "mountns"
+	RequireNetNS         = "netns"
+	RequireIPCNS         = "ipcns"
+	RequireUTSNS         = "utsns"
+	RequireCgroupNS      = "cgroupns"
+	RequirePivotRoot     = "pivot-root"
+	RequireNoNewPrivs    = "no-new-privs"
+	RequireLandlockScope = "landlock-scope"
+	RequireEgressProxy   = "egress-proxy"
+)
+
+// RequireNames lists every require name a Config may carry: the doctor
+// package's list, which a test keeps equal to it.
 func RequireNames() []string {
-	return append([]string{RequireUserNS, RequireSeccomp, RequireLandlock, RequireLandlockNet}, limits.RequireNames...)
+	return append([]string{RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS, RequireUTSNS,
+		RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs, RequireSeccomp, RequireLandlock, RequireLandlockNet,
+		RequireLandlockScope, RequireEgressProxy}, limits.RequireNames...)
 }
 
 // needs are the requirements the init must enforce rather than skip.
@@ -30,14 +50,17 @@ type needs struct {
 // checkRequire fails closed: a name the host cannot provide is an
 // ErrRequirement, and a name nobody knows is an error of its own (a typo
 // must not drop a requirement).
-func checkRequire(require []string) (needs, error) {
+func checkRequire(require []string, proxy bool) (needs, error) {
 	var n needs
 	missing := &RequirementError{Why: map[string]string{}}
 	for _, r := range require {
 		if !slices.Contains(RequireNames(), r) {
 			return n, fmt.Errorf("sandbox: require %q: unknown mechanism (known: %s)", r, strings.Join(RequireNames(), ", "))
 		}
-		if ok, why := hostProvides(r); !ok {
+		if ok, why := hostProvides(r); r == RequireEgressProxy && !proxy {
+			missing.Missing = append(missing.Missing, r)
+			missing.Why[r] = "the run has no egress proxy listener (Config.Proxy is false)"
+		} else if !ok {
 			missing.Missing = append(missing.Missing, r)
 			missing.Why[r] = why
 		}

@@ -27,6 +27,11 @@ func hostProvides(name string) (bool, string) {
 			return false, fmt.Sprintf("Landlock ABI %d lacks TCP rules (needs 4)", v)
 		}
 		return true, ""
+	case RequireLandlockScope:
+		if v := landlockABI(); v < 6 {
+			return false, fmt.Sprintf("Landlock ABI %d lacks IPC scoping (needs 6)", v)
+		}
+		return true, ""
 	}
 	return true, "" // the limits package's names
 }

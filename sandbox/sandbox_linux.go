@@ -46,11 +46,12 @@ type Sandbox struct {
 // privilege drop. The target is not run until Release. On error nothing
 // is left behind.
 func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
+	trace("start")
 	cfg, err := normalize(cfg)
 	if err != nil {
 		return nil, err
 	}
-	need, err := checkRequire(cfg.Require)
+	need, err := checkRequire(cfg.Require, cfg.Proxy)
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +62,7 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 		}
 		return nil, fmt.Errorf("sandbox: resource caps: %w", err)
 	}
+	trace("group made")
 	s := &Sandbox{cfg: cfg, group: group, finds: -1, receipt: map[string]string{}}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
@@ -82,7 +84,9 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return fmt.Errorf("sandbox: setup pipe: %w", err)
 	}
 	s.cmd = s.initCmd(child, setupR)
+	trace("cmd.Start")
 	err = s.cmd.Start()
+	trace("cmd.Started")
 	child.Close()
 	setupR.Close()
 	if err != nil {
@@ -94,6 +98,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		setupW.Close()
 		return fmt.Errorf("sandbox: place the init in its group: %w", err)
 	}
+	trace("placed")
 	setupErr := make(chan error, 1)
 	go func() { setupErr <- s.writeSetup(setupW, need) }()
 	m, fds, err := s.c.recv()
@@ -111,6 +116,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		closeAll(fds)
 		return fmt.Errorf("sandbox: %w", err)
 	}
+	trace("ready recvd")
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
@@ -162,7 +168,7 @@ func (s *Sandbox) initCmd(ctrlEnd, setupR *os.File) *exec.Cmd {
 	return &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: []string{initArg0},
-		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"},
+		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1", "AIRLOCK_SBX_TRACE=" + os.Getenv("AIRLOCK_SBX_TRACE")},
 		// Wrapped so that os/exec always makes pipes: a terminal (or any
 		// other host descriptor) of the caller is never passed in.
 		Stdin:       struct{ io.Reader }{stdin},
@@ -263,6 +269,7 @@ func (s *Sandbox) Release() error {
 	if !s.released.IsZero() {
 		return errors.New("sandbox: already released")
 	}
+	trace("release")
 	if err := s.c.send(message{Kind: msgRelease}); err != nil {
 		return fmt.Errorf("sandbox: release: %w", err)
 	}
@@ -283,6 +290,7 @@ func (s *Sandbox) Release() error {
 	case m.Kind != msgStarted:
 		return fmt.Errorf("sandbox: protocol: want started, got %q", m.Kind)
 	}
+	trace("started recvd")
 	return nil
 }
 
@@ -316,7 +324,9 @@ func (s *Sandbox) finish() (Result, error) {
 			st = m.Status
 		}
 	}
+	trace("exited recvd")
 	waitErr := s.cmd.Wait()
+	trace("init waited")
 	s.mu.Lock()
 	released, stop, done := s.released, s.stopWatch, s.watchDone
 	s.mu.Unlock()
@@ -328,10 +338,13 @@ func (s *Sandbox) finish() (Result, error) {
 	if !released.IsZero() {
 		res.Wall = time.Since(released)
 	}
+	trace("watch stopped")
 	if err := s.group.KillAll(); err != nil {
 		return res, s.teardownErr(fmt.Errorf("sandbox: kill the tree: %w", err))
 	}
+	trace("killall")
 	stats, statsErr := s.group.Stats()
+	trace("stats")
 	res.CPU, res.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
 	res.KilledBy = string(s.group.KilledBy())
 	switch {
@@ -362,12 +375,14 @@ func (s *Sandbox) finish() (Result, error) {
 		res.FindingsSkipped, err = copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
 	}
 	res.Receipt = s.fullReceipt()
+	trace("findings")
 	if terr := s.teardownErr(nil); err == nil {
 		err = terr
 	}
 	if err == nil && statsErr != nil {
 		err = fmt.Errorf("sandbox: read the group's stats: %w", statsErr)
 	}
+	trace("teardown")
 	return res, err
 }
 

@@ -23,6 +23,7 @@ func main() {
 			Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256,
 		},
 		Proxy: true,
+		Stderr: os.Stderr,
 	}
 	s, err := sandbox.Start(context.Background(), cfg)
 	if err != nil {

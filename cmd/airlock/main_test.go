@@ -1,15 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // TestMain lets the test binary act as the airlock command inside
-// testscript scripts.
+// testscript scripts, and as the sandbox init when airlock re-executes it.
 func TestMain(m *testing.M) {
+	sandbox.Init()
 	testscript.Main(m, map[string]func(){
 		"airlock": func() { os.Exit(Main(os.Args[1:])) },
 	})
@@ -28,5 +35,51 @@ func TestScripts(t *testing.T) {
 			env.Setenv("NO_COLOR", "1")
 			return nil
 		},
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "root":
+				return os.Geteuid() == 0, nil
+			}
+			return false, nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitproc": cmdWaitProc,
+		},
 	})
+}
+
+// cmdWaitProc waits up to ten seconds until a process whose command line
+// starts with args[0] exists ("waitproc PATTERN"), or, negated, until none
+// does ("! waitproc PATTERN").
+func cmdWaitProc(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: waitproc PATTERN")
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if found := len(procsMatching(args[0])) > 0; found != neg {
+			return
+		}
+	}
+	if neg {
+		ts.Fatalf("processes still alive matching %q: %v", args[0], procsMatching(args[0]))
+	}
+	ts.Fatalf("no process matching %q appeared", args[0])
+}
+
+// procsMatching lists the pids whose command line starts with pattern.
+func procsMatching(pattern string) []int {
+	self := os.Getpid()
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile(d + "/cmdline")
+		if err == nil && bytes.HasPrefix(bytes.ReplaceAll(b, []byte{0}, []byte{' '}), []byte(pattern)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/demo"
+)
+
+func newDemoCmd() *cobra.Command {
+	var (
+		opts   demo.Options
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Attack a live sandbox the way lab phase 5 does, for real, and show each control hold",
+		Long: `demo plays a coerced agent's escape attempts through airlock on the embedded
+default policy: git clone through run_tests (refused at the command gate, nothing
+spawned); an infinite loop (killed by a cap); code inside the sandbox reaching
+for the network directly, through the proxy to an attacker's host, to the cloud
+metadata address in several spellings, and to an allowlisted host; a memory
+bomb, a fork bomb, reading a host secret and writing outside the workspace.
+
+The attacker's code is airlock's own binary, bound read-only into the sandbox,
+so nothing needs installing. It prints a table of attempt, gate, decision and
+reason, then the audit timeline and the monitor's alerts.
+
+Exit status 0 only if every attempt was contained.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			keepAudit := opts.AuditPath != ""
+			opts.Keep = true // the timeline is read from it below
+			rep, err := demo.Run(ctx, opts)
+			if rep == nil {
+				return &exitError{Code: exitFailed, Err: err}
+			}
+			if !keepAudit {
+				defer os.RemoveAll(strings.TrimSuffix(rep.AuditPath, "/audit.jsonl"))
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				if err := json.NewEncoder(out).Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printDemo(ctx, out, rep, useColour(out))
+			}
+			if err != nil {
+				return &exitError{Code: exitFailed, Err: err}
+			}
+			if !rep.Contained {
+				return &exitError{Code: exitFailed, Err: errors.New("demo: at least one attempt was NOT contained")}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().StringVar(&opts.AuditPath, "audit", "", "keep the demo's audit stream in this file (default: a temporary file)")
+	cmd.Flags().BoolVar(&opts.Offline, "offline", false, "resolve and dial nothing off the host (the allowlisted host then fails)")
+	return cmd
+}
+
+// useColour is true when w is a terminal and NO_COLOR is unset.
+func useColour(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) {
+	paint := func(code, s string) string {
+		if !colour {
+			return s
+		}
+		return "\x1b[" + code + "m" + s + "\x1b[0m"
+	}
+	fmt.Fprintln(w, paint("1", "airlock demo: a coerced agent tries to escape (embedded default policy)"))
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tATTEMPT\tGATE\tDECISION\tCONTAINED\tREASON")
+	for _, a := range rep.Attempts {
+		verdict := paint("32", "yes")
+		if !a.Contained {
+			verdict = paint("31;1", "NO")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Step, a.Attempt, a.Gate, a.Decision, verdict, oneLine(a.Reason, 110))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, paint("1", "Evidence"))
+	for _, a := range rep.Attempts {
+		fmt.Fprintf(w, "  %2d. %s\n", a.Step, oneLine(a.Evidence, 150))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+rep.AuditPath+")")
+	if f, err := os.Open(rep.AuditPath); err == nil {
+		_, _ = audit.Timeline(ctx, &indent{w: w}, f, audit.TimelineOptions{})
+		f.Close()
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, paint("1", "Monitor alerts"))
+	if len(rep.Alerts) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, ev := range rep.Alerts {
+		fmt.Fprintf(w, "  seq %d  %s: %s\n", ev.Seq, ev.Context.Alert, ev.Reason)
+	}
+	fmt.Fprintln(w)
+	contained := 0
+	for _, a := range rep.Attempts {
+		if a.Contained {
+			contained++
+		}
+	}
+	summary := fmt.Sprintf("%d of %d attempts contained", contained, len(rep.Attempts))
+	if rep.Contained {
+		fmt.Fprintln(w, paint("32;1", summary+": every control held."))
+	} else {
+		fmt.Fprintln(w, paint("31;1", summary+": NOT every attempt was contained."))
+	}
+}
+
+// oneLine shortens s to n runes on one line.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// indent prefixes every line written through it with two spaces.
+type indent struct {
+	w   io.Writer
+	mid bool // in the middle of a line
+}
+
+func (i *indent) Write(p []byte) (int, error) {
+	var b strings.Builder
+	for _, c := range string(p) {
+		if !i.mid {
+			b.WriteString("  ")
+		}
+		b.WriteRune(c)
+		i.mid = c != '\n'
+	}
+	if _, err := io.WriteString(i.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

