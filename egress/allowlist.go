@@ -50,27 +50,24 @@ func (p *portSet) match(port uint16) *rule {
 // apexes are hash maps, so a name costs one probe per label; addresses
 // use a prefix table (one probe per prefix length in use).
 type allowlist struct {
-	exact    map[string]*portSet
-	suffix   map[string]*portSet
+	exact    nameMap[*portSet]
+	suffix   nameMap[*portSet]
 	wildcard portSet
 	prefixes prefixTable[*portSet]
 }
 
 func (al *allowlist) add(e entry) {
 	r := &rule{entry: e.raw, kind: e.kind}
-	set := func(m map[string]*portSet, k string) {
-		ps := m[k]
-		if ps == nil {
-			ps = &portSet{}
-			m[k] = ps
-		}
+	set := func(m *nameMap[*portSet], k string) {
+		m.setIfAbsent(k, &portSet{})
+		ps, _ := m.get(k)
 		ps.add(e.port, r)
 	}
 	switch e.kind {
 	case kindExact:
-		set(al.exact, e.name)
+		set(&al.exact, e.name)
 	case kindSuffix:
-		set(al.suffix, e.name)
+		set(&al.suffix, e.name)
 	case kindAny:
 		al.wildcard.add(e.port, r)
 	case kindPrefix:
@@ -87,18 +84,22 @@ func (al *allowlist) add(e entry) {
 // matchName returns the entry that allows name on port: the exact name,
 // then "*.suffix" from the longest suffix, then "*".
 func (al *allowlist) matchName(name string, port uint16) *rule {
-	if r := al.exact[name].match(port); r != nil {
-		return r
+	if ps, ok := al.exact.get(name); ok {
+		if r := ps.match(port); r != nil {
+			return r
+		}
 	}
-	if len(al.suffix) > 0 {
+	if al.suffix.len() > 0 {
 		for s := name; ; {
 			i := strings.IndexByte(s, '.')
 			if i < 0 {
 				break
 			}
 			s = s[i+1:]
-			if r := al.suffix[s].match(port); r != nil {
-				return r
+			if ps, ok := al.suffix.get(s); ok {
+				if r := ps.match(port); r != nil {
+					return r
+				}
 			}
 		}
 	}

@@ -77,14 +77,14 @@ func (b blockRule) origin() string {
 
 // blockTable holds always-blocked names and addresses.
 type blockTable struct {
-	names map[string]blockRule
+	names nameMap[blockRule]
 	addrs prefixTable[blockRule]
 }
 
 func newFloor() *blockTable {
-	t := &blockTable{names: make(map[string]blockRule)}
+	t := &blockTable{}
 	for _, n := range builtinNames {
-		t.names[n.name] = blockRule{entry: n.name, builtin: true}
+		t.names.setIfAbsent(n.name, blockRule{entry: n.name, builtin: true})
 	}
 	for _, p := range builtinPrefixes {
 		pfx := netip.MustParsePrefix(p.prefix)
@@ -109,7 +109,7 @@ var floor = newFloor()
 // any name it is under.
 func (t *blockTable) name(name string) (blockRule, bool) {
 	for s := name; ; {
-		if b, ok := t.names[s]; ok {
+		if b, ok := t.names.get(s); ok {
 			return b, true
 		}
 		i := strings.IndexByte(s, '.')

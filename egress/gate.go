@@ -31,9 +31,9 @@ type Gate struct {
 // Every malformed entry is reported, each error naming its task and entry;
 // so is an allowlist entry that can reach only always-blocked destinations.
 func Compile(cfg Config) (*Gate, error) {
-	g := &Gate{block: &blockTable{names: make(map[string]blockRule)}, tasks: make(map[string]*allowlist)}
-	for n, b := range floor.names {
-		g.block.names[n] = b
+	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist)}
+	for n, b := range floor.names.m {
+		g.block.names.setIfAbsent(n, b)
 	}
 	for p, b := range floor.addrs.m {
 		g.block.addrs.insert(p, b, nil)
@@ -48,9 +48,7 @@ func Compile(cfg Config) (*Gate, error) {
 		b := blockRule{entry: s}
 		switch e.kind {
 		case kindExact:
-			if _, ok := g.block.names[e.name]; !ok {
-				g.block.names[e.name] = b
-			}
+			g.block.names.setIfAbsent(e.name, b)
 		case kindPrefix:
 			g.block.addrs.insert(e.prefix, b, nil)
 		}
@@ -65,7 +63,7 @@ func Compile(cfg Config) (*Gate, error) {
 			errs = append(errs, fmt.Errorf("egress: task %q: empty task name", task))
 			continue
 		}
-		al := &allowlist{exact: make(map[string]*portSet), suffix: make(map[string]*portSet)}
+		al := &allowlist{}
 		for _, s := range cfg.TaskAllowlist[task] {
 			e, err := parseEntry(s)
 			if err != nil {

@@ -15,13 +15,15 @@ import (
 type sysGroup struct {
 	v1     *v1Group
 	v2     *v2Group
-	pidfds []int // placed processes, when there is no cgroup
+	pidfds []int  // placed processes, when there is no cgroup
+	owner  *owner // the claim on the directories (see sweep_linux.go)
 }
 
 // newGroup makes the group on the layout l (the host's when nil; tests
 // pass a v1-only, v2-only or private-mount layout).
 func newGroup(caps Caps, opts Options, l *layout) (*Group, error) {
-	if l == nil {
+	host := l == nil
+	if host {
 		hl, err := hostLayout()
 		if err != nil {
 			return nil, err
@@ -34,6 +36,10 @@ func newGroup(caps Caps, opts Options, l *layout) (*Group, error) {
 	}
 	dir := "airlock-" + name
 	rootless := opts.Rootless || os.Geteuid() != 0
+	hostGroups := host && !rootless
+	if hostGroups {
+		sweepStale()
+	}
 	g := &Group{caps: caps, name: name}
 	why := map[string]string{}
 
@@ -58,6 +64,16 @@ func newGroup(caps Caps, opts Options, l *layout) (*Group, error) {
 		}
 	}
 
+	if hostGroups {
+		if d := g.sys.dirs(); len(d) > 0 {
+			o, err := claim(dir, d)
+			if err != nil {
+				_ = g.sys.remove()
+				return nil, err
+			}
+			g.sys.owner = o
+		}
+	}
 	g.provides, g.receipt = g.sys.describe(why)
 	g.rlimits = buildRlimits(caps, g.provides, g.receipt)
 
@@ -158,6 +174,10 @@ func (s *sysGroup) remove() error {
 		_ = unix.Close(fd)
 	}
 	s.pidfds = nil
+	if len(errs) == 0 {
+		s.owner.release()
+		s.owner = nil
+	}
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,7 @@
 package payload
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -61,10 +62,51 @@ type Report struct {
 	Errno string `json:"errno,omitempty"`
 	// Evidence says what was seen, for the report's evidence column.
 	Evidence string `json:"evidence"`
+	// Detail carries named observations the caller judges by (an HTTP
+	// status, the errno of a discriminating probe, a count, a signal).
+	Detail map[string]string `json:"detail,omitempty"`
 }
+
+// Exit statuses of a payload. A payload that ran its attempt and reported
+// exits ExitReported whatever the attempt's outcome: the outcome is in the
+// report. ExitUsage means the payload was called wrongly and attempted
+// nothing (a broken attempt, never a contained one).
+const (
+	ExitReported = 0
+	ExitUsage    = 3
+)
 
 // Emit writes r to w as one JSON line.
 func Emit(w io.Writer, r Report) {
 	b, _ := json.Marshal(r)
 	fmt.Fprintf(w, "%s\n", b)
+}
+
+// Parse returns the reports in a payload's output, in order, skipping any
+// line that is not one.
+func Parse(out []byte) []Report {
+	var reps []Report
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var r Report
+		if json.Unmarshal(line, &r) == nil && r.Attempt != "" {
+			reps = append(reps, r)
+		}
+	}
+	return reps
+}
+
+// report emits r on stdout and returns ExitReported.
+func report(r Report) int {
+	Emit(os.Stdout, r)
+	return ExitReported
+}
+
+// usage reports a payload called with the wrong arguments.
+func usage(name, want string) int {
+	fmt.Fprintf(os.Stderr, "payload %s: usage: %s %s\n", name, name, want)
+	return ExitUsage
 }

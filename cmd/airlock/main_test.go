@@ -10,6 +10,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -43,7 +44,8 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitproc": cmdWaitProc,
+			"waitproc":  cmdWaitProc,
+			"nocgroups": cmdNoCgroups,
 		},
 	})
 }
@@ -64,6 +66,29 @@ func cmdWaitProc(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("processes still alive matching %q: %v", args[0], procsMatching(args[0]))
 	}
 	ts.Fatalf("no process matching %q appeared", args[0])
+}
+
+// cmdNoCgroups fails if a cgroup directory named for any run in the audit
+// file args[0] exists ("nocgroups audit.jsonl").
+func cmdNoCgroups(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: nocgroups AUDITFILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	runs := map[string]bool{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if ev, err := audit.ParseLine(line); err == nil && ev.Context.RunID != "" {
+			runs[ev.Context.RunID] = true
+		}
+	}
+	for run := range runs {
+		for _, pattern := range []string{"/sys/fs/cgroup/*/airlock-*" + run, "/sys/fs/cgroup/*/*/*/airlock-*" + run} {
+			if m, _ := filepath.Glob(pattern); len(m) > 0 {
+				ts.Fatalf("cgroup directories left for %s: %v", run, m)
+			}
+		}
+	}
 }
 
 // procsMatching lists the pids whose command line starts with pattern.

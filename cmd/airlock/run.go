@@ -125,4 +125,3 @@ func writeResult(path string, res enforcer.Result) error {
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
-
