@@ -47,8 +47,9 @@ func (p *portSet) match(port uint16) *rule {
 }
 
 // allowlist is one task's compiled allowlist. Exact names and wildcard
-// apexes are hash maps, so a name costs one probe per label; addresses
-// use a prefix table (one probe per prefix length in use).
+// apexes are hash maps with a length filter, so a name costs at most one
+// probe per label; addresses use a prefix table (one probe per prefix
+// length in use). Nothing scans the entries.
 type allowlist struct {
 	exact    nameMap[*portSet]
 	suffix   nameMap[*portSet]

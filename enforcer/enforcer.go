@@ -150,6 +150,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Stdout:    req.Stdout,
 		Stderr:    req.Stderr,
 		ID:        req.RunID,
+		// The runbook's start-up checks, on every launch: nothing runs
+		// until the sandbox has shown, from inside, that it holds.
+		Probes: &sandbox.ProbeRequest{},
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {

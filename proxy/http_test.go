@@ -155,10 +155,18 @@ func TestHTTPRefusals(t *testing.T) {
 			}
 		})
 	}
-	t.Run("header-too-large", func(t *testing.T) {
-		resp, _ := roundTrip(t, h.addr, "GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 64<<10)+"\r\n\r\n")
-		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-			t.Fatalf("status %d, want 431", resp.StatusCode)
+	for _, method := range []string{"GET http://127.0.0.1:9/", "CONNECT 127.0.0.1:9"} {
+		t.Run("header-too-large/"+method, func(t *testing.T) {
+			resp, _ := roundTrip(t, h.addr, method+" HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 64<<10)+"\r\n\r\n")
+			if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+				t.Fatalf("status %d, want 431", resp.StatusCode)
+			}
+		})
+	}
+	t.Run("connect-malformed", func(t *testing.T) {
+		resp, body := roundTrip(t, h.addr, "CONNECT 127.0.0.1:9 HTTP/1.1\r\nBad Header\r\n\r\n")
+		if resp.StatusCode != http.StatusBadRequest || resp.Header.Get(ReasonHeader) != "malformed CONNECT request" || body == "" {
+			t.Fatalf("status %d reason %q", resp.StatusCode, resp.Header.Get(ReasonHeader))
 		}
 	})
 	if d := h.dials.dialled(); len(d) != 0 {

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -147,34 +148,45 @@ func retryable(err error) bool {
 	return false
 }
 
-// serveConn sniffs the protocol of a new connection and serves it.
+// serveConn reads the start of a new connection and serves it: SOCKS5
+// (first byte 0x05) and HTTP CONNECT here, in this goroutine; any other
+// HTTP request through the http.Server.
+//
+// What is read ahead sits in br and is relayed first; the tunnels then copy
+// the bare connection, so that TCP to TCP splices.
 func (p *Proxy) serveConn(c net.Conn) {
 	defer p.wg.Done()
 	_ = c.SetDeadline(time.Now().Add(p.limits.HandshakeTimeout))
-	first, conn, err := peekByte(c)
+	// The same allowance as net/http's: MaxHeaderBytes plus 4 KiB.
+	lr := &io.LimitedReader{R: c, N: int64(p.limits.MaxHeaderBytes) + 4096}
+	br := bufio.NewReaderSize(lr, 4096)
+	first, err := br.Peek(1)
 	if err != nil {
 		p.forget(c)
 		c.Close()
 		return
 	}
-	if conn != c {
-		p.retrack(c, conn)
-	}
-	switch first {
+	switch first[0] {
 	case socks5Version:
-		p.serveSOCKS(conn)
+		p.serveSOCKS(c, br)
+		return
 	case socks4Version:
-		p.forget(conn)
-		refuseSOCKS4(conn)
-	default:
-		// HTTP: the http.Server owns the connection from here and applies
-		// its own header timeout.
-		p.forget(conn)
-		_ = conn.SetDeadline(time.Time{})
-		p.startHTTP()
-		if !p.hln.push(conn) {
-			conn.Close()
-		}
+		p.forget(c)
+		refuseSOCKS4(c)
+		return
+	}
+	if method, err := br.Peek(len(connectMethod)); err == nil && string(method) == connectMethod {
+		p.serveInlineConnect(c, br, lr)
+		return
+	}
+	// Any other HTTP: the http.Server owns the connection from here and
+	// applies its own header limit and timeout.
+	p.forget(c)
+	_ = c.SetDeadline(time.Time{})
+	conn := &prefixConn{Conn: c, prefix: buffered(br)}
+	p.startHTTP()
+	if !p.hln.push(conn) {
+		conn.Close()
 	}
 }
 
@@ -355,16 +367,6 @@ func (p *Proxy) untrack(cs ...net.Conn) {
 	}
 	p.mu.Unlock()
 	p.wg.Done()
-}
-
-// retrack replaces a tracked connection by its wrapper.
-func (p *Proxy) retrack(old, c net.Conn) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if k, ok := p.conns[old]; ok {
-		delete(p.conns, old)
-		p.conns[c] = k
-	}
 }
 
 // forget drops a connection registered by begin.

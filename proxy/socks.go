@@ -197,11 +197,10 @@ func lingerClose(c net.Conn) {
 // lingerTime bounds how long lingerClose waits for the client.
 const lingerTime = 500 * time.Millisecond
 
-// serveSOCKS serves one SOCKS5 connection whose first byte is 0x05.
-func (p *Proxy) serveSOCKS(c net.Conn) {
-	// The reader buffers what the client sent ahead of our replies; those
-	// bytes are relayed before the tunnel copies the bare connection.
-	br := bufio.NewReaderSize(c, 512)
+// serveSOCKS serves one SOCKS5 connection whose first byte is 0x05. br
+// reads c; what the client sent ahead of the proxy's replies is relayed
+// before the tunnel copies the bare connection.
+func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 	req, ok := p.socksHandshake(c, br)
 	if !ok {
 		p.forget(c)

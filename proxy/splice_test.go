@@ -1,51 +1,76 @@
 package proxy
 
 import (
+	"bufio"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"runtime"
+	"sync"
 	"testing"
 )
 
-// tcpPair returns the two ends of a loopback TCP connection.
-func tcpPair(t *testing.T) (*net.TCPConn, *net.TCPConn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// TestTunnelsGetBareTCPConns: every way of opening a tunnel (CONNECT as
+// the first request, CONNECT after a request on a keep-alive connection,
+// SOCKS5) hands the tunnel the bare *net.TCPConn on both sides, so that
+// io.Copy splices, and the idle watch does not wrap them.
+func TestTunnelsGetBareTCPConns(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	tunnelHook = func(client, up net.Conn) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%T %T", client, up))
+		if runtime.GOOS == "linux" {
+			if a, b, _ := idleProbe(client, up); a != client || b != up {
+				seen = append(seen, fmt.Sprintf("idle watch wrapped them: %T %T", a, b))
+			}
+		}
 	}
-	defer ln.Close()
-	a, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a.(*net.TCPConn), b.(*net.TCPConn)
-}
+	defer func() { tunnelHook = nil }()
+	up := serveUpstream(t, "127.0.0.1:0", echo)
+	httpUp := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
 
-// TestTunnelKeepsBareTCPConns: sniffing and the idle watch leave TCP
-// connections unwrapped, so that io.Copy between them can splice.
-func TestTunnelKeepsBareTCPConns(t *testing.T) {
-	a, b := tcpPair(t)
-	if _, err := b.Write([]byte{5}); err != nil {
-		t.Fatal(err)
+	resp, c := connect(t, h.addr, up.hostPort("127.0.0.1"))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatal(resp.Status)
 	}
-	first, c, err := peekByte(a)
-	if err != nil || first != 5 || c != net.Conn(a) {
-		t.Fatalf("peekByte: %x %T %v, want 05 and the bare *net.TCPConn", first, c, err)
+	exchange(t, c, "inline")
+	c.Close()
+
+	k := dialProxy(t, h.addr)
+	br := bufio.NewReader(k)
+	fmt.Fprintf(k, "GET http://%s/ HTTP/1.1\r\nHost: x\r\n\r\n", httpUp.hostPort("127.0.0.1"))
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %v %v", resp, err)
+	} else {
+		io.ReadAll(resp.Body)
 	}
-	var buf [1]byte
-	if n, _ := a.Read(buf[:]); n != 1 || buf[0] != 5 {
-		t.Fatal("the peeked byte was consumed")
+	fmt.Fprintf(k, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", up.hostPort("127.0.0.1"))
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("CONNECT after GET: %v %v", resp, err)
 	}
-	x, y, probe := idleProbe(a, b)
-	if runtime.GOOS == "linux" && (x != net.Conn(a) || y != net.Conn(b)) {
-		t.Fatalf("idleProbe wrapped the connections: %T %T", x, y)
+	exchange(t, &bufConn{Conn: k, r: br}, "after keep-alive")
+	k.Close()
+
+	rep, s := socksDial(t, h.addr, atypIPv4, "127.0.0.1", up.port())
+	if rep != repSucceeded {
+		t.Fatal(rep)
 	}
-	if idle, ok := probe(); !ok || idle < 0 {
-		t.Fatalf("probe: %v %v", idle, ok)
+	exchange(t, s, "socks")
+	s.Close()
+
+	h.events.wait(t, StageClosed, 4)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 3 {
+		t.Fatalf("tunnels seen: %q", seen)
+	}
+	for _, s := range seen {
+		if s != "*net.TCPConn *net.TCPConn" {
+			t.Errorf("tunnel over %s", s)
+		}
 	}
 }

@@ -20,6 +20,9 @@ import (
 // direction goes on. An error either way, the idle timeout, or Close ends
 // both.
 func (p *Proxy) tunnel(ev *Event, client net.Conn, buffered []byte, up net.Conn) error {
+	if tunnelHook != nil {
+		tunnelHook(client, up)
+	}
 	defer client.Close()
 	defer up.Close()
 	if len(buffered) > 0 {
@@ -57,6 +60,9 @@ func (p *Proxy) tunnel(ev *Event, client net.Conn, buffered []byte, up net.Conn)
 	once.Do(func() {}) // no abort after this point: cause is final
 	return cause
 }
+
+// tunnelHook, when set by a test, sees the connections of every tunnel.
+var tunnelHook func(client, up net.Conn)
 
 // relay copies src to dst. When src ends cleanly it half-closes dst; on an
 // error it aborts the whole tunnel.

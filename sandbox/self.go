@@ -1,7 +1,5 @@
 package sandbox
 
-import _ "github.com/airlock-sandbox/airlock/sandbox/internal/zzexp"
-
 // selfExe is the host path of a Bind that means "the binary the init runs
 // from", which the init reaches through its own /proc/self/exe even when
 // the path to it is closed to the sandbox's uid (a 0700 build directory).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/monitor"
 )
 
 func newRunCmd() *cobra.Command {
@@ -77,12 +78,17 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 	if err != nil {
 		return fail(err)
 	}
-	log, err := openAudit(auditFile)
+	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
 	if err != nil {
 		return fail(err)
 	}
 	defer log.Close()
-	e, err := enforcer.New(pol, log, enforcer.Options{})
+	stderr := cmd.ErrOrStderr()
+	e, err := enforcer.New(pol, log, enforcer.Options{OnEvent: func(ev audit.Event) {
+		if ev.Kind == audit.KindBehavioral {
+			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
+		}
+	}})
 	if err != nil {
 		return fail(err)
 	}
@@ -91,15 +97,16 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 	return e.Run(ctx, req)
 }
 
-// openAudit opens the audit file named by --audit or the default.
-func openAudit(file string) (*audit.Log, error) {
+// openAudit opens the audit file named by --audit or the default, with the
+// monitor watching every event written to it.
+func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
 	if file == "" {
 		var err error
 		if file, err = audit.DefaultPath(); err != nil {
 			return nil, err
 		}
 	}
-	return audit.Open(file)
+	return audit.Open(file, audit.WithHook(m))
 }
 
 // reportOutcome prints the one stderr line PRODUCT.md gives for every

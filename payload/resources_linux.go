@@ -1,0 +1,229 @@
+package payload
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The resource payloads try to take more than the caps allow. Each
+// reports that it started (so a kill is told apart from a payload that
+// never ran) and, if nothing stopped it within its bound, that it got
+// through. The bounds keep a host whose caps are broken from being hurt.
+func init() {
+	Register("spin", spin)
+	Register("spin-threads", spinThreads)
+	Register("membomb", membomb)
+	Register("forkbomb", forkbomb)
+	Register("threads", threads)
+	Register("sleep", sleep)
+	Register("big-file", bigFile)
+	Register("fill", fill)
+	Register("fds", fds)
+}
+
+// sink keeps the compiler from dropping the payloads' busy work.
+var sink int
+
+// argSeconds parses an optional duration in seconds at args[i].
+func argSeconds(args []string, i int, def time.Duration) time.Duration {
+	if len(args) > i {
+		if n, err := strconv.ParseFloat(args[i], 64); err == nil && n > 0 {
+			return time.Duration(n * float64(time.Second))
+		}
+	}
+	return def
+}
+
+// argInt parses an optional positive integer at args[i].
+func argInt(args []string, i int, def int64) int64 {
+	if len(args) > i {
+		if n, err := strconv.ParseInt(args[i], 10, 64); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+func started(name, what string) {
+	Emit(os.Stdout, Report{Attempt: name, Evidence: "started: " + what})
+}
+
+// spin [SECONDS]: an infinite loop (ASI09), or one of SECONDS of CPU.
+func spin(args []string) int {
+	limit := argSeconds(args, 0, 0)
+	started("spin", "burning CPU until a cap stops it")
+	deadline := time.Now().Add(limit)
+	for x := 0; ; x++ {
+		sink = x
+		if limit > 0 && x&0xfffff == 0 && time.Now().After(deadline) {
+			return report(Report{Attempt: "spin", Succeeded: true,
+				Evidence: fmt.Sprintf("burned CPU for %s without being stopped", limit)})
+		}
+	}
+}
+
+// spin-threads [N] [SECONDS]: N threads burning CPU at once, so only a
+// cap on the whole group's CPU time stops them soon.
+func spinThreads(args []string) int {
+	n := int(argInt(args, 0, 4))
+	limit := argSeconds(args, 1, 30*time.Second)
+	runtime.GOMAXPROCS(n)
+	started("spin-threads", fmt.Sprintf("%d threads burning CPU", n))
+	for i := 0; i < n; i++ {
+		go func() {
+			for x := 0; ; x++ {
+				sink = x
+			}
+		}()
+	}
+	time.Sleep(limit)
+	return report(Report{Attempt: "spin-threads", Succeeded: true,
+		Evidence: fmt.Sprintf("%d threads burned CPU for %s without being stopped", n, limit)})
+}
+
+// membomb [MiB]: touch memory 16 MiB at a time, up to MiB (default 4096).
+func membomb(args []string) int {
+	limit := argInt(args, 0, 4096)
+	started("membomb", fmt.Sprintf("touching up to %d MiB", limit))
+	debug.SetGCPercent(-1)
+	var keep [][]byte
+	for got := int64(0); got < limit; got += 16 {
+		b := make([]byte, 16<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep = append(keep, b)
+		sink = len(keep)
+	}
+	return report(Report{Attempt: "membomb", Succeeded: true,
+		Evidence: fmt.Sprintf("touched %d MiB without being stopped", limit)})
+}
+
+// forkbomb [N]: start copies of this binary that wait forever, as fast as
+// the kernel allows, up to N (default 2000) processes.
+func forkbomb(args []string) int {
+	limit := int(argInt(args, 0, 2000))
+	started("forkbomb", fmt.Sprintf("starting up to %d processes", limit))
+	deadline := time.Now().Add(20 * time.Second)
+	n, refusals := 0, 0
+	var last error
+	for n < limit && time.Now().Before(deadline) {
+		cmd := self("hold", "forkbomb")
+		if err := cmd.Start(); err != nil {
+			last = err
+			refusals++
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		n++
+	}
+	r := Report{Attempt: "forkbomb", Succeeded: n >= limit, Errno: errnoName(last),
+		Detail: map[string]string{"processes": strconv.Itoa(n), "refusals": strconv.Itoa(refusals)}}
+	r.Evidence = fmt.Sprintf("started %d processes; %d refused (last: %v)", n, refusals, last)
+	return report(r)
+}
+
+// threads [N]: create OS threads that each block, up to N (default 5000).
+func threads(args []string) int {
+	limit := int(argInt(args, 0, 5000))
+	debug.SetMaxThreads(limit + 100)
+	started("threads", fmt.Sprintf("creating up to %d threads", limit))
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return report(outcome("threads", err, ""))
+	}
+	for i := 0; i < limit; i++ {
+		go func() {
+			runtime.LockOSThread()
+			var b [1]byte
+			_, _ = unix.Read(p[0], b[:]) // blocks this thread for good
+		}()
+		if i%64 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	time.Sleep(time.Second)
+	return report(Report{Attempt: "threads", Succeeded: true,
+		Evidence: fmt.Sprintf("%d threads created without being stopped", limit)})
+}
+
+// sleep [SECONDS]: wait without using CPU (default one hour), so that
+// only the wall clock stops it.
+func sleep(args []string) int {
+	limit := argSeconds(args, 0, time.Hour)
+	started("sleep", "waiting without using CPU")
+	time.Sleep(limit)
+	return report(Report{Attempt: "sleep", Succeeded: true,
+		Evidence: fmt.Sprintf("slept %s without being stopped", limit)})
+}
+
+// big-file PATH [MiB]: write one file of MiB (default 1024) MiB.
+func bigFile(args []string) int {
+	if len(args) < 1 {
+		return usage("big-file", "PATH [MiB]")
+	}
+	limit := argInt(args, 1, 1024)
+	f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return report(outcome("big-file", err, ""))
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	var n int64
+	for ; n < limit; n++ {
+		if _, err := f.Write(buf); err != nil {
+			r := outcome("big-file", err, "")
+			r.Detail["mib"] = strconv.FormatInt(n, 10)
+			r.Evidence = fmt.Sprintf("wrote %d MiB, then: %v", n, err)
+			return report(r)
+		}
+	}
+	return report(Report{Attempt: "big-file", Succeeded: true, Detail: map[string]string{"mib": strconv.FormatInt(n, 10)},
+		Evidence: fmt.Sprintf("wrote a %d MiB file", n)})
+}
+
+// fill DIR [MiB]: write 1 MiB files in DIR until refused, up to MiB
+// (default 1024).
+func fill(args []string) int {
+	if len(args) < 1 {
+		return usage("fill", "DIR [MiB]")
+	}
+	limit := argInt(args, 1, 1024)
+	buf := make([]byte, 1<<20)
+	var n int64
+	for ; n < limit; n++ {
+		err := os.WriteFile(filepath.Join(args[0], fmt.Sprintf("fill-%d", n)), buf, 0o644)
+		if err != nil {
+			r := outcome("fill", errors.Unwrap(err), "")
+			r.Detail["mib"] = strconv.FormatInt(n, 10)
+			r.Evidence = fmt.Sprintf("wrote %d MiB in %s, then: %v", n, args[0], err)
+			return report(r)
+		}
+	}
+	return report(Report{Attempt: "fill", Succeeded: true, Detail: map[string]string{"mib": strconv.FormatInt(n, 10)},
+		Evidence: fmt.Sprintf("wrote %d MiB in %s", n, args[0])})
+}
+
+// fds [N]: open /dev/null until refused, up to N (default 1<<20).
+func fds(args []string) int {
+	limit := argInt(args, 0, 1<<20)
+	var n int64
+	for ; n < limit; n++ {
+		if _, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err != nil {
+			r := outcome("fds", err, "")
+			r.Detail["opened"] = strconv.FormatInt(n, 10)
+			r.Evidence = fmt.Sprintf("opened %d descriptors, then: %v", n, err)
+			return report(r)
+		}
+	}
+	return report(Report{Attempt: "fds", Succeeded: true, Detail: map[string]string{"opened": strconv.FormatInt(n, 10)},
+		Evidence: fmt.Sprintf("opened %d descriptors", n)})
+}
