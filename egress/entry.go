@@ -250,7 +250,7 @@ func (t *blockTable) coversPrefix(p netip.Prefix) bool {
 		_, _, ok := t.addr(p.Addr())
 		return ok
 	}
-	if _, _, ok := t.addrs.lookupMax(p.Addr(), p.Bits()); ok {
+	if _, ok := t.addrs.lookupMax(p.Addr(), p.Bits()); ok {
 		return true
 	}
 	if !p.Addr().Is6() {
@@ -264,7 +264,7 @@ func (t *blockTable) coversPrefix(p netip.Prefix) bool {
 		off := ce.off / 8
 		a4 := netip.AddrFrom4([4]byte{b[off], b[off+1], b[off+2], b[off+3]})
 		n := min(max(p.Bits()-ce.off, 0), 32)
-		if _, _, ok := t.addrs.lookupMax(a4, n); ok {
+		if _, ok := t.addrs.lookupMax(a4, n); ok {
 			return true
 		}
 	}

@@ -88,7 +88,7 @@ func newFloor() *blockTable {
 	}
 	for _, p := range builtinPrefixes {
 		pfx := netip.MustParsePrefix(p.prefix)
-		t.addrs.insert(pfx, blockRule{entry: prefixEntry(pfx), builtin: true}, nil)
+		t.addrs.insert(pfx, blockRule{entry: prefixEntry(pfx), builtin: true})
 	}
 	return t
 }
@@ -129,7 +129,7 @@ func (t *blockTable) name(name string) (blockRule, bool) {
 func (t *blockTable) addr(a netip.Addr) (blockRule, netip.Addr, bool) {
 	v := viewsOf(a)
 	for i := range v.n {
-		if _, b, ok := t.addrs.lookup(v.a[i]); ok {
+		if b, ok := t.addrs.lookup(v.a[i]); ok {
 			return b, v.a[i], true
 		}
 	}

@@ -35,9 +35,7 @@ func Compile(cfg Config) (*Gate, error) {
 	for n, b := range floor.names.m {
 		g.block.names.setIfAbsent(n, b)
 	}
-	for p, b := range floor.addrs.m {
-		g.block.addrs.insert(p, b, nil)
-	}
+	floor.addrs.each(func(p netip.Prefix, b blockRule) { g.block.addrs.insert(p, b) })
 	var errs []error
 	for _, s := range cfg.AlwaysBlocked {
 		e, err := parseBlockedEntry(s)
@@ -50,7 +48,7 @@ func Compile(cfg Config) (*Gate, error) {
 		case kindExact:
 			g.block.names.setIfAbsent(e.name, b)
 		case kindPrefix:
-			g.block.addrs.insert(e.prefix, b, nil)
+			g.block.addrs.insert(e.prefix, b)
 		}
 	}
 	tasks := make([]string, 0, len(cfg.TaskAllowlist))

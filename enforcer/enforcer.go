@@ -180,7 +180,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
 	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "sandbox launched: start-up checks passed", Context: launched}); err != nil {
+		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(res, base, decision.Decision{}, err)
 	}
@@ -191,7 +191,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
 	stop()
-	res = withOutcome(res, out)
+	res = withOutcome(res, out, caps)
 	res.Receipt["command"] = "airlock command gate (policy " + e.pol.Digest + ")"
 	res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + req.Task
 	e.recordOutcome(base, res)

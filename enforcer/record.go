@@ -2,10 +2,13 @@ package enforcer
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -16,8 +19,7 @@ import (
 func (e *Enforcer) recordEgress(base audit.Context, ev proxy.Event) {
 	ctx := base
 	ctx.Command, ctx.Path, ctx.Args = "", "", nil
-	ctx.Host = ev.Requested
-	ctx.Port = ev.Target.Port
+	ctx.Host, ctx.Port = requestedHost(ev.Requested), ev.Target.Port
 	ctx.Protocol = string(ev.Protocol)
 	for _, a := range ev.Resolved {
 		ctx.Addresses = append(ctx.Addresses, a.String())
@@ -38,9 +40,19 @@ func (e *Enforcer) recordEgress(base audit.Context, ev proxy.Event) {
 	_ = e.record(audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: reason, Context: ctx})
 }
 
+// requestedHost is the host part of a destination as the client spelled
+// it ("[::1]:80" → "::1", "0xA9FEA9FE" → itself), so the audit keeps the
+// spelling an attacker used.
+func requestedHost(s string) string {
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+}
+
 // withOutcome copies the sandbox's result into res and sets the exit
 // status PRODUCT.md gives.
-func withOutcome(res Result, out sandbox.Result) Result {
+func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Result {
 	res.Signal = out.Signal
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
@@ -59,9 +71,27 @@ func withOutcome(res Result, out sandbox.Result) Result {
 		k := out.KilledBy
 		res.KilledBy = &k
 		res.ExitCode = 137
-		res.KillReason = "killed by the " + k + " cap"
+		res.KillReason = killReason(k, caps)
 	}
 	return res
+}
+
+// killReason says which cap killed a run, at what limit: one fixed
+// sentence per cap.
+func killReason(killedBy string, c policy.EffectiveCaps) string {
+	switch killedBy {
+	case "wall":
+		return fmt.Sprintf("killed by the wall cap: the run passed wallSeconds %g; every process was killed", c.WallSeconds)
+	case "cpu":
+		return fmt.Sprintf("killed by the cpu cap: the process tree used more than cpuSeconds %g of CPU; every process was killed", c.CPUSeconds)
+	case "memory":
+		return fmt.Sprintf("killed by the memory cap: the process tree passed memoryMb %d; every process was killed", c.MemoryMB)
+	case "pids":
+		return fmt.Sprintf("killed by the pids cap: the process tree reached processCount %d tasks; every process was killed", c.ProcessCount)
+	case "disk":
+		return fmt.Sprintf("killed by the disk cap: a file passed diskWriteMb %d; every process was killed", c.DiskWriteMB)
+	}
+	return "killed by the " + killedBy + " cap; every process was killed"
 }
 
 // recordOutcome writes the resource outcome and the teardown.
@@ -71,14 +101,16 @@ func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
 	ctx.Signal = res.Signal
 	ctx.WallMs, ctx.CPUMs, ctx.PeakMemoryBytes = res.WallMs, res.CPUMs, res.PeakMemoryBytes
 	ev := audit.Event{Kind: audit.KindResource, Decision: audit.DecisionInfo, Context: ctx,
-		Reason: fmt.Sprintf("run finished within its caps: exit status %d", res.ExitCode)}
+		Reason: fmt.Sprintf("exit status %d after %d ms wall and %d ms CPU, peak memory %d bytes",
+			res.ExitCode, res.WallMs, res.CPUMs, res.PeakMemoryBytes)}
 	if res.KilledBy != nil {
 		ctx.KilledBy = *res.KilledBy
-		ev = audit.Event{Kind: audit.KindResource, Decision: audit.DecisionKill, Context: ctx, Reason: res.KillReason}
+		ev = audit.Event{Kind: audit.KindResource, Decision: audit.DecisionKill, Context: ctx,
+			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
 	_ = e.record(ev)
 	down := base
 	down.Event = audit.EventSandboxTornDown
 	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "sandbox torn down: every process ended, cgroup and mounts removed", Context: down})
+		Reason: "every process of the sandbox ended; its cgroup, mounts and namespaces are gone", Context: down})
 }

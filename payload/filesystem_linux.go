@@ -63,13 +63,14 @@ func writeFile(args []string) int {
 	return report(outcome("write-file", err, fmt.Sprintf("wrote %d bytes to %s", len(data), args[0])))
 }
 
-// open-write PATH: open an existing file for writing, without creating
-// or truncating it (a running binary, /proc/1/exe).
+// open-write PATH: open an existing file to rewrite it (O_WRONLY|O_TRUNC,
+// as the runc CVE-2019-5736 exploit does with /proc/1/exe), without
+// creating it.
 func openWrite(args []string) int {
 	if len(args) != 1 {
 		return usage("open-write", "PATH")
 	}
-	fd, err := unix.Open(args[0], unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(args[0], unix.O_WRONLY|unix.O_TRUNC|unix.O_CLOEXEC, 0)
 	if err == nil {
 		unix.Close(fd)
 	}

@@ -236,11 +236,7 @@ func rawSocket(args []string) int {
 	if err == nil {
 		unix.Close(fd)
 	}
-	r := outcome("raw-socket", err, "opened a raw "+args[0]+" socket")
-	_, perr := unix.Socket(family, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 300)
-	r.Detail["probe"] = errnoName(perr)
-	r.Detail["probeKernel"] = "EINVAL"
-	return report(r)
+	return report(withProbe(outcome("raw-socket", err, "opened a raw "+args[0]+" socket"), "raw-"+args[0]))
 }
 
 // socketFamilies are the families socket FAMILY tries.

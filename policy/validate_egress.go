@@ -19,7 +19,7 @@ func checkEgress(p *Policy) []*Error {
 	blocked := map[string]bool{}
 	for i, b := range p.Egress.AlwaysBlocked {
 		at := fmt.Sprintf("egress.alwaysBlocked[%d]", i)
-		if _, err := egress.Compile(egress.Config{AlwaysBlocked: []string{b}}); err != nil {
+		if err := egress.ValidateBlockedEntry(b); err != nil {
 			errs = append(errs, problem(at, err.Error(), "write a host name, an IP address or a CIDR"))
 		}
 		blocked[strings.ToLower(strings.TrimSuffix(b, "."))] = true
@@ -42,6 +42,14 @@ func checkEgress(p *Policy) []*Error {
 				errs = append(errs, problem(at, fmt.Sprintf("%q is also in egress.alwaysBlocked, which wins", entry),
 					"remove it from one of the two lists"))
 			}
+		}
+	}
+	if len(errs) == 0 {
+		// The entry checks passed; the gate's own compilation catches what
+		// only the whole section shows (an allowlisted subdomain of a
+		// blocked name).
+		if _, err := egress.Compile(p.EgressConfig()); err != nil {
+			errs = append(errs, problem("egress", err.Error(), "an allowlisted destination can never be reached past an always-blocked one"))
 		}
 	}
 	return errs

@@ -19,8 +19,10 @@ const (
 	initEnvKey   = "_AIRLOCK_SANDBOX_INIT"
 	initEnvValue = "v1"
 	initArg0     = "airlock-sandbox-init"
+	rootArg      = "root"
 	fdCtrl       = 3 // control socket
 	fdSetup      = 4 // setup pipe: config, then the workspace's tar stream
+	fdRoot       = 5 // Config.Root, opened by the parent (only with Root)
 )
 
 // Init runs the sandbox's init when this process is one (re-executed by
@@ -65,6 +67,10 @@ func runInit() int {
 		return 1
 	}
 	trace("config read")
+	if s.cfg.Root != hasRootFD() {
+		s.fail("config", errors.New("the root directory descriptor and the config disagree"))
+		return 1
+	}
 	rootfs, err := s.buildRoot(setup)
 	setup.Close()
 	if err != nil {
@@ -82,18 +88,21 @@ func runInit() int {
 		s.fail("pivot_root", err)
 		return 1
 	}
-	findings, err := unix.Open(FindingsDir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		s.fail("findings", fmt.Errorf("open %s: %w", FindingsDir, err))
-		return 1
-	}
 	trace("entered root")
+	var dirs [2]int
+	for i, d := range []string{FindingsDir, WorkspaceDir} {
+		dirs[i], err = unix.Open(d, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			s.fail("findings", fmt.Errorf("open %s: %w", d, err))
+			return 1
+		}
+	}
 	if err := s.dropPrivileges(port); err != nil {
 		s.fail("privileges", err)
 		return 1
 	}
 	trace("privs dropped")
-	fds := []int{findings}
+	fds := dirs[:]
 	if lis >= 0 {
 		fds = append(fds, lis)
 	}
@@ -102,11 +111,25 @@ func runInit() int {
 	}
 	closeAll(fds)
 	trace("ready sent")
-	return s.serve(port)
+	// Everything below until the release is off the start's critical
+	// path: the parent is busy with its own side (the proxy, the audit
+	// log) meanwhile.
+	fw := startForwarding()
+	if err := checkFDs(); err != nil {
+		s.fail("fds", err)
+		return 1
+	}
+	if s.cfg.Session {
+		return s.serveSession(port, fw)
+	}
+	return s.serve(target{
+		path: s.cfg.Path, argv: s.cfg.Args, env: withProxyEnv(s.cfg.Env, port), dir: s.cfg.Dir,
+		stdio: [3]int{0, 1, 2},
+	}, fw)
 }
 
 // serve answers probes until the parent releases the target, then runs it.
-func (s *initState) serve(port int) int {
+func (s *initState) serve(t target, fw *forwarder) int {
 	for {
 		m, fds, err := s.c.recv()
 		closeAll(fds)
@@ -120,7 +143,7 @@ func (s *initState) serve(port int) int {
 				return 1
 			}
 		case msgRelease:
-			return s.runTarget(port)
+			return s.runTarget(t, fw)
 		default:
 			s.fail("protocol", fmt.Errorf("unexpected %q message", m.Kind))
 			return 1
@@ -173,7 +196,7 @@ func sanitizeFDs() error {
 		if err != nil || fd <= 2 || fd == dirFD {
 			continue
 		}
-		if fd == fdCtrl || fd == fdSetup || isRuntimeFD(fd) {
+		if fd == fdCtrl || fd == fdSetup || (fd == fdRoot && hasRootFD()) || isRuntimeFD(fd) {
 			unix.CloseOnExec(fd)
 			continue
 		}
@@ -181,6 +204,10 @@ func sanitizeFDs() error {
 	}
 	return dir.Close()
 }
+
+// hasRootFD reports whether the parent passed a Config.Root descriptor at
+// fdRoot (it says so with rootArg).
+func hasRootFD() bool { return len(os.Args) > 1 && os.Args[1] == rootArg }
 
 // isRuntimeFD reports whether fd is one the Go runtime may have opened
 // before Init ran (its epoll and wakeup descriptors).

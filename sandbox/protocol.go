@@ -18,7 +18,18 @@ import (
 //	                           <--    started {pid}
 //	                           <--    exited {status}
 //
-// Any step may instead answer failed {stage, error}; the init then exits.
+// A session's init (initConfig.Session) is never released; it runs steps
+// instead, one at a time, until the parent kills it:
+//
+//	  exec {step} + fds [stdin, stdout, stderr]  -->  fork and execute
+//	                           <--    started {pid}   (or failed: the step
+//	                                                   did not start)
+//	  kill {step}              -->    (optional) kill every process but the init
+//	                           <--    exited {status} (after every other
+//	                                                   process is dead)
+//
+// Any setup step may instead answer failed {stage, error}; the init then
+// exits.
 
 // Message kinds.
 const (
@@ -29,6 +40,8 @@ const (
 	msgStarted  = "started"
 	msgExited   = "exited"
 	msgFailed   = "failed"
+	msgExec     = "exec"
+	msgKill     = "kill"
 	maxPacket   = 64 << 10
 	maxSetupCfg = 16 << 20
 )
@@ -49,6 +62,18 @@ type message struct {
 	Pid int `json:"pid,omitempty"`
 	// exited
 	Status *exitStatus `json:"status,omitempty"`
+	// exec, kill, started, exited: the session's step number
+	Step int       `json:"step,omitempty"`
+	Exec *execStep `json:"exec,omitempty"`
+}
+
+// execStep is one command a session's init runs; its standard streams
+// ride along as descriptors.
+type execStep struct {
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
 }
 
 // exitStatus is how the target ended, as its init saw it.
@@ -79,7 +104,18 @@ type initConfig struct {
 	// Workspace says a tar stream of the workspace follows the config.
 	Workspace bool `json:"workspace"`
 	Proxy     bool `json:"proxy"`
+	// Root says the sandbox's root is Config.Root instead of ReadOnly
+	// host paths: a detached clone of it at fdRoot (rootful), or
+	// RootPath, which the init reaches itself (rootless).
+	Root     bool   `json:"root"`
+	RootPath string `json:"rootPath,omitempty"`
+	// Session makes the init run steps (exec messages) instead of one
+	// released target.
+	Session bool `json:"session"`
 
+	// Rlimits are set on the init just before it forks the target or,
+	// in a session, once after the privilege drop: every step inherits
+	// them.
 	Rlimits []limits.Rlimit `json:"rlimits"`
 
 	// NeedLandlock and NeedSeccomp make the init fail instead of running

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -17,46 +17,79 @@ var forwarded = []os.Signal{
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH,
 }
 
-// runTarget executes the target as the init's child in a session of its
-// own, forwards signals to it and reaps every zombie of the namespace
-// until the target exits. The init then reports and exits, and the
-// kernel kills whatever else is left in the pid namespace.
-func (s *initState) runTarget(port int) int {
-	if err := checkFDs(); err != nil {
-		s.fail("fds", err)
-		return 1
-	}
+// forwarder passes the forwarded signals the init receives to the current
+// target (or step), if any.
+type forwarder struct {
+	pid atomic.Int64
+}
+
+// startForwarding starts the goroutine that forwards signals. The init
+// calls it once, before it is released, so that none of this is on the
+// path from release to the target's exec.
+func startForwarding() *forwarder {
+	f := &forwarder{}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, forwarded...)
-	cmd := &exec.Cmd{
-		Path:        s.cfg.Path,
-		Args:        s.cfg.Args,
-		Env:         withProxyEnv(s.cfg.Env, port),
-		Dir:         s.cfg.Dir,
-		Stdin:       os.Stdin,
-		Stdout:      os.Stdout,
-		Stderr:      os.Stderr,
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
+	go func() {
+		for sig := range sigs {
+			if pid := int(f.pid.Load()); pid > 0 {
+				unix.Kill(pid, sig.(syscall.Signal))
+			}
+		}
+	}()
+	return f
+}
+
+// target is what the init executes: a path, its argv and environment,
+// its working directory, and its standard streams (descriptors of the
+// init: its own stdio for a single run, received pipes for a step).
+type target struct {
+	path  string
+	argv  []string
+	env   []string
+	dir   string
+	stdio [3]int
+}
+
+// spawn forks and executes t from the calling thread — the init's locked
+// main thread, the only one that carries the Landlock domain — in a
+// session of its own. syscall.ForkExec rather than os/exec: the init needs
+// none of exec.Cmd's plumbing, and os.StartProcess would first fork a
+// throwaway child to learn whether pidfds work, on every run.
+func spawn(t target) (int, error) {
+	files := []uintptr{uintptr(t.stdio[0]), uintptr(t.stdio[1]), uintptr(t.stdio[2])}
+	pid, err := syscall.ForkExec(t.path, t.argv, &syscall.ProcAttr{
+		Dir:   t.dir,
+		Env:   t.env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", t.path, err)
 	}
+	return pid, nil
+}
+
+// runTarget executes the single run's target as the init's child,
+// forwards signals to it and reaps every zombie of the namespace until the
+// target exits. The init then reports and exits, and the kernel kills
+// whatever else is left in the pid namespace.
+func (s *initState) runTarget(t target, fw *forwarder) int {
 	if err := s.applyRlimits(); err != nil {
 		s.fail("rlimits", err)
 		return 1
 	}
 	trace("target start")
-	if err := cmd.Start(); err != nil {
+	pid, err := spawn(t)
+	if err != nil {
 		s.fail("exec", err)
 		return 1
 	}
 	trace("target started")
-	pid := cmd.Process.Pid
+	fw.pid.Store(int64(pid))
 	if err := s.c.send(message{Kind: msgStarted, Pid: pid}); err != nil {
 		return 1
 	}
-	go func() {
-		for sig := range sigs {
-			unix.Kill(pid, sig.(syscall.Signal))
-		}
-	}()
 	st := reap(pid)
 	trace("target reaped")
 	s.c.send(message{Kind: msgExited, Status: &st})
@@ -96,6 +129,22 @@ func reap(target int) exitStatus {
 	}
 }
 
+// reapAll kills every process of the namespace but the init (kill(-1)
+// from a pid namespace's init spares only the init) and reaps them all.
+func reapAll() {
+	unix.Kill(-1, unix.SIGKILL)
+	for {
+		var ws unix.WaitStatus
+		_, err := unix.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return // ECHILD: nothing is left
+		}
+	}
+}
+
 // checkFDs verifies that the target will inherit nothing but stdio: every
 // other open descriptor of the init is close-on-exec.
 func checkFDs() error {
@@ -104,8 +153,8 @@ func checkFDs() error {
 		return fmt.Errorf("list descriptors: %w", err)
 	}
 	for _, e := range entries {
-		var fd int
-		if _, err := fmt.Sscan(e.Name(), &fd); err != nil || fd <= 2 {
+		fd := atoi(e.Name())
+		if fd <= 2 {
 			continue
 		}
 		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)

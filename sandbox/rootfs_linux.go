@@ -57,7 +57,7 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	if err := mountTmpfs(root, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m,nr_inodes=4096"); err != nil {
 		return "", fmt.Errorf("root tmpfs: %w", err)
 	}
-	for _, dir := range []string{"proc", "dev", "tmp", "workspace", "findings", ".airlock"} {
+	for _, dir := range ownTopDirs {
 		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
 			return "", fmt.Errorf("make /%s: %w", dir, err)
 		}
@@ -96,6 +96,9 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 		return "", fmt.Errorf("mount /proc: %w", err)
 	}
 	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings tmpfs, pivot_root"
+	if s.cfg.Root {
+		s.receipt["filesystem"] = "tmpfs root (read-only) holding the image root's entries bound read-only, private /tmp /workspace /findings tmpfs, pivot_root"
+	}
 	return root, nil
 }
 
@@ -137,6 +140,24 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 		}
 		return nil
 	}
+	if s.cfg.Root {
+		base, detach, err := s.rootBase()
+		if err != nil {
+			return srcs, err
+		}
+		names, err := rootEntries(base)
+		for _, name := range names {
+			if err == nil {
+				err = add(base+"/"+name, "/"+name, true, true)
+			}
+		}
+		if derr := detach(); err == nil {
+			err = derr
+		}
+		if err != nil {
+			return srcs, err
+		}
+	}
 	for _, p := range s.cfg.ReadOnly {
 		if err := add(p, p, true, true); err != nil {
 			return srcs, err
@@ -156,6 +177,55 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 	slices.SortStableFunc(srcs, func(a, b mountSource) int { return len(a.inside) - len(b.inside) })
 	return srcs, nil
 }
+
+// rootBase returns the path, in the init's mount namespace, of the tree
+// Config.Root names, and a function that undoes whatever made it
+// reachable. Rootful, the parent passed a detached clone of that tree
+// (the path may sit in a directory uid 65534 cannot enter, such as root's
+// 0700 image cache): it is attached at newRootAt until its entries are
+// cloned. Rootless, the init runs as the calling user and reaches the
+// path itself.
+func (s *initState) rootBase() (string, func() error, error) {
+	if s.cfg.RootPath != "" {
+		unix.Close(fdRoot) // only held the directory while the init started
+		return s.cfg.RootPath, func() error { return nil }, nil
+	}
+	if err := unix.MoveMount(fdRoot, "", unix.AT_FDCWD, newRootAt, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return "", nil, fmt.Errorf("attach the root tree: %w", err)
+	}
+	unix.Close(fdRoot)
+	return newRootAt, func() error {
+		if err := unix.Unmount(newRootAt, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach the root tree: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// rootEntries lists the top-level names of an image root that the sandbox
+// shows: all but the directories it makes itself.
+func rootEntries(base string) ([]string, error) {
+	d, err := os.Open(base)
+	if err != nil {
+		return nil, fmt.Errorf("list the root: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, fmt.Errorf("list the root: %w", err)
+	}
+	out := names[:0]
+	for _, n := range names {
+		if !slices.Contains(ownTopDirs, n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ownTopDirs are the top-level directories the sandbox makes itself.
+var ownTopDirs = []string{"proc", "dev", "tmp", "workspace", "findings", ".airlock"}
 
 // attach puts one cloned tree (or link) at its place under root.
 func attach(root string, m mountSource) error {
@@ -343,4 +413,37 @@ func (s *initState) buildAirlockDir(dir string) error {
 		return fmt.Errorf("make /.airlock read-only: %w", err)
 	}
 	return nil
+}
+
+// openRoot prepares Config.Root for the init. As root it returns a
+// detached, recursive, read-only clone of the tree (open_tree), which the
+// init attaches in its own mount namespace whatever the permissions on
+// the path to it. Rootless, where open_tree is refused, it returns the
+// directory itself (O_PATH), which the init then reaches by its path: it
+// runs as the calling user.
+func openRoot(root string) (*os.File, bool, error) {
+	if os.Geteuid() != 0 {
+		fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, false, fmt.Errorf("sandbox: root %s: %w", root, err)
+		}
+		return os.NewFile(uintptr(fd), root), false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		return nil, false, fmt.Errorf("sandbox: root %s: %w", root, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil, false, fmt.Errorf("sandbox: root %s: not a directory", root)
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, root, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return nil, false, fmt.Errorf("sandbox: root %s: clone: %w", root, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
+		unix.Close(fd)
+		return nil, false, fmt.Errorf("sandbox: root %s: make the clone read-only: %w", root, err)
+	}
+	return os.NewFile(uintptr(fd), root), true, nil
 }

@@ -32,8 +32,19 @@ type Config struct {
 	Findings string
 	// ReadOnly host paths are bound read-only at the same place; nil means
 	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
-	// is recreated as the same link.
+	// is recreated as the same link. It must be nil when Root is set.
 	ReadOnly []string
+	// Root is a host directory — an unpacked image's rootfs, for example
+	// image.Prepared.Rootfs — shown read-only as the sandbox's root
+	// instead of the host's system directories: each of its top-level
+	// entries is bound read-only (or, for a symbolic link, recreated) at
+	// the same name, except those the sandbox makes itself (/proc, /dev,
+	// /tmp, /workspace, /findings, /.airlock). Nothing of the host's own
+	// tree is bound then but ReadWrite and Binds. The parent opens it, so
+	// it may sit in a directory closed to the sandbox's uid (a 0700
+	// image cache). Setting it together with ReadOnly is an error: the
+	// two describe the same thing.
+	Root string
 	// ReadWrite host paths are bound writable at the same place.
 	ReadWrite []string
 	// Binds are host files or directories bound read-only at another

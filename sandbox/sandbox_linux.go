@@ -22,13 +22,18 @@ import (
 // Sandbox is one started run. Its methods are safe for concurrent use.
 type Sandbox struct {
 	cfg     Config
+	session bool
 	cmd     *exec.Cmd
 	c       *ctrl
 	group   *limits.Group
+	groupCh chan groupResult // limits.New's answer, until start takes it
 	lis     net.Listener
 	port    int
 	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	work    int // descriptor of the sandbox's /workspace tmpfs, -1 when closed
 	receipt map[string]string
+	// rootPath is Config.Root when the init reaches it by path (rootless).
+	rootPath string
 
 	mu        sync.Mutex
 	released  time.Time
@@ -41,6 +46,12 @@ type Sandbox struct {
 	err    error
 }
 
+// groupResult is limits.New's answer, made while the init starts.
+type groupResult struct {
+	g   *limits.Group
+	err error
+}
+
 // Start builds the sandbox for cfg: the group of caps, the init in its
 // namespaces, the filesystem view, lo and the proxy listener, and the
 // privilege drop. The target is not run until Release. On error nothing
@@ -51,19 +62,16 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startSandbox(ctx, cfg, false)
+}
+
+// startSandbox is Start's body, shared with StartSession.
+func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, error) {
 	need, err := checkRequire(cfg.Require, cfg.Proxy)
 	if err != nil {
 		return nil, err
 	}
-	group, err := limits.New(cfg.Caps, limits.Options{Name: "sandbox-" + cfg.ID, Rootless: os.Geteuid() != 0, Require: cfg.Require})
-	if err != nil {
-		if errors.Is(err, limits.ErrUnavailable) {
-			return nil, fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
-		}
-		return nil, fmt.Errorf("sandbox: resource caps: %w", err)
-	}
-	trace("group made")
-	s := &Sandbox{cfg: cfg, group: group, finds: -1, receipt: map[string]string{}}
+	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
 		return nil, err
@@ -72,18 +80,47 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
 }
 
 // start runs the init and takes it to "ready" (and through the probes).
+//
+// The cgroup is made while the init starts (clone into seven namespaces
+// and the exec of this binary take milliseconds), and the init is placed
+// in it while its runtime starts: the init reads its config only after
+// the parent has placed it, so nothing it does for the run — the
+// workspace copy, the mounts, the target — happens outside the group.
+// (CLONE_INTO_CGROUP would need the group first, and does not cover the
+// v1 controllers of a hybrid host anyway.)
 func (s *Sandbox) start(ctx context.Context, need needs) error {
+	s.groupCh = make(chan groupResult, 1)
+	go func() {
+		trace("group new")
+		g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
+		trace("group made")
+		s.groupCh <- groupResult{g, err}
+	}()
 	c, child, err := newCtrlPair()
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	s.c = c
+	defer child.Close()
 	setupR, setupW, err := os.Pipe()
 	if err != nil {
-		child.Close()
 		return fmt.Errorf("sandbox: setup pipe: %w", err)
 	}
-	s.cmd = s.initCmd(child, setupR)
+	defer setupR.Close()
+	extra := []*os.File{child, setupR}
+	if s.cfg.Root != "" {
+		root, detached, err := openRoot(s.cfg.Root)
+		if err != nil {
+			setupW.Close()
+			return err
+		}
+		if !detached {
+			s.rootPath = s.cfg.Root
+		}
+		defer root.Close()
+		extra = append(extra, root)
+	}
+	s.cmd = s.initCmd(extra)
 	trace("cmd.Start")
 	err = s.cmd.Start()
 	trace("cmd.Started")
@@ -94,14 +131,30 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
 	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
-	if err := s.group.Place(s.cmd.Process.Pid); err != nil {
+	if err := s.takeGroup(); err != nil {
 		setupW.Close()
-		return fmt.Errorf("sandbox: place the init in its group: %w", err)
+		return err
 	}
-	trace("placed")
+	trace("group taken")
+	// The init is placed while it builds the sandbox: placing it costs
+	// the writer of cgroup.procs an RCU grace period (milliseconds), and
+	// nothing the init does before its workspace arrives is the run's.
+	// The workspace's tar stream waits for the placement (its tmpfs pages
+	// are charged to the group), and so does everything after "ready".
+	pl := &placement{done: make(chan struct{})}
+	go func() {
+		pl.err = s.group.Place(s.cmd.Process.Pid)
+		trace("placed")
+		close(pl.done)
+	}()
 	setupErr := make(chan error, 1)
-	go func() { setupErr <- s.writeSetup(setupW, need) }()
+	go func() { setupErr <- s.writeSetup(setupW, need, pl) }()
 	m, fds, err := s.c.recv()
+	<-pl.done
+	if pl.err != nil {
+		closeAll(fds)
+		return fmt.Errorf("sandbox: place the init in its group: %w", pl.err)
+	}
 	if err != nil {
 		if serr := <-setupErr; serr != nil {
 			return fmt.Errorf("sandbox: %w", serr)
@@ -129,9 +182,30 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	return nil
 }
 
+// placement is the init's move into its group, made beside its setup.
+type placement struct {
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// takeGroup waits for limits.New, started beside the init.
+func (s *Sandbox) takeGroup() error {
+	gr := <-s.groupCh
+	s.groupCh = nil
+	if gr.err != nil {
+		if errors.Is(gr.err, limits.ErrUnavailable) {
+			return fmt.Errorf("sandbox: %w: %w", ErrRequirement, gr.err)
+		}
+		return fmt.Errorf("sandbox: resource caps: %w", gr.err)
+	}
+	s.group = gr.g
+	return nil
+}
+
 // initCmd is the init's command: this binary, re-executed into new
-// namespaces with a clean environment, stdio through pipes only.
-func (s *Sandbox) initCmd(ctrlEnd, setupR *os.File) *exec.Cmd {
+// namespaces with a clean environment, stdio through pipes only. extra
+// are its descriptors 3 and up (fdCtrl, fdSetup, and fdRoot with Root).
+func (s *Sandbox) initCmd(extra []*os.File) *exec.Cmd {
 	rootful := os.Geteuid() == 0
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if rootful {
@@ -151,42 +225,47 @@ func (s *Sandbox) initCmd(ctrlEnd, setupR *os.File) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
-	if fd, ok := s.group.Dir(); ok {
-		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	var stdin io.Reader = strings.NewReader("")
+	var stdout, stderr io.Writer = io.Discard, io.Discard
+	if !s.session {
+		if s.cfg.Stdin != nil {
+			stdin = s.cfg.Stdin
+		}
+		if s.cfg.Stdout != nil {
+			stdout = s.cfg.Stdout
+		}
+		if s.cfg.Stderr != nil {
+			stderr = s.cfg.Stderr
+		}
 	}
-	stdin := s.cfg.Stdin
-	if stdin == nil {
-		stdin = strings.NewReader("")
-	}
-	stdout, stderr := s.cfg.Stdout, s.cfg.Stderr
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
+	args := []string{initArg0}
+	if s.cfg.Root != "" {
+		args = append(args, rootArg)
 	}
 	return &exec.Cmd{
 		Path: "/proc/self/exe",
-		Args: []string{initArg0},
+		Args: args,
 		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1", "AIRLOCK_SBX_TRACE=" + os.Getenv("AIRLOCK_SBX_TRACE")},
 		// Wrapped so that os/exec always makes pipes: a terminal (or any
 		// other host descriptor) of the caller is never passed in.
 		Stdin:       struct{ io.Reader }{stdin},
 		Stdout:      struct{ io.Writer }{stdout},
 		Stderr:      struct{ io.Writer }{stderr},
-		ExtraFiles:  []*os.File{ctrlEnd, setupR},
+		ExtraFiles:  extra,
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
 	}
 }
 
-// writeSetup sends the init its config and, if any, the workspace.
-func (s *Sandbox) writeSetup(w *os.File, need needs) error {
+// writeSetup sends the init its config and, once the init is in its
+// group, the workspace if any.
+func (s *Sandbox) writeSetup(w *os.File, need needs, pl *placement) error {
 	defer w.Close()
 	cfg := initConfig{
 		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
 		ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Binds: s.cfg.Binds, Hide: s.cfg.Hide,
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
+		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: s.group.Rlimits(), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
 	}
 	b, err := json.Marshal(cfg)
@@ -200,24 +279,28 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
+		if <-pl.done; pl.err != nil {
+			return nil // start reports it; the init fails on the short stream
+		}
 		return tarWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
 }
 
-// takeReady keeps what the init handed back: /findings and the listener.
+// takeReady keeps what the init handed back: /findings, /workspace and
+// the listener.
 func (s *Sandbox) takeReady(m message, fds []int) error {
-	want := 1
+	want := 2
 	if s.cfg.Proxy {
-		want = 2
+		want = 3
 	}
 	if m.Kind != msgReady || len(fds) != want {
 		closeAll(fds)
 		return fmt.Errorf("sandbox: protocol: want ready with %d descriptors, got %q with %d", want, m.Kind, len(fds))
 	}
-	s.finds = fds[0]
+	s.finds, s.work = fds[0], fds[1]
 	if s.cfg.Proxy {
-		f := os.NewFile(uintptr(fds[1]), "airlock-proxy-listener")
+		f := os.NewFile(uintptr(fds[2]), "airlock-proxy-listener")
 		lis, err := net.FileListener(f)
 		f.Close()
 		if err != nil {
@@ -407,12 +490,24 @@ func (s *Sandbox) teardownErr(first error) error {
 		unix.Close(s.finds)
 		s.finds = -1
 	}
+	if s.work >= 0 {
+		unix.Close(s.work)
+		s.work = -1
+	}
 	if s.lis != nil {
 		s.lis.Close()
 	}
 	s.c.close()
-	if err := s.group.Delete(); err != nil && first == nil {
-		first = fmt.Errorf("sandbox: remove the group: %w", err)
+	if s.groupCh != nil {
+		// start failed before it took the group: wait for it.
+		if err := s.takeGroup(); err != nil && first == nil && !errors.Is(err, ErrRequirement) {
+			first = err
+		}
+	}
+	if s.group != nil {
+		if err := s.group.Delete(); err != nil && first == nil {
+			first = fmt.Errorf("sandbox: remove the group: %w", err)
+		}
 	}
 	return first
 }
@@ -421,7 +516,9 @@ func (s *Sandbox) teardownErr(first error) error {
 func (s *Sandbox) abort() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		s.group.KillAll()
+		if s.group != nil {
+			s.group.KillAll()
+		}
 		s.cmd.Wait()
 	}
 	if s.c == nil {

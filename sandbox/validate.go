@@ -2,14 +2,29 @@ package sandbox
 
 import (
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 )
 
-var idRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,48}$`)
+// validID reports whether id is 1 to 48 letters, digits, '.', '_' or
+// '-'. A loop rather than a regexp: a package-level regexp is compiled in
+// every process that links this package, and each sandbox start runs two
+// of them (airlock and the re-executed init).
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 48 || id == "." || id == ".." {
+		return false
+	}
+	for _, c := range []byte(id) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // forbiddenBinds may never be bound in, nor anything under the first
 // group: they hold the host's sockets (docker.sock, D-Bus, systemd), its
@@ -35,6 +50,12 @@ func normalize(cfg Config) (Config, error) {
 	if !path.IsAbs(cfg.Dir) {
 		return cfg, fmt.Errorf("sandbox: dir %q: want an absolute path inside the sandbox", cfg.Dir)
 	}
+	return normalizeView(cfg)
+}
+
+// normalizeView checks and fills in everything of cfg but the command:
+// what a single run and a session share.
+func normalizeView(cfg Config) (Config, error) {
 	if cfg.Hostname == "" {
 		cfg.Hostname = "airlock"
 	}
@@ -43,13 +64,17 @@ func normalize(cfg Config) (Config, error) {
 		rand.Read(b[:])
 		cfg.ID = hex.EncodeToString(b[:])
 	}
-	if !idRE.MatchString(cfg.ID) || cfg.ID == "." || cfg.ID == ".." {
+	if !validID(cfg.ID) {
 		return cfg, fmt.Errorf("sandbox: id %q: use 1 to 48 letters, digits, '.', '_' or '-'", cfg.ID)
 	}
 	if err := cfg.Caps.Validate(); err != nil {
 		return cfg, fmt.Errorf("sandbox: %w", err)
 	}
-	if cfg.ReadOnly == nil {
+	if cfg.Root != "" {
+		if err := checkRoot(cfg); err != nil {
+			return cfg, err
+		}
+	} else if cfg.ReadOnly == nil {
 		cfg.ReadOnly = DefaultReadOnly
 	}
 	for _, p := range cfg.ReadOnly {
@@ -85,6 +110,24 @@ func normalize(cfg Config) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// checkRoot refuses a Root that is not a clean absolute path, that would
+// show the host's own root or kernel interfaces, or that comes with a
+// ReadOnly list (which it replaces).
+func checkRoot(cfg Config) error {
+	r := cfg.Root
+	switch {
+	case !path.IsAbs(r) || path.Clean(r) != r:
+		return fmt.Errorf("sandbox: root %q: want a clean absolute path", r)
+	case r == "/":
+		return errors.New("sandbox: root \"/\": refusing the host's own root (use ReadOnly to show host directories)")
+	case under(r, forbiddenTrees):
+		return fmt.Errorf("sandbox: root %q: refusing it (it exposes the host's kernel interfaces or sockets)", r)
+	case cfg.ReadOnly != nil:
+		return fmt.Errorf("sandbox: root %q with a ReadOnly list: the root replaces the read-only host paths; set one of them", r)
+	}
+	return nil
 }
 
 // checkHostPath refuses a bind of a path that would expose the host.

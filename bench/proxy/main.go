@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -47,9 +48,20 @@ func main() {
 		runs       = flag.Int("runs", 5, "throughput runs per target and direction")
 		serveLib   = flag.String("serve-lib", "", "internal: serve the proxy package on this address, allowing -allow")
 		allow      = flag.String("allow", "", "internal: comma-separated allowlist for -serve-lib")
+		cpuProfile = flag.String("cpuprofile", "", "with -serve-lib: write a CPU profile of the proxy here")
 	)
 	flag.Parse()
 	if *serveLib != "" {
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				fail(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				fail(err)
+			}
+			defer pprof.StopCPUProfile()
+		}
 		if err := serveLibrary(*serveLib, strings.Split(*allow, ",")); err != nil {
 			fail(err)
 		}

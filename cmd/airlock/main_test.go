@@ -15,9 +15,15 @@ import (
 )
 
 // TestMain lets the test binary act as the airlock command inside
-// testscript scripts, and as the sandbox init when airlock re-executes it.
+// testscript scripts, as the sandbox init when airlock re-executes it, and
+// as airlock's payloads inside a sandbox.
 func TestMain(m *testing.M) {
 	sandbox.Init()
+	// Inside a sandbox the binary runs as sandbox.SelfPath (the demo's and
+	// the self-test's payloads): act as airlock there too.
+	if os.Args[0] == sandbox.SelfPath {
+		os.Exit(Main(os.Args[1:]))
+	}
 	testscript.Main(m, map[string]func(){
 		"airlock": func() { os.Exit(Main(os.Args[1:])) },
 	})

@@ -91,6 +91,8 @@ hash-chained audit stream.`,
 		newAuditCmd(),
 		newImageCmd(),
 		newProxyCmd(),
+		newSelftestCmd(),
+		newLaunchCmd(),
 	)
 	return root
 }

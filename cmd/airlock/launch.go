@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/runbook"
+)
+
+func newLaunchCmd() *cobra.Command {
+	var (
+		planFile, auditFile string
+		asJSON              bool
+		opts                runbook.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "launch --plan FILE [--workspace DIR] [--findings DIR] [--image PATH@sha256:DIGEST] [--audit FILE] [--evidence DIR] [--json]",
+		Short: "Run a test plan in one verified, isolated sandbox (the runbook)",
+		Long: `launch runs a test plan the way the runbook says. Every step is decided at
+the command gate first: one denied or escalated step refuses the plan. Then one
+sandbox starts (on the pinned --image, verified against its digest, or on the
+host's system directories, read-only), and start-up probes inside it check
+that it holds: non-root uid, no capabilities, no_new_privs, seccomp, Landlock,
+only lo and no route, a host canary file and a host canary listener
+unreachable. Any failure: nothing runs. The steps then run in order in the
+same workspace (a copy of --workspace), with the plan's task as the egress
+proxy's allowlist. /findings is copied out to --findings at the end (the
+sandbox never sees that directory), and the sandbox is torn down.
+
+After every step (and, for some, during it) airlock checks for signs of an
+escape: a sandbox process outside its cgroup, a break in the audit chain since
+the launch, a step killed by SIGSYS (seccomp), an attempt on a cloud metadata
+address, a start-up probe that now fails, a write to a watched host file. On
+any of them it halts the plan, freezes the sandbox, keeps the evidence (process
+tree, mounts, network namespaces and sockets, workspace mtimes and contents)
+under --evidence, records escape_suspected, and marks the findings UNTRUSTED.
+
+Exit status: 0 when every step passed (or failed with continueOnFailure); 1
+when a step failed and halted the plan; 121 when an escape was suspected; 125
+when airlock could not launch (bad plan or policy, failed probe, image
+mismatch; nothing was run); 126 when the command gate refused a step (nothing
+was run).`,
+		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
+  airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 0:
+				return usageError{fmt.Errorf("launch: unexpected argument %q (the steps are in the plan file)", args[0])}
+			case planFile == "":
+				return usageError{errors.New("launch: --plan is required")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			opts.Stdout, opts.Stderr = stdout, stderr
+			if asJSON {
+				opts.Stdout = stderr // stdout carries the result alone
+			}
+			res, err := launchPlan(cmd, planFile, auditFile, opts)
+			if asJSON {
+				if perr := printLaunchJSON(stdout, res); perr != nil && err == nil {
+					err = perr
+				}
+			}
+			reportLaunch(stderr, res, err)
+			return &exitError{Code: res.ExitCode}
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&planFile, "plan", "", "the test plan (JSON; see schemas/plan.schema.json)")
+	f.StringVar(&opts.Workspace, "workspace", "", "host directory copied into /workspace")
+	f.StringVar(&opts.Findings, "findings", "", "host directory that receives /findings after the plan")
+	f.StringVar(&opts.Image, "image", "", "pinned image PATH@sha256:DIGEST used as the sandbox's read-only root")
+	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	f.StringVar(&opts.EvidenceDir, "evidence", "", "where a suspected escape's evidence goes (default: $XDG_STATE_HOME/airlock/evidence)")
+	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout (the steps' output goes to stderr)")
+	return cmd
+}
+
+// launchPlan loads the policy, the plan and the audit log, and launches.
+// Ctrl-C and SIGTERM end the sandbox cleanly.
+func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Options) (runbook.Result, error) {
+	fail := func(err error) (runbook.Result, error) {
+		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeRefused, Reason: err.Error(),
+			Error: err.Error(), Steps: []runbook.StepResult{}}, err
+	}
+	pol, err := loadPolicy(cmd)
+	if err != nil {
+		return fail(err)
+	}
+	plan, err := runbook.LoadPlan(planFile)
+	if err != nil {
+		return fail(err)
+	}
+	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	if err != nil {
+		return fail(err)
+	}
+	defer log.Close()
+	stderr := cmd.ErrOrStderr()
+	opts.Policy, opts.Log, opts.PlanFile = pol, log, planFile
+	opts.OnEvent = func(ev audit.Event) {
+		if ev.Kind == audit.KindBehavioral {
+			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
+		}
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runbook.Launch(ctx, plan, opts)
+}
+
+func printLaunchJSON(w io.Writer, res runbook.Result) error {
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// reportLaunch prints one stderr line for every outcome but a pass, in
+// the "airlock: <gate>: <decision>: <reason>" form of "airlock run".
+func reportLaunch(w io.Writer, res runbook.Result, err error) {
+	switch res.ExitCode {
+	case runbook.ExitOK:
+		if err != nil {
+			fmt.Fprintf(w, "airlock: teardown: error: %v\n", err)
+		}
+	case runbook.ExitGate:
+		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
+	case runbook.ExitSetup:
+		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
+	case runbook.ExitEscape:
+		fmt.Fprintf(w, "airlock: escape: suspected: %s\n", res.Reason)
+		if res.Evidence != "" {
+			fmt.Fprintf(w, "airlock: escape: evidence kept in %s\n", res.Evidence)
+		}
+	default:
+		fmt.Fprintf(w, "airlock: plan: failed: %s\n", res.Reason)
+	}
+}

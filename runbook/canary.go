@@ -1,0 +1,110 @@
+package runbook
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// Canary is the host side of the start-up probes: a file and a TCP
+// listener that exist on the host and must be unreachable from inside the
+// sandbox. The file sits in a fresh directory that only its owner can
+// enter (0700); the listener is on the host's loopback, which the
+// sandbox's own network namespace cannot reach. Nothing is ever sent to
+// the listener: it accepts, counts and closes, so that a connection from
+// anywhere (the sandbox, if its network leaked) is seen.
+type Canary struct {
+	dir, file string
+	lis       net.Listener
+	accepted  atomic.Int64
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewCanary makes the canary file and listener. Close removes both.
+func NewCanary() (*Canary, error) {
+	return newCanary("", 0o700)
+}
+
+// newCanary makes the canary under parent ("" for the system's temporary
+// directory) with the given directory mode; tests use it to leave a hole
+// open (a canary directory bound into the sandbox and readable).
+func newCanary(parent string, mode os.FileMode) (*Canary, error) {
+	dir, err := os.MkdirTemp(parent, "airlock-canary-")
+	if err != nil {
+		return nil, fmt.Errorf("runbook: canary directory: %w", err)
+	}
+	if err := os.Chmod(dir, mode); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("runbook: canary directory: %w", err)
+	}
+	var tok [16]byte
+	_, _ = rand.Read(tok[:])
+	file := filepath.Join(dir, "canary")
+	if err := os.WriteFile(file, []byte("airlock canary "+hex.EncodeToString(tok[:])+"\n"), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("runbook: canary file: %w", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("runbook: canary listener: %w", err)
+	}
+	c := &Canary{dir: dir, file: file, lis: lis, done: make(chan struct{})}
+	go c.serve()
+	return c, nil
+}
+
+// serve accepts and closes connections until the listener is closed.
+func (c *Canary) serve() {
+	defer close(c.done)
+	for {
+		conn, err := c.lis.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		c.accepted.Add(1)
+		conn.Close()
+	}
+}
+
+// Request is the probe request that names this canary.
+func (c *Canary) Request() sandbox.ProbeRequest {
+	return sandbox.ProbeRequest{CanaryFile: c.file, CanaryAddr: c.lis.Addr().String()}
+}
+
+// Dir is the canary's directory on the host.
+func (c *Canary) Dir() string { return c.dir }
+
+// Accepted counts the connections the canary listener accepted: anything
+// above zero means something reached the host's loopback that should not
+// have (the probe from inside the sandbox, or a stray local client).
+func (c *Canary) Accepted() int64 { return c.accepted.Load() }
+
+// Close closes the listener and removes the canary directory. It is safe
+// to call more than once.
+func (c *Canary) Close() error {
+	c.closeOnce.Do(func() {
+		lerr := c.lis.Close()
+		<-c.done
+		if lerr != nil && !errors.Is(lerr, net.ErrClosed) {
+			c.closeErr = fmt.Errorf("runbook: close the canary listener: %w", lerr)
+		}
+		if err := os.RemoveAll(c.dir); err != nil && c.closeErr == nil {
+			c.closeErr = fmt.Errorf("runbook: remove the canary: %w", err)
+		}
+	})
+	return c.closeErr
+}

@@ -1,0 +1,203 @@
+package runbook
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/proxy"
+)
+
+// duringStepPoll is how often the signals that can be read from the host
+// alone (a process outside the cgroup, the canary listener) are checked
+// while a step runs; the rest are checked after each step.
+const duringStepPoll = 250 * time.Millisecond
+
+// escape is the suspected-escape state of a launch.
+type escape struct {
+	mu      sync.Mutex
+	signals []Signal
+	once    sync.Once
+	firedCh chan struct{} // closed when the first signal fires
+	doneCh  chan struct{} // closed when the procedure has finished
+}
+
+func newEscape() *escape {
+	return &escape{firedCh: make(chan struct{}), doneCh: make(chan struct{})}
+}
+
+func (e *escape) fired() bool {
+	select {
+	case <-e.firedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait waits for the procedure to finish; call it only once fired.
+func (e *escape) wait() { <-e.doneCh }
+
+func (e *escape) list() []Signal {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Signal(nil), e.signals...)
+}
+
+// signal records fired escape signals and, on the first, starts the
+// procedure in its own goroutine (the caller may be the proxy, which the
+// procedure must not wait for). Later signals are only recorded.
+func (l *launch) signal(sigs ...Signal) {
+	if len(sigs) == 0 {
+		return
+	}
+	l.esc.mu.Lock()
+	l.esc.signals = append(l.esc.signals, sigs...)
+	l.esc.mu.Unlock()
+	l.esc.once.Do(func() {
+		close(l.esc.firedCh)
+		if l.tornDown.Load() {
+			close(l.esc.doneCh) // after teardown there is nothing to freeze
+			return
+		}
+		go func() {
+			defer close(l.esc.doneCh)
+			l.suspect(sigs[0])
+		}()
+	})
+}
+
+// suspect is the suspected-escape procedure: freeze the sandbox where it
+// stands, record escape_suspected durably, snapshot the evidence (the
+// sandbox's processes, mounts, network and workspace, kept; the host's
+// watched files; the audit trail since the launch), then end the sandbox,
+// which kills a step still running. The launch then tears down and marks
+// the findings untrusted.
+func (l *launch) suspect(first Signal) {
+	mech, ferr := l.sess.Freeze()
+	if ferr != nil {
+		mech = "not frozen: " + ferr.Error()
+	}
+	dir, derr := l.evidenceDir()
+	ctx := l.base
+	ctx.Event = audit.EventEscapeSuspected
+	ctx.Details = map[string]string{"testId": l.plan.TestID, "signal": first.Name, "detail": first.Detail,
+		"step": strconv.Itoa(first.Step), "freeze": mech, "evidence": dir}
+	if derr != nil {
+		ctx.Details["evidence"] = "none: " + derr.Error()
+	}
+	_, _ = l.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionAlert, Context: ctx,
+		Reason: "escape suspected (" + first.Name + "): the plan was halted and the sandbox frozen, its evidence kept; every artifact of this run is untrusted"})
+	l.res.Untrusted = true
+	if derr == nil {
+		l.res.Evidence = dir
+		l.writeEvidence(dir, mech)
+	}
+	_, _ = l.closeSession()
+}
+
+// evidenceDir is the run's own evidence directory.
+func (l *launch) evidenceDir() (string, error) {
+	base := l.opts.EvidenceDir
+	if base == "" {
+		d, err := DefaultEvidenceDir()
+		if err != nil {
+			return "", err
+		}
+		base = d
+	}
+	abs, err := filepath.Abs(filepath.Join(base, l.opts.RunID))
+	if err != nil {
+		return "", fmt.Errorf("runbook: evidence directory: %w", err)
+	}
+	return abs, nil
+}
+
+// watchDuring checks, while step n runs, the signals the host alone can
+// see; the returned function stops the watch.
+func (l *launch) watchDuring(n int) func() {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(duringStepPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if l.esc.fired() {
+					return
+				}
+				l.signal(l.hostSignals(n)...)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
+// hostSignals are the checks that read only host state and take well
+// under a millisecond each: processes outside the cgroup, the canary.
+func (l *launch) hostSignals(n int) []Signal {
+	var sigs []Signal
+	if out := l.procs.outsideCgroup(); len(out) > 0 {
+		sigs = append(sigs, Signal{Name: SignalCgroup, Step: n, Detail: strings.Join(out, "; ")})
+	}
+	if a := l.canary.Accepted(); a > 0 {
+		sigs = append(sigs, Signal{Name: SignalCanary, Step: n,
+			Detail: fmt.Sprintf("the host's canary listener on loopback accepted %d connection(s)", a)})
+	}
+	return sigs
+}
+
+// checkAfterStep runs every escape check after step n (1-based): the host
+// checks, the audit chain from the launch on, the watched host paths,
+// and the start-up probes again inside the sandbox.
+func (l *launch) checkAfterStep(n int) {
+	if h := l.opts.test; h != nil && h.afterStep != nil {
+		h.afterStep(n, l.sess.Pid())
+	}
+	if l.esc.fired() {
+		return
+	}
+	sigs := l.hostSignals(n)
+	if err := l.chain.check(); err != nil {
+		sigs = append(sigs, Signal{Name: SignalAuditChain, Step: n, Detail: err.Error()})
+	}
+	if ch := l.hostBefore.changes(snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())); len(ch) > 0 {
+		sigs = append(sigs, Signal{Name: SignalHostWrite, Step: n, Detail: strings.Join(ch, "; ")})
+	}
+	if p, ok := l.sess.(prober); ok && !l.esc.fired() {
+		req := l.canary.Request()
+		if h := l.opts.test; h != nil && h.reprobe != nil {
+			req = h.reprobe(n, req)
+		}
+		res, err := p.Probe(req)
+		why := ProbeFailure(res)
+		if err != nil {
+			why = err.Error()
+		}
+		if why != "" {
+			sigs = append(sigs, Signal{Name: SignalProbe, Step: n, Detail: why})
+		}
+	}
+	l.signal(sigs...)
+}
+
+// isMetadataAttempt reports whether a proxy event is a refused request
+// for an always-blocked destination (cloud metadata, link-local, or the
+// policy's own alwaysBlocked entries): the egress gate's fixed reasons
+// for those say `host "H" is always blocked:` (egress/reasons.go).
+func isMetadataAttempt(ev proxy.Event) bool {
+	return ev.Stage == proxy.StageDecided && ev.Decision.Gate == decision.GateEgress &&
+		!ev.Decision.Allowed() && strings.Contains(ev.Decision.Why(), " is always blocked: ")
+}

@@ -1,0 +1,214 @@
+package runbook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// launch is one Launch in progress.
+type launch struct {
+	plan *Plan
+	opts Options
+	cmd  *cmdgate.Gate
+	eg   *egress.Gate
+	res  Result
+	base audit.Context
+
+	steps  []prepared
+	caps   limits.Caps
+	fs     policy.Filesystem
+	rootfs string
+	image  map[string]string // the image's audit details
+
+	canary     *Canary
+	sess       session
+	px         *proxy.Proxy
+	chain      *chainWatch
+	procs      *sandboxProcs
+	hostFiles  []string
+	hostTrees  []string
+	hostBefore hostSnapshot
+
+	step     atomic.Int64 // the step running now (1-based), 0 between steps
+	esc      *escape
+	tornDown atomic.Bool
+
+	closeOnce sync.Once
+	td        sandbox.Teardown
+	tdErr     error
+}
+
+// prepared is a step as the launch runs it.
+type prepared struct {
+	d    decision.Decision
+	path string
+	caps sandbox.StepCaps
+}
+
+// Launch runs plan in one sandbox, as the runbook says:
+//
+//  1. every step is decided at the command gate and the decision
+//     recorded; one denied or escalated step refuses the whole plan
+//     (ExitGate) before anything starts;
+//  2. the image, when given, is verified against its pinned digest and
+//     unpacked; every allowed command is resolved;
+//  3. one sandbox starts, and the start-up probes run inside it: uid,
+//     capabilities, no_new_privs, seccomp, Landlock, only lo and no
+//     route, the host's canary file and canary listener unreachable.
+//     Any failure: nothing runs, startup_refused is written with the
+//     reason (ExitSetup);
+//  4. sandbox_launched is written with the test id, the image digest and
+//     every probe's outcome; the egress proxy serves the plan's task
+//     inside the sandbox's network namespace;
+//  5. the steps run in order in the same workspace; each outcome is
+//     recorded; after each step the escape signals are checked (see
+//     Signal*), and some during it;
+//  6. teardown: every process stopped, /findings copied out write-only
+//     to Options.Findings, the cgroup and mounts removed, the workspace
+//     copy deleted, sandbox_torn_down written.
+//
+// A step that fails halts the plan unless it says continueOnFailure
+// (ExitStepFailed). A suspected escape halts it at once: the sandbox is
+// frozen, evidence is written under Options.EvidenceDir (the workspace
+// kept there), escape_suspected is recorded, the findings are marked
+// UNTRUSTED, and the launch exits ExitEscape.
+//
+// The returned error is set when airlock itself could not launch
+// (Result.ExitCode is then ExitSetup) or could not tear down cleanly.
+func Launch(ctx context.Context, plan *Plan, opts Options) (Result, error) {
+	l, err := newLaunch(plan, opts)
+	if err != nil {
+		return Result{ExitCode: ExitSetup, Outcome: OutcomeRefused, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
+	}
+	return l.run(ctx)
+}
+
+func newLaunch(plan *Plan, opts Options) (*launch, error) {
+	if plan == nil || opts.Policy == nil || opts.Log == nil {
+		return nil, errors.New("runbook: a plan, a policy and an audit log are required")
+	}
+	if errs := validatePlan(plan); len(errs) > 0 {
+		return nil, fmt.Errorf("runbook: invalid plan: %w", errs)
+	}
+	eg, err := egress.Compile(opts.Policy.EgressConfig())
+	if err != nil {
+		return nil, fmt.Errorf("runbook: %w", err)
+	}
+	if opts.RunID == "" {
+		opts.RunID = newRunID()
+	}
+	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
+	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings}
+	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
+	return l, nil
+}
+
+// run is Launch's body; each stage returns false when the launch ends
+// there, with l.res filled in.
+func (l *launch) run(ctx context.Context) (Result, error) {
+	if !l.decide() {
+		return l.res, l.setupErr()
+	}
+	defer l.closeCanary()
+	for _, stage := range []func(context.Context) bool{l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
+		if !stage(ctx) {
+			return l.res, l.setupErr()
+		}
+	}
+	l.runSteps(ctx)
+	err := l.teardown()
+	return l.res, err
+}
+
+// setupErr is the error of a launch that ended before any step ran.
+func (l *launch) setupErr() error {
+	if l.res.ExitCode == ExitSetup && l.res.Error != "" {
+		return errors.New(l.res.Error)
+	}
+	return nil
+}
+
+// refuse ends the launch before any step ran: startup_refused is written
+// with why, and the result says ExitSetup. Whatever was started is
+// stopped.
+func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
+	l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, reasonRefused+why, why
+	_, _ = l.record(RefusedEvent(l.base, why, probes))
+	if l.sess != nil {
+		if td, err := l.closeSession(); err != nil {
+			l.res.Error += "; and the sandbox did not tear down cleanly: " + err.Error()
+		} else {
+			l.res.FindingsSkipped = td.FindingsSkipped
+		}
+	}
+	if l.px != nil {
+		l.px.Close()
+	}
+	return false
+}
+
+// record appends ev durably and shows it, and what the log's hook added,
+// to OnEvent. It returns ev as written (with its seq and hash).
+func (l *launch) record(ev audit.Event) (audit.Event, error) {
+	w, all, err := l.opts.Log.AppendAll(ev)
+	if err != nil {
+		return w, fmt.Errorf("runbook: audit: %w", err)
+	}
+	if l.opts.OnEvent != nil {
+		for _, e := range all {
+			l.opts.OnEvent(e)
+		}
+	}
+	return w, nil
+}
+
+// stepContext is the audit context of step i (0-based).
+func (l *launch) stepContext(i int) audit.Context {
+	s := l.plan.Steps[i]
+	ctx := l.base
+	ctx.Tool, ctx.Command, ctx.Args = s.Tool, s.Command, s.Args
+	if i < len(l.steps) {
+		ctx.Path = l.steps[i].path
+	}
+	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
+	return ctx
+}
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "plan-" + hex.EncodeToString(b[:])
+}
+
+// nonNil returns args, or an empty slice for nil (JSON [] rather than
+// null).
+func nonNil(args []string) []string {
+	if args == nil {
+		return []string{}
+	}
+	return args
+}
+
+// quoteStep names step i in reasons: `step 2 ("tests")`.
+func (l *launch) quoteStep(i int) string {
+	s := l.plan.Steps[i]
+	if s.Name == "" {
+		return fmt.Sprintf("step %d", i+1)
+	}
+	return fmt.Sprintf("step %d (%s)", i+1, strings.TrimSpace(fmt.Sprintf("%q", s.Name)))
+}

@@ -1,0 +1,99 @@
+package runbook
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// Options configure a Launch. Policy and Log are required.
+type Options struct {
+	// Policy decides every step (command gate), the egress of the whole
+	// plan (the plan's task), the caps and the filesystem view.
+	Policy *policy.Loaded
+	// Log receives every decision and lifecycle event, durably, before
+	// the action it allows.
+	Log *audit.Log
+	// PlanFile is where the plan was read from, for the audit trail and
+	// the host-write watch; "" when it came from elsewhere.
+	PlanFile string
+	// Workspace is a host directory copied (never bound) into
+	// /workspace; "" leaves it empty.
+	Workspace string
+	// Findings is a host directory that receives /findings after the
+	// plan, write-only: the sandbox never sees it; "" discards them.
+	Findings string
+	// Image is "PATH@sha256:DIGEST": a pinned OCI layout or archive,
+	// verified and unpacked, used as the sandbox's read-only root. ""
+	// shows the host's system directories read-only instead.
+	Image string
+	// ImageCache is the unpacked-image cache; "" means the default.
+	ImageCache string
+	// EvidenceDir is where a suspected escape's evidence goes, in a
+	// subdirectory named for the run; "" means DefaultEvidenceDir.
+	EvidenceDir string
+	// Stdout and Stderr receive the steps' output; nil discards it.
+	Stdout, Stderr io.Writer
+	// Resolver and Dialer are the egress proxy's; nil means the system's.
+	// Tests replace them so that nothing leaves the host.
+	Resolver proxy.Resolver
+	Dialer   proxy.Dialer
+	// Binds are extra host paths bound read-only into the sandbox (a
+	// test binds airlock's own binary to run payloads).
+	Binds []sandbox.Bind
+	// Sentinels are extra host paths watched for writes while the plan
+	// runs (see SignalHostWrite).
+	Sentinels []string
+	// OnEvent, when not nil, is called with every event the launch
+	// writes, and the alerts the log's hook adds, once each is durable.
+	OnEvent func(audit.Event)
+	// RunID names the launch; "" means a fresh random id.
+	RunID string
+
+	// test holds the test-only hooks (export_test.go); nil in production.
+	test *testHooks
+}
+
+// testHooks are the test-only ways to make a signal fire or a probe fail
+// without an escape: each opens one hole or does one benign thing that
+// the check must then see. Nothing outside this package's tests can set
+// them.
+type testHooks struct {
+	// afterStep runs after step i (1-based) ended and before the checks:
+	// a test tampers with the audit log, touches a sentinel, or moves a
+	// sandbox process out of its cgroup here. pid is the init's.
+	afterStep func(i, pid int)
+	// reprobe changes the request of the probes re-run after step i,
+	// e.g. to name a canary the sandbox can see.
+	reprobe func(i int, req sandbox.ProbeRequest) sandbox.ProbeRequest
+	// startProbe changes the request of the start-up probes.
+	startProbe func(req sandbox.ProbeRequest) sandbox.ProbeRequest
+	// config changes the sandbox's configuration before it starts (a
+	// test binds a directory over /home, or the canary's directory).
+	config func(cfg *sandbox.Config, c *Canary)
+	// start replaces sandbox.StartSession (a fake session).
+	start func(ctx context.Context, cfg sandbox.Config) (session, error)
+	// canaryMode makes the canary directory with another mode than 0700.
+	canaryMode os.FileMode
+}
+
+// DefaultEvidenceDir returns $XDG_STATE_HOME/airlock/evidence, else
+// ~/.local/state/airlock/evidence: beside the default audit log, private
+// to the user.
+func DefaultEvidenceDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "airlock", "evidence"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || !filepath.IsAbs(home) {
+		return "", errors.New("runbook: no evidence directory: set --evidence, $XDG_STATE_HOME or $HOME")
+	}
+	return filepath.Join(home, ".local", "state", "airlock", "evidence"), nil
+}

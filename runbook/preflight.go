@@ -1,0 +1,146 @@
+package runbook
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// decide takes the command gate's decision on every step and records each
+// one. A plan is approved as a whole: when any step is denied or
+// escalated, nothing starts (a plan that would stop half-way for a
+// refusal is refused before it can leave a half-done workspace), and
+// every refused step is named.
+func (l *launch) decide() bool {
+	var refused []int
+	for i, s := range l.plan.Steps {
+		d := l.cmd.Decide(s.Tool, s.Command, s.Args)
+		l.steps = append(l.steps, prepared{d: d})
+		l.res.Steps = append(l.res.Steps, StepResult{
+			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
+			Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Status: StepNotRun, ExitCode: -1,
+		})
+		if _, err := l.record(audit.FromDecision(d, l.stepContext(i))); err != nil {
+			l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, err.Error(), err.Error()
+			return false
+		}
+		if !d.Allowed() {
+			refused = append(refused, i)
+		}
+	}
+	if len(refused) == 0 {
+		return true
+	}
+	first := refused[0]
+	l.res.ExitCode, l.res.Outcome = ExitGate, OutcomeDenied
+	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.steps[first].d.Why())
+	if len(refused) > 1 {
+		l.res.Reason += fmt.Sprintf(" (and %d more refused steps)", len(refused)-1)
+	}
+	for _, i := range refused {
+		l.res.Steps[i].Status = StepDenied
+	}
+	return false
+}
+
+// prepareImage verifies and unpacks the pinned image, when there is one.
+func (l *launch) prepareImage(ctx context.Context) bool {
+	if l.opts.Image == "" {
+		return true
+	}
+	ref, err := image.ParseRef(l.opts.Image)
+	if err != nil {
+		return l.refuse(err.Error(), nil)
+	}
+	p, err := image.Prepare(ctx, ref, l.opts.ImageCache, image.Options{})
+	if err != nil {
+		return l.refuse("the image does not verify: "+err.Error(), nil)
+	}
+	l.rootfs = p.Rootfs
+	l.res.Image = &ImageInfo{Ref: ref.String(), Digest: p.Digest.String(), ImageDigest: p.ImageDigest.String()}
+	l.image = map[string]string{"image": ref.String(), "imageDigest": p.Digest.String(), "imageManifest": p.ImageDigest.String()}
+	return true
+}
+
+// resolve finds each step's executable (in the image's root when there
+// is one), and works out the sandbox's caps and filesystem view.
+func (l *launch) resolve(context.Context) bool {
+	pol := l.opts.Policy
+	for i, s := range l.plan.Steps {
+		path, err := l.resolveCommand(s.Command)
+		if err != nil {
+			return l.refuse(fmt.Sprintf("%s: the command gate allowed %q but it cannot be run: %v", l.quoteStep(i), s.Command, err), nil)
+		}
+		c := pol.CapsFor(s.Tool)
+		l.steps[i].path = path
+		l.steps[i].caps = sandbox.StepCaps{Wall: seconds(c.WallSeconds), CPU: seconds(c.CPUSeconds)}
+		l.res.Steps[i].Path = path
+	}
+	l.caps = sessionCaps(pol.Policy, l.plan.Steps)
+	fs := pol.FilesystemFor(l.plan.Steps[0].Tool)
+	for i, s := range l.plan.Steps[1:] {
+		if !reflect.DeepEqual(pol.FilesystemFor(s.Tool), fs) {
+			return l.refuse(fmt.Sprintf("%s: tool %q has another filesystem view than tool %q, and one sandbox has one view; "+
+				"give the tools the same filesystem in the policy, or split the plan", l.quoteStep(i+1), s.Tool, l.plan.Steps[0].Tool), nil)
+		}
+	}
+	l.fs = fs
+	return true
+}
+
+// resolveCommand is the executable for an allowed command: a path that
+// one of Options.Binds provides inside, or a file found through the
+// policy's command search path (inside the image's root, with one).
+func (l *launch) resolveCommand(command string) (string, error) {
+	for _, b := range l.opts.Binds {
+		if b.Inside == command {
+			return command, nil
+		}
+	}
+	return cmdgate.Resolve(l.rootfs, command, l.opts.Policy.SearchPath())
+}
+
+// sessionCaps are the caps of the plan's one sandbox. Memory, tasks, disk
+// and open files hold for the whole session (its files persist from step
+// to step), so they are the largest any step's tool allows; CPU is the
+// largest too, as the bound under which each step gets its own tool's
+// CPU and wall-clock caps.
+func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
+	var c limits.Caps
+	for _, s := range steps {
+		e := p.CapsFor(s.Tool)
+		c.Wall = max(c.Wall, seconds(e.WallSeconds))
+		c.CPU = max(c.CPU, seconds(e.CPUSeconds))
+		c.MemoryBytes = max(c.MemoryBytes, e.MemoryMB<<20)
+		c.Tasks = max(c.Tasks, e.ProcessCount)
+		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteMB<<20)
+		c.OpenFiles = max(c.OpenFiles, e.OpenFiles)
+	}
+	return c
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// hidden lists the host files the sandbox must not see even where they
+// sit in a bound tree: the policy, the audit log and the plan.
+func (l *launch) hidden() []string {
+	var h []string
+	for _, p := range []string{l.opts.Policy.Source, l.opts.Log.Path(), l.opts.PlanFile} {
+		if p == "" || p == policy.EmbeddedName {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			h = append(h, abs)
+		}
+	}
+	return h
+}

@@ -1,0 +1,80 @@
+package runbook
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// Fixed reasons of the start-up events.
+const (
+	reasonLaunched = "sandbox launched: every start-up probe passed inside the sandbox"
+	reasonRefused  = "start-up check failed, nothing was run: "
+	noProbes       = "no start-up probe reported: refusing to run (fail closed)"
+)
+
+// ProbeFailure returns a sentence naming every failed probe with what it
+// saw ("caps: CapEff is not empty; seccomp: Seccomp is not 2"), or ""
+// when every probe passed. An empty result list is a failure: a probe run
+// that reports nothing has proved nothing.
+func ProbeFailure(res []sandbox.ProbeResult) string {
+	if len(res) == 0 {
+		return noProbes
+	}
+	var parts []string
+	for _, r := range sandbox.ProbesFailed(res) {
+		parts = append(parts, r.Name+": "+r.Detail)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ProbeError returns an error matching sandbox.ErrProbe when a probe
+// failed, nil when every probe passed.
+func ProbeError(res []sandbox.ProbeResult) error {
+	if why := ProbeFailure(res); why != "" {
+		return fmt.Errorf("runbook: %w: %s", sandbox.ErrProbe, why)
+	}
+	return nil
+}
+
+// ProbeDetails returns the probes' outcomes as audit event details:
+// "probe.NAME" → "ok: DETAIL" or "failed: DETAIL".
+func ProbeDetails(res []sandbox.ProbeResult) map[string]string {
+	d := make(map[string]string, len(res))
+	for _, r := range res {
+		state := "failed: "
+		if r.OK {
+			state = "ok: "
+		}
+		d["probe."+r.Name] = state + r.Detail
+	}
+	return d
+}
+
+// LaunchedEvent is the sandbox_launched event of a sandbox whose start-up
+// probes all passed (check with ProbeFailure first): a lifecycle info
+// event over base whose details carry every probe's outcome and extra
+// (the test id, the image digest, the policy digest).
+func LaunchedEvent(base audit.Context, res []sandbox.ProbeResult, extra map[string]string) audit.Event {
+	ctx := base
+	ctx.Event = audit.EventSandboxLaunched
+	ctx.Details = ProbeDetails(res)
+	maps.Copy(ctx.Details, base.Details)
+	maps.Copy(ctx.Details, extra)
+	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reasonLaunched, Context: ctx}
+}
+
+// RefusedEvent is the startup_refused event: a lifecycle deny over base
+// whose reason says why nothing was run (a failed probe, a digest
+// mismatch, a missing mechanism) and whose details carry every probe's
+// outcome when there are any.
+func RefusedEvent(base audit.Context, why string, res []sandbox.ProbeResult) audit.Event {
+	ctx := base
+	ctx.Event = audit.EventStartupRefused
+	ctx.Details = ProbeDetails(res)
+	maps.Copy(ctx.Details, base.Details)
+	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: reasonRefused + why, Context: ctx}
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package runbook
+
+import "errors"
+
+// procInfo describes a sandbox process; there are none on this system.
+type procInfo struct{}
+
+// sandboxProcs finds a sandbox's processes; on this system there is no
+// sandbox, and newSandboxProcs fails closed.
+type sandboxProcs struct{}
+
+func newSandboxProcs(int) (*sandboxProcs, error) {
+	return nil, errors.New("runbook: no sandbox on this system")
+}
+
+func (s *sandboxProcs) members() map[int]string { return nil }
+func (s *sandboxProcs) outsideCgroup() []string { return nil }
+func (s *sandboxProcs) tree() []procInfo        { return nil }
+func hostNetNamespaces() map[string][]int       { return nil }

@@ -1,0 +1,129 @@
+package runbook
+
+import (
+	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// Exit statuses of a launch ("airlock launch"). They extend the ones of
+// "airlock run" (PRODUCT.md, "Command line").
+const (
+	// ExitOK: every step ran and passed, or failed with continueOnFailure.
+	ExitOK = 0
+	// ExitStepFailed: a step exited non-zero or was killed by a cap, and
+	// halted the plan (its own status is in the result).
+	ExitStepFailed = 1
+	// ExitEscape: an escape signal fired; the plan was halted, the
+	// sandbox frozen, evidence kept and the artifacts marked untrusted.
+	ExitEscape = 121
+	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
+	// start-up probe, an image that does not verify, a missing
+	// mechanism, a command that is not installed); nothing was run.
+	ExitSetup = 125
+	// ExitGate: the command gate denied or escalated a step of the plan;
+	// nothing was run.
+	ExitGate = 126
+)
+
+// Outcomes of a launch, in Result.Outcome.
+const (
+	OutcomePassed  = "passed"
+	OutcomeFailed  = "failed"
+	OutcomeDenied  = "denied"
+	OutcomeRefused = "refused"
+	OutcomeEscape  = "escape_suspected"
+)
+
+// Statuses of a step, in StepResult.Status.
+const (
+	StepPassed = "passed"  // exited 0
+	StepFailed = "failed"  // exited non-zero, died of a signal, killed by a cap, or could not start
+	StepNotRun = "not_run" // the plan stopped before it
+	StepHalted = "halted"  // running when an escape signal fired; killed with the sandbox
+	StepDenied = "denied"  // the command gate denied or escalated it: the plan was refused
+)
+
+// UntrustedMarker is the file written into the host findings directory
+// when an escape was suspected: whatever the sandbox produced may have
+// been shaped by whoever escaped.
+const UntrustedMarker = "UNTRUSTED"
+
+// Result is the outcome of a launch, as "airlock launch --json" prints it.
+type Result struct {
+	// TestID is the plan's test id; RunID names the launch in the audit
+	// stream (every event carries it).
+	TestID string `json:"testId"`
+	RunID  string `json:"runId"`
+	// Task is the egress task the proxy applied.
+	Task string `json:"task"`
+	// Outcome is one of the Outcome* constants; ExitCode the status
+	// "airlock launch" exits with (the Exit* constants).
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exitCode"`
+	// Reason says why the launch ended as it did, in a fixed sentence.
+	Reason string `json:"reason"`
+	// Image is the pinned image the sandbox ran on, nil for the host's
+	// system directories.
+	Image *ImageInfo `json:"image,omitempty"`
+	// Probes are the start-up probes' outcomes.
+	Probes []sandbox.ProbeResult `json:"probes,omitempty"`
+	// Steps holds one entry per step of the plan, in order.
+	Steps []StepResult `json:"steps"`
+	// Untrusted is true when an escape was suspected: the findings and
+	// every other artifact of the run are not to be trusted.
+	Untrusted bool `json:"untrusted"`
+	// Signals are the escape signals that fired.
+	Signals []Signal `json:"signals,omitempty"`
+	// Evidence is the directory holding the suspected-escape evidence.
+	Evidence string `json:"evidence,omitempty"`
+	// Findings is the host directory the findings were copied to;
+	// FindingsSkipped what was not copied, with why.
+	Findings        string   `json:"findings,omitempty"`
+	FindingsSkipped []string `json:"findingsSkipped,omitempty"`
+	// Receipt names, per control, the mechanism that enforced it.
+	Receipt map[string]string `json:"receipt,omitempty"`
+	// Error is why airlock could not launch or tear down, when it could
+	// not.
+	Error string `json:"error,omitempty"`
+}
+
+// ImageInfo names the image a sandbox ran on.
+type ImageInfo struct {
+	// Ref is the reference as given (PATH@sha256:DIGEST).
+	Ref string `json:"ref"`
+	// Digest is the pinned digest; ImageDigest the manifest that was
+	// unpacked (the same unless Digest names an index).
+	Digest      string `json:"digest"`
+	ImageDigest string `json:"imageDigest"`
+}
+
+// StepResult is what happened to one step.
+type StepResult struct {
+	// Index is the step's 1-based number; Name its label.
+	Index int    `json:"index"`
+	Name  string `json:"name"`
+	// Tool, Command and Args are the step as the plan gave it; Path the
+	// executable the command resolved to.
+	Tool    string   `json:"tool"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Path    string   `json:"path,omitempty"`
+	// Decision, Reason and Rule are the command gate's decision.
+	Decision decision.Verdict `json:"decision"`
+	Reason   string           `json:"reason"`
+	Rule     string           `json:"rule"`
+	// Status is one of the Step* constants.
+	Status string `json:"status"`
+	// ExitCode is the step's exit status (-1 when it died of a signal or
+	// did not run); Signal the signal that ended it; KilledBy the cap
+	// that killed it (wall, cpu, memory, pids, disk) or null.
+	ExitCode int     `json:"exitCode"`
+	Signal   int     `json:"signal"`
+	KilledBy *string `json:"killedBy"`
+	// WallMs, CPUMs and PeakMemoryBytes are what the step used.
+	WallMs          int64 `json:"wallMs"`
+	CPUMs           int64 `json:"cpuMs"`
+	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
+	// Error says why the step could not start, when it could not.
+	Error string `json:"error,omitempty"`
+}

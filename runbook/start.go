@@ -1,0 +1,182 @@
+package runbook
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// startSandbox makes the canary, snapshots the watched host paths, and
+// starts the plan's one sandbox.
+func (l *launch) startSandbox(ctx context.Context) bool {
+	mode := os.FileMode(0o700)
+	if l.opts.test != nil && l.opts.test.canaryMode != 0 {
+		mode = l.opts.test.canaryMode
+	}
+	c, err := newCanary("", mode)
+	if err != nil {
+		return l.refuse(err.Error(), nil)
+	}
+	l.canary = c
+	l.hostFiles, l.hostTrees = l.sentinels()
+	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
+	cfg := sandbox.Config{
+		Workspace: l.opts.Workspace,
+		Findings:  l.opts.Findings,
+		ReadWrite: l.fs.ReadWrite,
+		Binds:     l.opts.Binds,
+		Hide:      l.hidden(),
+		Caps:      l.caps,
+		Proxy:     true,
+		Require:   l.opts.Policy.Require,
+		ID:        l.opts.RunID,
+	}
+	if l.rootfs != "" {
+		cfg.Root = l.rootfs
+	} else {
+		cfg.ReadOnly = l.fs.ReadOnly
+	}
+	if !canProbe() {
+		// The session cannot report probe results: let it run the
+		// start-up probes itself, failing the start on any failure.
+		req := l.startRequest()
+		cfg.Probes = &req
+	}
+	start := startSession
+	if h := l.opts.test; h != nil {
+		if h.config != nil {
+			h.config(&cfg, c)
+		}
+		if h.start != nil {
+			start = h.start
+		}
+	}
+	sess, err := start(ctx, cfg)
+	if err != nil {
+		return l.refuse(err.Error(), nil)
+	}
+	l.sess = sess
+	return true
+}
+
+// startRequest is the start-up probes' request: the canary.
+func (l *launch) startRequest() sandbox.ProbeRequest {
+	req := l.canary.Request()
+	if h := l.opts.test; h != nil && h.startProbe != nil {
+		req = h.startProbe(req)
+	}
+	return req
+}
+
+// startProbes runs the start-up probes inside the sandbox, from its init
+// after the privilege drop, and refuses the launch on any failure.
+func (l *launch) startProbes(context.Context) bool {
+	p, ok := l.sess.(prober)
+	if ok {
+		res, err := p.Probe(l.startRequest())
+		l.res.Probes = res
+		if err != nil {
+			return l.refuse("start-up probes: "+err.Error(), res)
+		}
+		if why := ProbeFailure(res); why != "" {
+			return l.refuse("start-up probe failed: "+why, res)
+		}
+	}
+	if n := l.canary.Accepted(); n > 0 {
+		return l.refuse(fmt.Sprintf("the host's canary listener accepted %d connection(s) during the start-up probes", n), l.res.Probes)
+	}
+	return true
+}
+
+// announce starts the egress proxy inside the sandbox's network namespace
+// and writes sandbox_launched, the point from which the audit chain is
+// watched.
+func (l *launch) announce(context.Context) bool {
+	procs, err := newSandboxProcs(l.sess.Pid())
+	if err != nil {
+		return l.refuse(err.Error(), l.res.Probes)
+	}
+	l.procs = procs
+	px, err := proxy.New(proxy.Config{
+		Task:     l.res.Task,
+		Gate:     l.eg,
+		Resolver: l.opts.Resolver,
+		Dialer:   l.opts.Dialer,
+		Record:   l.recordEgress,
+	})
+	if err != nil {
+		return l.refuse(err.Error(), l.res.Probes)
+	}
+	l.px = px
+	go func() { _ = px.Serve(l.sess.Listener()) }()
+	details := map[string]string{"policy": l.opts.Policy.Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
+	if l.opts.PlanFile != "" {
+		details["plan"] = l.opts.PlanFile
+	}
+	if l.res.Probes == nil {
+		details["probes"] = "run by the sandbox at start; each passed (a failure refuses the start)"
+	}
+	maps.Copy(details, l.image)
+	ev, err := l.record(LaunchedEvent(l.base, l.res.Probes, details))
+	if err != nil {
+		return l.refuse(err.Error(), l.res.Probes)
+	}
+	l.chain, err = watchChain(l.opts.Log.Path(), ev)
+	if err != nil {
+		return l.refuse(err.Error(), l.res.Probes)
+	}
+	return true
+}
+
+// sentinels are the host paths watched for writes: files that no run
+// has any business changing (airlock's own binary among them, against a
+// CVE-2019-5736 style overwrite), and trees that the sandbox never sees
+// (the canary, and the host's workspace and findings directories, which
+// are copied in and out but never shown to it).
+func (l *launch) sentinels() (files, trees []string) {
+	files = append(files, defaultSentinels...)
+	if exe, err := os.Executable(); err == nil {
+		files = append(files, exe)
+	}
+	for _, p := range append([]string{l.opts.Policy.Source, l.opts.PlanFile}, l.opts.Sentinels...) {
+		if abs := absPath(p); abs != "" {
+			files = append(files, abs)
+		}
+	}
+	trees = append(trees, l.canary.Dir())
+	for _, p := range []string{l.opts.Workspace, l.opts.Findings} {
+		if abs := absPath(p); abs != "" {
+			trees = append(trees, abs)
+		}
+	}
+	return files, trees
+}
+
+// unwatched are paths under the watched trees that airlock itself
+// writes while the plan runs: the audit log and the evidence.
+func (l *launch) unwatched() []string {
+	skip := []string{absPath(l.opts.Log.Path())}
+	if d := absPath(l.opts.EvidenceDir); d != "" {
+		skip = append(skip, d)
+	}
+	return skip
+}
+
+// absPath makes p absolute and clean, "" for "" or the embedded policy.
+func absPath(p string) string {
+	if p == "" || p == policy.EmbeddedName {
+		return ""
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
+}

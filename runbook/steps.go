@@ -1,0 +1,173 @@
+package runbook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// runSteps runs the steps in order until one fails without
+// continueOnFailure, the session ends, the operator interrupts, or an
+// escape is suspected.
+func (l *launch) runSteps(ctx context.Context) {
+	for i := range l.plan.Steps {
+		if l.esc.fired() {
+			break
+		}
+		ok, goOn := l.execStep(ctx, i)
+		l.checkAfterStep(i + 1)
+		switch {
+		case l.esc.fired():
+			l.esc.wait()
+			return
+		case ctx.Err() != nil:
+			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), ctx.Err()))
+			return
+		case !goOn:
+			l.halt(OutcomeFailed, fmt.Sprintf("the sandbox ended during %s, so no later step could run: %s", l.quoteStep(i), l.res.Steps[i].Error))
+			return
+		case !ok && !l.plan.Steps[i].ContinueOnFailure:
+			l.halt(OutcomeFailed, fmt.Sprintf("%s failed (%s) and does not say continueOnFailure: the plan stopped there", l.quoteStep(i), describeOutcome(l.res.Steps[i])))
+			return
+		}
+	}
+	if !l.esc.fired() && l.res.Outcome == "" {
+		l.res.Outcome, l.res.ExitCode = OutcomePassed, ExitOK
+		l.res.Reason = fmt.Sprintf("every step of the plan ran: %d passed, %d failed with continueOnFailure", l.count(StepPassed), l.count(StepFailed))
+	}
+}
+
+// halt records why the plan stopped early; the later steps stay not_run.
+func (l *launch) halt(outcome, reason string) {
+	l.res.Outcome, l.res.ExitCode, l.res.Reason = outcome, ExitStepFailed, reason
+}
+
+func (l *launch) count(status string) int {
+	n := 0
+	for _, s := range l.res.Steps {
+		if s.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// execStep runs step i (0-based) and records its outcome. ok says it
+// passed; goOn that the session can run another step.
+func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
+	s, p := l.plan.Steps[i], l.steps[i]
+	caps := p.caps
+	st := sandbox.Step{
+		Path:   p.path,
+		Args:   append([]string{s.Command}, s.Args...),
+		Env:    baseEnv(l.opts.Policy.SearchPath()),
+		Stdout: l.opts.Stdout,
+		Stderr: l.opts.Stderr,
+		Caps:   &caps,
+	}
+	l.step.Store(int64(i + 1))
+	stop := l.watchDuring(i + 1)
+	out, err := l.sess.Exec(ctx, st)
+	stop()
+	l.step.Store(0)
+	r := &l.res.Steps[i]
+	r.ExitCode, r.Signal = out.ExitCode, out.Signal
+	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemoryBytes
+	if out.KilledBy != "" {
+		k := out.KilledBy
+		r.KilledBy = &k
+	}
+	switch {
+	case l.esc.fired() && err != nil:
+		r.Status, r.Error = StepHalted, err.Error()
+		return false, false
+	case errors.Is(err, sandbox.ErrStepStart):
+		r.Status, r.Error = StepFailed, err.Error()
+		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s could not start inside the sandbox: %v", l.quoteStep(i), err))
+		return false, true
+	case err != nil && ctx.Err() == nil:
+		r.Status, r.Error = StepFailed, err.Error()
+		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s did not finish: %v", l.quoteStep(i), err))
+		return false, false
+	}
+	r.Status = StepFailed
+	if out.ExitCode == 0 && out.Signal == 0 && out.KilledBy == "" {
+		r.Status = StepPassed
+	}
+	switch {
+	case out.KilledBy != "":
+		l.recordStep(i, audit.DecisionKill, fmt.Sprintf("%s was killed by the %s cap", l.quoteStep(i), out.KilledBy))
+	default:
+		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s finished within its caps: %s", l.quoteStep(i), describeOutcome(*r)))
+	}
+	if out.Signal == int(syscall.SIGSYS) {
+		l.signal(Signal{Name: SignalSeccompKill, Step: i + 1,
+			Detail: fmt.Sprintf("%s died of SIGSYS: the seccomp filter killed it for an escape system call (a foreign-architecture or x32 call)", l.quoteStep(i))})
+	}
+	return r.Status == StepPassed, true
+}
+
+// recordStep writes step i's outcome as a resource event.
+func (l *launch) recordStep(i int, decision, reason string) {
+	r := l.res.Steps[i]
+	ctx := l.stepContext(i)
+	code := r.ExitCode
+	ctx.ExitCode, ctx.Signal = &code, r.Signal
+	ctx.WallMs, ctx.CPUMs, ctx.PeakMemoryBytes = r.WallMs, r.CPUMs, r.PeakMemoryBytes
+	if r.KilledBy != nil {
+		ctx.KilledBy = *r.KilledBy
+	}
+	ctx.Details["status"] = r.Status
+	_, _ = l.record(audit.Event{Kind: audit.KindResource, Decision: decision, Reason: reason, Context: ctx})
+}
+
+// describeOutcome says how a step ended: "exit status 3", "signal 9",
+// "killed by the wall cap".
+func describeOutcome(r StepResult) string {
+	switch {
+	case r.KilledBy != nil:
+		return "killed by the " + *r.KilledBy + " cap"
+	case r.Signal != 0:
+		return "died of signal " + strconv.Itoa(r.Signal)
+	case r.Error != "":
+		return r.Error
+	}
+	return "exit status " + strconv.Itoa(r.ExitCode)
+}
+
+// recordEgress writes one proxy event to the audit stream, synchronously
+// and before any connection it allows (proxy.Config.Record). A refused
+// always-blocked destination is a metadata access attempt.
+func (l *launch) recordEgress(ev proxy.Event) error {
+	ctx := l.base
+	ctx.Details = maps.Clone(l.base.Details)
+	n := int(l.step.Load())
+	if n > 0 {
+		ctx.Details["step"] = strconv.Itoa(n)
+		ctx.Tool = l.plan.Steps[n-1].Tool
+	}
+	_, err := l.record(proxy.AuditEvent(ev, ctx))
+	if isMetadataAttempt(ev) {
+		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
+	}
+	return err
+}
+
+// baseEnv is a step's whole environment before the proxy variables: the
+// caller's own environment never reaches the sandbox.
+func baseEnv(searchPath []string) []string {
+	return []string{
+		"PATH=" + strings.Join(searchPath, ":"),
+		"HOME=" + sandbox.WorkspaceDir,
+		"TMPDIR=" + sandbox.TmpDir,
+		"LANG=C.UTF-8",
+	}
+}

@@ -1,0 +1,159 @@
+package runbook
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// reasonTornDown is the fixed reason of sandbox_torn_down.
+const reasonTornDown = "sandbox torn down: every process ended, cgroup and mounts removed, workspace copy deleted, findings copied out"
+
+// closeSession ends the sandbox once: every process killed, /findings
+// copied out, the cgroup removed, the listener closed (the mounts and
+// namespaces go with the init).
+func (l *launch) closeSession() (sandbox.Teardown, error) {
+	l.closeOnce.Do(func() {
+		l.td, l.tdErr = l.sess.Close()
+	})
+	return l.td, l.tdErr
+}
+
+// closeCanary removes the canary after the launch.
+func (l *launch) closeCanary() {
+	if l.canary != nil {
+		_ = l.canary.Close()
+	}
+}
+
+// teardown ends a launch whose steps have run (or were halted): the
+// sandbox goes, the proxy stops, teardown is verified from the host,
+// suspected-escape artifacts are marked, and sandbox_torn_down is
+// written. It returns the teardown's error, if any.
+func (l *launch) teardown() error {
+	if l.esc.fired() {
+		l.esc.wait()
+	}
+	td, err := l.closeSession()
+	l.tornDown.Store(true)
+	if l.px != nil {
+		_ = l.px.Close()
+	}
+	l.res.FindingsSkipped = td.FindingsSkipped
+	l.res.Receipt = td.Receipt
+	if l.res.Receipt == nil {
+		l.res.Receipt = map[string]string{}
+	}
+	l.res.Receipt["command"] = "airlock command gate (policy " + l.opts.Policy.Digest + "), every step decided before the launch"
+	l.res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + l.res.Task
+	l.res.Receipt["runbook"] = "start-up probes inside the sandbox; escape checks after every step (audit chain, cgroup membership, host writes, probes again) and during it (cgroup, canary, metadata)"
+	left := l.residue()
+	if left != "" {
+		err = errors.Join(err, errors.New("runbook: teardown left "+left))
+	}
+	if l.esc.fired() {
+		l.finishEscape()
+	}
+	if err != nil {
+		l.res.Error = err.Error()
+	}
+	ctx := l.base
+	ctx.Event = audit.EventSandboxTornDown
+	ctx.Details = map[string]string{"testId": l.plan.TestID, "outcome": l.res.Outcome,
+		"stepsRun": strconv.Itoa(td.Steps), "findingsSkipped": strconv.Itoa(len(td.FindingsSkipped))}
+	if l.res.Untrusted {
+		ctx.Details["untrusted"] = "true"
+		ctx.Details["evidence"] = l.res.Evidence
+	}
+	reason := reasonTornDown
+	if err != nil {
+		reason = "sandbox teardown incomplete: " + err.Error()
+	}
+	_, rerr := l.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: ctx})
+	return errors.Join(err, rerr)
+}
+
+// residue checks from the host that nothing of the sandbox is left: no
+// process of its pid namespace or descended from its init. The cgroup,
+// mounts and namespaces are the sandbox's to remove (Session.Close), and
+// go with the last process.
+func (l *launch) residue() string {
+	if l.procs == nil {
+		return ""
+	}
+	var left map[int]string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if left = l.procs.members(); len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	var pids []string
+	for pid, why := range left {
+		pids = append(pids, fmt.Sprintf("%d (%s)", pid, why))
+	}
+	return "processes alive: " + strings.Join(pids, ", ")
+}
+
+// finishEscape sets the result of a launch halted by a suspected escape
+// and marks the findings untrusted.
+func (l *launch) finishEscape() {
+	sigs := l.esc.list()
+	names := make([]string, 0, len(sigs))
+	for _, s := range sigs {
+		names = append(names, s.Name)
+	}
+	l.res.Signals = sigs
+	l.res.Untrusted = true
+	l.res.Outcome, l.res.ExitCode = OutcomeEscape, ExitEscape
+	l.res.Reason = "escape suspected (" + strings.Join(names, ", ") + "): the plan was halted, the sandbox frozen and its evidence kept; every artifact of this run is untrusted"
+	for i := range l.res.Steps {
+		if l.res.Steps[i].Status == StepNotRun && int(l.step.Load()) == i+1 {
+			l.res.Steps[i].Status = StepHalted
+		}
+	}
+	if l.opts.Findings != "" {
+		if err := markUntrusted(l.opts.Findings, l.res.Reason, l.res.Evidence); err != nil {
+			l.res.Error = err.Error()
+		}
+	}
+}
+
+// markUntrusted writes UntrustedMarker into the host findings directory,
+// replacing anything of that name the findings brought.
+func markUntrusted(dir, reason, evidence string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
+	}
+	p := filepath.Join(dir, UntrustedMarker)
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
+	}
+	body := "UNTRUSTED: everything in this directory came out of a sandbox in which an escape was suspected.\n" +
+		reason + "\n"
+	if evidence != "" {
+		body += "evidence: " + evidence + "\n"
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
+	}
+	_, err = f.WriteString(body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
+	}
+	return nil
+}

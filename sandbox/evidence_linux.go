@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Evidence snapshots, from the host, what the suspected-escape procedure
+// keeps (issue 6): into dir (created 0700; it must not exist or be
+// empty) it writes
+//
+//   - processes.json: every process of the sandbox's pid namespace and of
+//     its cgroup, with parent, state, ids, command line, cgroup and
+//     namespaces — a process in one but not the other is itself a signal;
+//   - mounts.txt: the init's mountinfo;
+//   - namespaces.txt: the init's namespace links;
+//   - net/: the network namespace's interfaces, routes and sockets
+//     (/proc/PID/net/{dev,route,ipv6_route,tcp,tcp6,udp,udp6,raw,raw6,unix,packet,netlink});
+//   - workspace-mtimes.txt: type, mode, size and mtime of every entry
+//     under /workspace, read by descriptor, nothing followed;
+//   - workspace/: a copy of /workspace (directories and regular files,
+//     as the findings copy makes them), kept when the sandbox goes.
+//
+// Call Freeze first, so that nothing changes while it reads. What cannot
+// be read is listed in Evidence.Errors and the rest is still written; the
+// returned error is set only when dir itself cannot be made.
+func (ss *Session) Evidence(dir string) (Evidence, error) {
+	ev := Evidence{Dir: dir}
+	if err := makeEvidenceDir(dir); err != nil {
+		return ev, err
+	}
+	s := ss.sb
+	pid := s.cmd.Process.Pid
+	proc := "/proc/" + itoa(pid)
+	note := func(err error) {
+		if err != nil {
+			ev.Errors = append(ev.Errors, err.Error())
+		}
+	}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			note(fmt.Errorf("write %s: %w", name, err))
+			return
+		}
+		ev.Files = append(ev.Files, name)
+	}
+	procs, err := sandboxProcesses(pid, "airlock-sandbox-"+s.cfg.ID)
+	note(err)
+	b, _ := json.MarshalIndent(procs, "", "  ")
+	write("processes.json", append(b, '\n'))
+	if b, err := os.ReadFile(proc + "/mountinfo"); err == nil {
+		write("mounts.txt", b)
+	} else {
+		note(fmt.Errorf("mounts: %w", err))
+	}
+	write("namespaces.txt", []byte(namespaceLinks(proc)))
+	if err := os.Mkdir(filepath.Join(dir, "net"), 0o700); err != nil {
+		note(fmt.Errorf("net: %w", err))
+	} else {
+		for _, n := range []string{"dev", "route", "ipv6_route", "tcp", "tcp6", "udp", "udp6", "raw", "raw6", "unix", "packet", "netlink"} {
+			if b, err := os.ReadFile(proc + "/net/" + n); err == nil {
+				write("net/"+n, b)
+			} else if !os.IsNotExist(err) {
+				note(fmt.Errorf("net/%s: %w", n, err))
+			}
+		}
+	}
+	if s.work >= 0 {
+		var sb strings.Builder
+		n := 0
+		note(listTree(s.work, "", 0, &sb, &n))
+		write("workspace-mtimes.txt", []byte(sb.String()))
+		skipped, err := copyFindings(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
+		note(err)
+		ev.WorkspaceSkipped = skipped
+		ev.Files = append(ev.Files, "workspace/")
+	}
+	return ev, nil
+}
+
+func makeEvidenceDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("sandbox: evidence: %w", err)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("sandbox: evidence: %w", err)
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("sandbox: evidence: %s is not empty", dir)
+	}
+	return nil
+}
+
+// processInfo is one process, as processes.json records it.
+type processInfo struct {
+	Pid        int               `json:"pid"`
+	InPidNS    bool              `json:"inPidNamespace"`
+	InCgroup   bool              `json:"inCgroup"`
+	Status     map[string]string `json:"status,omitempty"`
+	Cmdline    []string          `json:"cmdline,omitempty"`
+	Cgroup     []string          `json:"cgroup,omitempty"`
+	Namespaces map[string]string `json:"namespaces,omitempty"`
+}
+
+// sandboxProcesses lists the processes of init's pid namespace and of the
+// cgroup named group, each marked with where it was found.
+func sandboxProcesses(init int, group string) ([]processInfo, error) {
+	ns, err := os.Readlink("/proc/" + itoa(init) + "/ns/pid")
+	if err != nil {
+		return nil, fmt.Errorf("processes: %w", err)
+	}
+	found := map[int]*processInfo{}
+	var order []int
+	add := func(pid int) *processInfo {
+		if p, ok := found[pid]; ok {
+			return p
+		}
+		p := &processInfo{Pid: pid}
+		found[pid] = p
+		order = append(order, pid)
+		return p
+	}
+	for _, pid := range namespacePids(ns) {
+		add(pid).InPidNS = true
+	}
+	dirs, _ := groupDirs(init, group)
+	for _, d := range dirs {
+		lines, _ := readLines(filepath.Join(d, "cgroup.procs"))
+		for _, l := range lines {
+			if pid := atoi(l); pid > 0 {
+				add(pid).InCgroup = true
+			}
+		}
+	}
+	out := make([]processInfo, 0, len(order))
+	for _, pid := range order {
+		p := found[pid]
+		pp := "/proc/" + itoa(pid)
+		p.Status = map[string]string{}
+		if lines, err := readLines(pp + "/status"); err == nil {
+			for _, l := range lines {
+				k, v, _ := strings.Cut(l, ":")
+				switch k {
+				case "Name", "State", "PPid", "NSpid", "Uid", "Gid", "CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Threads":
+					p.Status[k] = strings.TrimSpace(v)
+				}
+			}
+		}
+		if b, err := os.ReadFile(pp + "/cmdline"); err == nil {
+			p.Cmdline = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+		p.Cgroup, _ = readLines(pp + "/cgroup")
+		p.Namespaces = map[string]string{}
+		for _, n := range []string{"pid", "mnt", "net", "user", "ipc", "uts", "cgroup"} {
+			if l, err := os.Readlink(pp + "/ns/" + n); err == nil {
+				p.Namespaces[n] = l
+			}
+		}
+		out = append(out, *p)
+	}
+	return out, nil
+}
+
+// namespaceLinks lists a process's namespace links, one per line.
+func namespaceLinks(proc string) string {
+	var sb strings.Builder
+	for _, n := range []string{"user", "pid", "mnt", "net", "ipc", "uts", "cgroup", "time"} {
+		l, err := os.Readlink(proc + "/ns/" + n)
+		if err != nil {
+			l = "unreadable: " + err.Error()
+		}
+		fmt.Fprintf(&sb, "%s %s\n", n, l)
+	}
+	return sb.String()
+}
+
+// listTree writes one line per entry under the directory fd: type, mode,
+// size, mtime and path. Nothing is followed; it is bounded like the
+// copies (maxDepth, maxFindingsEntries).
+func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error {
+	if depth > maxDepth {
+		fmt.Fprintf(sb, "! %s nested too deep\n", displayRel(rel))
+		return nil
+	}
+	names, err := readDirNames(fd)
+	if err != nil {
+		return fmt.Errorf("workspace: read %s: %w", displayRel(rel), err)
+	}
+	for _, name := range names {
+		if *n++; *n > maxFindingsEntries {
+			sb.WriteString("! too many entries\n")
+			return nil
+		}
+		r := path.Join(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			fmt.Fprintf(sb, "! %s %v\n", r, err)
+			continue
+		}
+		mt := time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC().Format(time.RFC3339Nano)
+		fmt.Fprintf(sb, "%s %04o %d %s %q\n", typeLetter(st.Mode), st.Mode&0o7777, st.Size, mt, r)
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			sub, err := openBeneath(fd, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+			if err != nil {
+				fmt.Fprintf(sb, "! %s %v\n", r, err)
+				continue
+			}
+			err = listTree(sub, r, depth+1, sb, n)
+			unix.Close(sub)
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func typeLetter(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "d"
+	case unix.S_IFREG:
+		return "f"
+	case unix.S_IFLNK:
+		return "l"
+	case unix.S_IFIFO:
+		return "p"
+	case unix.S_IFSOCK:
+		return "s"
+	}
+	return "?"
+}

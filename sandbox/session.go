@@ -1,0 +1,89 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"time"
+)
+
+// Step is one command of a session (StartSession): it runs in the
+// session's namespaces, filesystem view and cgroup, after the previous
+// step has ended and every process it left behind has been killed.
+type Step struct {
+	// Path is the absolute path of the command inside the sandbox, already
+	// chosen by the command gate.
+	Path string
+	// Args are its arguments, Args[0] included; empty means []string{Path}.
+	Args []string
+	// Env is its whole environment; the proxy variables are added when
+	// the session has a proxy listener.
+	Env []string
+	// Dir is its working directory inside; "" means /workspace.
+	Dir string
+	// Stdin, Stdout and Stderr are its standard streams, always through
+	// pipes. Nil Stdin reads as empty; nil Stdout or Stderr discards.
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Caps are the step's own wall-clock and CPU caps; nil means the
+	// session's (Config.Caps.Wall and Config.Caps.CPU).
+	Caps *StepCaps
+	// EndSessionOnKill ends the session when a cap kills this step: every
+	// process is killed and later Execs fail with ErrSessionEnded (Close
+	// still copies the findings out and tears down). Without it a killed
+	// step is only a result, and the session goes on.
+	EndSessionOnKill bool
+}
+
+// StepCaps are the caps that apply to one step alone. Memory, tasks,
+// disk and open files are the session's (see StartSession).
+type StepCaps struct {
+	// Wall is the step's wall-clock budget, counted from its start.
+	Wall time.Duration
+	// CPU is the CPU time of the step's processes together. It may not
+	// exceed the session's Caps.CPU, which every process of the session
+	// also carries as RLIMIT_CPU.
+	CPU time.Duration
+}
+
+// Teardown is what Session.Close reports about the whole session.
+type Teardown struct {
+	// Steps is the number of steps that started.
+	Steps int
+	// CPU is the CPU time of the whole session, init included.
+	CPU time.Duration
+	// PeakMemoryBytes is the session's peak memory, 0 when unknown.
+	PeakMemoryBytes int64
+	// Receipt names, per control, the mechanism that enforced it.
+	Receipt map[string]string
+	// FindingsSkipped lists /findings entries that were not copied out,
+	// with why.
+	FindingsSkipped []string
+	// Frozen is true when the session was frozen (Freeze) before Close.
+	Frozen bool
+}
+
+// ErrSessionEnded is matched by the error of Exec on a session that has
+// ended: closed, killed by its context, or ended by a step (its init
+// died, or EndSessionOnKill).
+var ErrSessionEnded = errors.New("sandbox: the session has ended")
+
+// ErrStepStart is matched by the error of Exec when the step could not be
+// started inside (no such file, not executable); the session goes on.
+var ErrStepStart = errors.New("sandbox: the step could not start")
+
+// ErrFrozen is matched by the error of Exec on a frozen session.
+var ErrFrozen = errors.New("sandbox: the session is frozen")
+
+// Evidence is what Session.Evidence wrote, file by file, relative to the
+// evidence directory.
+type Evidence struct {
+	// Dir is the evidence directory.
+	Dir string
+	// Files lists what was written there.
+	Files []string
+	// WorkspaceSkipped lists workspace entries not kept (links, devices,
+	// over the size cap), with why.
+	WorkspaceSkipped []string
+	// Errors lists what could not be collected; the rest was.
+	Errors []string
+}

@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// received is one control packet with the descriptors that came with it.
+type received struct {
+	m   message
+	fds []int
+}
+
+// serveSession is a session's init after the privilege drop: it runs
+// steps one at a time, on the parent's request, until the parent kills
+// it. Its rlimits are set once, here, and every step inherits them.
+func (s *initState) serveSession(port int, fw *forwarder) int {
+	if err := s.applyRlimits(); err != nil {
+		s.fail("rlimits", err)
+		return 1
+	}
+	var running atomic.Int64 // the step running now, 0 between steps
+	msgs := make(chan received)
+	go s.readSession(msgs, &running)
+	for r := range msgs {
+		switch r.m.Kind {
+		case msgProbe:
+			closeAll(r.fds)
+			res := runProbes(r.m.Probe, probeSelf)
+			if err := s.c.send(message{Kind: msgProbed, Probes: res}); err != nil {
+				return 1
+			}
+		case msgExec:
+			if err := s.runStep(r, port, fw, &running); err != nil {
+				return 1
+			}
+		default:
+			closeAll(r.fds)
+			s.fail("protocol", fmt.Errorf("unexpected %q message", r.m.Kind))
+			return 1
+		}
+	}
+	return 1 // the parent is gone
+}
+
+// readSession reads the control socket for the whole session. A kill is
+// acted on here, at once, even while the main thread waits for a step;
+// everything else goes to the main thread in order, so a kill for step N
+// is always handled before step N+1 can start.
+func (s *initState) readSession(out chan<- received, running *atomic.Int64) {
+	defer close(out)
+	for {
+		m, fds, err := s.c.recv()
+		if err != nil {
+			return
+		}
+		if m.Kind == msgKill {
+			closeAll(fds)
+			if m.Step != 0 && running.Load() == int64(m.Step) {
+				unix.Kill(-1, unix.SIGKILL) // every process but the init
+			}
+			continue
+		}
+		out <- received{m, fds}
+	}
+}
+
+// runStep executes one step with the received descriptors as its stdin,
+// stdout and stderr, waits for it, kills whatever it left behind, and
+// reports. A step that cannot start is reported as failed and the session
+// goes on; only a broken control socket ends it (the returned error).
+func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic.Int64) error {
+	step := r.m.Step
+	if r.m.Exec == nil || len(r.fds) != 3 || step <= 0 {
+		closeAll(r.fds)
+		return s.c.send(message{Kind: msgFailed, Stage: "exec", Step: step, Error: "malformed exec request"})
+	}
+	e := r.m.Exec
+	running.Store(int64(step))
+	pid, err := spawn(target{
+		path: e.Path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
+		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
+	})
+	closeAll(r.fds) // the step holds its own copies
+	if err != nil {
+		running.Store(0)
+		return s.c.send(message{Kind: msgFailed, Stage: "exec", Step: step, Error: err.Error()})
+	}
+	fw.pid.Store(int64(pid))
+	if err := s.c.send(message{Kind: msgStarted, Pid: pid, Step: step}); err != nil {
+		return err
+	}
+	st := reap(pid)
+	fw.pid.Store(0)
+	reapAll()
+	running.Store(0)
+	if err := s.c.send(message{Kind: msgExited, Status: &st, Step: step}); err != nil {
+		return errors.Join(errors.New("report a step's end"), err)
+	}
+	return nil
+}

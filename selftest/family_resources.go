@@ -1,0 +1,74 @@
+package selftest
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/airlock-sandbox/airlock/limits"
+)
+
+// resourceAttempts try to take more than the caps allow. The cgroup ones
+// are skipped, with the receipt's words, on a host that gives this user
+// no cgroup for them.
+func resourceAttempts() []attempt {
+	rs := FamilyResources
+	capped := func(name, control, what, tool, needs string, judge func(*observation) verdict, args ...string) attempt {
+		a := payloadAttempt(rs, name, control, what, tool, taskNone, judge, args...)
+		a.slow, a.needs = true, needs
+		return a
+	}
+	return []attempt{
+		capped("memory-bomb", ControlCgroupMemory, "touch up to 2 GiB of memory under a 96 MiB cap",
+			toolMemory, limits.RequireCgroupMemory, killedBy("memory"), "membomb", "2048"),
+		capped("fork-bomb", ControlCgroupPids, "start processes as fast as the kernel allows under a 40-task cap",
+			toolPids, limits.RequireCgroupPids, killedBy("pids"), "forkbomb", "2000"),
+		capped("thread-bomb", ControlCgroupPids, "create OS threads under a 40-task cap",
+			toolPids, limits.RequireCgroupPids, killedBy("pids"), "threads", "5000"),
+		capped("cpu-spin", ControlCgroupCPU, "an infinite loop under a 1 s CPU cap",
+			toolCPU, limits.RequireCgroupCPU, killedBy("cpu"), "spin", "30"),
+		capped("cpu-spin-threads", ControlCgroupCPU, "four threads spinning at once under a 1 s CPU cap for the whole group",
+			toolCPU, limits.RequireCgroupCPU, killedBy("cpu"), "spin-threads", "4", "30"),
+		capped("wall-clock", ControlWall, "sleep for a minute under a 2 s wall-clock cap",
+			toolWall, "", killedBy("wall"), "sleep", "60"),
+		capped("big-file", ControlRlimitFsize, fmt.Sprintf("write one 64 MiB file under a %d MiB disk cap", capDiskMiB),
+			toolDisk, "", judgeBigFile, "big-file", "/tmp/big", "64"),
+		capped("fill-tmp", ControlTmpfsSize, fmt.Sprintf("fill /tmp with 1 MiB files under a %d MiB disk cap", capDiskMiB),
+			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill", "/tmp", "64"),
+		capped("fill-shm", ControlTmpfsSize, fmt.Sprintf("fill /dev/shm with 1 MiB files under a %d MiB disk cap", capDiskMiB),
+			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill", "/dev/shm", "64"),
+		capped("fill-workspace", ControlTmpfsSize, fmt.Sprintf("fill /workspace with 1 MiB files under a %d MiB disk cap", capDiskMiB),
+			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill", "/workspace", "64"),
+		capped("open-files", ControlRlimitNofile, fmt.Sprintf("open descriptors without end under a %d-file cap", capOpenFiles),
+			toolFDs, "", atMost("opened", capOpenFiles, "EMFILE"), "fds", "100000"),
+	}
+}
+
+// atMost judges a payload that took a resource until refused: contained
+// when the refusal is errno and it got no more than max of it.
+func atMost(key string, max int, errno string) func(*observation) verdict {
+	return func(o *observation) verdict {
+		v := errnoIs(errno)(o)
+		if v.outcome != Contained {
+			return v
+		}
+		rep, _ := o.last()
+		n, err := strconv.Atoi(rep.Detail[key])
+		switch {
+		case err != nil:
+			return broken(fmt.Sprintf("the payload did not report its %s: %s", key, rep.Evidence))
+		case n > max:
+			return escaped(fmt.Sprintf("got %d, over the cap of %d, before %s: %s", n, max, errno, rep.Evidence))
+		}
+		return contained(fmt.Sprintf("%s after %d (cap %d): %s", errno, n, max, rep.Evidence))
+	}
+}
+
+// judgeBigFile: RLIMIT_FSIZE either kills the writer (SIGXFSZ, killedBy
+// disk) or, when it ignores the signal as Go programs do, fails its write
+// with EFBIG at the cap.
+func judgeBigFile(o *observation) verdict {
+	if o.res.KilledBy != nil {
+		return killedBy("disk")(o)
+	}
+	return atMost("mib", capDiskMiB, "EFBIG")(o)
+}

@@ -1,0 +1,54 @@
+package selftest
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+// policyJSON is the battery's own policy: the payload tool (airlock's own
+// binary, bound in at /.airlock/self) with a variant per cap under test,
+// the tools the command-gate attempts ask through, and the egress tasks
+// of the metadata attempts, whose names only the battery's resolver
+// answers.
+//
+//go:embed policy.json
+var policyJSON []byte
+
+// PolicyName is the battery policy's name in the audit stream.
+const PolicyName = "<embedded selftest policy>"
+
+// Policy returns the battery's policy, loaded as any policy file is.
+func Policy() (*policy.Loaded, error) {
+	l, err := policy.Parse(PolicyName, policyJSON)
+	if err != nil {
+		return nil, fmt.Errorf("selftest: the embedded policy: %w", err)
+	}
+	return l, nil
+}
+
+// The battery's tools and tasks.
+const (
+	toolPayload = "selftest"
+	toolMemory  = "selftest-memory"
+	toolPids    = "selftest-pids"
+	toolCPU     = "selftest-cpu"
+	toolWall    = "selftest-wall"
+	toolDisk    = "selftest-disk"
+	toolFDs     = "selftest-fds"
+	toolTests   = "st-tests"
+	toolReader  = "st-reader"
+	toolShadow  = "st-shadow"
+
+	taskNone     = "selftest"
+	taskUpstream = "st-upstream"
+	taskRebind   = "st-rebind"
+	taskWild     = "st-wild"
+)
+
+// Caps of the battery's tools that attempts are judged against.
+const (
+	capDiskMiB   = 4
+	capOpenFiles = 32
+)

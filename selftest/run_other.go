@@ -1,0 +1,14 @@
+//go:build !linux
+
+package selftest
+
+import (
+	"context"
+	"errors"
+)
+
+// Run fails on systems other than Linux: there is no sandbox to attack,
+// and no weaker battery is offered.
+func Run(context.Context, Options) (*Report, error) {
+	return nil, errors.New("selftest: not supported on this system (Linux only)")
+}
