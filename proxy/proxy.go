@@ -87,7 +87,10 @@ func New(cfg Config) (*Proxy, error) {
 		p.resolver = net.DefaultResolver
 	}
 	if p.dialer == nil {
-		p.dialer = &net.Dialer{}
+		// No TCP keep-alive: a tunnel with no data either way is cut by
+		// the idle timeout anyway, and keep-alive costs four setsockopt
+		// calls per connection.
+		p.dialer = &net.Dialer{KeepAlive: -1}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.tr = p.newTransport()

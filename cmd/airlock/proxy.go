@@ -112,7 +112,9 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", o.listen)
+	// No TCP keep-alive on client connections: the proxy's idle timeout
+	// cuts idle ones (see proxy.Limits).
+	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -54,7 +55,7 @@ func Main(args []string) int {
 	}
 	fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
 	var ue usageError
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
 	}
 	return exitFailed
@@ -94,5 +95,40 @@ hash-chained audit stream.`,
 		newSelftestCmd(),
 		newLaunchCmd(),
 	)
+	strictUsage(root)
 	return root
+}
+
+// cmdPath is the command's path without the leading "airlock".
+func cmdPath(c *cobra.Command) string {
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+}
+
+// strictUsage makes every mistake in a command line exit 2: a wrong number
+// of arguments, and an unknown subcommand of a command that only groups
+// others (cobra would print the help and exit 0, so a typo in a CI check,
+// "airlock policy chek", would pass).
+func strictUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ue usageError
+			if err != nil && !errors.As(err, &ue) {
+				return usageError{fmt.Errorf("%s: %w", cmdPath(cmd), err)}
+			}
+			return err
+		}
+	}
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil && c.Parent() != nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError{fmt.Errorf("%s: name a subcommand (see airlock %[1]s --help)", cmdPath(cmd))}
+			}
+			return usageError{fmt.Errorf("%s: unknown subcommand %q (see airlock %[1]s --help)", cmdPath(cmd), args[0])}
+		}
+	}
+	for _, sub := range c.Commands() {
+		strictUsage(sub)
+	}
 }
