@@ -163,7 +163,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Gate:     e.egress,
 		Resolver: e.opts.Resolver,
 		Dialer:   e.opts.Dialer,
-		OnEvent:  func(ev proxy.Event) { e.recordEgress(base, ev) },
+		// Every egress decision is durable before the dial it allows: a
+		// failed write refuses the connection.
+		Record: func(ev proxy.Event) error { return e.record(proxy.AuditEvent(ev, egressBase(base))) },
 	})
 	if err != nil {
 		_ = sb.Kill()

@@ -2,52 +2,18 @@ package enforcer
 
 import (
 	"fmt"
-	"net"
 	"strings"
-	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
-// recordEgress writes one proxy event to the audit stream. It is called
-// synchronously by the proxy before it dials, so the decision is durable
-// before the connection it allows.
-func (e *Enforcer) recordEgress(base audit.Context, ev proxy.Event) {
-	ctx := base
-	ctx.Command, ctx.Path, ctx.Args = "", "", nil
-	ctx.Host, ctx.Port = requestedHost(ev.Requested), ev.Target.Port
-	ctx.Protocol = string(ev.Protocol)
-	for _, a := range ev.Resolved {
-		ctx.Addresses = append(ctx.Addresses, a.String())
-	}
-	if ev.Stage == proxy.StageDecided {
-		_ = e.record(audit.FromDecision(ev.Decision, ctx))
-		return
-	}
-	if ev.Dialled.IsValid() {
-		ctx.Addresses = []string{ev.Dialled.String()}
-	}
-	reason := fmt.Sprintf("connection to %s closed after %s: %d bytes sent, %d received",
-		ev.Target, ev.Duration.Round(time.Millisecond), ev.BytesUp, ev.BytesDown)
-	if ev.Err != nil {
-		reason = fmt.Sprintf("allowed by the egress gate; the connection to %s then failed: %v", ev.Target, ev.Err)
-	}
-	ctx.Gate, ctx.Rule = decision.GateEgress, ev.Decision.Rule
-	_ = e.record(audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: reason, Context: ctx})
-}
-
-// requestedHost is the host part of a destination as the client spelled
-// it ("[::1]:80" → "::1", "0xA9FEA9FE" → itself), so the audit keeps the
-// spelling an attacker used.
-func requestedHost(s string) string {
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		return h
-	}
-	return strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+// egressBase is the context of a run's egress events: the run, tool and
+// task, without the command.
+func egressBase(base audit.Context) audit.Context {
+	base.Command, base.Path, base.Args = "", "", nil
+	return base
 }
 
 // withOutcome copies the sandbox's result into res and sets the exit

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,19 +53,6 @@ func self(args ...string) *exec.Cmd {
 	cmd := exec.Command("/proc/self/exe", append([]string{"payload"}, args...)...)
 	cmd.Env = os.Environ()
 	return cmd
-}
-
-// waitTimeout waits for cmd at most d, killing it after that.
-func waitTimeout(cmd *exec.Cmd, d time.Duration) error {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(d):
-		_ = cmd.Process.Kill()
-		return <-done
-	}
 }
 
 // signalName names the signal that ended a process, "" if it exited.

@@ -29,9 +29,6 @@ func init() {
 	Register("fds", fds)
 }
 
-// sink keeps the compiler from dropping the payloads' busy work.
-var sink int
-
 // argSeconds parses an optional duration in seconds at args[i].
 func argSeconds(args []string, i int, def time.Duration) time.Duration {
 	if len(args) > i {
@@ -62,7 +59,6 @@ func spin(args []string) int {
 	started("spin", "burning CPU until a cap stops it")
 	deadline := time.Now().Add(limit)
 	for x := 0; ; x++ {
-		sink = x
 		if limit > 0 && x&0xfffff == 0 && time.Now().After(deadline) {
 			return report(Report{Attempt: "spin", Succeeded: true,
 				Evidence: fmt.Sprintf("burned CPU for %s without being stopped", limit)})
@@ -79,8 +75,9 @@ func spinThreads(args []string) int {
 	started("spin-threads", fmt.Sprintf("%d threads burning CPU", n))
 	for i := 0; i < n; i++ {
 		go func() {
-			for x := 0; ; x++ {
-				sink = x
+			// A full-period LCG: it comes back to 0 only after 2^64
+			// steps, which no cap lets it take.
+			for x := uint64(1); x != 0; x = x*6364136223846793005 + 1 {
 			}
 		}()
 	}
@@ -101,8 +98,8 @@ func membomb(args []string) int {
 			b[i] = 1
 		}
 		keep = append(keep, b)
-		sink = len(keep)
 	}
+	runtime.KeepAlive(keep)
 	return report(Report{Attempt: "membomb", Succeeded: true,
 		Evidence: fmt.Sprintf("touched %d MiB without being stopped", limit)})
 }

@@ -14,7 +14,7 @@ import (
 // event callback: what is measured is the proxy's own work.
 func benchProxy(b *testing.B, up *upstream) *harness {
 	return newHarness(b, setup{allow: []string{up.hostPort("127.0.0.1"), up.hostPort("svc.test")},
-		answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")}})
+		answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")}, noEvents: true})
 }
 
 // oneByte sends a byte through c and waits for its echo.

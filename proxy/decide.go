@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/airlock-sandbox/airlock/decision"
@@ -97,4 +98,31 @@ func (p *Proxy) resolve(ctx context.Context, name string) ([]netip.Addr, error) 
 		addrs[i] = a.Unmap()
 	}
 	return addrs, nil
+}
+
+// open decides ev's target, reports the decision and, when the gate
+// allowed it, takes a tunnel slot and dials a checked address. A refusal
+// leaves ev.Decision denied and returns no error; an error is an upstream
+// failure after an allow. On success the caller must release the slot.
+func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
+	addrs, err := p.decide(ctx, ev)
+	if rerr := p.decided(ev); rerr != nil {
+		return nil, rerr
+	}
+	if !ev.Decision.Allowed() {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := p.acquire(); err != nil {
+		return nil, err
+	}
+	c, ap, err := p.dial(ctx, addrs, ev.Target.Port)
+	if err != nil {
+		p.release()
+		return nil, err
+	}
+	ev.Dialled = ap
+	return c, nil
 }

@@ -137,6 +137,7 @@ type setup struct {
 	resolver Resolver     // replaces the fake resolver built from answers
 	dialer   Dialer       // replaces the logged loopback dialer's inner dialer
 	listener net.Listener // default: tcp 127.0.0.1:0
+	noEvents bool         // no event callback (benchmarks)
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -176,7 +177,11 @@ func newHarnessGate(t testing.TB, s setup, g Gate) *harness {
 	if s.resolver != nil {
 		res = s.resolver
 	}
-	p, err := New(Config{Task: s.task, Gate: g, Resolver: res, Dialer: h.dials, OnEvent: h.events.add, Limits: s.limits})
+	cfg := Config{Task: s.task, Gate: g, Resolver: res, Dialer: h.dials, OnEvent: h.events.add, Limits: s.limits}
+	if s.noEvents {
+		cfg.OnEvent = nil
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +190,40 @@ func TestCloseCutsTunnels(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEOF(t, tunnel, 5*time.Second)
+}
+
+// blockingResolver answers once release is closed.
+type blockingResolver struct {
+	called  chan struct{}
+	release chan struct{}
+}
+
+func (r *blockingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+	close(r.called)
+	<-r.release
+	return addrs("127.0.0.1"), nil
+}
+
+// TestShutdownWaitsForDecision: a request read before Shutdown is decided
+// and served, even when its lookup is still running.
+func TestShutdownWaitsForDecision(t *testing.T) {
+	up := serveUpstream(t, "127.0.0.1:0", echo)
+	r := &blockingResolver{called: make(chan struct{}), release: make(chan struct{})}
+	h := newHarness(t, setup{allow: []string{"svc.test"}, resolver: r})
+	c := dialProxy(t, h.addr)
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", up.hostPort("svc.test"))
+	<-r.called
+	done := make(chan error, 1)
+	go func() { done <- h.p.Shutdown(context.Background()) }()
+	time.Sleep(50 * time.Millisecond)
+	close(r.release)
+	got := make([]byte, len(connectEstablished))
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != connectEstablished {
+		t.Fatalf("reply %q, %v", got, err)
+	}
+	exchange(t, c, "decided before shutdown")
+	c.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -100,7 +101,9 @@ type watchdog struct {
 // idle, or false when it can no longer tell (the connections are closed).
 func watch(timeout time.Duration, probe func() (time.Duration, bool), onIdle func()) *watchdog {
 	w := &watchdog{timeout: timeout, probe: probe, onIdle: onIdle}
-	w.timer = time.AfterFunc(timeout, w.check)
+	// Armed only once w.timer is set, so that check can see it.
+	w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.check)
+	w.timer.Reset(timeout)
 	return w
 }
 

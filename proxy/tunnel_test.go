@@ -210,6 +210,17 @@ func TestIPLiteralSpellings(t *testing.T) {
 			t.Errorf("dialled %s", d)
 		}
 	}
+	// Under "*" alone, loopback in any spelling stays out of reach.
+	w := newHarness(t, setup{allow: []string{"*"}})
+	for _, host := range []string{"127.0.0.1", "0x7f.1", "2130706433", "::ffff:127.0.0.1", "::1", "0.0.0.0"} {
+		resp, _ := connect(t, w.addr, up.hostPort(host))
+		if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusForbidden || !strings.Contains(r, "reaches public addresses only") {
+			t.Errorf("CONNECT %s under *: status %d reason %q", host, resp.StatusCode, r)
+		}
+	}
+	if d := w.dials.dialled(); len(d) != 0 {
+		t.Errorf("dialled %v under *", d)
+	}
 }
 
 // TestLoopRefused refuses a CONNECT to the proxy's own listener even when

@@ -22,13 +22,19 @@ const tailSearch = 4 << 20
 // years old); from the launch line on, every line must be intact and
 // chained to the one before it, so an edit, a removal, an insertion or a
 // reordering of anything this run wrote is seen.
+//
+// A check re-hashes the bytes it verified before (one SHA-256 over them,
+// so any change to them is seen) and parses only the lines added since:
+// its cost stays near constant as the plan goes on.
 type chainWatch struct {
 	path   string
 	fi     os.FileInfo // the file at launch: a replaced file is a break
 	offset int64       // where the launch line starts
-	line   []byte      // the launch line, without its newline
-	seq    uint64
-	hash   string
+
+	end  int64    // the verified bytes are [offset, end)
+	sum  [32]byte // their SHA-256
+	seq  uint64   // the last verified event's seq and hash
+	hash string
 }
 
 // watchChain finds the launch event launched in the log at path.
@@ -52,10 +58,10 @@ func watchChain(path string, launched audit.Event) (*chainWatch, error) {
 	if end < 0 {
 		return nil, errors.New("runbook: audit chain: the launch event is not near the end of the log")
 	}
-	end += len(needle) - 1 // the newline
-	start := bytes.LastIndexByte(buf[:end], '\n') + 1
-	return &chainWatch{path: path, fi: fi, offset: from + int64(start), line: bytes.Clone(buf[start:end]),
-		seq: launched.Seq, hash: launched.Hash}, nil
+	end += len(needle) // past the newline
+	start := bytes.LastIndexByte(buf[:end-1], '\n') + 1
+	return &chainWatch{path: path, fi: fi, offset: from + int64(start), end: from + int64(end),
+		sum: sha256.Sum256(buf[start:end]), seq: launched.Seq, hash: launched.Hash}, nil
 }
 
 // check verifies the log from the launch line to its end. It returns nil
@@ -76,51 +82,62 @@ func (w *chainWatch) check() error {
 	if !os.SameFile(fi, w.fi) {
 		return errors.New("the audit log was replaced by another file since the launch")
 	}
-	if fi.Size() < w.offset+int64(len(w.line))+1 {
-		return errors.New("the audit log was cut before the end of the launch event")
+	if fi.Size() < w.end {
+		return errors.New("the audit log was cut: lines written since the launch are gone")
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(f, w.offset, fi.Size()-w.offset), 64<<10)
-	first, err := readLine(r)
-	if err != nil || !bytes.Equal(first, w.line) {
-		return errors.New("the launch event's line was changed or moved")
+	h := sha256.New()
+	if _, err := io.Copy(h, io.NewSectionReader(f, w.offset, w.end-w.offset)); err != nil {
+		return fmt.Errorf("the audit log cannot be read: %w", err)
 	}
-	seq, head := w.seq, w.hash
+	if !bytes.Equal(h.Sum(nil), w.sum[:]) {
+		return errors.New("lines written since the launch (the launch event included) were changed, removed, inserted or moved")
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, w.end, fi.Size()-w.end), 64<<10)
+	seq, head, end := w.seq, w.hash, w.end
 	var damaged []byte
 	for n := 1; ; n++ {
 		line, err := readLine(r)
 		if errors.Is(err, io.EOF) {
 			if damaged != nil {
-				return fmt.Errorf("line %d after the launch is damaged and no repair record follows it", n-1)
+				return errors.New("a line written since the launch is damaged and no repair record follows it")
 			}
-			return nil
+			break
 		}
 		if err != nil {
-			return fmt.Errorf("line %d after the launch: %w", n, err)
+			return fmt.Errorf("a line written since the launch: %w", err)
 		}
 		ev, perr := audit.ParseLine(line)
 		if perr != nil {
 			if damaged != nil {
-				return fmt.Errorf("line %d after the launch: %v", n-1, perr)
+				return fmt.Errorf("a line written since the launch: %v", perr)
 			}
 			damaged = bytes.Clone(line)
+			h.Write(line)
+			h.Write([]byte{'\n'})
 			continue
 		}
 		if damaged != nil {
 			sum := sha256.Sum256(damaged)
 			if ev.Context.Event != audit.EventAuditRepaired || ev.Context.RepairedBytes != int64(len(damaged)) ||
 				ev.Context.RepairedSHA256 != hex.EncodeToString(sum[:]) {
-				return fmt.Errorf("line %d after the launch is damaged and not closed off by a matching repair record", n-1)
+				return errors.New("a line written since the launch is damaged and not closed off by a matching repair record")
 			}
+			end += int64(len(damaged)) + 1
 			damaged = nil
 		}
 		switch {
 		case ev.Seq != seq+1:
-			return fmt.Errorf("line %d after the launch has seq %d, want %d: lines were removed, inserted or moved", n, ev.Seq, seq+1)
+			return fmt.Errorf("an event written since the launch has seq %d, want %d: lines were removed, inserted or moved", ev.Seq, seq+1)
 		case ev.Prev != head:
-			return fmt.Errorf("line %d after the launch does not chain to the line before it: a line was edited, inserted or moved", n)
+			return fmt.Errorf("the event of seq %d does not chain to the one before it: a line was edited, inserted or moved", ev.Seq)
 		}
-		seq, head = ev.Seq, ev.Hash
+		h.Write(line)
+		h.Write([]byte{'\n'})
+		seq, head, end = ev.Seq, ev.Hash, end+int64(len(line))+1
+		copy(w.sum[:], h.Sum(nil))
+		w.seq, w.hash, w.end = seq, head, end
 	}
+	return nil
 }
 
 // readLine returns the next complete line without its newline, io.EOF at

@@ -2,7 +2,6 @@ package runbook
 
 import (
 	"context"
-	"net"
 	"os"
 
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -25,14 +24,16 @@ func SetReprobe(o *Options, f func(step int, req sandbox.ProbeRequest) sandbox.P
 	hooks(o).reprobe = f
 }
 
-// SetStartProbe changes the request of the start-up probes.
-func SetStartProbe(o *Options, f func(req sandbox.ProbeRequest) sandbox.ProbeRequest) {
+// SetStartProbe changes the request of the start-up probes; f learns
+// the proxy listener's address inside the sandbox, when it exists.
+func SetStartProbe(o *Options, f func(req sandbox.ProbeRequest, proxyAddr string) sandbox.ProbeRequest) {
 	hooks(o).startProbe = f
 }
 
-// SetConfig changes the sandbox's configuration before it starts.
-func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir string)) {
-	hooks(o).config = func(cfg *sandbox.Config, c *Canary) { f(cfg, c.Dir()) }
+// SetConfig changes the sandbox's configuration before it starts; f
+// also learns the canary's directory and listener address.
+func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir, canaryAddr string)) {
+	hooks(o).config = func(cfg *sandbox.Config, c *Canary) { f(cfg, c.Dir(), c.lis.Addr().String()) }
 }
 
 // SetStart replaces sandbox.StartSession.
@@ -40,8 +41,11 @@ func SetStart(o *Options, f func(ctx context.Context, cfg sandbox.Config) (Sessi
 	hooks(o).start = f
 }
 
-// SetCanaryMode makes the canary directory with mode instead of 0700.
-func SetCanaryMode(o *Options, mode os.FileMode) { hooks(o).canaryMode = mode }
+// SetCanaryDir makes the canary directory under parent with mode
+// instead of 0700 in the system's temporary directory.
+func SetCanaryDir(o *Options, parent string, mode os.FileMode) {
+	hooks(o).canaryParent, hooks(o).canaryMode = parent, mode
+}
 
 // CanProbe reports whether real sessions report probe results between
 // steps (sandbox.Session has a Probe method).
@@ -49,9 +53,6 @@ func CanProbe() bool { return canProbe() }
 
 // NewCanaryIn makes a canary under parent with the given mode.
 func NewCanaryIn(parent string, mode os.FileMode) (*Canary, error) { return newCanary(parent, mode) }
-
-// CanaryAddr is the canary listener's address.
-func CanaryAddr(c *Canary) net.Addr { return c.lis.Addr() }
 
 func hooks(o *Options) *testHooks {
 	if o.test == nil {

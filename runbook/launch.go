@@ -41,7 +41,7 @@ type launch struct {
 	chain      *chainWatch
 	procs      *sandboxProcs
 	hostFiles  []string
-	hostTrees  []string
+	hostTrees  []watchedTree
 	hostBefore hostSnapshot
 
 	step     atomic.Int64 // the step running now (1-based), 0 between steps

@@ -73,15 +73,20 @@ type testHooks struct {
 	// reprobe changes the request of the probes re-run after step i,
 	// e.g. to name a canary the sandbox can see.
 	reprobe func(i int, req sandbox.ProbeRequest) sandbox.ProbeRequest
-	// startProbe changes the request of the start-up probes.
-	startProbe func(req sandbox.ProbeRequest) sandbox.ProbeRequest
+	// startProbe changes the request of the start-up probes; proxyAddr
+	// is the proxy listener's address inside the sandbox ("" when the
+	// probes run before the listener exists).
+	startProbe func(req sandbox.ProbeRequest, proxyAddr string) sandbox.ProbeRequest
 	// config changes the sandbox's configuration before it starts (a
 	// test binds a directory over /home, or the canary's directory).
 	config func(cfg *sandbox.Config, c *Canary)
 	// start replaces sandbox.StartSession (a fake session).
 	start func(ctx context.Context, cfg sandbox.Config) (session, error)
-	// canaryMode makes the canary directory with another mode than 0700.
-	canaryMode os.FileMode
+	// canaryParent and canaryMode make the canary directory elsewhere
+	// than in the system's temporary directory, and with another mode
+	// than 0700 (a test binds it into the sandbox).
+	canaryParent string
+	canaryMode   os.FileMode
 }
 
 // DefaultEvidenceDir returns $XDG_STATE_HOME/airlock/evidence, else

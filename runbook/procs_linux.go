@@ -46,6 +46,9 @@ func newSandboxProcs(initPid int) (*sandboxProcs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runbook: the init's cgroups: %w", err)
 	}
+	if self, err := os.Readlink("/proc/self/ns/pid"); err != nil || self == ns {
+		ns = "" // not a pid namespace of its own: only descent ties a process to it
+	}
 	return &sandboxProcs{init: initPid, pidNS: ns, cgroup: cg}, nil
 }
 
@@ -60,9 +63,11 @@ func (s *sandboxProcs) members() map[int]string {
 		if err != nil {
 			continue
 		}
-		if pid == s.init {
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		switch {
+		case pid == s.init && (s.pidNS == "" || ns == s.pidNS):
 			out[pid] = "init"
-		} else if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && ns == s.pidNS {
+		case s.pidNS != "" && ns == s.pidNS:
 			out[pid] = "pid namespace"
 		}
 		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
@@ -84,20 +89,67 @@ func (s *sandboxProcs) members() map[int]string {
 	return out
 }
 
-// outsideCgroup returns, for every process of the sandbox whose cgroups
-// differ from the init's at launch, a line naming it and where it is.
+// left returns the processes of the sandbox's pid namespace still alive,
+// for the teardown's residue check (a pid reused since by another
+// process is not counted: it is in another namespace).
+func (s *sandboxProcs) left() map[int]string {
+	if s.pidNS == "" {
+		return map[int]string{}
+	}
+	out := map[int]string{}
+	for pid, why := range s.members() {
+		if why != "descendant" {
+			out[pid] = why
+		}
+	}
+	return out
+}
+
+// outsideCgroup returns, for every process descended from the init
+// (the init included) whose cgroups differ from the init's at launch, a
+// line naming it and where it is. Every process of the sandbox's pid
+// namespace descends from its init (orphans are reparented to it), so
+// walking the init's children is complete, and costs what the sandbox
+// holds rather than what the host holds.
 func (s *sandboxProcs) outsideCgroup() []string {
 	var out []string
-	for pid := range s.members() {
+	for _, pid := range descendants(s.init) {
 		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil || bytes.Equal(cg, s.cgroup) {
-			continue // gone, or where it belongs
+		if err != nil || bytes.Equal(cg, s.cgroup) || exiting(pid) {
+			continue // gone, where it belongs, or on its way out
 		}
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		out = append(out, fmt.Sprintf("pid %d (%s) is in %s, not in the sandbox's %s",
 			pid, strings.TrimSpace(string(comm)), oneLine(cg), oneLine(s.cgroup)))
 	}
 	sort.Strings(out)
+	return out
+}
+
+// maxDescendants bounds the walk (the sandbox's tasks cap is far lower).
+const maxDescendants = 65536
+
+// descendants returns root and every process descended from it, through
+// /proc/PID/task/TID/children (each thread's children).
+func descendants(root int) []int {
+	out := []int{root}
+	for i := 0; i < len(out) && len(out) < maxDescendants; i++ {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", out[i]))
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", out[i], t.Name()))
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					out = append(out, pid)
+				}
+			}
+		}
+	}
 	return out
 }
 
@@ -150,6 +202,32 @@ func describeProc(pid int, why string) procInfo {
 		}
 	}
 	return p
+}
+
+// pfExiting is the kernel's PF_EXITING task flag.
+const pfExiting = 0x4
+
+// exiting reports whether pid is a zombie, dead, or exiting: the kernel
+// moves an exiting task out of its v1 cgroups (to the roots) while it is
+// still listed, which is not an escape.
+func exiting(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 7 {
+		return false
+	}
+	if f[0] == "Z" || f[0] == "X" || f[0] == "x" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	return err == nil && flags&pfExiting != 0
 }
 
 // statPPid returns the parent pid from a /proc/PID/stat line, whose

@@ -16,6 +16,7 @@ func newSandboxProcs(int) (*sandboxProcs, error) {
 }
 
 func (s *sandboxProcs) members() map[int]string { return nil }
+func (s *sandboxProcs) left() map[int]string    { return nil }
 func (s *sandboxProcs) outsideCgroup() []string { return nil }
 func (s *sandboxProcs) tree() []procInfo        { return nil }
 func hostNetNamespaces() map[string][]int       { return nil }

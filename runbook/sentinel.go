@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // maxSentinelEntries bounds the entries one host snapshot records, so a
@@ -31,19 +32,31 @@ type hostSnapshot struct {
 	Truncated bool                 `json:"truncated,omitempty"`
 }
 
-// snapshotHost records the state of every path in files and of every
-// entry under each of trees (not following symbolic links), except the
+// watchedTree is a host directory watched for writes, to a depth: 1
+// watches its entries, 2 theirs too, and so on; 0 has no bound.
+type watchedTree struct {
+	Path  string
+	Depth int
+}
+
+// snapshotHost records the state of every path in files and of the
+// entries of each of trees (not following symbolic links), except the
 // paths in skip and what is under them.
-func snapshotHost(files, trees, skip []string) hostSnapshot {
+func snapshotHost(files []string, trees []watchedTree, skip []string) hostSnapshot {
 	s := hostSnapshot{Files: map[string]fileState{}}
 	for _, p := range files {
 		s.Files[p] = stateOf(p)
 	}
-	for _, root := range trees {
+	for _, t := range trees {
+		root := t.Path
 		s.Files[root] = stateOf(root)
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || p == root {
 				return nil
+			}
+			if t.Depth > 0 && d.IsDir() && strings.Count(p[len(root):], string(filepath.Separator)) >= t.Depth {
+				s.Files[p] = stateOf(p)
+				return fs.SkipDir
 			}
 			if slices.Contains(skip, p) {
 				if d.IsDir() {

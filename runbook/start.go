@@ -16,11 +16,11 @@ import (
 // startSandbox makes the canary, snapshots the watched host paths, and
 // starts the plan's one sandbox.
 func (l *launch) startSandbox(ctx context.Context) bool {
-	mode := os.FileMode(0o700)
-	if l.opts.test != nil && l.opts.test.canaryMode != 0 {
-		mode = l.opts.test.canaryMode
+	parent, mode := "", os.FileMode(0o700)
+	if h := l.opts.test; h != nil && h.canaryMode != 0 {
+		parent, mode = h.canaryParent, h.canaryMode
 	}
-	c, err := newCanary("", mode)
+	c, err := newCanary(parent, mode)
 	if err != nil {
 		return l.refuse(err.Error(), nil)
 	}
@@ -46,7 +46,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	if !canProbe() {
 		// The session cannot report probe results: let it run the
 		// start-up probes itself, failing the start on any failure.
-		req := l.startRequest()
+		req := l.startRequest("")
 		cfg.Probes = &req
 	}
 	start := startSession
@@ -67,10 +67,10 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 }
 
 // startRequest is the start-up probes' request: the canary.
-func (l *launch) startRequest() sandbox.ProbeRequest {
+func (l *launch) startRequest(proxyAddr string) sandbox.ProbeRequest {
 	req := l.canary.Request()
 	if h := l.opts.test; h != nil && h.startProbe != nil {
-		req = h.startProbe(req)
+		req = h.startProbe(req, proxyAddr)
 	}
 	return req
 }
@@ -80,7 +80,11 @@ func (l *launch) startRequest() sandbox.ProbeRequest {
 func (l *launch) startProbes(context.Context) bool {
 	p, ok := l.sess.(prober)
 	if ok {
-		res, err := p.Probe(l.startRequest())
+		addr := ""
+		if lis := l.sess.Listener(); lis != nil {
+			addr = lis.Addr().String()
+		}
+		res, err := p.Probe(l.startRequest(addr))
 		l.res.Probes = res
 		if err != nil {
 			return l.refuse("start-up probes: "+err.Error(), res)
@@ -137,10 +141,11 @@ func (l *launch) announce(context.Context) bool {
 
 // sentinels are the host paths watched for writes: files that no run
 // has any business changing (airlock's own binary among them, against a
-// CVE-2019-5736 style overwrite), and trees that the sandbox never sees
-// (the canary, and the host's workspace and findings directories, which
-// are copied in and out but never shown to it).
-func (l *launch) sentinels() (files, trees []string) {
+// CVE-2019-5736 style overwrite), and trees that the sandbox never sees:
+// the canary and the host's findings directory, whole, and the host's
+// workspace to its top-level entries (it is copied in, never shown; a
+// whole large repository would make every check slow).
+func (l *launch) sentinels() (files []string, trees []watchedTree) {
 	files = append(files, defaultSentinels...)
 	if exe, err := os.Executable(); err == nil {
 		files = append(files, exe)
@@ -150,11 +155,12 @@ func (l *launch) sentinels() (files, trees []string) {
 			files = append(files, abs)
 		}
 	}
-	trees = append(trees, l.canary.Dir())
-	for _, p := range []string{l.opts.Workspace, l.opts.Findings} {
-		if abs := absPath(p); abs != "" {
-			trees = append(trees, abs)
-		}
+	trees = append(trees, watchedTree{Path: l.canary.Dir()})
+	if abs := absPath(l.opts.Findings); abs != "" {
+		trees = append(trees, watchedTree{Path: abs})
+	}
+	if abs := absPath(l.opts.Workspace); abs != "" {
+		trees = append(trees, watchedTree{Path: abs, Depth: 1})
 	}
 	return files, trees
 }

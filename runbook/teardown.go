@@ -91,7 +91,7 @@ func (l *launch) residue() string {
 	}
 	var left map[int]string
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if left = l.procs.members(); len(left) == 0 || time.Now().After(deadline) {
+		if left = l.procs.left(); len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}

@@ -161,9 +161,9 @@ func extractWorkspace(r io.Reader, dir string, limit int64) error {
 		if err != nil {
 			return err
 		}
-		name := strings.TrimSuffix(h.Name, "/")
-		if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("bad entry name %q", h.Name)
+		name, err := entryName(h.Name)
+		if err != nil {
+			return err
 		}
 		if h.Size > limit {
 			return fmt.Errorf("%s: larger than the disk cap", name)
@@ -173,6 +173,18 @@ func extractWorkspace(r io.Reader, dir string, limit int64) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+}
+
+// entryName checks a tar entry's name and returns it without a trailing
+// slash: a clean relative path with no ".." element. Anything else is
+// refused (the stream is the parent's own, so a bad name means a bug or a
+// tampered stream, never something to repair).
+func entryName(raw string) (string, error) {
+	name := strings.TrimSuffix(raw, "/")
+	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("bad entry name %q", raw)
+	}
+	return name, nil
 }
 
 func extractEntry(root int, name string, h *tar.Header, r io.Reader) error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -20,17 +21,33 @@ const (
 	initEnvValue = "v1"
 	initArg0     = "airlock-sandbox-init"
 	rootArg      = "root"
+	tasksArg     = "tasks="
 	fdCtrl       = 3 // control socket
 	fdSetup      = 4 // setup pipe: config, then the workspace's tar stream
 	fdRoot       = 5 // Config.Root, opened by the parent (only with Root)
 )
+
+// init locks a sandbox's init to its startup thread, the thread group
+// leader: package init functions run there, and a lock taken in one keeps
+// main (and so Init) on it. The init moves that thread into the group's
+// cgroup v1 hierarchies and forks every target from it (place_linux.go).
+func init() {
+	if isInit() {
+		runtime.LockOSThread()
+	}
+}
+
+// isInit reports whether this process is a sandbox's init.
+func isInit() bool {
+	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == initArg0 && os.Getenv(initEnvKey) == initEnvValue
+}
 
 // Init runs the sandbox's init when this process is one (re-executed by
 // Start into fresh namespaces, as pid 1), and never returns then.
 // Otherwise it returns at once. Call it first thing in main, and in the
 // TestMain of packages whose tests start sandboxes.
 func Init() {
-	if os.Getpid() != 1 || len(os.Args) == 0 || os.Args[0] != initArg0 || os.Getenv(initEnvKey) != initEnvValue {
+	if !isInit() {
 		return
 	}
 	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
@@ -56,6 +73,18 @@ type initState struct {
 // status (the parent reads the target's from the control socket).
 func runInit() int {
 	s := &initState{c: &ctrl{fd: fdCtrl}, receipt: map[string]string{}}
+	if err := privateProc(); err != nil {
+		s.fail("proc", err)
+		return 1
+	}
+	trace("proc mounted")
+	if first, n := tasksFDs(); n > 0 {
+		if err := placeSelf(first, n); err != nil {
+			s.fail("cgroup", err)
+			return 1
+		}
+	}
+	trace("placed self")
 	if err := sanitizeFDs(); err != nil {
 		s.fail("fds", err)
 		return 1
@@ -111,25 +140,28 @@ func runInit() int {
 	}
 	closeAll(fds)
 	trace("ready sent")
-	// Everything below until the release is off the start's critical
-	// path: the parent is busy with its own side (the proxy, the audit
-	// log) meanwhile.
+	// The signal forwarding and the descriptor check are made while the
+	// init waits for the parent (which is busy with its proxy and audit
+	// log, or asks for the probes first); the target waits for them.
 	fw := startForwarding()
-	if err := checkFDs(); err != nil {
-		s.fail("fds", err)
-		return 1
-	}
+	prep := make(chan error, 1)
+	go func() { prep <- checkFDs() }()
 	if s.cfg.Session {
+		if err := <-prep; err != nil {
+			s.fail("fds", err)
+			return 1
+		}
 		return s.serveSession(port, fw)
 	}
 	return s.serve(target{
 		path: s.cfg.Path, argv: s.cfg.Args, env: withProxyEnv(s.cfg.Env, port), dir: s.cfg.Dir,
 		stdio: [3]int{0, 1, 2},
-	}, fw)
+	}, fw, prep)
 }
 
-// serve answers probes until the parent releases the target, then runs it.
-func (s *initState) serve(t target, fw *forwarder) int {
+// serve answers probes until the parent releases the target, then runs it
+// once prep has passed.
+func (s *initState) serve(t target, fw *forwarder, prep <-chan error) int {
 	for {
 		m, fds, err := s.c.recv()
 		closeAll(fds)
@@ -143,6 +175,10 @@ func (s *initState) serve(t target, fw *forwarder) int {
 				return 1
 			}
 		case msgRelease:
+			if err := <-prep; err != nil {
+				s.fail("fds", err)
+				return 1
+			}
 			return s.runTarget(t, fw)
 		default:
 			s.fail("protocol", fmt.Errorf("unexpected %q message", m.Kind))
@@ -203,6 +239,36 @@ func sanitizeFDs() error {
 		unix.Close(fd)
 	}
 	return dir.Close()
+}
+
+// privateProc makes the init's mount namespace private (nothing it mounts
+// reaches the host's, whatever the propagation it was copied with) and
+// mounts the /proc of its own pid namespace over the host's: psx, which
+// runs a call on every thread, finds the threads in /proc/<getpid()>/task,
+// and getpid() is 1 here.
+func privateProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the pid namespace's /proc: %w", err)
+	}
+	return nil
+}
+
+// tasksFDs returns the first of the v1 tasks descriptors the parent
+// passed (after fdRoot's place) and how many there are.
+func tasksFDs() (first, n int) {
+	first = fdRoot
+	if hasRootFD() {
+		first++
+	}
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, tasksArg); ok {
+			n = atoi(v)
+		}
+	}
+	return first, max(n, 0)
 }
 
 // hasRootFD reports whether the parent passed a Config.Root descriptor at

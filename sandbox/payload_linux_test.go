@@ -29,6 +29,7 @@ var payloads = map[string]func(args []string) int{
 	"daemon":  payloadDaemon,
 	"exit":    func([]string) int { return 7 },
 	"dial":    payloadDial,
+	"root":    payloadRoot,
 }
 
 func runPayload(name string, args []string) int {

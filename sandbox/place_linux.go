@@ -8,10 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
-	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
 // Placing the init in its group without an RCU grace period.
@@ -29,8 +27,16 @@ import (
 //     the current thread cannot exit or exec under it). The parent opens
 //     each v1 directory's tasks file (the open-time credentials are the
 //     ones checked) and passes the descriptors; the init, first thing,
-//     has every one of its threads write "0" to each (psx, as for the
-//     capability drop), before it reads its config.
+//     writes "0" to each from its main thread — the thread group leader,
+//     locked since the package's init() — before it reads its config.
+//     Every process the init forks (the target, each step) forks from that
+//     thread and starts in the group; the leader owns the init's memory
+//     (memcg v1 charges a process's memory to its leader's group), and on
+//     the unified hierarchy the whole init is in the group from its clone,
+//     for cgroup.kill. The init's other runtime threads stay in the
+//     caller's v1 groups: moving them too would take a psx round per
+//     hierarchy (milliseconds on a loaded host) for a few idle threads'
+//     CPU time.
 //
 // limits.Group.Place, which writes cgroup.procs, remains the fallback: for
 // a group without any cgroup (it then only remembers the process for
@@ -124,45 +130,52 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
-// placeSelf is the init's side: every thread writes "0" to each tasks
-// descriptor (fds first..first+n-1), then the descriptors are closed.
+// placeSelf is the init's side: its main thread writes "0" to each tasks
+// descriptor (fds first..first+n-1), which are then closed.
 func placeSelf(first, n int) error {
-	zero := []byte("0")
+	if unix.Gettid() != unix.Getpid() {
+		return fmt.Errorf("move into the group: running on thread %d, not the leader", unix.Gettid())
+	}
 	for fd := first; fd < first+n; fd++ {
-		_, _, e := psx.Syscall3(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&zero[0])), 1)
+		_, err := unix.Write(fd, []byte("0"))
 		unix.Close(fd)
-		if e != 0 {
-			return fmt.Errorf("move into the group's v1 hierarchies: %w", e)
+		if err != nil {
+			return fmt.Errorf("move into the group's v1 hierarchies: %w", err)
 		}
 	}
 	return nil
 }
 
-// placed reports whether every thread of pid sits in each of dirs.
+// placed reports whether pid's main thread sits in each of dirs.
 func placed(pid int, dirs map[string]string) error {
+	if len(dirs) == 0 {
+		return nil
+	}
 	mounts, err := v1Mounts()
 	if err != nil {
 		return err
 	}
-	tasks, err := os.ReadDir("/proc/" + itoa(pid) + "/task")
+	lines, err := readLines("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/cgroup")
 	if err != nil {
 		return err
 	}
-	for _, t := range tasks {
-		lines, err := readLines("/proc/" + itoa(pid) + "/task/" + t.Name() + "/cgroup")
-		if err != nil {
-			return err
+	seen := 0
+	for _, l := range lines {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
 		}
-		for _, l := range lines {
-			parts := strings.SplitN(l, ":", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			want, ok := dirs[parts[1]]
-			if ok && filepath.Join(mounts[parts[1]], parts[2]) != want {
-				return fmt.Errorf("thread %s is in %s, not %s", t.Name(), parts[2], want)
-			}
+		want, ok := dirs[parts[1]]
+		if !ok {
+			continue
 		}
+		if got := filepath.Join(mounts[parts[1]], parts[2]); got != want {
+			return fmt.Errorf("the init is in %s, not %s", got, want)
+		}
+		seen++
+	}
+	if seen != len(dirs) {
+		return fmt.Errorf("the init is in %d of the group's %d v1 hierarchies", seen, len(dirs))
 	}
 	return nil
 }

@@ -39,9 +39,6 @@ type mountSource struct {
 // buildRoot prepares the new root under newRootAt and returns its path.
 // The mount namespace is this init's own: nothing here reaches the host's.
 func (s *initState) buildRoot(setup io.Reader) (string, error) {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return "", fmt.Errorf("make / private: %w", err)
-	}
 	srcs, err := s.cloneSources()
 	defer func() {
 		for _, m := range srcs {

@@ -26,7 +26,6 @@ type Sandbox struct {
 	cmd     *exec.Cmd
 	c       *ctrl
 	group   *limits.Group
-	groupCh chan groupResult // limits.New's answer, until start takes it
 	lis     net.Listener
 	port    int
 	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
@@ -44,12 +43,6 @@ type Sandbox struct {
 	once   sync.Once
 	result Result
 	err    error
-}
-
-// groupResult is limits.New's answer, made while the init starts.
-type groupResult struct {
-	g   *limits.Group
-	err error
 }
 
 // Start builds the sandbox for cfg: the group of caps, the init in its
@@ -80,22 +73,30 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 }
 
 // start runs the init and takes it to "ready" (and through the probes).
-//
-// The cgroup is made while the init starts (clone into seven namespaces
-// and the exec of this binary take milliseconds), and the init is placed
-// in it while its runtime starts: the init reads its config only after
-// the parent has placed it, so nothing it does for the run — the
-// workspace copy, the mounts, the target — happens outside the group.
-// (CLONE_INTO_CGROUP would need the group first, and does not cover the
-// v1 controllers of a hybrid host anyway.)
+// The init is in its group from its first instruction on cgroup v2
+// (CLONE_INTO_CGROUP) and moves itself into the v1 hierarchies before it
+// reads its config (see place_linux.go): nothing it does for the run
+// happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
-	s.groupCh = make(chan groupResult, 1)
-	go func() {
-		trace("group new")
-		g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
-		trace("group made")
-		s.groupCh <- groupResult{g, err}
-	}()
+	trace("group new")
+	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
+	trace("group made")
+	if err != nil {
+		if errors.Is(err, limits.ErrUnavailable) {
+			return fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
+		}
+		return fmt.Errorf("sandbox: resource caps: %w", err)
+	}
+	s.group = g
+	v1, err := v1Dirs("airlock-sandbox-" + s.cfg.ID)
+	if err != nil {
+		return err
+	}
+	tasks, err := openTasks(v1)
+	if err != nil {
+		return err
+	}
+	defer closeFiles(tasks)
 	c, child, err := newCtrlPair()
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
@@ -120,41 +121,29 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		defer root.Close()
 		extra = append(extra, root)
 	}
-	s.cmd = s.initCmd(extra)
+	extra = append(extra, tasks...)
+	s.cmd = s.initCmd(extra, len(tasks))
 	trace("cmd.Start")
 	err = s.cmd.Start()
 	trace("cmd.Started")
 	child.Close()
 	setupR.Close()
+	closeFiles(tasks)
 	if err != nil {
 		setupW.Close()
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
 	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
-	if err := s.takeGroup(); err != nil {
-		setupW.Close()
-		return err
+	if _, inV2 := s.group.Dir(); !inV2 && len(v1) == 0 {
+		// No cgroup at all: Place only remembers the process (pidfd).
+		if err := s.group.Place(s.cmd.Process.Pid); err != nil {
+			setupW.Close()
+			return fmt.Errorf("sandbox: place the init in its group: %w", err)
+		}
 	}
-	trace("group taken")
-	// The init is placed while it builds the sandbox: placing it costs
-	// the writer of cgroup.procs an RCU grace period (milliseconds), and
-	// nothing the init does before its workspace arrives is the run's.
-	// The workspace's tar stream waits for the placement (its tmpfs pages
-	// are charged to the group), and so does everything after "ready".
-	pl := &placement{done: make(chan struct{})}
-	go func() {
-		pl.err = s.group.Place(s.cmd.Process.Pid)
-		trace("placed")
-		close(pl.done)
-	}()
 	setupErr := make(chan error, 1)
-	go func() { setupErr <- s.writeSetup(setupW, need, pl) }()
+	go func() { setupErr <- s.writeSetup(setupW, need) }()
 	m, fds, err := s.c.recv()
-	<-pl.done
-	if pl.err != nil {
-		closeAll(fds)
-		return fmt.Errorf("sandbox: place the init in its group: %w", pl.err)
-	}
 	if err != nil {
 		if serr := <-setupErr; serr != nil {
 			return fmt.Errorf("sandbox: %w", serr)
@@ -173,6 +162,12 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
+	if err := placed(s.cmd.Process.Pid, v1); err != nil {
+		// Not where it moved itself: place it the slow way.
+		if perr := s.group.Place(s.cmd.Process.Pid); perr != nil {
+			return fmt.Errorf("sandbox: place the init in its group (%v): %w", err, perr)
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("sandbox: %w", ctx.Err())
 	}
@@ -182,30 +177,10 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	return nil
 }
 
-// placement is the init's move into its group, made beside its setup.
-type placement struct {
-	done chan struct{}
-	err  error // set before done is closed
-}
-
-// takeGroup waits for limits.New, started beside the init.
-func (s *Sandbox) takeGroup() error {
-	gr := <-s.groupCh
-	s.groupCh = nil
-	if gr.err != nil {
-		if errors.Is(gr.err, limits.ErrUnavailable) {
-			return fmt.Errorf("sandbox: %w: %w", ErrRequirement, gr.err)
-		}
-		return fmt.Errorf("sandbox: resource caps: %w", gr.err)
-	}
-	s.group = gr.g
-	return nil
-}
-
 // initCmd is the init's command: this binary, re-executed into new
 // namespaces with a clean environment, stdio through pipes only. extra
 // are its descriptors 3 and up (fdCtrl, fdSetup, and fdRoot with Root).
-func (s *Sandbox) initCmd(extra []*os.File) *exec.Cmd {
+func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	rootful := os.Geteuid() == 0
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if rootful {
@@ -225,6 +200,9 @@ func (s *Sandbox) initCmd(extra []*os.File) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
+	if fd, ok := s.group.Dir(); ok {
+		attr.UseCgroupFD, attr.CgroupFD = true, fd
+	}
 	var stdin io.Reader = strings.NewReader("")
 	var stdout, stderr io.Writer = io.Discard, io.Discard
 	if !s.session {
@@ -242,6 +220,9 @@ func (s *Sandbox) initCmd(extra []*os.File) *exec.Cmd {
 	if s.cfg.Root != "" {
 		args = append(args, rootArg)
 	}
+	if tasks > 0 {
+		args = append(args, tasksArg+itoa(tasks))
+	}
 	return &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: args,
@@ -257,9 +238,8 @@ func (s *Sandbox) initCmd(extra []*os.File) *exec.Cmd {
 	}
 }
 
-// writeSetup sends the init its config and, once the init is in its
-// group, the workspace if any.
-func (s *Sandbox) writeSetup(w *os.File, need needs, pl *placement) error {
+// writeSetup sends the init its config and, if any, the workspace.
+func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 	defer w.Close()
 	cfg := initConfig{
 		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
@@ -279,9 +259,6 @@ func (s *Sandbox) writeSetup(w *os.File, need needs, pl *placement) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		if <-pl.done; pl.err != nil {
-			return nil // start reports it; the init fails on the short stream
-		}
 		return tarWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
@@ -498,12 +475,6 @@ func (s *Sandbox) teardownErr(first error) error {
 		s.lis.Close()
 	}
 	s.c.close()
-	if s.groupCh != nil {
-		// start failed before it took the group: wait for it.
-		if err := s.takeGroup(); err != nil && first == nil && !errors.Is(err, ErrRequirement) {
-			first = err
-		}
-	}
 	if s.group != nil {
 		if err := s.group.Delete(); err != nil && first == nil {
 			first = fmt.Errorf("sandbox: remove the group: %w", err)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
-	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -82,9 +81,9 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		rep.Host.Receipt = b.receipt
 	}
 	rep.Attempts = b.play(ctx, list)
-	if err := log.Close(); err != nil && ctx.Err() == nil {
-		err = fmt.Errorf("selftest: audit: %w", err)
-		defer func() { _ = err }()
+	closeErr := log.Close()
+	if closeErr != nil {
+		closeErr = fmt.Errorf("selftest: audit: %w", closeErr)
 	}
 	if keep {
 		rep.AuditPath = auditPath
@@ -93,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.Residue = residue(before, fx.token, []string{fx.root, fx.varRoot})
 	rep.WallMs = time.Since(start).Milliseconds()
 	rep.summarize()
-	return rep, ctx.Err()
+	return rep, errors.Join(ctx.Err(), closeErr)
 }
 
 func needsSandbox(list []attempt) bool {
@@ -312,20 +311,4 @@ func (b *battery) judged(ctx context.Context, a *attempt, r *Result) verdict {
 	o := b.execute(ctx, p.req)
 	r.RunID = o.res.RunID
 	return p.judge(o)
-}
-
-// cgroupSkip says whether an attempt needing a cgroup must be skipped:
-// only when the receipt of the preflight run says no cgroup could be made
-// and names another mechanism for the control.
-func cgroupSkip(needs string, receipt map[string]string) (string, bool) {
-	key := map[string]string{
-		limits.RequireCgroupMemory: limits.ControlMemory,
-		limits.RequireCgroupPids:   limits.ControlTasks,
-		limits.RequireCgroupCPU:    limits.ControlCPU,
-	}[needs]
-	mech, note := receipt[key], receipt[limits.NoteCgroupUnavailable]
-	if key == "" || note == "" || strings.Contains(mech, "cgroup v") {
-		return "", false
-	}
-	return fmt.Sprintf("skipped: no cgroup delegation: the run's receipt gives %s as %q (cgroup unavailable: %s)", key, mech, note), true
 }

@@ -3,17 +3,79 @@ package selftest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
+// built is the airlock binary the battery tests run: built once, without
+// the race detector (the battery binds its own binary into every sandbox
+// as the payload, and a -race test binary's ThreadSanitizer cannot live
+// under the battery's memory and descriptor caps), in a 0755 directory
+// that uid 65534 can reach. TestMain removes it.
+var built struct {
+	once      sync.Once
+	dir, path string
+	err       error
+	out       []byte
+}
+
+// airlockBinary builds ./cmd/airlock once and returns its path.
+func airlockBinary(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "airlock-selftest-bin-")
+		if built.err != nil {
+			return
+		}
+		if built.err = os.Chmod(built.dir, 0o755); built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "airlock")
+		goCmd, err := exec.LookPath("go")
+		if err != nil {
+			built.err = fmt.Errorf("the go command is not on $PATH: %w", err)
+			return
+		}
+		cmd := exec.Command(goCmd, "build", "-o", built.path, "github.com/airlock-sandbox/airlock/cmd/airlock")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build airlock: %v\n%s", built.err, built.out)
+	}
+	return built.path
+}
+
+// runBattery runs "airlock selftest --json" and returns its report.
+func runBattery(t *testing.T, cmd *exec.Cmd) *Report {
+	t.Helper()
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var rep Report
+	if jerr := json.Unmarshal([]byte(stdout.String()), &rep); jerr != nil {
+		t.Fatalf("airlock selftest: %v, and no report (%v)\nstdout: %s\nstderr: %s", err, jerr, stdout.String(), stderr.String())
+	}
+	if err != nil && rep.OK {
+		t.Errorf("airlock selftest failed (%v) with a report that is OK\n%s", err, stderr.String())
+	}
+	if err == nil && !rep.OK {
+		t.Errorf("airlock selftest exited 0 with a report that is not OK: %s", rep.Line())
+	}
+	return &rep
+}
+
 // checkReport fails t on every attempt not contained by its expected
-// control (a skip must quote a receipt without a cgroup), a failed
-// preflight, or any residue.
+// control (a skip must quote a receipt without a cgroup, rootless), a
+// failed preflight, or any residue.
 func checkReport(t *testing.T, rep *Report) {
 	t.Helper()
 	for _, p := range rep.Preflight {
@@ -24,7 +86,7 @@ func checkReport(t *testing.T, rep *Report) {
 	for _, a := range rep.Attempts {
 		switch {
 		case a.Outcome == Contained:
-		case a.Outcome == Skipped && strings.Contains(a.Evidence, "no cgroup delegation") && rep.Host.Rootless:
+		case a.Outcome == Skipped && rep.Host.Rootless && a.Family == FamilyResources && strings.Contains(a.Evidence, "no cgroup delegation"):
 		default:
 			t.Errorf("%s (expected %s): %s: %s", a.Attempt, a.Control, a.Outcome, a.Evidence)
 		}
@@ -34,8 +96,11 @@ func checkReport(t *testing.T, rep *Report) {
 			t.Errorf("residue: %s: %s", c.Name, c.Detail)
 		}
 	}
-	if len(rep.Residue.Checks) != 6 {
-		t.Errorf("the residue check made %d comparisons, want 6", len(rep.Residue.Checks))
+	if len(rep.Residue.Checks) != 6 || !rep.Residue.Clean {
+		t.Errorf("the residue check made %d comparisons (want 6), clean %v", len(rep.Residue.Checks), rep.Residue.Clean)
+	}
+	if len(rep.Preflight) != 2 {
+		t.Errorf("%d preflight checks, want 2", len(rep.Preflight))
 	}
 	t.Log(rep.Line())
 }
@@ -45,50 +110,56 @@ func checkReport(t *testing.T, rep *Report) {
 // residue.
 func TestBatteryAsRoot(t *testing.T) {
 	testutil.RequireRoot(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rep, err := Run(ctx, Options{})
-	if err != nil {
-		t.Fatal(err)
+	cmd := exec.Command(airlockBinary(t), "selftest", "--json")
+	cmd.Dir = t.TempDir()
+	rep := runBattery(t, cmd)
+	if rep.Host.Rootless || rep.Host.UID != 0 {
+		t.Fatalf("the battery ran as uid %d, want root", rep.Host.UID)
 	}
 	checkReport(t, rep)
-	if rep.Summary.Skipped != 0 {
-		t.Errorf("as root nothing may be skipped, %d were", rep.Summary.Skipped)
-	}
-	if !rep.OK {
-		t.Errorf("the report is not OK: %s", rep.Line())
+	if rep.Summary.Skipped != 0 || rep.Summary.Total < 60 || rep.Summary.Contained != rep.Summary.Total {
+		t.Errorf("as root every attempt must run and be contained: %s", rep.Line())
 	}
 }
 
-// TestBatteryRootless re-runs the test binary as uid 65534 with no
-// capability, which runs the battery there: the rootless subset must be
-// contained too, and only the cgroup attempts may be skipped, each with
-// the receipt's words.
+// TestBatteryRootless runs the battery as uid 65534 with no capability:
+// the rootless subset must be contained too, and only the cgroup
+// attempts may be skipped, each quoting the run's receipt.
 func TestBatteryRootless(t *testing.T) {
-	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, batteryEnv+"=1"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	cmd := testutil.AsNobody(t, exec.Command(airlockBinary(t), "selftest", "--json"))
+	rep := runBattery(t, cmd)
+	if !rep.Host.Rootless || rep.Host.UID != testutil.NobodyID {
+		t.Fatalf("the battery ran as uid %d (rootless %v), want %d", rep.Host.UID, rep.Host.Rootless, testutil.NobodyID)
+	}
+	checkReport(t, rep)
+	if rep.Summary.Contained < 100 {
+		t.Errorf("only %d attempts were contained rootless: %s", rep.Summary.Contained, rep.Line())
+	}
+}
+
+// TestRunCommandFamily runs the command gate's attempts in this process:
+// decisions only, so it needs no privilege, and the residue check must
+// find nothing left.
+func TestRunCommandFamily(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var seen []string
+	rep, err := Run(ctx, Options{Families: []Family{FamilyCommand}, OnResult: func(r Result) { seen = append(seen, r.Attempt) }})
 	if err != nil {
-		t.Fatalf("the battery as uid 65534: %v\n%s", err, stderr.String())
+		t.Fatal(err)
 	}
-	var rep Report
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("the battery's report: %v\n%s", err, out)
+	if len(rep.Preflight) != 0 {
+		t.Errorf("decisions need no sandbox, yet %d preflight checks ran", len(rep.Preflight))
 	}
-	if !rep.Host.Rootless || rep.Host.UID != 65534 {
-		t.Fatalf("the battery ran as uid %d (rootless %v), want 65534", rep.Host.UID, rep.Host.Rootless)
+	if len(seen) != len(rep.Attempts) {
+		t.Errorf("OnResult saw %d results, the report has %d", len(seen), len(rep.Attempts))
 	}
-	checkReport(t, &rep)
 	for _, a := range rep.Attempts {
-		if a.Outcome == Skipped && a.Family != FamilyResources {
-			t.Errorf("%s was skipped rootless: only cgroup attempts may be", a.Attempt)
+		if a.Family != FamilyCommand || a.Outcome != Contained {
+			t.Errorf("%s: %s: %s", a.Attempt, a.Outcome, a.Evidence)
 		}
 	}
-	if rep.Summary.Contained < 100 {
-		t.Errorf("only %d attempts were contained rootless", rep.Summary.Contained)
-	}
-	if _, err := os.Stat("/proc/self"); err != nil {
-		t.Fatal(err)
+	if !rep.Residue.Clean || !rep.OK {
+		t.Errorf("not OK: %s %+v", rep.Line(), rep.Residue)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/payload"
 )
 
@@ -241,4 +242,20 @@ func gateRefused(want decision.Verdict, reason string) func(o *observation) verd
 		}
 		return contained(fmt.Sprintf("%s: %s; exit %d, no sandbox launched", o.res.Decision, o.res.Reason, o.res.ExitCode))
 	}
+}
+
+// cgroupSkip says whether an attempt needing a cgroup must be skipped:
+// only when the receipt of the preflight run says no cgroup could be made
+// and names another mechanism for the control.
+func cgroupSkip(needs string, receipt map[string]string) (string, bool) {
+	key := map[string]string{
+		limits.RequireCgroupMemory: limits.ControlMemory,
+		limits.RequireCgroupPids:   limits.ControlTasks,
+		limits.RequireCgroupCPU:    limits.ControlCPU,
+	}[needs]
+	mech, note := receipt[key], receipt[limits.NoteCgroupUnavailable]
+	if key == "" || note == "" || strings.Contains(mech, "cgroup v") {
+		return "", false
+	}
+	return fmt.Sprintf("skipped: no cgroup delegation: the run's receipt gives %s as %q (cgroup unavailable: %s)", key, mech, note), true
 }

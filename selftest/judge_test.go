@@ -222,6 +222,13 @@ func TestBattery(t *testing.T) {
 	if _, err := attempts([]Family{"nope"}); err == nil {
 		t.Error("an unknown family must be an error")
 	}
+	total := 0
+	for _, n := range Count() {
+		total += n
+	}
+	if total != len(all) {
+		t.Errorf("Count adds up to %d, the battery has %d", total, len(all))
+	}
 	some, _ := attempts([]Family{FamilyCommand})
 	if len(some) != perFamily[FamilyCommand] {
 		t.Errorf("--family command gave %d attempts, want %d", len(some), perFamily[FamilyCommand])

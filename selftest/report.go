@@ -36,17 +36,22 @@ type Report struct {
 
 // Host describes the host and user the battery ran as.
 type Host struct {
-	OS       string `json:"os"`
-	Arch     string `json:"arch"`
-	Kernel   string `json:"kernel"`
-	UID      int    `json:"uid"`
-	Rootless bool   `json:"rootless"`
+	// OS and Arch are the Go names of the system and architecture.
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+	// Kernel is the kernel's release.
+	Kernel string `json:"kernel"`
+	// UID is the effective uid the battery ran as.
+	UID int `json:"uid"`
+	// Rootless is true when that uid is not 0.
+	Rootless bool `json:"rootless"`
 	// Receipt is the mechanism of each control on the preflight's run.
 	Receipt map[string]string `json:"receipt,omitempty"`
 }
 
 // Summary counts attempts by outcome.
 type Summary struct {
+	// Total is the number of attempts; the others count each outcome.
 	Total     int `json:"total"`
 	Contained int `json:"contained"`
 	Escaped   int `json:"escaped"`
@@ -54,7 +59,25 @@ type Summary struct {
 	Skipped   int `json:"skipped"`
 }
 
-// summarize counts rs and says whether the report is OK.
+// ResidueCheck is one comparison of the residue check.
+type ResidueCheck struct {
+	// Name is processes, cgroups, mounts, namespaces, descriptors or files.
+	Name string `json:"name"`
+	// Clean is true when nothing of the battery was left.
+	Clean bool `json:"clean"`
+	// Detail says what was looked at, or what was left.
+	Detail string `json:"detail"`
+}
+
+// Residue is the residue check's outcome.
+type Residue struct {
+	// Clean is true when every check is.
+	Clean bool `json:"clean"`
+	// Checks are the comparisons, one per kind of residue.
+	Checks []ResidueCheck `json:"checks"`
+}
+
+// summarize counts the attempts and says whether the report is OK.
 func (r *Report) summarize() {
 	s := Summary{Total: len(r.Attempts)}
 	for _, a := range r.Attempts {

@@ -69,24 +69,6 @@ func childPids() []int {
 	return out
 }
 
-// ResidueCheck is one comparison of the residue check.
-type ResidueCheck struct {
-	// Name is processes, cgroups, mounts, namespaces, descriptors or files.
-	Name string `json:"name"`
-	// Clean is true when nothing of the battery was left.
-	Clean bool `json:"clean"`
-	// Detail says what was looked at, or what was left.
-	Detail string `json:"detail"`
-}
-
-// Residue is the residue check's outcome.
-type Residue struct {
-	// Clean is true when every check is.
-	Clean bool `json:"clean"`
-	// Checks are the comparisons, one per kind of residue.
-	Checks []ResidueCheck `json:"checks"`
-}
-
 // runtimeFD reports whether a descriptor target is one the Go runtime
 // opens lazily (its poller), which is not the battery's residue.
 func runtimeFD(target string) bool {

@@ -10,32 +10,25 @@
 //
 // Targets: "direct"; "airlock-lib", the proxy package served by this
 // program in a child process with no audit log (the proxy's own cost);
+// "go-floor", the least a Go CONNECT proxy can do (parse, dial, 200, splice
+// both ways; no checks), as a reference for what this host allows;
 // "airlock", the airlock proxy command, which records every decision in
 // its audit log (fdatasync) before dialling; and "smokescreen" when
 // -smokescreen names its binary. bench/proxy/run.sh builds them all.
 package main
 
 import (
-	"bufio"
-	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/airlock-sandbox/airlock/egress"
-	"github.com/airlock-sandbox/airlock/proxy"
 )
 
 func main() {
@@ -47,10 +40,14 @@ func main() {
 		size       = flag.Int64("bytes", 1<<30, "bytes per throughput run")
 		runs       = flag.Int("runs", 5, "throughput runs per target and direction")
 		serveLib   = flag.String("serve-lib", "", "internal: serve the proxy package on this address, allowing -allow")
+		serveFloor = flag.String("serve-floor", "", "internal: serve the minimal CONNECT proxy on this address")
 		allow      = flag.String("allow", "", "internal: comma-separated allowlist for -serve-lib")
 		cpuProfile = flag.String("cpuprofile", "", "with -serve-lib: write a CPU profile of the proxy here")
 	)
 	flag.Parse()
+	if *serveFloor != "" {
+		fail(serveMinimal(*serveFloor)) // it serves until killed
+	}
 	if *serveLib != "" {
 		if *cpuProfile != "" {
 			f, err := os.Create(*cpuProfile)
@@ -123,6 +120,17 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 		return fmt.Errorf("airlock-lib: %w", err)
 	}
 	targets = append(targets, target{"airlock-lib", libAddr})
+
+	floorAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	floor := exec.Command(self, "-serve-floor", floorAddr)
+	floor.Stderr = os.Stderr
+	if err := start(floor, &children, floorAddr); err != nil {
+		return fmt.Errorf("go-floor: %w", err)
+	}
+	targets = append(targets, target{"go-floor", floorAddr})
 
 	dir, err := os.MkdirTemp(auditDir, "proxy-bench-")
 	if err != nil {
@@ -203,250 +211,3 @@ func pct(ds []time.Duration, p int) time.Duration {
 	slices.Sort(s)
 	return s[(len(s)-1)*p/100]
 }
-
-// setupLatency samples each target round-robin.
-func setupLatency(targets []target, echoAddr string, samples int) (map[string][]time.Duration, error) {
-	out := map[string][]time.Duration{}
-	for i := -samples / 10; i < samples; i++ {
-		for _, t := range targets {
-			d, err := setupOnce(t, echoAddr)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", t.name, err)
-			}
-			if i >= 0 {
-				out[t.name] = append(out[t.name], d)
-			}
-		}
-	}
-	return out, nil
-}
-
-func setupOnce(t target, echoAddr string) (time.Duration, error) {
-	start := time.Now()
-	c, err := open(t, echoAddr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte{'x'}); err != nil {
-		return 0, err
-	}
-	var b [1]byte
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
-}
-
-// open connects to addr, directly or through a CONNECT tunnel.
-func open(t target, addr string) (net.Conn, error) {
-	if t.proxy == "" {
-		return net.Dial("tcp", addr)
-	}
-	c, err := net.Dial("tcp", t.proxy)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", addr, addr); err != nil {
-		c.Close()
-		return nil, err
-	}
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		c.Close()
-		return nil, fmt.Errorf("CONNECT %s: %s", addr, resp.Status)
-	}
-	if br.Buffered() > 0 {
-		c.Close()
-		return nil, fmt.Errorf("CONNECT %s: data after the response", addr)
-	}
-	return c, nil
-}
-
-// throughput measures each target's upload and download, median of runs.
-func throughput(targets []target, sinkAddr, sourceAddr string, size int64, runs int) (up, down map[string]float64, err error) {
-	upRuns, downRuns := map[string][]float64{}, map[string][]float64{}
-	buf := make([]byte, 256<<10)
-	for range runs {
-		for _, t := range targets {
-			u, err := upload(t, sinkAddr, size, buf)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s upload: %w", t.name, err)
-			}
-			d, err := download(t, sourceAddr, size, buf)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s download: %w", t.name, err)
-			}
-			upRuns[t.name] = append(upRuns[t.name], u)
-			downRuns[t.name] = append(downRuns[t.name], d)
-		}
-	}
-	up, down = map[string]float64{}, map[string]float64{}
-	for name := range upRuns {
-		slices.Sort(upRuns[name])
-		slices.Sort(downRuns[name])
-		up[name] = upRuns[name][len(upRuns[name])/2]
-		down[name] = downRuns[name][len(downRuns[name])/2]
-	}
-	return up, down, nil
-}
-
-func upload(t target, sinkAddr string, size int64, buf []byte) (float64, error) {
-	c, err := open(t, sinkAddr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	start := time.Now()
-	for n := int64(0); n < size; n += int64(len(buf)) {
-		if _, err := c.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	var ack [1]byte
-	if _, err := io.ReadFull(c, ack[:]); err != nil {
-		return 0, err
-	}
-	return mbps(size, time.Since(start)), nil
-}
-
-func download(t target, sourceAddr string, size int64, buf []byte) (float64, error) {
-	c, err := open(t, sourceAddr)
-	if err != nil {
-		return 0, err
-	}
-	defer c.Close()
-	start := time.Now()
-	if _, err := c.Write([]byte{1}); err != nil { // start the source
-		return 0, err
-	}
-	n, err := io.CopyBuffer(io.Discard, c, buf)
-	if err != nil {
-		return 0, err
-	}
-	if n != size {
-		return 0, fmt.Errorf("got %d bytes, want %d", n, size)
-	}
-	return mbps(size, time.Since(start)), nil
-}
-
-func mbps(n int64, d time.Duration) float64 { return float64(n) / 1e6 / d.Seconds() }
-
-// serve runs handle for every connection to a new loopback listener.
-func serve(handle func(net.Conn)) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); handle(c) }()
-		}
-	}()
-	return ln.Addr().String(), nil
-}
-
-func echo(c net.Conn) { _, _ = io.Copy(c, c) }
-
-// sink reads size bytes, then answers with one byte. (It does not wait
-// for the client's half-close: smokescreen closes the whole tunnel when
-// one side ends.)
-func sink(c net.Conn, size int64) {
-	if n, _ := io.CopyN(io.Discard, c, size); n == size {
-		_, _ = c.Write([]byte{1})
-	}
-}
-
-// source waits for one byte, then sends size bytes and closes.
-func source(c net.Conn, size int64) {
-	var b [1]byte
-	if _, err := io.ReadFull(c, b[:]); err != nil {
-		return
-	}
-	buf := make([]byte, 256<<10)
-	for n := int64(0); n < size; n += int64(len(buf)) {
-		if _, err := c.Write(buf[:min(int64(len(buf)), size-n)]); err != nil {
-			return
-		}
-	}
-}
-
-// freeAddr returns a loopback address with a free port.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-// start starts cmd and waits until addr accepts connections.
-func start(cmd *exec.Cmd, children *[]*exec.Cmd, addr string) error {
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	*children = append(*children, cmd)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return nil
-		}
-	}
-	return fmt.Errorf("nothing listens on %s", addr)
-}
-
-// startAirlock runs the airlock proxy command and returns its address.
-func startAirlock(bin, pol, auditFile string, children *[]*exec.Cmd) (string, error) {
-	cmd := exec.Command(bin, "--policy", pol, "proxy", "--task", "bench", "--listen", "127.0.0.1:0", "--audit", auditFile)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return "", err
-	}
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	*children = append(*children, cmd)
-	re := regexp.MustCompile(`serving HTTP and SOCKS5 on (\S+)`)
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, stderr) }() // one line per decision
-			return m[1], nil
-		}
-	}
-	return "", fmt.Errorf("exited before listening")
-}
-
-// serveLibrary serves the proxy package with no audit log until SIGTERM.
-func serveLibrary(addr string, allow []string) error {
-	g, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"bench": allow}})
-	if err != nil {
-		return err
-	}
-	p, err := proxy.New(proxy.Config{Task: "bench", Gate: g})
-	if err != nil {
-		return err
-	}
-	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(context.Background(), "tcp", addr)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	go func() { <-ctx.Done(); p.Close() }()
-	if err := p.Serve(ln); err != proxy.ErrClosed {
-		return err
-	}
-	return nil
-}
-

@@ -1,11 +1,32 @@
 #!/usr/bin/env bash
-# Times a full airlock sandbox start of /bin/true beside bubblewrap, unshare
-# and a direct exec, in one hyperfine run, and prints each median's ratio to
-# bwrap's. Goal (issue 4): airlock's median <= 0.8x bwrap's.
-# Usage: bench/sandbox/run.sh [RUNS]   (as root; installs hyperfine and
-# bubblewrap with apt-get when missing)
+# Times `airlock run --tool bench -- /bin/true` (full isolation: every
+# namespace, the cgroup, seccomp, Landlock, the egress proxy listener, the
+# audit log) beside bubblewrap, unshare and a direct exec, and prints each
+# median's ratio to bwrap's. Goal (issue 4): airlock's median <= 0.8x bwrap's.
+#
+# The commands are measured in ROUNDS rounds of hyperfine, each round
+# running every command in turn, so that a change in the host's load hits
+# all of them alike; the medians are over every round's runs. The load
+# average is printed before and after.
+#
+# Rows:
+#   airlock         airlock run, audit log on the disk the default audit
+#                   path is on ($XDG_STATE_HOME, else ~/.local/state): four
+#                   events a run, each appended with fdatasync
+#   airlock-tmpfs   the same with the audit log on /dev/shm (fdatasync is
+#                   free there): the difference is the audit's fsync cost
+#   library         sandbox.Start, Release, Wait of /bin/true from a small
+#                   Go program (bench/sandbox): no policy, proxy or audit
+#   bwrap, unshare, direct   the peers
+#
+# Usage: bench/sandbox/run.sh [RUNS] [ROUNDS]   (as root; RUNS per command
+# in all, default 200; ROUNDS default 5). SPACED=1 pauses 50 ms before each
+# run, as when commands come one at a time rather than back to back (the
+# kernel's cgroup and RCU state then starts cold every run). Installs
+# hyperfine and bubblewrap with apt-get when missing.
 set -euo pipefail
 runs=${1:-200}
+rounds=${2:-5}
 cd "$(dirname "$0")/../.."
 need=()
 command -v hyperfine >/dev/null || need+=(hyperfine)
@@ -14,19 +35,55 @@ if ((${#need[@]})); then
 	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
+mkdir -p "$state"
+audit="$state/bench-audit-$$.jsonl"
+shm_audit="/dev/shm/airlock-bench-audit-$$.jsonl"
+trap 'rm -rf "$out" "$audit" "$shm_audit"' EXIT
+go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/sandbox-bench" ./bench/sandbox
-hyperfine -N --warmup 20 --runs "$runs" --export-json "$out/r.json" \
-	-n airlock "$out/sandbox-bench" \
-	-n bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true' \
-	-n unshare 'unshare --user --map-root-user --net --pid --fork --mount-proc /bin/true' \
-	-n direct '/bin/true'
-python3 - "$out/r.json" <<'PY'
-import json, sys
-rs = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
-b = rs["bwrap"]
-print(f"\n{'command':10} {'median ms':>10} {'x bwrap':>8}")
-for k, v in rs.items():
-    print(f"{k:10} {v*1000:10.2f} {v/b:8.2f}")
-print("goal airlock <= 0.80x bwrap:", "met" if rs["airlock"] <= 0.8*b else "NOT met")
+cat >"$out/policy.json" <<'EOF'
+{
+  "toolScopes": {
+    "bench": {
+      "allow": [ { "name": "true", "command": "/bin/true", "argPatterns": [], "allowExtraArgs": false } ]
+    }
+  },
+  "egress": { "default": "deny", "taskAllowlist": {} }
+}
+EOF
+run="$out/airlock run --policy $out/policy.json --tool bench"
+"$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$audit" -- /bin/true # fails loudly if it cannot run
+prepare=()
+if [[ "${SPACED:-}" == 1 ]]; then
+	prepare=(--prepare 'sleep 0.05')
+fi
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+per=$(((runs + rounds - 1) / rounds))
+for r in $(seq 1 "$rounds"); do
+	hyperfine -N --style none --warmup 5 --runs "$per" "${prepare[@]}" --export-json "$out/r$r.json" \
+		-n airlock "$run --audit $audit -- /bin/true" \
+		-n airlock-tmpfs "$run --audit $shm_audit -- /bin/true" \
+		-n library "$out/sandbox-bench" \
+		-n bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true' \
+		-n unshare 'unshare --user --map-root-user --net --pid --fork --mount-proc /bin/true' \
+		-n direct '/bin/true' >/dev/null
+done
+echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+python3 - "$out" "$rounds" <<'PY'
+import json, statistics, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+times = {}
+for r in range(1, rounds + 1):
+    for res in json.load(open(f"{out}/r{r}.json"))["results"]:
+        times.setdefault(res["command"], []).extend(res["times"])
+med = {k: statistics.median(v) for k, v in times.items()}
+b = med["bwrap"]
+print(f"\n{'command':14} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'x bwrap':>8}")
+for k, v in times.items():
+    q = statistics.quantiles(v, n=4)
+    print(f"{k:14} {len(v):5} {med[k]*1000:10.2f} {q[0]*1000:8.2f} {q[2]*1000:8.2f} {med[k]/b:8.2f}")
+print(f"\naudit fsync cost (airlock - airlock-tmpfs medians): {(med['airlock']-med['airlock-tmpfs'])*1000:.2f} ms")
+for k in ("airlock", "airlock-tmpfs"):
+    print(f"goal {k} <= 0.80x bwrap:", "met" if med[k] <= 0.8 * b else f"NOT met ({med[k]/b:.2f}x)")
 PY

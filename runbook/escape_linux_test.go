@@ -1,0 +1,281 @@
+package runbook_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// escapeCase injects one escape signal: by a payload that provokes the
+// benign form of it, or by a hook that opens one hole after step 2.
+type escapeCase struct {
+	name    string
+	signal  string
+	trigger runbook.Step                                     // step 2
+	after   func(t *testing.T, e *env, tr *tracker, pid int) // run after step 2, before the checks
+	setup   func(t *testing.T, e *env)
+	detail  string // a fragment of the signal's detail
+	needs   func(t *testing.T)
+}
+
+func escapeCases() []escapeCase {
+	benign := sh("benign", "echo benign > /workspace/benign.txt")
+	return []escapeCase{{
+		name:    "seccomp kill",
+		signal:  runbook.SignalSeccompKill,
+		trigger: self("x32", "foreign-abi-child", "x32"),
+		detail:  "died of SIGSYS",
+	}, {
+		name:    "metadata access",
+		signal:  runbook.SignalMetadata,
+		trigger: self("metadata", "http-get", "http://169.254.169.254/latest/meta-data/"),
+		detail:  `host "169.254.169.254:80" is always blocked`,
+	}, {
+		name:    "audit chain break",
+		signal:  runbook.SignalAuditChain,
+		trigger: benign,
+		after: func(t *testing.T, e *env, _ *tracker, _ int) {
+			tamper(t, e.auditPath, "sandbox launched", "sandbox lAunched")
+			e.tampered = true
+		},
+		detail: "lines written since the launch (the launch event included) were changed",
+	}, {
+		name:    "process outside its cgroup",
+		signal:  runbook.SignalCgroup,
+		trigger: benign,
+		after: func(t *testing.T, _ *env, _ *tracker, pid int) {
+			moveToParentCgroup(t, pid)
+		},
+		detail: "not in the sandbox's",
+	}, {
+		name:    "host write",
+		signal:  runbook.SignalHostWrite,
+		trigger: benign,
+		setup: func(t *testing.T, e *env) {
+			p := filepath.Join(e.dir, "sentinel")
+			if err := os.WriteFile(p, []byte("before\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.opts.Sentinels = append(e.opts.Sentinels, p)
+		},
+		after: func(t *testing.T, e *env, _ *tracker, _ int) {
+			f, err := os.OpenFile(filepath.Join(e.dir, "sentinel"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString("after\n")
+			f.Close()
+		},
+		detail: "changed ",
+	}, {
+		name:    "canary listener reached",
+		signal:  runbook.SignalCanary,
+		trigger: benign,
+		after: func(t *testing.T, _ *env, tr *tracker, _ int) {
+			c, err := net.Dial("tcp", tr.canaryAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+			time.Sleep(50 * time.Millisecond) // the canary counts on accept
+		},
+		detail: "accepted 1 connection",
+	}, {
+		name:    "probe fails after launch",
+		signal:  runbook.SignalProbe,
+		trigger: benign,
+		setup: func(t *testing.T, e *env) {
+			// The hole: the re-run probes are told that a file every
+			// sandbox shows (/etc/hostname) is the host's canary.
+			runbook.SetReprobe(&e.opts, func(step int, req sandbox.ProbeRequest) sandbox.ProbeRequest {
+				if step == 2 {
+					req.CanaryFile = "/etc/hostname"
+				}
+				return req
+			})
+		},
+		detail: "canary_file: /etc/hostname is reachable",
+		needs: func(t *testing.T) {
+			if !runbook.CanProbe() {
+				t.Skip("sandbox.Session has no Probe method yet: the probes cannot be re-run between steps")
+			}
+		},
+	}}
+}
+
+// TestEscapeSignals injects each escape signal into a running plan and
+// checks the whole procedure: the plan halted, escape_suspected recorded
+// with the signal, the evidence written (the sandbox's processes, mounts,
+// network and workspace; the host's files; the audit trail), the
+// findings marked UNTRUSTED, ExitEscape, and a clean teardown.
+func TestEscapeSignals(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, c := range escapeCases() {
+		t.Run(c.name, func(t *testing.T) {
+			if c.needs != nil {
+				c.needs(t)
+			}
+			e := newEnv(t)
+			if c.setup != nil {
+				c.setup(t, e)
+			}
+			var tr tracker
+			tr.track(&e.opts, func(step, pid int) {
+				if step == 2 && c.after != nil {
+					c.after(t, e, &tr, pid)
+				}
+			})
+			p := plan("T-escape",
+				sh("prepare", "echo report > /findings/report.txt; echo kept > /workspace/kept.txt"),
+				c.trigger,
+				sh("never", "echo ran > /findings/never.txt"),
+			)
+			res, err := runbook.Launch(context.Background(), p, e.opts)
+			if err != nil {
+				t.Fatalf("Launch: %v", err)
+			}
+			checkEscape(t, e, res, c)
+			tr.checkNoResidue(t, res.RunID, e.dir)
+		})
+	}
+}
+
+func checkEscape(t *testing.T, e *env, res runbook.Result, c escapeCase) {
+	t.Helper()
+	if res.ExitCode != runbook.ExitEscape || res.Outcome != runbook.OutcomeEscape || !res.Untrusted {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.Signals) == 0 || res.Signals[0].Name != c.signal || res.Signals[0].Step != 2 {
+		t.Fatalf("signals %+v, want %s at step 2 first", res.Signals, c.signal)
+	}
+	if !strings.Contains(res.Signals[0].Detail, c.detail) {
+		t.Errorf("signal detail %q lacks %q", res.Signals[0].Detail, c.detail)
+	}
+	if !strings.HasPrefix(res.Reason, "escape suspected ("+c.signal) {
+		t.Errorf("reason %q", res.Reason)
+	}
+	if res.Steps[2].Status != runbook.StepNotRun {
+		t.Errorf("step 3 status %q, want not_run", res.Steps[2].Status)
+	}
+	if _, err := os.Stat(filepath.Join(e.findings, "never.txt")); err == nil {
+		t.Error("a step ran after the signal")
+	}
+	// The findings came out, marked untrusted.
+	if b, err := os.ReadFile(filepath.Join(e.findings, "report.txt")); err != nil || string(b) != "report\n" {
+		t.Errorf("findings: %q %v", b, err)
+	}
+	mark, err := os.ReadFile(filepath.Join(e.findings, runbook.UntrustedMarker))
+	if err != nil || !strings.Contains(string(mark), "escape suspected ("+c.signal) {
+		t.Errorf("UNTRUSTED marker: %q %v", mark, err)
+	}
+	// The evidence.
+	want := filepath.Join(e.evidence, e.opts.RunID)
+	if res.Evidence != want {
+		t.Fatalf("evidence in %q, want %q", res.Evidence, want)
+	}
+	for _, f := range []string{"summary.json", "process-tree.json", "host-netns.json", "host-files.json", "audit-since-launch.jsonl",
+		"sandbox/processes.json", "sandbox/mounts.txt", "sandbox/namespaces.txt", "sandbox/net/dev", "sandbox/net/tcp",
+		"sandbox/workspace-mtimes.txt", "sandbox/workspace/kept.txt", "sandbox/workspace/input.txt"} {
+		if _, err := os.Stat(filepath.Join(res.Evidence, f)); err != nil {
+			t.Errorf("evidence lacks %s: %v", f, err)
+		}
+	}
+	var sum struct {
+		Signals  []runbook.Signal `json:"signals"`
+		Freeze   string           `json:"freeze"`
+		Problems []string         `json:"problems"`
+		Sandbox  sandbox.Evidence `json:"sandbox"`
+	}
+	b, _ := os.ReadFile(filepath.Join(res.Evidence, "summary.json"))
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatalf("summary.json: %v", err)
+	}
+	if len(sum.Signals) == 0 || sum.Signals[0].Name != c.signal || !strings.HasPrefix(sum.Freeze, "cgroup") {
+		t.Errorf("summary: signals %+v, freeze %q", sum.Signals, sum.Freeze)
+	}
+	if len(sum.Problems) > 0 || len(sum.Sandbox.Errors) > 0 {
+		t.Errorf("evidence problems: %q; sandbox: %q", sum.Problems, sum.Sandbox.Errors)
+	}
+	if mt, _ := os.ReadFile(filepath.Join(res.Evidence, "sandbox/workspace-mtimes.txt")); !bytes.Contains(mt, []byte(`"kept.txt"`)) {
+		t.Errorf("workspace mtimes lack kept.txt: %s", mt)
+	}
+	// The audit trail.
+	evs := e.events(t)
+	esc := lifecycle(evs, audit.EventEscapeSuspected)
+	if len(esc) != 1 || esc[0].Decision != audit.DecisionAlert || esc[0].Context.Details["signal"] != c.signal ||
+		esc[0].Context.Details["evidence"] != res.Evidence || esc[0].Context.RunID != res.RunID {
+		t.Fatalf("escape_suspected events: %+v", esc)
+	}
+	down := lifecycle(evs, audit.EventSandboxTornDown)
+	if len(down) != 1 || down[0].Context.Details["untrusted"] != "true" || down[0].Context.Details["outcome"] != runbook.OutcomeEscape {
+		t.Errorf("sandbox_torn_down: %+v", down)
+	}
+	if down[0].Seq < esc[0].Seq {
+		t.Error("the teardown was recorded before the suspicion")
+	}
+}
+
+// tamper edits the first occurrence of old in the audit file in place:
+// what an attacker with write access to the log would do.
+func tamper(t *testing.T, path, old, repl string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(old)) || len(old) != len(repl) {
+		t.Fatalf("tamper: %q not in the log", old)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(bytes.Replace(b, []byte(old), []byte(repl), 1), 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// moveToParentCgroup moves pid out of its pids cgroup into the parent
+// (what a process that escaped its caps would have done).
+func moveToParentCgroup(t *testing.T, pid int) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + itoa(pid) + "/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var procs string
+		switch {
+		case strings.Contains(","+parts[1]+",", ",pids,"):
+			procs = filepath.Join("/sys/fs/cgroup/pids", filepath.Dir(parts[2]), "cgroup.procs")
+		case parts[0] == "0" && parts[1] == "" && strings.Contains(parts[2], "airlock-"):
+			if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+				procs = filepath.Join("/sys/fs/cgroup", filepath.Dir(parts[2]), "cgroup.procs")
+			}
+		}
+		if procs == "" {
+			continue
+		}
+		if err := os.WriteFile(procs, []byte(itoa(pid)), 0); err != nil {
+			t.Fatalf("move %d to %s: %v", pid, procs, err)
+		}
+		return
+	}
+	t.Fatalf("no pids cgroup to move %d out of: %s", pid, b)
+}

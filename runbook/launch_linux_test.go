@@ -1,0 +1,138 @@
+package runbook_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/runbook"
+)
+
+// TestLaunchPlan runs a plan end to end: state carried from step to step
+// in one workspace, findings persisted out, a failure allowed by
+// continueOnFailure, every decision and outcome in the audit stream, and
+// a teardown that leaves nothing on the host.
+func TestLaunchPlan(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	var tr tracker
+	tr.track(&e.opts, nil)
+	p := plan("T-plan",
+		sh("write", "cat input.txt > copy.txt; echo report > /findings/report.txt; mkdir /findings/sub; echo deep > /findings/sub/f"),
+		sh("read", "cat /workspace/copy.txt; test ! -e /tmp/x && echo $$ > /tmp/x"),
+		runbook.Step{Name: "allowed-failure", Command: "sh", Args: []string{"-c", "exit 3"}, ContinueOnFailure: true},
+		self("payload", "hello"),
+	)
+	res, err := runbook.Launch(context.Background(), p, e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitOK || res.Outcome != runbook.OutcomePassed || res.Untrusted {
+		t.Fatalf("result %+v", res)
+	}
+	want := []string{runbook.StepPassed, runbook.StepPassed, runbook.StepFailed, runbook.StepPassed}
+	for i, s := range res.Steps {
+		if s.Status != want[i] {
+			t.Errorf("step %d: status %q, want %q (%+v)", i+1, s.Status, want[i], s)
+		}
+	}
+	if res.Steps[2].ExitCode != 3 {
+		t.Errorf("step 3 exit code %d, want 3", res.Steps[2].ExitCode)
+	}
+	if res.Reason != "every step of the plan ran: 3 passed, 1 failed with continueOnFailure" {
+		t.Errorf("reason %q", res.Reason)
+	}
+	for f, body := range map[string]string{"report.txt": "report\n", "sub/f": "deep\n"} {
+		b, err := os.ReadFile(filepath.Join(e.findings, f))
+		if err != nil || string(b) != body {
+			t.Errorf("finding %s: %q, %v", f, b, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.findings, runbook.UntrustedMarker)); err == nil {
+		t.Error("findings of a clean run are marked untrusted")
+	}
+	if _, err := os.Stat(filepath.Join(e.workspace, "copy.txt")); err == nil {
+		t.Error("the step wrote into the host's workspace: it must get a copy")
+	}
+	evs := e.events(t)
+	if n := len(ofKind(evs, audit.KindCommand)); n != 4 {
+		t.Errorf("%d command decisions recorded, want 4", n)
+	}
+	launched := lifecycle(evs, audit.EventSandboxLaunched)
+	if len(launched) != 1 || launched[0].Context.Details["testId"] != "T-plan" || launched[0].Context.RunID != res.RunID {
+		t.Fatalf("sandbox_launched: %+v", launched)
+	}
+	if runbook.CanProbe() && !strings.HasPrefix(launched[0].Context.Details["probe.seccomp"], "ok: ") {
+		t.Errorf("sandbox_launched lacks the probes: %v", launched[0].Context.Details)
+	}
+	if n := len(ofKind(evs, audit.KindResource)); n != 4 {
+		t.Errorf("%d step outcomes recorded, want 4", n)
+	}
+	down := lifecycle(evs, audit.EventSandboxTornDown)
+	if len(down) != 1 || down[0].Context.Details["outcome"] != runbook.OutcomePassed || down[0].Context.Details["stepsRun"] != "4" {
+		t.Fatalf("sandbox_torn_down: %+v", down)
+	}
+	if evs[len(evs)-1].Context.Event != audit.EventSandboxTornDown {
+		t.Errorf("the last event is %q, want sandbox_torn_down", evs[len(evs)-1].Context.Event)
+	}
+	tr.checkNoResidue(t, res.RunID, e.dir)
+}
+
+// TestLaunchStepFailureHalts: a failing step without continueOnFailure
+// stops the plan; the later steps never run.
+func TestLaunchStepFailureHalts(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	var tr tracker
+	tr.track(&e.opts, nil)
+	res, err := runbook.Launch(context.Background(), plan("T-halt",
+		sh("fails", "exit 4"),
+		sh("never", "echo ran > /findings/never"),
+	), e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitStepFailed || res.Outcome != runbook.OutcomeFailed {
+		t.Fatalf("result %+v", res)
+	}
+	if want := `step 1 ("fails") failed (exit status 4) and does not say continueOnFailure: the plan stopped there`; res.Reason != want {
+		t.Errorf("reason %q\nwant   %q", res.Reason, want)
+	}
+	if res.Steps[1].Status != runbook.StepNotRun {
+		t.Errorf("step 2 status %q, want not_run", res.Steps[1].Status)
+	}
+	if _, err := os.Stat(filepath.Join(e.findings, "never")); err == nil {
+		t.Error("the step after the failure ran")
+	}
+	tr.checkNoResidue(t, res.RunID, e.dir)
+}
+
+// TestLaunchCapKill: a step killed by its tool's wall cap is a failure
+// recorded as a kill.
+func TestLaunchCapKill(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	pol := strings.Replace(testPolicy, `"wallSeconds": 20`, `"wallSeconds": 1`, 1)
+	e.opts.Policy = parsePolicy(t, pol)
+	res, err := runbook.Launch(context.Background(), plan("T-kill", self("sleep", "sleep", "30")), e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	s := res.Steps[0]
+	if res.ExitCode != runbook.ExitStepFailed || s.KilledBy == nil || *s.KilledBy != "wall" {
+		t.Fatalf("result %+v, step %+v", res, s)
+	}
+	var kills int
+	for _, ev := range ofKind(e.events(t), audit.KindResource) {
+		if ev.Decision == audit.DecisionKill && ev.Context.KilledBy == "wall" {
+			kills++
+		}
+	}
+	if kills != 1 {
+		t.Errorf("%d wall kills recorded, want 1", kills)
+	}
+}

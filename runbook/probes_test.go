@@ -1,0 +1,247 @@
+package runbook_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+func TestCanary(t *testing.T) {
+	c, err := runbook.NewCanary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := c.Request()
+	fi, err := os.Stat(filepath.Dir(req.CanaryFile))
+	if err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("canary directory: %v %v, want mode 0700", fi.Mode(), err)
+	}
+	if !strings.HasPrefix(req.CanaryAddr, "127.0.0.1:") {
+		t.Fatalf("canary listener on %q, want the host's loopback", req.CanaryAddr)
+	}
+	if c.Accepted() != 0 {
+		t.Fatal("the canary counted a connection nobody made")
+	}
+	conn, err := net.Dial("tcp", req.CanaryAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	for deadline := time.Now().Add(5 * time.Second); c.Accepted() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the canary did not count the connection")
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(c.Dir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("canary directory left after Close: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", req.CanaryAddr, time.Second); err == nil {
+		t.Error("canary listener still open after Close")
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestProbeHelpers(t *testing.T) {
+	ok := []sandbox.ProbeResult{{Name: "uid", OK: true, Detail: "uid and gid are 65534"}}
+	bad := append(ok, sandbox.ProbeResult{Name: "caps", Detail: "CapEff is not empty"}, sandbox.ProbeResult{Name: "seccomp", Detail: "Seccomp is not 2"})
+	if got := runbook.ProbeFailure(ok); got != "" {
+		t.Errorf("ProbeFailure(all passed) = %q", got)
+	}
+	if got := runbook.ProbeFailure(nil); !strings.Contains(got, "fail closed") {
+		t.Errorf("ProbeFailure(none) = %q: an empty run must fail", got)
+	}
+	if got := runbook.ProbeFailure(bad); got != "caps: CapEff is not empty; seccomp: Seccomp is not 2" {
+		t.Errorf("ProbeFailure = %q", got)
+	}
+	if err := runbook.ProbeError(bad); !errors.Is(err, sandbox.ErrProbe) {
+		t.Errorf("ProbeError = %v, want ErrProbe", err)
+	}
+	base := audit.Context{RunID: "r1", Details: map[string]string{"testId": "t1"}}
+	ev := runbook.LaunchedEvent(base, ok, map[string]string{"imageDigest": "sha256:ab"})
+	if ev.Kind != audit.KindLifecycle || ev.Decision != audit.DecisionInfo || ev.Context.Event != audit.EventSandboxLaunched ||
+		ev.Context.Details["probe.uid"] != "ok: uid and gid are 65534" || ev.Context.Details["testId"] != "t1" ||
+		ev.Context.Details["imageDigest"] != "sha256:ab" || ev.Context.RunID != "r1" {
+		t.Errorf("LaunchedEvent = %+v", ev)
+	}
+	ref := runbook.RefusedEvent(base, runbook.ProbeFailure(bad), bad)
+	if ref.Decision != audit.DecisionDeny || ref.Context.Event != audit.EventStartupRefused ||
+		ref.Reason != "start-up check failed, nothing was run: caps: CapEff is not empty; seccomp: Seccomp is not 2" ||
+		ref.Context.Details["probe.caps"] != "failed: CapEff is not empty" {
+		t.Errorf("RefusedEvent = %+v", ref)
+	}
+	if base.Details["probe.uid"] != "" {
+		t.Error("the events changed the caller's details")
+	}
+}
+
+// fakeSession is a sandbox that runs nothing: it reports the probe
+// results it was given and fails the test if a step is run.
+type fakeSession struct {
+	t      *testing.T
+	probes []sandbox.ProbeResult
+	closed bool
+}
+
+func (f *fakeSession) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+	f.t.Error("a step ran in a sandbox whose probes failed")
+	return sandbox.Result{ExitCode: -1}, errors.New("fake")
+}
+func (f *fakeSession) Listener() net.Listener { return nil }
+func (f *fakeSession) Pid() int               { return os.Getpid() }
+func (f *fakeSession) Freeze() (string, error) {
+	return "", errors.New("fake")
+}
+func (f *fakeSession) Evidence(dir string) (sandbox.Evidence, error) {
+	return sandbox.Evidence{Dir: dir}, errors.New("fake")
+}
+func (f *fakeSession) Close() (sandbox.Teardown, error) {
+	f.closed = true
+	return sandbox.Teardown{}, nil
+}
+func (f *fakeSession) Probe(sandbox.ProbeRequest) ([]sandbox.ProbeResult, error) {
+	return f.probes, nil
+}
+
+// allProbes are the probes the init runs, all passing.
+func allProbes() []sandbox.ProbeResult {
+	var out []sandbox.ProbeResult
+	for _, n := range []string{"uid", "caps", "no_new_privs", "seccomp", "landlock", "interfaces", "routes", "host_dirs", "canary_file", "canary_listener"} {
+		out = append(out, sandbox.ProbeResult{Name: n, OK: true, Detail: n + " holds"})
+	}
+	return out
+}
+
+// TestStartProbeFailureAborts makes each start-up probe fail in turn and
+// checks that the launch runs nothing, writes startup_refused naming the
+// probe, never writes sandbox_launched, closes the sandbox and exits
+// ExitSetup. (The holes that make the real probes fail are in
+// probes_linux_test.go, where they can be opened from outside the init.)
+func TestStartProbeFailureAborts(t *testing.T) {
+	for i, p := range allProbes() {
+		t.Run(p.Name, func(t *testing.T) {
+			e := newEnv(t)
+			probes := allProbes()
+			probes[i].OK, probes[i].Detail = false, p.Name+" is open"
+			fake := &fakeSession{t: t, probes: probes}
+			runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
+			res, err := runbook.Launch(context.Background(), plan("T-probe", sh("never", "true")), e.opts)
+			if err == nil || res.ExitCode != runbook.ExitSetup || res.Outcome != runbook.OutcomeRefused {
+				t.Fatalf("result %+v, err %v", res, err)
+			}
+			want := "start-up check failed, nothing was run: start-up probe failed: " + p.Name + ": " + p.Name + " is open"
+			if res.Reason != want {
+				t.Errorf("reason %q\nwant   %q", res.Reason, want)
+			}
+			if !fake.closed {
+				t.Error("the refused sandbox was not closed")
+			}
+			evs := e.events(t)
+			if len(lifecycle(evs, audit.EventSandboxLaunched)) != 0 {
+				t.Error("sandbox_launched written for a sandbox whose probe failed")
+			}
+			ref := lifecycle(evs, audit.EventStartupRefused)
+			if len(ref) != 1 || ref[0].Reason != want || ref[0].Context.Details["probe."+p.Name] != "failed: "+p.Name+" is open" {
+				t.Fatalf("startup_refused: %+v", ref)
+			}
+			if res.Steps[0].Status != runbook.StepNotRun {
+				t.Errorf("step status %q", res.Steps[0].Status)
+			}
+		})
+	}
+}
+
+// TestLaunchDenied: a plan with a step the command gate refuses is
+// refused as a whole before any sandbox starts; every decision is
+// recorded and the refused step named.
+func TestLaunchDenied(t *testing.T) {
+	e := newEnv(t)
+	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+		t.Error("a sandbox started for a refused plan")
+		return nil, errors.New("no")
+	})
+	p := plan("T-deny",
+		sh("fine", "true"),
+		runbook.Step{Name: "wipe", Command: "rm", Args: []string{"-rf", "/workspace"}},
+		runbook.Step{Name: "cross-tool", Command: "true"},
+	)
+	p.Task = "t"
+	res, err := runbook.Launch(context.Background(), p, e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitGate || res.Outcome != runbook.OutcomeDenied {
+		t.Fatalf("result %+v", res)
+	}
+	want := `the command gate refused step 2 ("wipe"), so no step was run: "rm" matched deny rule "no-rm" of tool "t" (and 1 more refused steps)`
+	if res.Reason != want {
+		t.Errorf("reason %q\nwant   %q", res.Reason, want)
+	}
+	statuses := []string{runbook.StepNotRun, runbook.StepDenied, runbook.StepDenied}
+	for i, s := range res.Steps {
+		if s.Status != statuses[i] {
+			t.Errorf("step %d status %q, want %q", i+1, s.Status, statuses[i])
+		}
+	}
+	evs := e.events(t)
+	cmds := ofKind(evs, audit.KindCommand)
+	if len(cmds) != 3 || cmds[0].Decision != "allow" || cmds[1].Decision != "deny" || cmds[2].Decision != "deny" ||
+		cmds[1].Context.Details["stepName"] != "wipe" {
+		t.Fatalf("command events: %+v", cmds)
+	}
+	if len(ofKind(evs, audit.KindLifecycle)) != 1 { // chain_started only
+		t.Errorf("lifecycle events for a refused plan: %+v", ofKind(evs, audit.KindLifecycle))
+	}
+}
+
+// TestLaunchInvalid: a plan that breaks a rule, or missing options, is
+// refused before anything is decided or run.
+func TestLaunchInvalid(t *testing.T) {
+	e := newEnv(t)
+	res, err := runbook.Launch(context.Background(), &runbook.Plan{TestID: "t"}, e.opts)
+	if err == nil || res.ExitCode != runbook.ExitSetup || !strings.Contains(err.Error(), "a plan needs at least one step") {
+		t.Fatalf("empty plan: %+v, %v", res, err)
+	}
+	if _, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), runbook.Options{}); err == nil {
+		t.Fatal("a launch without policy or log ran")
+	}
+	fi, err := os.Stat(e.auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != 0 {
+		t.Errorf("an invalid launch wrote %d bytes to the audit log", fi.Size())
+	}
+}
+
+// TestLaunchNotInstalled: an allowed command that cannot be found is a
+// setup failure with a reason, before any sandbox starts.
+func TestLaunchNotInstalled(t *testing.T) {
+	e := newEnv(t)
+	pol := strings.Replace(testPolicy, `{"name": "cat", "command": "cat"`, `{"name": "cat", "command": "airlock-no-such-command"`, 1)
+	e.opts.Policy = parsePolicy(t, pol)
+	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+		t.Error("a sandbox started for a plan whose command is missing")
+		return nil, errors.New("no")
+	})
+	res, err := runbook.Launch(context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}), e.opts)
+	if err == nil || res.ExitCode != runbook.ExitSetup || !strings.Contains(res.Reason, `the command gate allowed "airlock-no-such-command" but it cannot be run: no such executable`) {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if ref := lifecycle(e.events(t), audit.EventStartupRefused); len(ref) != 1 {
+		t.Errorf("startup_refused events: %+v", ref)
+	}
+}

@@ -1,0 +1,102 @@
+package runbook_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// tracker records, through the test hooks, what a launch made on the
+// host, so that the test can check afterwards that none of it is left.
+type tracker struct {
+	mu         sync.Mutex
+	initPid    int
+	pidNS      string
+	canaryDir  string
+	canaryAddr string
+}
+
+// track installs the hooks that feed t.
+func (tr *tracker) track(o *runbook.Options, then func(step, initPid int)) {
+	runbook.SetConfig(o, func(_ *sandbox.Config, canaryDir, canaryAddr string) {
+		tr.mu.Lock()
+		tr.canaryDir, tr.canaryAddr = canaryDir, canaryAddr
+		tr.mu.Unlock()
+	})
+	runbook.SetAfterStep(o, func(step, pid int) {
+		tr.mu.Lock()
+		if tr.pidNS == "" {
+			tr.initPid = pid
+			tr.pidNS, _ = os.Readlink("/proc/" + itoa(pid) + "/ns/pid")
+		}
+		tr.mu.Unlock()
+		if then != nil {
+			then(step, pid)
+		}
+	})
+}
+
+// checkNoResidue fails the test if anything of the launch is left on the
+// host: a process of its pid namespace, a cgroup named for its run, a
+// mount of its paths in the host's table, its canary directory.
+func (tr *tracker) checkNoResidue(t *testing.T, runID string, paths ...string) {
+	t.Helper()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.pidNS == "" {
+		t.Fatal("the launch never reached a step: nothing to check")
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == tr.pidNS {
+			t.Errorf("process %s of the sandbox survived the teardown", p.Name())
+		}
+	}
+	if _, err := os.Stat("/proc/" + itoa(tr.initPid) + "/ns/pid"); err == nil {
+		if ns, _ := os.Readlink("/proc/" + itoa(tr.initPid) + "/ns/pid"); ns == tr.pidNS {
+			t.Errorf("the init %d survived the teardown", tr.initPid)
+		}
+	}
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Contains(d.Name(), runID) {
+			t.Errorf("cgroup %s left behind", path)
+			return fs.SkipDir
+		}
+		if strings.Count(path, "/") > 8 {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := f[4]
+		bad := mp == sandbox.WorkspaceDir || mp == sandbox.FindingsDir || strings.HasPrefix(mp, "/.airlock") || strings.Contains(line, runID)
+		for _, p := range paths {
+			bad = bad || mp == p || strings.HasPrefix(mp, p+"/")
+		}
+		if bad {
+			t.Errorf("mount left in the host's table: %s", line)
+		}
+	}
+	if tr.canaryDir == "" {
+		t.Error("no canary directory was made")
+	} else if _, err := os.Lstat(tr.canaryDir); err == nil {
+		t.Errorf("canary directory %s left behind", tr.canaryDir)
+	}
+}
