@@ -24,6 +24,21 @@ func init() {
 	Register("open-any", openAny)
 	Register("open-fds", openFDs)
 	Register("findings-links", findingsLinks)
+	Register("environ", environ)
+}
+
+// environ: the names of the variables in the payload's environment, for
+// the caller to compare with what it meant to pass in (values stay out
+// of the report).
+func environ([]string) int {
+	var names []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return report(Report{Attempt: "environ", Detail: map[string]string{"names": strings.Join(names, ",")},
+		Evidence: fmt.Sprintf("%d variables: %s", len(names), strings.Join(names, ", "))})
 }
 
 // maxRead bounds what read-file reads and shows.

@@ -298,9 +298,12 @@ func tcpFastOpen(args []string) int {
 	if len(args) != 1 {
 		return usage("tcp-fastopen", "IP:PORT")
 	}
+	if args[0] == "inside" {
+		return report(fastOpenInside())
+	}
 	ap, err := netip.ParseAddrPort(args[0])
 	if err != nil {
-		return usage("tcp-fastopen", "IP:PORT")
+		return usage("tcp-fastopen", "IP:PORT|inside")
 	}
 	family := unix.AF_INET
 	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
@@ -323,4 +326,48 @@ func tcpFastOpen(args []string) int {
 	r := outcome("tcp-fastopen", rerr, fmt.Sprintf("sent data with the SYN to %s and read %d bytes back", args[0], n))
 	r.Detail["sendto"] = "ok"
 	return report(r)
+}
+
+// fastOpenInside listens on a loopback port inside the sandbox and
+// reaches it twice: with connect(2), and with data sent with the SYN. It
+// shows whether a restriction on TCP connect covers the implicit connect
+// of TCP Fast Open.
+func fastOpenInside() Report {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return outcome("tcp-fastopen", err, "")
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	c, cerr := net.DialTimeout("tcp", addr, netWait)
+	if cerr == nil {
+		c.Close()
+	}
+	ap := netip.MustParseAddrPort(addr)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return outcome("tcp-fastopen", err, "")
+	}
+	defer unix.Close(fd)
+	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 1})
+	ferr := unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()})
+	if ferr == nil {
+		buf := make([]byte, 16)
+		_, ferr = unix.Read(fd, buf)
+	}
+	r := outcome("tcp-fastopen", ferr, "reached "+addr+" with TCP Fast Open")
+	r.Detail["connect"] = okOr(errnoName(cerr))
+	r.Detail["fastopen"] = okOr(errnoName(ferr))
+	r.Evidence = fmt.Sprintf("to a listener inside at %s: connect(2) %s, Fast Open %s", addr, r.Detail["connect"], r.Detail["fastopen"])
+	return r
 }

@@ -43,9 +43,11 @@ func newCanary(parent string, mode os.FileMode) (*Canary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runbook: canary directory: %w", err)
 	}
-	if err := os.Chmod(dir, mode); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("runbook: canary directory: %w", err)
+	if mode != 0o700 { // MkdirTemp makes it 0700
+		if err := os.Chmod(dir, mode); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("runbook: canary directory: %w", err)
+		}
 	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
@@ -102,8 +104,13 @@ func (c *Canary) Close() error {
 		if lerr != nil && !errors.Is(lerr, net.ErrClosed) {
 			c.closeErr = fmt.Errorf("runbook: close the canary listener: %w", lerr)
 		}
-		if err := os.RemoveAll(c.dir); err != nil && c.closeErr == nil {
-			c.closeErr = fmt.Errorf("runbook: remove the canary: %w", err)
+		// The file and its directory, and, should anything else have
+		// appeared in the directory, that too.
+		os.Remove(c.file)
+		if err := os.Remove(c.dir); err != nil {
+			if err := os.RemoveAll(c.dir); err != nil && c.closeErr == nil {
+				c.closeErr = fmt.Errorf("runbook: remove the canary: %w", err)
+			}
 		}
 	})
 	return c.closeErr

@@ -62,7 +62,10 @@ func (l *launch) signal(sigs ...Signal) {
 	l.esc.once.Do(func() {
 		close(l.esc.firedCh)
 		if l.tornDown.Load() {
-			close(l.esc.doneCh) // after teardown there is nothing to freeze
+			// The sandbox is going or gone: nothing to freeze or keep,
+			// but the suspicion is recorded all the same.
+			defer close(l.esc.doneCh)
+			l.recordSuspicion(sigs[0], "not frozen: the sandbox was already being torn down", "")
 			return
 		}
 		go func() {
@@ -84,21 +87,27 @@ func (l *launch) suspect(first Signal) {
 		mech = "not frozen: " + ferr.Error()
 	}
 	dir, derr := l.evidenceDir()
-	ctx := l.base
-	ctx.Event = audit.EventEscapeSuspected
-	ctx.Details = map[string]string{"testId": l.plan.TestID, "signal": first.Name, "detail": first.Detail,
-		"step": strconv.Itoa(first.Step), "freeze": mech, "evidence": dir}
 	if derr != nil {
-		ctx.Details["evidence"] = "none: " + derr.Error()
-	}
-	_, _ = l.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionAlert, Context: ctx,
-		Reason: "escape suspected (" + first.Name + "): the plan was halted and the sandbox frozen, its evidence kept; every artifact of this run is untrusted"})
-	l.res.Untrusted = true
-	if derr == nil {
+		l.recordSuspicion(first, mech, "none: "+derr.Error())
+	} else {
+		l.recordSuspicion(first, mech, dir)
 		l.res.Evidence = dir
 		l.writeEvidence(dir, mech)
 	}
 	_, _ = l.closeSession()
+}
+
+// recordSuspicion writes escape_suspected for the first signal.
+func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
+	ctx := l.base
+	ctx.Event = audit.EventEscapeSuspected
+	ctx.Details = map[string]string{"testId": l.plan.TestID, "signal": first.Name, "detail": first.Detail,
+		"step": strconv.Itoa(first.Step), "freeze": freeze, "evidence": evidence}
+	reason := "escape suspected (" + first.Name + "): the plan was halted and the sandbox frozen, its evidence kept; every artifact of this run is untrusted"
+	if evidence == "" {
+		reason = "escape suspected (" + first.Name + ") while the sandbox was torn down: nothing was left to freeze or keep; every artifact of this run is untrusted"
+	}
+	_, _ = l.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionAlert, Context: ctx, Reason: reason})
 }
 
 // evidenceDir is the run's own evidence directory.

@@ -27,6 +27,9 @@ type escapeCase struct {
 	setup   func(t *testing.T, e *env)
 	detail  string // a fragment of the signal's detail
 	needs   func(t *testing.T)
+	// midStep says the signal fires while step 2 still runs: the step is
+	// frozen in place, seen in the evidence, and halted.
+	midStep bool
 }
 
 func escapeCases() []escapeCase {
@@ -41,6 +44,12 @@ func escapeCases() []escapeCase {
 		signal:  runbook.SignalMetadata,
 		trigger: self("metadata", "http-get", "http://169.254.169.254/latest/meta-data/"),
 		detail:  `host "169.254.169.254:80" is always blocked`,
+	}, {
+		name:    "metadata access mid-step",
+		signal:  runbook.SignalMetadata,
+		trigger: sh("metadata-then-sleep", "/.airlock/self payload http-get http://169.254.169.254/latest/meta-data/; exec sleep 30"),
+		detail:  `host "169.254.169.254:80" is always blocked`,
+		midStep: true,
 	}, {
 		name:    "audit chain break",
 		signal:  runbook.SignalAuditChain,
@@ -167,6 +176,16 @@ func checkEscape(t *testing.T, e *env, res runbook.Result, c escapeCase) {
 	}
 	if res.Steps[2].Status != runbook.StepNotRun {
 		t.Errorf("step 3 status %q, want not_run", res.Steps[2].Status)
+	}
+	if c.midStep {
+		if res.Steps[1].Status != runbook.StepHalted {
+			t.Errorf("step 2 status %q, want halted", res.Steps[1].Status)
+		}
+		// Frozen where it stood: the step's shell waiting for the request
+		// the proxy refused.
+		if b, _ := os.ReadFile(filepath.Join(res.Evidence, "sandbox/processes.json")); !bytes.Contains(b, []byte(`"Name": "sh"`)) {
+			t.Errorf("the frozen step is not in the evidence: %s", b)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(e.findings, "never.txt")); err == nil {
 		t.Error("a step ran after the signal")

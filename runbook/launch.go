@@ -44,7 +44,8 @@ type launch struct {
 	hostTrees  []watchedTree
 	hostBefore hostSnapshot
 
-	step     atomic.Int64 // the step running now (1-based), 0 between steps
+	step     atomic.Int64          // the step running now (1-based), 0 between steps
+	auditErr atomic.Pointer[error] // the first event the log refused
 	esc      *escape
 	tornDown atomic.Bool
 
@@ -167,7 +168,9 @@ func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
 	w, all, err := l.opts.Log.AppendAll(ev)
 	if err != nil {
-		return w, fmt.Errorf("runbook: audit: %w", err)
+		err = fmt.Errorf("runbook: audit: %w", err)
+		l.auditErr.CompareAndSwap(nil, &err)
+		return w, err
 	}
 	if l.opts.OnEvent != nil {
 		for _, e := range all {

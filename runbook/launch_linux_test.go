@@ -1,14 +1,21 @@
 package runbook_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
 
@@ -134,5 +141,89 @@ func TestLaunchCapKill(t *testing.T) {
 	}
 	if kills != 1 {
 		t.Errorf("%d wall kills recorded, want 1", kills)
+	}
+}
+
+// TestLaunchEgress: a step's egress goes through the proxy with the
+// plan's task, and each decision is recorded with the step.
+func TestLaunchEgress(t *testing.T) {
+	testutil.RequireRoot(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "hello from the host") }))
+	defer srv.Close()
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	e := newEnv(t)
+	var out bytes.Buffer
+	e.opts.Stdout = &out
+	res, err := runbook.Launch(context.Background(), plan("T-egress",
+		self("allowed", "http-get", "http://localhost:"+itoa(port)+"/"),
+		self("refused", "http-get", "http://127.0.0.2:"+itoa(port)+"/"),
+	), e.opts)
+	if err != nil || res.ExitCode != runbook.ExitOK {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	reps := payload.Parse(out.Bytes())
+	if len(reps) != 2 || !reps[0].Succeeded || reps[1].Succeeded {
+		t.Fatalf("payload reports %+v", reps)
+	}
+	var decided []audit.Event
+	for _, ev := range ofKind(e.events(t), audit.KindEgress) {
+		if ev.Decision != audit.DecisionInfo {
+			decided = append(decided, ev)
+		}
+	}
+	if len(decided) != 2 || decided[0].Decision != "allow" || decided[0].Context.Details["step"] != "1" ||
+		decided[1].Decision != "deny" || decided[1].Context.Details["step"] != "2" || decided[0].Context.Task != "t" {
+		t.Fatalf("egress decisions %+v", decided)
+	}
+}
+
+// TestLaunchInterrupted: cancelling the launch (Ctrl-C) kills the running
+// step, stops the plan and tears down.
+func TestLaunchInterrupted(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	var tr tracker
+	tr.track(&e.opts, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	start := time.Now()
+	res, err := runbook.Launch(ctx, plan("T-cancel", sh("first", "true"), self("sleep", "sleep", "30"), sh("never", "true")), e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the launch was interrupted during step 2 ("sleep")`) {
+		t.Fatalf("result %+v", res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the interrupted launch took %v", d)
+	}
+	if res.Steps[2].Status != runbook.StepNotRun {
+		t.Errorf("step 3 status %q", res.Steps[2].Status)
+	}
+	tr.checkNoResidue(t, res.RunID, e.dir)
+}
+
+// TestLaunchAuditFailureHalts: when the audit log refuses an event, no
+// later step runs: the trail could not prove what it did.
+func TestLaunchAuditFailureHalts(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	runbook.SetAfterStep(&e.opts, func(step, _ int) {
+		if step == 1 {
+			e.opts.Log.Close()
+		}
+	})
+	res, err := runbook.Launch(context.Background(), plan("T-audit", sh("one", "true"), sh("two", "true"), sh("three", "echo ran > /findings/three")), e.opts)
+	if err == nil || !strings.Contains(err.Error(), "audit") {
+		t.Errorf("Launch error %v, want the teardown's audit failure", err)
+	}
+	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the audit log refused an event during step 2 ("two"), so no later step may run`) {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Steps[2].Status != runbook.StepNotRun {
+		t.Errorf("step 3 status %q", res.Steps[2].Status)
+	}
+	if _, err := os.Stat(filepath.Join(e.findings, "three")); err == nil {
+		t.Error("step 3 ran")
 	}
 }

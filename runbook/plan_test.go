@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
 
@@ -129,4 +131,19 @@ func normalisePlan(p *runbook.Plan) *runbook.Plan {
 		}
 	}
 	return &q
+}
+
+// TestExamplePlanAllowed keeps examples/plan.json runnable under the
+// embedded default policy: every step is allowed.
+func TestExamplePlanAllowed(t *testing.T) {
+	p, err := runbook.LoadPlan("../examples/plan.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := cmdgate.Compile(policy.Default().Policy)
+	for i, s := range p.Steps {
+		if d := g.Decide(s.Tool, s.Command, s.Args); !d.Allowed() {
+			t.Errorf("%s: %v", s.Label(i), d)
+		}
+	}
 }

@@ -31,6 +31,10 @@ func (l *launch) runSteps(ctx context.Context) {
 		case ctx.Err() != nil:
 			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), ctx.Err()))
 			return
+		case l.auditErr.Load() != nil:
+			// The trail can no longer prove what happens next.
+			l.halt(OutcomeFailed, fmt.Sprintf("the audit log refused an event during %s, so no later step may run: %v", l.quoteStep(i), *l.auditErr.Load()))
+			return
 		case !goOn:
 			l.halt(OutcomeFailed, fmt.Sprintf("the sandbox ended during %s, so no later step could run: %s", l.quoteStep(i), l.res.Steps[i].Error))
 			return

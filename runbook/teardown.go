@@ -39,11 +39,11 @@ func (l *launch) closeCanary() {
 // suspected-escape artifacts are marked, and sandbox_torn_down is
 // written. It returns the teardown's error, if any.
 func (l *launch) teardown() error {
+	l.tornDown.Store(true) // a signal from now on is recorded, with nothing left to freeze
 	if l.esc.fired() {
 		l.esc.wait()
 	}
 	td, err := l.closeSession()
-	l.tornDown.Store(true)
 	if l.px != nil {
 		_ = l.px.Close()
 	}

@@ -86,7 +86,9 @@ func TestContainMemoryBomb(t *testing.T) {
 
 func TestContainForkBomb(t *testing.T) {
 	testutil.RequireRoot(t)
-	cfg := shellConfig("f() { f | f & }; f; wait")
+	// The top shell waits while the bomb grows: it must not end the run
+	// (and with it the bomb) before the tasks cap is reached.
+	cfg := shellConfig("f() { f | f & }; f; sleep 5")
 	cfg.Caps.Tasks = 32
 	cfg.Caps.Wall = 10 * time.Second
 	res, out := runContained(t, cfg)
@@ -153,4 +155,106 @@ func TestContainDaemon(t *testing.T) {
 		t.Fatalf("result %+v, output %q", res, out)
 	}
 	// checkNoResidue has shown the setsid sleeper dead.
+}
+
+// TestInGroup checks where the init and the target sit: in the group's
+// directory of every cgroup hierarchy the group has one in, v1 and v2,
+// although no cgroup.procs write placed them (place_linux.go).
+func TestInGroup(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := shellConfig("cat /proc/self/cgroup")
+	cfg.ID = "TestInGroup-" + itoa(os.Getpid())
+	group := "airlock-sandbox-" + cfg.ID
+	var out bytes.Buffer
+	cfg.Stdout = &out
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := groupDirsOnHost(t, group)
+	if len(dirs) == 0 {
+		s.Kill()
+		t.Skip("this host gives the sandbox no cgroup")
+	}
+	lines, err := readLines("/proc/" + itoa(s.Pid()) + "/task/" + itoa(s.Pid()) + "/cgroup")
+	if err != nil {
+		s.Kill()
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		parts := strings.SplitN(l, ":", 3)
+		if _, ok := dirs[parts[1]]; ok && filepath.Base(parts[2]) != group {
+			t.Errorf("the init sits in %s, not the group, in hierarchy %q", parts[2], parts[1])
+		}
+		delete(dirs, parts[1])
+	}
+	if len(dirs) > 0 {
+		t.Errorf("hierarchies with a group directory the init is not in: %v", dirs)
+	}
+	if err := s.Release(); err != nil {
+		s.Kill()
+		t.Fatal(err)
+	}
+	res, err := s.Wait()
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if p := res.Receipt["placement"]; strings.Contains(p, "limits.Place") || p == "" {
+		t.Errorf("placement %q: the init did not get in without a cgroup.procs write", p)
+	}
+	// Inside its own cgroup namespace the target sees the group as its
+	// root (v2, cloned into it) or as the group's directory (v1).
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) == 3 && parts[2] != "/" && parts[2] != "/"+group && hasGroupController(parts[1]) {
+			t.Errorf("the target sits in %q in hierarchy %q", parts[2], parts[1])
+		}
+	}
+}
+
+// groupDirsOnHost finds the group's directories: hierarchy (controllers,
+// "" for v2) → path.
+func groupDirsOnHost(t *testing.T, group string) map[string]string {
+	t.Helper()
+	found := map[string]string{}
+	lines, _ := readLines("/proc/self/cgroup")
+	v1, _ := v1Mounts()
+	all, _ := cgroupMounts()
+	for _, l := range lines {
+		parts := strings.SplitN(l, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		mount := v1[parts[1]]
+		if parts[1] == "" {
+			mount = all["v2"]
+		}
+		if mount == "" {
+			continue
+		}
+		filepath.WalkDir(mount, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil
+			}
+			if d.Name() == group {
+				found[parts[1]] = p
+				return fs.SkipAll
+			}
+			if strings.Count(p, "/") > 8 {
+				return fs.SkipDir
+			}
+			return nil
+		})
+	}
+	return found
+}
+
+func hasGroupController(ctrls string) bool {
+	for _, c := range strings.Split(ctrls, ",") {
+		switch c {
+		case "", "memory", "pids", "cpuacct", "freezer":
+			return true
+		}
+	}
+	return false
 }

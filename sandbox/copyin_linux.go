@@ -181,7 +181,7 @@ func extractWorkspace(r io.Reader, dir string, limit int64) error {
 // tampered stream, never something to repair).
 func entryName(raw string) (string, error) {
 	name := strings.TrimSuffix(raw, "/")
-	if name == "" || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(name, 0) {
+	if name == "" || name == "." || path.IsAbs(name) || path.Clean(name) != name || name == ".." || strings.HasPrefix(name, "../") || strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("bad entry name %q", raw)
 	}
 	return name, nil

@@ -1,23 +1,48 @@
-// Package sandbox runs one approved command in a fresh Linux sandbox and
+// Package sandbox runs approved commands in a fresh Linux sandbox and
 // reports what happened.
+//
+// # One run
 //
 // A run is a re-executed copy of the calling binary (the init) in new user,
 // pid, mount, network, ipc, uts and cgroup namespaces. The init builds the
 // filesystem view on a fresh tmpfs root (system directories bound
-// read-only, a private /tmp, /workspace holding a copy of the host's
-// workspace, /findings, a minimal /dev and the /proc of the new pid
-// namespace), pivots into it, brings up lo, opens the egress proxy's
-// listener inside the empty network namespace and hands it back to the
-// parent over a control socket. It then drops every privilege it holds —
-// uid and gid 65534, every capability set empty, no_new_privs, Landlock,
-// seccomp — and waits. On Release it executes the target as its child,
-// reaps every zombie and forwards signals until the target exits; when the
-// init exits, the kernel kills whatever is left in the pid namespace, and
-// the parent kills the cgroup, copies /findings out and tears down.
+// read-only, or the entries of an image root, Config.Root; a private /tmp,
+// /workspace holding a copy of the host's workspace, /findings, a minimal
+// /dev and the /proc of the new pid namespace), pivots into it, brings up
+// lo, opens the egress proxy's listener inside the empty network namespace
+// and hands it back to the parent over a control socket. It then drops
+// every privilege it holds — uid and gid 65534, every capability set
+// empty, no_new_privs, Landlock, seccomp — and waits. On Release it
+// executes the target as its child, reaps every zombie and forwards
+// signals until the target exits; when the init exits, the kernel kills
+// whatever is left in the pid namespace, and the parent kills the cgroup,
+// copies /findings out and tears down.
 //
 // The parent side is Start, Release, Wait and Kill; the init side is Init,
 // which every binary that starts sandboxes calls first thing in main (and
 // in TestMain): it returns at once unless the process is a sandbox's init.
 //
-// On other systems Start fails closed.
+// # Sessions
+//
+// StartSession builds the same sandbox but runs no command: the init stays
+// pid 1 and runs one Step after another on request (Session.Exec), each in
+// the same namespaces, filesystem and cgroup, each with its own streams
+// and its own wall clock and CPU cap, each ending with every process it
+// left behind killed. Memory, tasks and disk are the session's. A step
+// killed by a cap ends only itself unless Step.EndSessionOnKill says so.
+// Close kills everything, copies /findings out and tears down. For the
+// suspected-escape procedure, Freeze stops every process (the cgroup
+// freezer) and Evidence snapshots, from the host, the process tree, the
+// mounts, the namespaces, the network namespace's sockets and the
+// workspace (mtimes, and a copy kept in the evidence directory).
+//
+// # Getting into the cgroup
+//
+// The init is cloned straight into the group's cgroup v2 directory and
+// moves its main thread into the v1 hierarchies itself, from descriptors
+// the parent opened (see place_linux.go): no write to cgroup.procs, whose
+// lock costs an RCU grace period (10 to 13 ms here) on every start. The
+// Result's receipt says how the init got in ("placement").
+//
+// On other systems Start and StartSession fail closed.
 package sandbox

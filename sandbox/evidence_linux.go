@@ -33,10 +33,15 @@ import (
 // returned error is set only when dir itself cannot be made.
 func (ss *Session) Evidence(dir string) (Evidence, error) {
 	ev := Evidence{Dir: dir}
+	ss.fdMu.Lock()
+	defer ss.fdMu.Unlock()
+	s := ss.sb
+	if s.c.fd < 0 {
+		return ev, fmt.Errorf("sandbox: evidence: %w", ErrSessionEnded)
+	}
 	if err := makeEvidenceDir(dir); err != nil {
 		return ev, err
 	}
-	s := ss.sb
 	pid := s.cmd.Process.Pid
 	proc := "/proc/" + itoa(pid)
 	note := func(err error) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,6 +73,16 @@ func FuzzExtractWorkspace(f *testing.F) {
 	f.Add(fuzzTar([3]string{"d", "d/", ""}, [3]string{"l", "d/l", "../../outside"}, [3]string{"f", "d/l", "over"}))
 	f.Add([]byte("not a tar stream"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		done := make(chan struct{})
+		defer close(done)
+		stage := "start"
+		go func() {
+			select {
+			case <-done:
+			case <-time.After(3 * time.Second):
+				panic(fmt.Sprintf("stuck at %s on %q", stage, data))
+			}
+		}()
 		base := t.TempDir()
 		ws := filepath.Join(base, "ws")
 		if err := os.Mkdir(ws, 0o755); err != nil {
@@ -80,7 +92,9 @@ func FuzzExtractWorkspace(f *testing.F) {
 		if err := os.WriteFile(outside, []byte("untouched"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		stage = "extract"
 		_ = extractWorkspace(bytes.NewReader(data), ws, 1<<16)
+		stage = "check"
 		ents, err := os.ReadDir(base)
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +146,11 @@ func FuzzCopyFindings(f *testing.F) {
 			p := filepath.Join(dir, name)
 			switch op {
 			case 0:
-				os.WriteFile(p, bytes.Repeat([]byte{'x'}, arg*7), 0o644)
+				// O_EXCL: never through a link this loop made.
+				if w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+					w.Write(bytes.Repeat([]byte{'x'}, arg*7))
+					w.Close()
+				}
 			case 1:
 				if os.Mkdir(p, 0o755) == nil && strings.Count(dir, "/") < strings.Count(src, "/")+8 {
 					dir = p

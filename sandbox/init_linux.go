@@ -53,7 +53,6 @@ func Init() {
 	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
 	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
 	// the host binary this init runs from stays out of reach.
-	trace("init main")
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
@@ -77,25 +76,21 @@ func runInit() int {
 		s.fail("proc", err)
 		return 1
 	}
-	trace("proc mounted")
 	if first, n := tasksFDs(); n > 0 {
 		if err := placeSelf(first, n); err != nil {
 			s.fail("cgroup", err)
 			return 1
 		}
 	}
-	trace("placed self")
 	if err := sanitizeFDs(); err != nil {
 		s.fail("fds", err)
 		return 1
 	}
-	trace("fds sanitized")
 	setup := os.NewFile(fdSetup, "airlock-setup")
 	if err := s.readConfig(setup); err != nil {
 		s.fail("config", err)
 		return 1
 	}
-	trace("config read")
 	if s.cfg.Root != hasRootFD() {
 		s.fail("config", errors.New("the root directory descriptor and the config disagree"))
 		return 1
@@ -106,18 +101,15 @@ func runInit() int {
 		s.fail("filesystem", err)
 		return 1
 	}
-	trace("root built")
 	lis, port, err := s.network()
 	if err != nil {
 		s.fail("network", err)
 		return 1
 	}
-	trace("network")
 	if err := s.enterRoot(rootfs); err != nil {
 		s.fail("pivot_root", err)
 		return 1
 	}
-	trace("entered root")
 	var dirs [2]int
 	for i, d := range []string{FindingsDir, WorkspaceDir} {
 		dirs[i], err = unix.Open(d, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
@@ -130,7 +122,6 @@ func runInit() int {
 		s.fail("privileges", err)
 		return 1
 	}
-	trace("privs dropped")
 	fds := dirs[:]
 	if lis >= 0 {
 		fds = append(fds, lis)
@@ -139,7 +130,6 @@ func runInit() int {
 		return 1
 	}
 	closeAll(fds)
-	trace("ready sent")
 	// The signal forwarding and the descriptor check are made while the
 	// init waits for the parent (which is busy with its proxy and audit
 	// log, or asks for the probes first); the target waits for them.

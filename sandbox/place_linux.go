@@ -179,3 +179,15 @@ func placed(pid int, dirs map[string]string) error {
 	}
 	return nil
 }
+
+// placementReceipt says how the init got into its group.
+func placementReceipt(inV2 bool, v1 int) string {
+	var parts []string
+	if inV2 {
+		parts = append(parts, "cloned into the cgroup v2 group (CLONE_INTO_CGROUP)")
+	}
+	if v1 > 0 {
+		parts = append(parts, fmt.Sprintf("moved itself into %d cgroup v1 hierarchies (tasks, no cgroup.procs write)", v1))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -32,11 +32,9 @@ func (s *initState) dropPrivileges(port int) error {
 	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
 		return fmt.Errorf("join a new session keyring: %w", e)
 	}
-	trace("keyring")
 	if err := dropCaps(); err != nil {
 		return err
 	}
-	trace("caps dropped")
 	s.receipt["user"] = "user namespace; uid and gid 65534 inside"
 	s.receipt["capabilities"] = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
 	// no_new_privs and Landlock go on this thread only, the one that
@@ -50,7 +48,6 @@ func (s *initState) dropPrivileges(port int) error {
 	if err := s.landlock(port); err != nil {
 		return err
 	}
-	trace("landlock done")
 	desc, err := installSeccomp()
 	if err != nil {
 		if s.cfg.NeedSeccomp || !errors.Is(err, errNoSeccomp) {

@@ -79,19 +79,16 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 		s.fail("rlimits", err)
 		return 1
 	}
-	trace("target start")
 	pid, err := spawn(t)
 	if err != nil {
 		s.fail("exec", err)
 		return 1
 	}
-	trace("target started")
 	fw.pid.Store(int64(pid))
 	if err := s.c.send(message{Kind: msgStarted, Pid: pid}); err != nil {
 		return 1
 	}
 	st := reap(pid)
-	trace("target reaped")
 	s.c.send(message{Kind: msgExited, Status: &st})
 	return 0
 }

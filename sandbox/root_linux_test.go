@@ -9,7 +9,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -38,11 +37,9 @@ func rootfsFiles(t *testing.T) map[string]string {
 		"usr/bin/.keep":   "=",
 		"proc/not-a-proc": "=the image's own /proc, which must stay hidden\n",
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := elf.Open(self)
+	// /proc/self/exe, not the path: a rootless run's binary may sit in a
+	// directory it can execute from but not open by name.
+	f, err := elf.Open("/proc/self/exe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,16 +48,28 @@ func rootfsFiles(t *testing.T) map[string]string {
 		if p.Type != elf.PT_INTERP {
 			continue
 		}
-		// Dynamically linked: ldd names the interpreter and libraries.
-		out, err := exec.Command("ldd", self).Output()
+		// Dynamically linked: its interpreter and libraries come along.
+		b, err := io.ReadAll(p.Open())
 		if err != nil {
-			t.Skipf("the test binary is dynamically linked and ldd failed: %v", err)
+			t.Fatal(err)
 		}
-		for _, l := range strings.Split(string(out), "\n") {
-			for _, w := range strings.Fields(l) {
-				if strings.HasPrefix(w, "/") {
-					files[strings.TrimPrefix(w, "/")] = w
+		interp := strings.TrimRight(string(b), "\x00")
+		files[strings.TrimPrefix(interp, "/")] = interp
+		libs, err := f.ImportedLibraries()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, lib := range libs {
+			found := false
+			for _, d := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+				if _, err := os.Stat(filepath.Join(d, lib)); err == nil {
+					files[strings.TrimPrefix(filepath.Join(d, lib), "/")] = filepath.Join(d, lib)
+					found = true
+					break
 				}
+			}
+			if !found {
+				t.Skipf("library %s of the test binary not found", lib)
 			}
 		}
 	}

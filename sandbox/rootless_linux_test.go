@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,30 @@ func TestRootlessInner(t *testing.T) {
 		if res.ExitCode != 0 {
 			t.Fatalf("result %+v, output %q", res, out)
 		}
+	})
+	t.Run("session", func(t *testing.T) {
+		ss := startSession(t, Config{})
+		res, out := execOut(t, ss, shellStep("echo kept > /tmp/state; id -u"))
+		if res.ExitCode != 0 || !strings.Contains(out, "65534") {
+			t.Fatalf("step 1: %+v %q", res, out)
+		}
+		res, out = execOut(t, ss, shellStep("cat /tmp/state"))
+		if res.ExitCode != 0 || out != "kept\n" {
+			t.Fatalf("step 2: %+v %q", res, out)
+		}
+		st := payloadStep("sleep")
+		st.Caps = &StepCaps{Wall: 300 * time.Millisecond, CPU: time.Second}
+		if res, _ := execOut(t, ss, st); res.KilledBy != "wall" {
+			t.Fatalf("sleeper: %+v, want killed by wall", res)
+		}
+		if _, err := ss.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	})
+	t.Run("root", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "rootfs")
+		writeRootfs(t, root, rootfsFiles(t))
+		checkRootProbe(t, runInRoot(t, root))
 	})
 	t.Run("require", func(t *testing.T) {
 		cfg := payloadConfig("exit")

@@ -50,7 +50,6 @@ type Sandbox struct {
 // privilege drop. The target is not run until Release. On error nothing
 // is left behind.
 func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
-	trace("start")
 	cfg, err := normalize(cfg)
 	if err != nil {
 		return nil, err
@@ -78,9 +77,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 // reads its config (see place_linux.go): nothing it does for the run
 // happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
-	trace("group new")
 	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
-	trace("group made")
 	if err != nil {
 		if errors.Is(err, limits.ErrUnavailable) {
 			return fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
@@ -123,9 +120,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	}
 	extra = append(extra, tasks...)
 	s.cmd = s.initCmd(extra, len(tasks))
-	trace("cmd.Start")
 	err = s.cmd.Start()
-	trace("cmd.Started")
 	child.Close()
 	setupR.Close()
 	closeFiles(tasks)
@@ -158,15 +153,21 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		closeAll(fds)
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	trace("ready recvd")
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
-	if err := placed(s.cmd.Process.Pid, v1); err != nil {
+	_, inV2 := s.group.Dir()
+	switch err := placed(s.cmd.Process.Pid, v1); {
+	case err != nil:
 		// Not where it moved itself: place it the slow way.
 		if perr := s.group.Place(s.cmd.Process.Pid); perr != nil {
 			return fmt.Errorf("sandbox: place the init in its group (%v): %w", err, perr)
 		}
+		s.receipt["placement"] = "cgroup.procs (limits.Place), after the init's own move failed: " + err.Error()
+	case inV2 || len(v1) > 0:
+		s.receipt["placement"] = placementReceipt(inV2, len(v1))
+	default:
+		s.receipt["placement"] = "no cgroup: the init is tracked by pidfd"
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("sandbox: %w", ctx.Err())
@@ -226,7 +227,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	return &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: args,
-		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1", "AIRLOCK_SBX_TRACE=" + os.Getenv("AIRLOCK_SBX_TRACE")},
+		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"},
 		// Wrapped so that os/exec always makes pipes: a terminal (or any
 		// other host descriptor) of the caller is never passed in.
 		Stdin:       struct{ io.Reader }{stdin},
@@ -329,7 +330,6 @@ func (s *Sandbox) Release() error {
 	if !s.released.IsZero() {
 		return errors.New("sandbox: already released")
 	}
-	trace("release")
 	if err := s.c.send(message{Kind: msgRelease}); err != nil {
 		return fmt.Errorf("sandbox: release: %w", err)
 	}
@@ -350,7 +350,6 @@ func (s *Sandbox) Release() error {
 	case m.Kind != msgStarted:
 		return fmt.Errorf("sandbox: protocol: want started, got %q", m.Kind)
 	}
-	trace("started recvd")
 	return nil
 }
 
@@ -384,9 +383,7 @@ func (s *Sandbox) finish() (Result, error) {
 			st = m.Status
 		}
 	}
-	trace("exited recvd")
 	waitErr := s.cmd.Wait()
-	trace("init waited")
 	s.mu.Lock()
 	released, stop, done := s.released, s.stopWatch, s.watchDone
 	s.mu.Unlock()
@@ -398,13 +395,10 @@ func (s *Sandbox) finish() (Result, error) {
 	if !released.IsZero() {
 		res.Wall = time.Since(released)
 	}
-	trace("watch stopped")
 	if err := s.group.KillAll(); err != nil {
 		return res, s.teardownErr(fmt.Errorf("sandbox: kill the tree: %w", err))
 	}
-	trace("killall")
 	stats, statsErr := s.group.Stats()
-	trace("stats")
 	res.CPU, res.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
 	res.KilledBy = string(s.group.KilledBy())
 	switch {
@@ -435,14 +429,12 @@ func (s *Sandbox) finish() (Result, error) {
 		res.FindingsSkipped, err = copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
 	}
 	res.Receipt = s.fullReceipt()
-	trace("findings")
 	if terr := s.teardownErr(nil); err == nil {
 		err = terr
 	}
 	if err == nil && statsErr != nil {
 		err = fmt.Errorf("sandbox: read the group's stats: %w", statsErr)
 	}
-	trace("teardown")
 	return res, err
 }
 

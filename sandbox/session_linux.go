@@ -24,6 +24,7 @@ type Session struct {
 	sb *Sandbox
 
 	mu     sync.Mutex // held by Exec for a whole step, and by Close
+	fdMu   sync.Mutex // held by Evidence and by Close's teardown (the sandbox's descriptors)
 	steps  int
 	ended  atomic.Bool
 	frozen atomic.Pointer[freezeState]
@@ -104,24 +105,24 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	ss.steps++
 	n := ss.steps
-	io, err := newStepIO(st)
+	sio, err := newStepIO(st)
 	if err != nil {
 		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
 	}
-	defer io.close()
+	defer sio.close()
 	before, _ := ss.sb.group.Stats()
 	req := message{Kind: msgExec, Step: n, Exec: &execStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
-	if err := ss.sb.c.send(req, io.childFDs()...); err != nil {
+	if err := ss.sb.c.send(req, sio.childFDs()...); err != nil {
 		ss.end()
 		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
-	io.start()
+	sio.start()
 	m, err := ss.recvStep(n)
 	switch {
 	case err != nil:
 		return res, err
 	case m.Kind == msgFailed:
-		io.wait()
+		sio.wait()
 		return res, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
 	case m.Kind != msgStarted:
 		ss.end()
@@ -132,7 +133,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	m, err = ss.recvStep(n)
 	w.stop()
 	res.Wall = time.Since(started)
-	io.wait()
+	sio.wait()
 	if err != nil {
 		return res, err
 	}
@@ -336,6 +337,8 @@ func (ss *Session) Close() (Teardown, error) {
 }
 
 func (ss *Session) close() (Teardown, error) {
+	ss.fdMu.Lock()
+	defer ss.fdMu.Unlock()
 	s := ss.sb
 	td := Teardown{Steps: ss.steps, Frozen: ss.frozen.Load() != nil}
 	var errs []error

@@ -2,8 +2,8 @@ package sandbox
 
 import (
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
 	"strings"

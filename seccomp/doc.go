@@ -31,7 +31,9 @@
 //     changes, reboot, swap, the clock, accounting, quotas, file handles,
 //     the kernel log, obsolete interfaces, x86 port I/O, terminal injection
 //     (TIOCSTI, TIOCLINUX), socket families other than unix, inet and inet6,
-//     and raw and packet sockets.
+//     raw and packet sockets, and TCP Fast Open (MSG_FASTOPEN on sendto,
+//     sendmsg and sendmmsg), which opens a connection without connect(2)
+//     and so past Landlock's rule that TCP may connect only to the proxy.
 //
 // # Errors the refused calls return
 //

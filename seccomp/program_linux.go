@@ -184,6 +184,15 @@ func header(info *arch.Info) ([]bpf.Instruction, error) {
 		h = append(h, allowLowIn(n, 0, allowedFamilies, retErrno(unix.EAFNOSUPPORT))...)
 		h = append(h, denyLowIn(n, 1, sockTypeMask, refusedSocketTypes, retErrno(unix.EPERM))...)
 	}
+	// TCP Fast Open connects from sendto/sendmsg without connect(2), so
+	// Landlock's connect rule (only the proxy's port) never sees it.
+	for _, c := range fastOpenCalls {
+		n, err := nr(c.name)
+		if err != nil {
+			return nil, err
+		}
+		h = append(h, denyLowBits(n, c.flagsArg, unix.MSG_FASTOPEN, retErrno(unix.EPERM))...)
+	}
 	pers, err := nr("personality")
 	if err != nil {
 		return nil, err
@@ -222,6 +231,19 @@ func denyLowIn(nr, arg, mask uint32, vals []uint32, ret uint32) []bpf.Instructio
 	}
 	body = append(body, bpf.RetConstant{Val: ret})
 	return guard(nr, body)
+}
+
+// denyLowBits returns a block that, for syscall nr, returns ret when the
+// low 32 bits of argument arg have any bit of mask set, and otherwise falls
+// through to the next block:
+//
+//	ld nr; jne nr -> next; ld arg.lo; jset mask -> ret; next
+func denyLowBits(nr, arg, mask, ret uint32) []bpf.Instruction {
+	return guard(nr, []bpf.Instruction{
+		loadArgLow(arg),
+		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipFalse: 1},
+		bpf.RetConstant{Val: ret},
+	})
 }
 
 // allowLowIn returns a block that, for syscall nr, returns ret unless the

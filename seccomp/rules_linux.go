@@ -160,6 +160,13 @@ var allowedPersonalities = []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
 // same on a virtual console through its paste selection.
 var refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
 
+// fastOpenCalls are the calls that can open a TCP connection with
+// MSG_FASTOPEN, and which argument holds their flags.
+var fastOpenCalls = []struct {
+	name     string
+	flagsArg uint32
+}{{"sendto", 3}, {"sendmsg", 2}, {"sendmmsg", 3}}
+
 // argRules are the conditional refusals, in the receipt's words.
 var argRules = []Rule{
 	{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
@@ -174,6 +181,12 @@ var argRules = []Rule{
 		Why: "creating the socket loads the family's kernel module"},
 	{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
 		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+	{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
+	{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
+	{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 	{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
 		Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
 }

@@ -60,6 +60,7 @@ const (
 	ControlRlimitNofile = "rlimit-nofile"
 	ControlTmpfsSize    = "tmpfs-size"
 	ControlPrivateTmp   = "private-tmp"
+	ControlCleanEnv     = "clean-env"
 )
 
 // Outcome is how an attempt ended.

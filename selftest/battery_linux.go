@@ -23,10 +23,6 @@ import (
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
-// envToken is set in every run's environment to the battery's token, so
-// that the residue check finds any process of a run, whatever its name.
-const envToken = "AIRLOCK_SELFTEST"
-
 // maxOutput bounds what the battery keeps of a run's stdout and stderr.
 const maxOutput = 1 << 20
 

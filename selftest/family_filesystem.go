@@ -1,10 +1,13 @@
 package selftest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // filesystemAttempts reach for host files, write where nothing may be
@@ -36,6 +39,12 @@ func filesystemAttempts() []attempt {
 			p, taskNone, errnoIs("EACCES"), "write-file", "/proc/sys/kernel/core_pattern", "|/tmp/x"),
 		payloadAttempt(fs, "write-proc-self", ControlLandlock, "writing /proc/self/comm, which the file's owner may write: only Landlock refuses",
 			p, taskNone, errnoIs("EACCES"), "write-file", "/proc/self/comm", "pwned"),
+		ifHostHas("/proc/sysrq-trigger", payloadAttempt(fs, "write-sysrq", ControlUserNS, "writing /proc/sysrq-trigger (crash or reboot the host)",
+			p, taskNone, errnoIs("EACCES"), "write-file", "/proc/sysrq-trigger", "c")),
+		ifHostHas("/proc/kcore", payloadAttempt(fs, "read-kcore", ControlUserNS, "reading /proc/kcore, the host's physical memory",
+			p, taskNone, errnoIs("EACCES"), "read-file", "/proc/kcore")),
+		payloadAttempt(fs, "host-environment", ControlCleanEnv, "the host's environment variables (tokens, agent sockets) inside",
+			p, taskNone, judgeEnviron, "environ"),
 		payloadAttempt(fs, "read-shadow", ControlUserNS, "reading /etc/shadow",
 			p, taskNone, errnoIs("EACCES"), "read-file", "/etc/shadow"),
 		payloadAttempt(fs, "list-root-home", ControlMountNS, "listing /root",
@@ -59,11 +68,29 @@ func filesystemAttempts() []attempt {
 			what: "a workspace symlink to the host's canary secret, read inside", plan: planWorkspaceLink(false)},
 		{family: fs, name: "workspace-symlink-dir", control: ControlCopyIn, sandboxed: true,
 			what: "a workspace symlink to the host directory holding the canary secret", plan: planWorkspaceLink(true)},
+		{family: fs, name: "workspace-swap-race", control: ControlCopyIn, sandboxed: true,
+			what: "a workspace directory swapped with a symlink to the host's secrets while it is copied in (runc CVE-2021-30465 class)",
+			plan: planSwapRace},
 		{family: fs, name: "findings-links", control: ControlCopyOut, sandboxed: true,
 			what: "symlinks in /findings to host files, for the copy-out to follow", plan: planFindingsLinks},
 		payloadAttempt(fs, "inherited-fds", ControlFDHygiene, "descriptors beyond stdio inherited from outside (runc CVE-2024-21626)",
 			p, taskNone, notSucceeded, "open-fds"),
 	}
+}
+
+// ifHostHas skips a when the host's kernel has no file at path (it was
+// built without it), so that there is nothing to reach inside either.
+func ifHostHas(path string, a attempt) attempt {
+	real := a.plan
+	a.plan = func(fx *fixtures) (*plan, error) {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
+				return skipped("the host's kernel has no " + path + " (built without it): nothing to reach")
+			}}, nil
+		}
+		return real(fx)
+	}
+	return a
 }
 
 // secretAttempt reads a canary secret at a host path (under prefix).
@@ -145,4 +172,96 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 		}
 		return contained("only report.txt was copied out; the links stayed inside")
 	}}, nil
+}
+
+// allowedEnv are the variables a run's environment may hold: airlock's
+// own minimal set, the proxy variables, and the battery's token.
+var allowedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true, envToken: true,
+	"HTTP_PROXY": true, "http_proxy": true, "HTTPS_PROXY": true, "https_proxy": true,
+	"ALL_PROXY": true, "all_proxy": true, "NO_PROXY": true, "no_proxy": true}
+
+// judgeEnviron: nothing of the caller's environment reached the run.
+func judgeEnviron(o *observation) verdict {
+	rep, v := ran(o)
+	if v != nil {
+		return *v
+	}
+	var extra []string
+	for _, n := range strings.Split(rep.Detail["names"], ",") {
+		if n != "" && !allowedEnv[n] {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) > 0 {
+		return escaped("variables from outside reached the run: " + strings.Join(extra, ", "))
+	}
+	return contained("only airlock's own variables: " + rep.Detail["names"])
+}
+
+// planSwapRace: while the workspace is copied in, the host flips
+// "cache" between a real directory (holding a decoy) and a symlink to
+// the directory of the host's secret, as fast as it can. The copy must
+// never follow the link: inside, cache/credentials is the decoy, a
+// dangling link, or absent; a copy-in that refuses the moving tree is
+// contained too.
+func planSwapRace(fx *fixtures) (*plan, error) {
+	ws, err := fx.dir("ws")
+	if err != nil {
+		return nil, err
+	}
+	dir, link := filepath.Join(ws, "cache"), filepath.Join(ws, "cache-link")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "credentials"), []byte("decoy\n"), 0o644); err != nil {
+		return nil, err
+	}
+	// Enough files that the copy takes a while to walk.
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("file-%03d", i)), []byte("x"), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Symlink(filepath.Dir(fx.secretTmp), link); err != nil {
+		return nil, err
+	}
+	stop, done := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			if swap(dir, link) == nil {
+				n++
+			}
+		}
+	}()
+	flips := -1
+	finish := func() {
+		if flips < 0 {
+			close(stop)
+			flips = <-done
+		}
+	}
+	req := withWorkspace(payloadRequest(toolPayload, taskNone, "read-file", "/workspace/cache/credentials"), ws)
+	return &plan{req: req, cleanup: []func(){finish}, judge: notSecret(fx.secret, func(o *observation) verdict {
+		finish()
+		if o.res.ExitCode == enforcer.ExitSetup && strings.Contains(fmt.Sprint(o.err), "workspace") {
+			return contained(fmt.Sprintf("the copy-in refused the moving tree (%d swaps): %v", flips, o.err))
+		}
+		rep, v := ran(o)
+		switch {
+		case v != nil:
+			return *v
+		case rep.Succeeded && strings.TrimSpace(rep.Detail["head"]) == "decoy":
+			return contained(fmt.Sprintf("the copy took the real directory (%d swaps during the run): read the decoy", flips))
+		case !rep.Succeeded && (rep.Errno == "ENOENT" || rep.Errno == "ENOTDIR"):
+			return contained(fmt.Sprintf("the copy took the link as a link (%d swaps during the run): %s", flips, rep.Evidence))
+		}
+		return broken(fmt.Sprintf("unexpected read of the swapped path (%d swaps): %s", flips, rep.Evidence))
+	})}, nil
 }

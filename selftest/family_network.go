@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 )
@@ -13,6 +14,11 @@ func canaryAttempt(f Family, name, control, what string, open func(fx *fixtures)
 	return attempt{family: f, name: name, control: control, what: what, sandboxed: true,
 		plan: func(fx *fixtures) (*plan, error) {
 			c, err := open(fx)
+			if errors.Is(err, errNoIPv6) {
+				return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
+					return skipped("the host has no IPv6 loopback (" + err.Error() + "): there is no [::1] canary to reach")
+				}}, nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("open the host's canary: %w", err)
 			}
@@ -22,9 +28,19 @@ func canaryAttempt(f Family, name, control, what string, open func(fx *fixtures)
 }
 
 func tcp4(fx *fixtures) (*canary, error) { return fx.streamCanary("tcp4", "127.0.0.1:0") }
-func tcp6(fx *fixtures) (*canary, error) { return fx.streamCanary("tcp6", "[::1]:0") }
+func tcp6(fx *fixtures) (*canary, error) { return v6(fx.streamCanary("tcp6", "[::1]:0")) }
 func udp4(fx *fixtures) (*canary, error) { return fx.packetCanary("udp4", "127.0.0.1:0") }
-func udp6(fx *fixtures) (*canary, error) { return fx.packetCanary("udp6", "[::1]:0") }
+func udp6(fx *fixtures) (*canary, error) { return v6(fx.packetCanary("udp6", "[::1]:0")) }
+
+// errNoIPv6 marks a canary the host could not open on [::1].
+var errNoIPv6 = errors.New("cannot listen on [::1]")
+
+func v6(c *canary, err error) (*canary, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNoIPv6, err)
+	}
+	return c, nil
+}
 
 func abstractUnix(fx *fixtures) (*canary, error) {
 	return fx.streamCanary("unix", fmt.Sprintf("@%s-%d", fx.token, fx.seq.Add(1)))
@@ -39,7 +55,8 @@ func with(name string) func(string) []string {
 }
 
 // networkAttempts go around the proxy. TCP connect is Landlock's to
-// refuse (only the proxy's port may be connected to); everything else
+// refuse (only the proxy's port may be connected to), and TCP Fast Open,
+// which connects without connect(2), the filter's; everything else
 // finds an empty network namespace with lo only, where the host's
 // loopback canaries do not exist; sockets of other families and raw
 // sockets are the filter's.
@@ -52,8 +69,10 @@ func networkAttempts() []attempt {
 			tcp6, errnoIs("EACCES"), with("connect")),
 		payloadAttempt(nw, "tcp4-inside-port", ControlLandlock, "a TCP connection to 127.0.0.1:1 inside the sandbox (the kernel would answer ECONNREFUSED)",
 			toolPayload, taskNone, errnoIs("EACCES"), "connect", "127.0.0.1:1"),
-		canaryAttempt(nw, "tcp-fastopen", ControlNetNS, "data sent with the SYN (MSG_FASTOPEN, no connect(2)) to a canary on the host's 127.0.0.1",
-			tcp4, errnoIs("ECONNREFUSED", "EACCES"), with("tcp-fastopen")),
+		canaryAttempt(nw, "tcp-fastopen", ControlSeccomp, "data sent with the SYN (MSG_FASTOPEN, no connect(2)) to a canary on the host's 127.0.0.1",
+			tcp4, errnoIs("EPERM"), with("tcp-fastopen")),
+		payloadAttempt(nw, "tcp-fastopen-inside", ControlSeccomp, "TCP Fast Open to a listener inside the sandbox, past Landlock's connect rule (it does not see the implicit connect)",
+			toolPayload, taskNone, errnoIs("EPERM"), "tcp-fastopen", "inside"),
 		canaryAttempt(nw, "udp4-host-loopback", ControlNetNS, "a UDP datagram to a canary on the host's 127.0.0.1",
 			udp4, errnoIs("ECONNREFUSED"), with("udp-send")),
 		canaryAttempt(nw, "udp6-host-loopback", ControlNetNS, "a UDP datagram to a canary on the host's [::1]",

@@ -8,15 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-
-	"github.com/airlock-sandbox/airlock/enforcer"
 )
-
-// withWorkspace sets req's workspace.
-func withWorkspace(req enforcer.Request, ws string) enforcer.Request {
-	req.Workspace = ws
-	return req
-}
 
 // privilegeAttempts try to gain what the sandbox took away.
 func privilegeAttempts() []attempt {

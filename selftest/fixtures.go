@@ -20,6 +20,10 @@ import (
 	"github.com/airlock-sandbox/airlock/proxy"
 )
 
+// envToken is set in every run's environment to the battery's token, so
+// that the residue check finds any process of a run, whatever its name.
+const envToken = "AIRLOCK_SELFTEST"
+
 // fixtures are what the battery sets up on the host: a private temporary
 // tree, canary secrets, a loopback upstream for the proxy's baseline, the
 // resolver the proxy uses, and the canary listeners the attempts aim at.

@@ -23,6 +23,12 @@ func payloadAttempt(f Family, name, control, what, tool, task string, judge func
 		}}
 }
 
+// withWorkspace sets req's workspace.
+func withWorkspace(req enforcer.Request, ws string) enforcer.Request {
+	req.Workspace = ws
+	return req
+}
+
 // withCanary wraps judge: anything the host's canary received is an
 // escape, whatever the payload says; otherwise the canary's silence is
 // added to the evidence.

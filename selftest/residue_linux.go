@@ -120,7 +120,7 @@ func residue(before snapshot, token string, roots []string) Residue {
 		if strings.HasPrefix(t, "/proc/") && strings.HasSuffix(t, "/fd") {
 			continue // the directory listing itself
 		}
-		if strings.Contains(t, ":[") && strings.Contains(t, "ns") || strings.HasPrefix(t, "net:[") || strings.HasPrefix(t, "mnt:[") {
+		if isNamespace(t) {
 			nsFDs = append(nsFDs, n+" -> "+t)
 			continue
 		}
@@ -150,6 +150,13 @@ func residue(before snapshot, token string, roots []string) Residue {
 		res.Clean = res.Clean && c.Clean
 	}
 	return res
+}
+
+// isNamespace reports whether a descriptor's target is a namespace
+// ("net:[4026531840]").
+func isNamespace(target string) bool {
+	kind, _, ok := strings.Cut(target, ":[")
+	return ok && slices.Contains([]string{"net", "mnt", "pid", "pid_for_children", "user", "uts", "ipc", "cgroup", "time", "time_for_children"}, kind)
 }
 
 // reapToken finds the processes whose command line or environment holds

@@ -18,3 +18,5 @@ func reapToken(string) []string { return nil }
 
 // planVsock is never played off Linux (Run fails first).
 func planVsock(*fixtures) (*plan, error) { return nil, errors.New("selftest: Linux only") }
+
+func swap(string, string) error { return errors.New("selftest: Linux only") }

@@ -1,7 +1,9 @@
 // Command sandbox-bench runs /bin/true once in a full airlock sandbox
-// (every namespace, the cgroup, Landlock, seccomp when built in, the proxy
-// listener) and exits with its status: the process that bench/sandbox/run.sh
-// times beside bwrap, unshare and a direct exec, until "airlock run" exists.
+// through the library — every namespace, the cgroup, Landlock, seccomp,
+// the proxy listener and the start-up probes, as the enforcer asks for
+// them — and exits with its status. bench/sandbox/run.sh times it (the
+// "library" row) beside `airlock run` and the peers: the difference to the
+// airlock row is the command line's own cost (policy, audit, proxy).
 package main
 
 import (
@@ -22,7 +24,8 @@ func main() {
 			Wall: 10 * time.Second, CPU: 10 * time.Second, MemoryBytes: 512 << 20,
 			Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256,
 		},
-		Proxy: true,
+		Proxy:  true,
+		Probes: &sandbox.ProbeRequest{},
 		Stderr: os.Stderr,
 	}
 	s, err := sandbox.Start(context.Background(), cfg)

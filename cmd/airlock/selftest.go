@@ -31,23 +31,28 @@ expected to stop it and is judged on evidence that this control answered; one
 stopped by anything else, or that could not be made, is reported as broken.
 
 Everything the battery dials is on this host's loopback or inside the
-sandbox's own network namespace: nothing leaves the host. The battery's policy
-is embedded (--policy is not used), its audit stream is deleted afterwards
-unless --audit keeps it, and a residue check then compares the host before and
-after: processes, cgroups, mounts, namespaces, descriptors and files.
+sandbox's own network namespace: nothing leaves the host. The battery's
+policy is embedded (--policy and $AIRLOCK_POLICY are not used), its audit
+stream is deleted afterwards unless --audit keeps it, and a residue check then
+compares the host before and after: processes, cgroups, mounts, namespaces,
+descriptors and files.
 
-Run as root for the whole battery; as an unprivileged user the attempts that
+Run as root for the whole battery. As an unprivileged user, the attempts that
 need a cgroup the host does not delegate are skipped, and the run's receipt
-says why.
+says why; an attempt at something this host's kernel lacks (/proc/kcore, an
+IPv6 loopback, AF_VSOCK) is skipped too, and says so.
 
 Exit status 0 only if every attempt that ran was contained by its expected
 control and nothing was left behind; 1 otherwise.`,
 		Example: `  airlock selftest
   airlock selftest --family network,metadata
   airlock selftest --json --audit selftest-audit.jsonl`,
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Errorf("selftest: takes no arguments (got %q)", args[0])}
+			}
+			if f := cmd.Flag("policy"); f != nil && f.Changed {
+				return usageError{fmt.Errorf("selftest: --policy is not used: the battery runs under its own embedded policy")}
 			}
 			return nil
 		},
