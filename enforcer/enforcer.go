@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -133,6 +134,14 @@ func (e *Enforcer) resolve(command string) (string, error) {
 func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	fs := e.pol.FilesystemFor(req.Tool)
+	// The start-up probes' canaries: a host file and a host loopback
+	// listener that must both be unreachable from inside.
+	canary, err := runbook.NewCanary()
+	if err != nil {
+		return e.setupFailed(res, base, decision.Decision{}, err)
+	}
+	defer canary.Close()
+	probes := canary.Request()
 	cfg := sandbox.Config{
 		Path:      res.Path,
 		Args:      append([]string{req.Command}, req.Args...),
@@ -152,7 +161,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		ID:        req.RunID,
 		// The runbook's start-up checks, on every launch: nothing runs
 		// until the sandbox has shown, from inside, that it holds.
-		Probes: &sandbox.ProbeRequest{},
+		Probes: &probes,
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
@@ -194,6 +203,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	out, waitErr := sb.Wait()
 	stop()
 	res = withOutcome(res, out, caps)
+	if n := canary.Accepted(); n > 0 {
+		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
+		ev := base
+		ev.Event = audit.EventEscapeSuspected
+		_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+	}
 	res.Receipt["command"] = "airlock command gate (policy " + e.pol.Digest + ")"
 	res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + req.Task
 	e.recordOutcome(base, res)

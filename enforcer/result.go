@@ -41,6 +41,10 @@ type Result struct {
 	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt"`
+	// EscapeSuspected says why the run's artifacts are untrusted: a
+	// signal that something inside reached the host (the runbook's
+	// "suspected sandbox escape"); "" when none was seen.
+	EscapeSuspected string `json:"escapeSuspected,omitempty"`
 	// Error is why airlock could not run the command (ExitSetup).
 	Error string `json:"error,omitempty"`
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -113,6 +112,9 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 	if opts.RunID == "" {
 		opts.RunID = newRunID()
 	}
+	if !validRunID(opts.RunID) {
+		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
+	}
 	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
 	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
@@ -192,6 +194,19 @@ func (l *launch) stepContext(i int) audit.Context {
 	return ctx
 }
 
+// validRunID reports whether id may name a sandbox and a directory.
+func validRunID(id string) bool {
+	if len(id) == 0 || len(id) > 48 || id == "." || id == ".." {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func newRunID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -213,5 +228,5 @@ func (l *launch) quoteStep(i int) string {
 	if s.Name == "" {
 		return fmt.Sprintf("step %d", i+1)
 	}
-	return fmt.Sprintf("step %d (%s)", i+1, strings.TrimSpace(fmt.Sprintf("%q", s.Name)))
+	return fmt.Sprintf("step %d (%q)", i+1, s.Name)
 }

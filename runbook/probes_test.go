@@ -245,3 +245,77 @@ func TestLaunchNotInstalled(t *testing.T) {
 		t.Errorf("startup_refused events: %+v", ref)
 	}
 }
+
+func TestLaunchBadRunID(t *testing.T) {
+	e := newEnv(t)
+	e.opts.RunID = "../escape"
+	_, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), e.opts)
+	if err == nil || !strings.Contains(err.Error(), `run id "../escape"`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+// stepFake is a fake session whose steps pass and whose probes pass at
+// the start and fail from the second run on, as if an isolation property
+// had gone during the first step.
+type stepFake struct {
+	t      *testing.T
+	lis    net.Listener
+	probes int
+	frozen bool
+}
+
+func (f *stepFake) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+	if f.frozen {
+		return sandbox.Result{ExitCode: -1}, sandbox.ErrFrozen
+	}
+	return sandbox.Result{}, nil
+}
+func (f *stepFake) Listener() net.Listener  { return f.lis }
+func (f *stepFake) Pid() int                { return os.Getpid() }
+func (f *stepFake) Freeze() (string, error) { f.frozen = true; return "fake freezer", nil }
+func (f *stepFake) Evidence(dir string) (sandbox.Evidence, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return sandbox.Evidence{}, err
+	}
+	return sandbox.Evidence{Dir: dir}, os.WriteFile(filepath.Join(dir, "processes.json"), []byte("[]"), 0o600)
+}
+func (f *stepFake) Close() (sandbox.Teardown, error) {
+	f.lis.Close()
+	return sandbox.Teardown{Steps: 1}, nil
+}
+func (f *stepFake) Probe(req sandbox.ProbeRequest) ([]sandbox.ProbeResult, error) {
+	f.probes++
+	res := allProbes()
+	if f.probes > 1 {
+		res[0].OK, res[0].Detail = false, "uid or gid is not 65534"
+	}
+	return res, nil
+}
+
+// TestReprobeSignal: a probe that passed at the start and fails when
+// re-run after a step is an escape signal (the real sandbox's re-run is
+// in TestEscapeSignals, once sandbox.Session reports probes).
+func TestReprobeSignal(t *testing.T) {
+	e := newEnv(t)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &stepFake{t: t, lis: lis}
+	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
+	res, err := runbook.Launch(context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")), e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitEscape || len(res.Signals) != 1 || res.Signals[0].Name != runbook.SignalProbe ||
+		res.Signals[0].Detail != "uid: uid or gid is not 65534" || res.Signals[0].Step != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Steps[1].Status != runbook.StepNotRun || !fake.frozen {
+		t.Errorf("step 2 %q, frozen %v", res.Steps[1].Status, fake.frozen)
+	}
+	if _, err := os.Stat(filepath.Join(res.Evidence, "sandbox", "processes.json")); err != nil {
+		t.Errorf("evidence: %v", err)
+	}
+}

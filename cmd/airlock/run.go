@@ -123,6 +123,9 @@ func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
 	case err != nil:
 		fmt.Fprintf(w, "airlock: %v\n", err)
 	}
+	if res.EscapeSuspected != "" {
+		fmt.Fprintf(w, "airlock: sandbox: escape_suspected: %s\n", res.EscapeSuspected)
+	}
 }
 
 func writeResult(path string, res enforcer.Result) error {
