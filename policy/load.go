@@ -11,9 +11,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
 // MaxSize is the largest policy file airlock reads. Hand-written policies
@@ -31,6 +31,13 @@ var defaultJSON []byte
 // DefaultJSON returns the embedded default policy: the seed lab's
 // policy.json (phases 1.2 and 3.1 merged), byte for byte.
 func DefaultJSON() []byte { return bytes.Clone(defaultJSON) }
+
+// Error is a problem in a policy file, located by line and column: Parse
+// returns one for a file that does not parse.
+type Error = strict.Error
+
+// Errors is every validation problem of one policy, in file order.
+type Errors = strict.Errors
 
 // Loaded is a parsed, defaulted and validated policy with its origin.
 type Loaded struct {
@@ -89,28 +96,17 @@ func Find(file string) (*Loaded, error) {
 // error at its line and column. The result is validated; a validation
 // failure returns Errors.
 func Parse(name string, data []byte) (*Loaded, error) {
-	p, where, err := decode(data, isYAML(name, data))
+	var p Policy
+	where, err := strict.Decode("policy", data, isYAML(name, data), MaxSize, &p)
 	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			e.File = name
-		}
-		return nil, err
+		return nil, strict.InFile(err, name)
 	}
-	if errs := validate(p); len(errs) > 0 {
-		for _, e := range errs {
-			e.File = name
-			if at, ok := where[e.Path]; ok {
-				e.Line, e.Col = at.line, at.col
-			}
-		}
-		sort.SliceStable(errs, func(i, j int) bool {
-			return errs[i].Line < errs[j].Line || errs[i].Line == errs[j].Line && errs[i].Col < errs[j].Col
-		})
+	if errs := validate(&p); len(errs) > 0 {
+		where.Place(errs, name)
 		return nil, errs
 	}
 	sum := sha256.Sum256(data)
-	return &Loaded{Policy: p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
 func isYAML(name string, data []byte) bool {
@@ -121,29 +117,4 @@ func isYAML(name string, data []byte) bool {
 		return false
 	}
 	return !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
-}
-
-// decode parses and strictly decodes data, returning where each field was.
-func decode(data []byte, yaml bool) (*Policy, map[string]pos, error) {
-	if len(data) > MaxSize {
-		return nil, nil, &Error{Msg: fmt.Sprintf("policy is larger than %d bytes", MaxSize),
-			Hint: "check that this is the right file"}
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, nil, &Error{Line: 1, Col: 1, Msg: "empty policy", Hint: `write a policy object, e.g. {"toolScopes": {}}`}
-	}
-	parse := parseJSON
-	if yaml {
-		parse = parseYAML
-	}
-	root, err := parse(data)
-	if err != nil {
-		return nil, nil, err
-	}
-	d := &decoder{where: map[string]pos{}}
-	var p Policy
-	if err := d.decode(root, reflect.ValueOf(&p).Elem(), ""); err != nil {
-		return nil, nil, err
-	}
-	return &p, d.where, nil
 }

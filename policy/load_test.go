@@ -162,7 +162,7 @@ func TestStrictErrors(t *testing.T) {
 		{"p.json", `{"caps": {}}`,
 			"p.json:1:1: missing toolScopes\n\thint: add \"toolScopes\": {} (an empty object denies every command)"},
 		{"p.json", `[]`, "p.json:1:1: expected an object, found an array"},
-		{"p.json", "  ", "p.json:1:1: empty policy\n\thint: write a policy object, e.g. {\"toolScopes\": {}}"},
+		{"p.json", "  ", "p.json:1:1: empty policy\n\thint: write a policy object, e.g. {}"},
 		{"p.json", `{"toolScopes": {`, "p.json:1:17: unexpected end of input"},
 		{"p.yaml", "toolScopes:\n  t:\n    allow:\n      - name: x\n        comand: ls\n",
 			"p.yaml:5:9: toolScopes.t.allow[0].comand: unknown field \"comand\"\n\thint: did you mean \"command\"?"},

@@ -2,16 +2,15 @@ package policy_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -20,24 +19,12 @@ var update = flag.Bool("update", false, "rewrite generated files (schema.json)")
 // generateSchema reflects the Go types, with their doc comments, into a
 // JSON Schema.
 func generateSchema(t *testing.T) []byte {
-	t.Helper()
-	r := &invopop.Reflector{
-		RequiredFromJSONSchemaTags: true,
-		ExpandedStruct:             true,
-		BaseSchemaID:               "https://github.com/airlock-sandbox/airlock/policy",
-	}
-	if err := r.AddGoComments("github.com/airlock-sandbox/airlock/policy", "./"); err != nil {
-		t.Fatal(err)
-	}
-	s := r.Reflect(&policy.Policy{})
-	s.Title = "airlock policy"
-	s.Description = "An airlock policy file (JSON, or YAML with the same structure)."
-	s.ID = "https://github.com/airlock-sandbox/airlock/policy.schema.json"
-	out, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, '\n')
+	return testutil.GenerateSchema(t, testutil.SchemaSpec{
+		Value: &policy.Policy{}, Package: "github.com/airlock-sandbox/airlock/policy", Dir: "./",
+		ID:          "https://github.com/airlock-sandbox/airlock/policy.schema.json",
+		Title:       "airlock policy",
+		Description: "An airlock policy file (JSON, or YAML with the same structure).",
+	})
 }
 
 func TestSchemaInStep(t *testing.T) {
@@ -52,22 +39,7 @@ func TestSchemaInStep(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(policy.Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("policy.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("policy.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
+func compileSchema(t *testing.T) *jsonschema.Schema { return testutil.CompileSchema(t, policy.Schema()) }
 
 // TestSchemaAgreesWithLoader validates every sample policy against the
 // schema and checks that the schema and the loader agree on it.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
 // check is one validation rule. Each looks at one concern and reports
@@ -32,8 +34,6 @@ func validate(p *Policy) Errors {
 	}
 	return errs
 }
-
-func problem(path, msg, hint string) *Error { return &Error{Path: path, Msg: msg, Hint: hint} }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
@@ -61,11 +61,11 @@ func plainText(s string) bool {
 func checkToolNames(p *Policy) []*Error {
 	var errs []*Error
 	if p.ToolScopes == nil {
-		errs = append(errs, problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
+		errs = append(errs, strict.Problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
 	}
 	for _, tool := range sortedKeys(p.ToolScopes) {
 		if tool == "" || !plainText(tool) {
-			errs = append(errs, problem(joinPath("toolScopes", segment(tool, -1)),
+			errs = append(errs, strict.Problem(strict.Field("toolScopes", tool),
 				fmt.Sprintf("tool name %q is empty or has white space or control characters", tool), ""))
 		}
 	}
@@ -76,17 +76,17 @@ func checkRules(p *Policy) []*Error {
 	var errs []*Error
 	for _, tool := range sortedKeys(p.ToolScopes) {
 		scope := p.ToolScopes[tool]
-		base := joinPath("toolScopes", segment(tool, -1))
+		base := strict.Field("toolScopes", tool)
 		seen := map[string]string{}
 		for _, list := range []struct {
 			name  string
 			rules []CommandPattern
 		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}, {"allow", scope.Allow}} {
 			for i, r := range list.rules {
-				at := joinPath(base, "."+list.name+segment("", i))
+				at := strict.Index(base+"."+list.name, i)
 				errs = append(errs, checkRule(at, r)...)
 				if prev, dup := seen[r.Name]; dup && r.Name != "" {
-					errs = append(errs, problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
+					errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
 						"rule names identify decisions in the audit stream; make each unique within its tool"))
 				} else {
 					seen[r.Name] = at
@@ -100,22 +100,22 @@ func checkRules(p *Policy) []*Error {
 func checkRule(at string, r CommandPattern) []*Error {
 	var errs []*Error
 	if r.Name == "" || !plainText(r.Name) {
-		errs = append(errs, problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
+		errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
 	}
 	switch {
 	case r.Command == "":
-		errs = append(errs, problem(at+".command", "empty command name", `name a program, e.g. "pytest" or "/usr/bin/pytest"`))
+		errs = append(errs, strict.Problem(at+".command", "empty command name", `name a program, e.g. "pytest" or "/usr/bin/pytest"`))
 	case !plainText(r.Command) || strings.ContainsAny(r.Command, " \x00"):
-		errs = append(errs, problem(at+".command", fmt.Sprintf("command %q has white space or control characters", r.Command),
+		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q has white space or control characters", r.Command),
 			"a command is one program name; put its arguments in argPatterns"))
 	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
-		errs = append(errs, problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
+		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
 			`use a bare name resolved through commandSearchPath, or an absolute path such as "/usr/bin/git"`))
 	}
 	for i, sig := range r.ArgPatterns {
 		for j, a := range sig {
 			if strings.IndexByte(a, 0) >= 0 || !utf8.ValidString(a) {
-				errs = append(errs, problem(fmt.Sprintf("%s.argPatterns[%d][%d]", at, i, j), "argument has a NUL byte or invalid UTF-8", ""))
+				errs = append(errs, strict.Problem(fmt.Sprintf("%s.argPatterns[%d][%d]", at, i, j), "argument has a NUL byte or invalid UTF-8", ""))
 			}
 		}
 	}
@@ -161,23 +161,23 @@ func checkCaps(p *Policy) []*Error {
 			switch {
 			case !ok:
 			case v <= 0:
-				errs = append(errs, problem(at+"."+r.name, fmt.Sprintf("%s must be positive, got %v", r.name, v),
+				errs = append(errs, strict.Problem(at+"."+r.name, fmt.Sprintf("%s must be positive, got %v", r.name, v),
 					"remove the field to take the default"))
 			case v > r.max:
-				errs = append(errs, problem(at+"."+r.name, fmt.Sprintf("%s is out of range: %v is more than %v", r.name, v, r.max), ""))
+				errs = append(errs, strict.Problem(at+"."+r.name, fmt.Sprintf("%s is out of range: %v is more than %v", r.name, v, r.max), ""))
 			}
 		}
 	}
 	check("caps", p.Caps)
 	for _, tool := range sortedKeys(p.ToolScopes) {
-		check(joinPath("toolScopes", segment(tool, -1))+".caps", p.ToolScopes[tool].Caps)
+		check(strict.Field("toolScopes", tool)+".caps", p.ToolScopes[tool].Caps)
 	}
 	return errs
 }
 
 func checkEgressDefault(p *Policy) []*Error {
 	if p.Egress != nil && p.Egress.Default != "" && p.Egress.Default != "deny" {
-		return []*Error{problem("egress.default", fmt.Sprintf("egress default %q is not supported", p.Egress.Default),
+		return []*Error{strict.Problem("egress.default", fmt.Sprintf("egress default %q is not supported", p.Egress.Default),
 			`airlock denies by default; write "deny" or leave it out, and allowlist hosts per task`)}
 	}
 	return nil
@@ -187,13 +187,13 @@ func checkPaths(p *Policy) []*Error {
 	var errs []*Error
 	abs := func(at, what string, list []string, rootOK bool) {
 		for i, dir := range list {
-			where := at + segment("", i)
+			where := strict.Index(at, i)
 			switch {
 			case !path.IsAbs(dir) || path.Clean(dir) != dir || !plainText(dir):
-				errs = append(errs, problem(where, fmt.Sprintf("%s %q is not a clean absolute path", what, dir),
+				errs = append(errs, strict.Problem(where, fmt.Sprintf("%s %q is not a clean absolute path", what, dir),
 					"relative entries would depend on the current directory"))
 			case dir == "/" && !rootOK:
-				errs = append(errs, problem(where, fmt.Sprintf("%s may not be the whole host root", what),
+				errs = append(errs, strict.Problem(where, fmt.Sprintf("%s may not be the whole host root", what),
 					"bind the directories the command needs, e.g. /usr"))
 			}
 		}
@@ -207,7 +207,7 @@ func checkPaths(p *Policy) []*Error {
 	}
 	fsCheck("filesystem", p.Filesystem)
 	for _, tool := range sortedKeys(p.ToolScopes) {
-		fsCheck(joinPath("toolScopes", segment(tool, -1))+".filesystem", p.ToolScopes[tool].Filesystem)
+		fsCheck(strict.Field("toolScopes", tool)+".filesystem", p.ToolScopes[tool].Filesystem)
 	}
 	return errs
 }
@@ -223,11 +223,11 @@ func checkMonitor(p *Policy) []*Error {
 		v    *int64
 	}{{"egressDenyBurst", m.EgressDenyBurst}, {"commandDenyRepeat", m.CommandDenyRepeat}} {
 		if f.v != nil && *f.v < 1 {
-			errs = append(errs, problem("monitor."+f.name, fmt.Sprintf("%s must be at least 1, got %d", f.name, *f.v), ""))
+			errs = append(errs, strict.Problem("monitor."+f.name, fmt.Sprintf("%s must be at least 1, got %d", f.name, *f.v), ""))
 		}
 	}
 	if m.WindowSeconds != nil && (*m.WindowSeconds <= 0 || *m.WindowSeconds > 86400) {
-		errs = append(errs, problem("monitor.windowSeconds", fmt.Sprintf("windowSeconds must be in (0, 86400], got %v", *m.WindowSeconds), ""))
+		errs = append(errs, strict.Problem("monitor.windowSeconds", fmt.Sprintf("windowSeconds must be in (0, 86400], got %v", *m.WindowSeconds), ""))
 	}
 	return errs
 }

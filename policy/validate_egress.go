@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
 // checkEgress refuses malformed allowlist and always-blocked entries, and
@@ -20,26 +21,26 @@ func checkEgress(p *Policy) []*Error {
 	for i, b := range p.Egress.AlwaysBlocked {
 		at := fmt.Sprintf("egress.alwaysBlocked[%d]", i)
 		if err := egress.ValidateBlockedEntry(b); err != nil {
-			errs = append(errs, problem(at, err.Error(), "write a host name, an IP address or a CIDR"))
+			errs = append(errs, strict.Problem(at, err.Error(), "write a host name, an IP address or a CIDR"))
 		}
 		blocked[strings.ToLower(strings.TrimSuffix(b, "."))] = true
 	}
 	for _, task := range sortedKeys(p.Egress.TaskAllowlist) {
 		if task == "" || !plainText(task) {
-			errs = append(errs, problem(joinPath("egress.taskAllowlist", segment(task, -1)),
+			errs = append(errs, strict.Problem(strict.Field("egress.taskAllowlist", task),
 				fmt.Sprintf("task name %q is empty or has white space or control characters", task), ""))
 		}
 		for i, entry := range p.Egress.TaskAllowlist[task] {
-			at := joinPath("egress.taskAllowlist", segment(task, -1)) + segment("", i)
+			at := strict.Index(strict.Field("egress.taskAllowlist", task), i)
 			switch {
 			case egress.ValidateEntry(entry) != nil:
-				errs = append(errs, problem(at, egress.ValidateEntry(entry).Error(),
+				errs = append(errs, strict.Problem(at, egress.ValidateEntry(entry).Error(),
 					`write a host ("pypi.org"), "*.suffix", "*", an IP or a CIDR, each optionally with ":port"`))
 			case egress.IsAlwaysBlockedEntry(entry):
-				errs = append(errs, problem(at, fmt.Sprintf("%q is always blocked (cloud metadata or link-local) and can never be allowlisted", entry),
+				errs = append(errs, strict.Problem(at, fmt.Sprintf("%q is always blocked (cloud metadata or link-local) and can never be allowlisted", entry),
 					"remove it: no policy can reach metadata endpoints"))
 			case blocked[strings.ToLower(strings.TrimSuffix(entry, "."))]:
-				errs = append(errs, problem(at, fmt.Sprintf("%q is also in egress.alwaysBlocked, which wins", entry),
+				errs = append(errs, strict.Problem(at, fmt.Sprintf("%q is also in egress.alwaysBlocked, which wins", entry),
 					"remove it from one of the two lists"))
 			}
 		}
@@ -49,7 +50,7 @@ func checkEgress(p *Policy) []*Error {
 		// only the whole section shows (an allowlisted subdomain of a
 		// blocked name).
 		if _, err := egress.Compile(p.EgressConfig()); err != nil {
-			errs = append(errs, problem("egress", err.Error(), "an allowlisted destination can never be reached past an always-blocked one"))
+			errs = append(errs, strict.Problem("egress", err.Error(), "an allowlisted destination can never be reached past an always-blocked one"))
 		}
 	}
 	return errs

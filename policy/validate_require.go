@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/doctor"
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
 // checkRequire refuses a require name nobody knows: a typo must never drop
@@ -13,7 +14,7 @@ func checkRequire(p *Policy) []*Error {
 	var errs []*Error
 	for i, r := range p.Require {
 		if !doctor.IsRequirement(r) {
-			errs = append(errs, problem(fmt.Sprintf("require[%d]", i), fmt.Sprintf("unknown mechanism %q", r),
+			errs = append(errs, strict.Problem(fmt.Sprintf("require[%d]", i), fmt.Sprintf("unknown mechanism %q", r),
 				"known: "+strings.Join(doctor.RequirementNames(), ", ")))
 		}
 	}

@@ -32,6 +32,6 @@ func ExampleParsePlan() {
 	// deps install_deps pip [install -r requirements.txt]
 	// tests run_tests pytest [-v]
 	// egress task: install_deps
-	// typo.json:1:43: steps[0].comand: unknown field "comand" in the step
-	// 	hint: did you mean "command"? (known fields: args, command, continueOnFailure, name, tool)
+	// typo.json:1:43: steps[0].comand: unknown field "comand"
+	// 	hint: did you mean "command"?
 }

@@ -4,7 +4,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
+
+// PlanError is a problem in a plan file, located by line and column:
+// ParsePlan returns one for a file that does not parse.
+type PlanError = strict.Error
+
+// PlanErrors is every rule a parsed plan breaks, in file order.
+type PlanErrors = strict.Errors
 
 // MaxPlanBytes is the largest plan file airlock reads. A plan of a
 // thousand steps with long argument lists is well under it; the cap keeps
@@ -79,21 +88,14 @@ func LoadPlan(path string) (*Plan, error) {
 // line and column; a plan that parses but breaks a rule returns
 // PlanErrors, each positioned. Nothing about the plan is guessed.
 func ParsePlan(name string, data []byte) (*Plan, error) {
-	p, where, err := decodePlan(data)
+	var p Plan
+	where, err := strict.Decode("plan", data, false, MaxPlanBytes, &p)
 	if err != nil {
-		if e, ok := err.(*PlanError); ok {
-			e.File = name
-		}
-		return nil, err
+		return nil, strict.InFile(err, name)
 	}
-	if errs := validatePlan(p); len(errs) > 0 {
-		for _, e := range errs {
-			e.File = name
-			if at, ok := where[e.Path]; ok {
-				e.Line, e.Col = at.line, at.col
-			}
-		}
+	if errs := validatePlan(&p); len(errs) > 0 {
+		where.Place(errs, name)
 		return nil, errs
 	}
-	return p, nil
+	return &p, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
 // planCheck is one validation rule of a parsed plan; each reports every
@@ -28,9 +30,7 @@ func validatePlan(p *Plan) PlanErrors {
 	return errs
 }
 
-func planProblem(path, msg, hint string) *PlanError {
-	return &PlanError{Path: path, Msg: msg, Hint: hint}
-}
+func planProblem(path, msg, hint string) *PlanError { return strict.Problem(path, msg, hint) }
 
 // testIDRE is the schema's pattern for testId: it goes into audit events
 // and file names, so it is kept to a safe alphabet.
@@ -57,6 +57,10 @@ func checkSteps(p *Plan) []*PlanError {
 	if len(p.Steps) == 0 {
 		return []*PlanError{planProblem("steps", "a plan needs at least one step",
 			`add a step, e.g. {"tool": "run_tests", "command": "pytest"}`)}
+	}
+	if len(p.Steps) > MaxSteps {
+		return []*PlanError{planProblem("steps", fmt.Sprintf("a plan may hold at most %d steps, this one has more than %d steps", MaxSteps, MaxSteps),
+			"split it into several plans")}
 	}
 	var errs []*PlanError
 	names := map[string]int{}

@@ -2,16 +2,15 @@ package runbook_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
 
@@ -23,24 +22,12 @@ const schemaFile = "../schemas/plan.schema.json"
 // generatePlanSchema reflects the plan types, with their doc comments,
 // into a JSON Schema.
 func generatePlanSchema(t *testing.T) []byte {
-	t.Helper()
-	r := &invopop.Reflector{
-		RequiredFromJSONSchemaTags: true,
-		ExpandedStruct:             true,
-		BaseSchemaID:               "https://github.com/airlock-sandbox/airlock/runbook",
-	}
-	if err := r.AddGoComments("github.com/airlock-sandbox/airlock/runbook", "./"); err != nil {
-		t.Fatal(err)
-	}
-	s := r.Reflect(&runbook.Plan{})
-	s.Title = "airlock test plan"
-	s.Description = "A test plan for \"airlock launch --plan\": the steps one sandbox runs, in order, in one workspace."
-	s.ID = "https://github.com/airlock-sandbox/airlock/plan.schema.json"
-	out, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(out, '\n')
+	return testutil.GenerateSchema(t, testutil.SchemaSpec{
+		Value: &runbook.Plan{}, Package: "github.com/airlock-sandbox/airlock/runbook", Dir: "./",
+		ID:          "https://github.com/airlock-sandbox/airlock/plan.schema.json",
+		Title:       "airlock test plan",
+		Description: "A test plan for \"airlock launch --plan\": the steps one sandbox runs, in order, in one workspace.",
+	})
 }
 
 // TestPlanSchemaInStep fails when schemas/plan.schema.json and the Go
@@ -63,24 +50,11 @@ func TestPlanSchemaInStep(t *testing.T) {
 
 func compilePlanSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(schemaFile)
+	data, err := os.ReadFile(schemaFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("plan.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("plan.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return testutil.CompileSchema(t, data)
 }
 
 // TestPlanSchemaAgreesWithLoader validates the example plan and every

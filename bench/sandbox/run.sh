@@ -60,7 +60,7 @@ run="$out/airlock run --policy $out/policy.json --tool bench"
 # time the log's size, not the run.
 prepare=(--prepare "rm -f $audit $shm_audit")
 if [[ "${SPACED:-}" == 1 ]]; then
-	prepare=(--prepare "rm -f $audit $shm_audit; sleep 0.05")
+	prepare=(--prepare "sh -c 'rm -f $audit $shm_audit; sleep 0.05'") # -N: no shell unless asked
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))

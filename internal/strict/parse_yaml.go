@@ -1,4 +1,4 @@
-package policy
+package strict
 
 import (
 	"bytes"
@@ -13,13 +13,13 @@ import (
 
 // parseYAML parses data into a node tree. The YAML library reports
 // duplicate keys itself; aliases and multiple documents are refused so a
-// policy always reads the way it looks.
-func parseYAML(data []byte) (*node, error) {
+// file always reads the way it looks.
+func parseYAML(data []byte, what string) (*node, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if err == io.EOF {
-			return nil, errorAt(pos{1, 1}, "empty policy", "write a policy object, e.g. toolScopes: {}")
+			return nil, errorAt(pos{1, 1}, "empty "+what, "write a "+what+" object")
 		}
 		return nil, yamlError(err)
 	}
@@ -29,12 +29,12 @@ func parseYAML(data []byte) (*node, error) {
 		if err != nil {
 			return nil, yamlError(err)
 		}
-		return nil, errorAt(at, "trailing data: a second YAML document", "a policy file holds exactly one document")
+		return nil, errorAt(at, "trailing data: a second YAML document", "a "+what+" file holds exactly one document")
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		return nil, errorAt(pos{doc.Line, doc.Column}, "policy is not a single YAML document", "")
+		return nil, errorAt(pos{doc.Line, doc.Column}, what+" is not a single YAML document", "")
 	}
-	return fromYAML(doc.Content[0], 0)
+	return fromYAML(doc.Content[0], 0, what)
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -58,14 +58,14 @@ func yamlError(err error) error {
 	return out
 }
 
-func fromYAML(y *yaml.Node, depth int) (*node, error) {
+func fromYAML(y *yaml.Node, depth int, what string) (*node, error) {
 	at := pos{y.Line, y.Column}
 	if depth > maxDepth {
 		return nil, errorAt(at, "nesting too deep", "")
 	}
 	switch y.Kind {
 	case yaml.AliasNode:
-		return nil, errorAt(at, "YAML aliases are not allowed in a policy", "write the value out in full")
+		return nil, errorAt(at, "YAML aliases are not allowed in a "+what, "write the value out in full")
 	case yaml.MappingNode:
 		n := &node{kind: kindObject, pos: at}
 		seen := map[string]pos{}
@@ -80,7 +80,7 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 					"a key may appear once per object; merge the two entries")
 			}
 			seen[k.Value] = kpos
-			val, err := fromYAML(v, depth+1)
+			val, err := fromYAML(v, depth+1, what)
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +90,7 @@ func fromYAML(y *yaml.Node, depth int) (*node, error) {
 	case yaml.SequenceNode:
 		n := &node{kind: kindArray, pos: at}
 		for _, c := range y.Content {
-			item, err := fromYAML(c, depth+1)
+			item, err := fromYAML(c, depth+1, what)
 			if err != nil {
 				return nil, err
 			}

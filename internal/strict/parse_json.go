@@ -1,4 +1,4 @@
-package policy
+package strict
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // parseJSON parses data into a node tree, refusing duplicate keys and
 // trailing data. encoding/json's streaming tokenizer does the lexing;
 // positions are recovered from its input offsets.
-func parseJSON(data []byte) (*node, error) {
+func parseJSON(data []byte, what string) (*node, error) {
 	p := &jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lineStarts: []int{0}}
 	for i, c := range data {
 		if c == '\n' {
@@ -26,8 +26,8 @@ func parseJSON(data []byte) (*node, error) {
 	}
 	start := p.next()
 	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, errorAt(p.pos(start), "trailing data after the policy object",
-			"a policy file holds exactly one JSON object")
+		return nil, errorAt(p.pos(start), "trailing data after the "+what+" object",
+			"a "+what+" file holds exactly one JSON object")
 	}
 	return n, nil
 }
@@ -38,7 +38,7 @@ type jsonParser struct {
 	lineStarts []int // offset of the first byte of each line
 }
 
-// maxDepth bounds nesting; a policy is at most five levels deep.
+// maxDepth bounds nesting; the formats decoded here are a few levels deep.
 const maxDepth = 32
 
 // next returns the offset where the next token starts.

@@ -1,12 +1,13 @@
-package policy
+package strict
 
 import (
 	"fmt"
 	"strings"
 )
 
-// Error is a problem in a policy file, located by line and column. Load
-// and Parse return one *Error, or an Errors list from validation.
+// Error is a problem in a file, located by line and column: Decode
+// returns one for a file that does not parse, and a validator returns
+// Errors, which Positions.Place locates.
 type Error struct {
 	File string // file name as given, or "<embedded>"
 	Line int    // 1-based; 0 when the problem has no single place
@@ -15,6 +16,10 @@ type Error struct {
 	Msg  string
 	Hint string // how to fix it, when known
 }
+
+// Problem returns an Error about the field at path, to be located by
+// Positions.Place.
+func Problem(path, msg, hint string) *Error { return &Error{Path: path, Msg: msg, Hint: hint} }
 
 func errorAt(at pos, msg, hint string) *Error {
 	return &Error{Line: at.line, Col: at.col, Msg: msg, Hint: hint}
@@ -41,7 +46,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Errors is every validation problem found in one policy, in file order.
+// Errors is every validation problem found in one file, in file order.
 type Errors []*Error
 
 // Error joins the problems one per line.

@@ -1,4 +1,4 @@
-package policy
+package strict
 
 import "strconv"
 
@@ -38,6 +38,13 @@ type field struct {
 	keyPos pos
 	value  *node
 }
+
+// Field returns path followed by the object key key, as decode paths are
+// written: "toolScopes.run_tests", `egress.taskAllowlist["a b"]`.
+func Field(path, key string) string { return joinPath(path, segment(key, -1)) }
+
+// Index returns path followed by the array index i: "steps[2]".
+func Index(path string, i int) string { return joinPath(path, segment("", i)) }
 
 // segment renders one step of a path: an object key or an array index.
 func segment(key string, index int) string {

@@ -1,4 +1,4 @@
-package policy
+package strict
 
 import (
 	"fmt"
@@ -107,7 +107,7 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) (err error) {
 		v.SetFloat(f)
 		return nil
 	}
-	return fmt.Errorf("policy: internal error: cannot decode into %s", t)
+	return fmt.Errorf("strict: internal error: cannot decode into %s", t)
 }
 
 func (d *decoder) object(n *node, v reflect.Value, path string) error {
