@@ -39,7 +39,9 @@ func TestSchemaInStep(t *testing.T) {
 	}
 }
 
-func compileSchema(t *testing.T) *jsonschema.Schema { return testutil.CompileSchema(t, policy.Schema()) }
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	return testutil.CompileSchema(t, policy.Schema())
+}
 
 // TestSchemaAgreesWithLoader validates every sample policy against the
 // schema and checks that the schema and the loader agree on it.
