@@ -14,7 +14,6 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
-	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/runbook"
@@ -145,14 +144,14 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	cfg := sandbox.Config{
 		Path:      res.Path,
 		Args:      append([]string{req.Command}, req.Args...),
-		Env:       append(baseEnv(e.pol.SearchPath()), req.Env...),
+		Env:       append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...),
 		Workspace: req.Workspace,
 		Findings:  req.Findings,
 		ReadOnly:  fs.ReadOnly,
 		ReadWrite: fs.ReadWrite,
 		Binds:     e.opts.Binds,
 		Hide:      e.hidden(),
-		Caps:      limitsCaps(caps),
+		Caps:      caps.Limits(),
 		Proxy:     true,
 		Require:   e.pol.Require,
 		Stdin:     req.Stdin,
@@ -257,26 +256,6 @@ func (e *Enforcer) hidden() []string {
 	return h
 }
 
-// baseEnv is the child's whole environment before the proxy variables.
-func baseEnv(searchPath []string) []string {
-	return []string{
-		"PATH=" + strings.Join(searchPath, ":"),
-		"HOME=" + sandbox.WorkspaceDir,
-		"TMPDIR=" + sandbox.TmpDir,
-		"LANG=C.UTF-8",
-	}
-}
-
-func limitsCaps(c policy.EffectiveCaps) limits.Caps {
-	return limits.Caps{
-		Wall:           time.Duration(c.WallSeconds * float64(time.Second)),
-		CPU:            time.Duration(c.CPUSeconds * float64(time.Second)),
-		MemoryBytes:    c.MemoryMB << 20,
-		Tasks:          c.ProcessCount,
-		DiskWriteBytes: c.DiskWriteMB << 20,
-		OpenFiles:      c.OpenFiles,
-	}
-}
 
 // NewRunID returns a fresh random run id.
 func NewRunID() string {

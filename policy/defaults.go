@@ -1,6 +1,11 @@
 package policy
 
-import "github.com/airlock-sandbox/airlock/egress"
+import (
+	"time"
+
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/limits"
+)
 
 // The defaults PRODUCT.md gives for absent fields (the seed's caps).
 const (
@@ -121,4 +126,16 @@ func (p *Policy) EgressConfig() egress.Config {
 		return egress.Config{}
 	}
 	return egress.Config{TaskAllowlist: p.Egress.TaskAllowlist, AlwaysBlocked: p.Egress.AlwaysBlocked}
+}
+
+// Limits returns the caps in the limits package's terms.
+func (c EffectiveCaps) Limits() limits.Caps {
+	return limits.Caps{
+		Wall:           time.Duration(c.WallSeconds * float64(time.Second)),
+		CPU:            time.Duration(c.CPUSeconds * float64(time.Second)),
+		MemoryBytes:    c.MemoryMB << 20,
+		Tasks:          c.ProcessCount,
+		DiskWriteBytes: c.DiskWriteMB << 20,
+		OpenFiles:      c.OpenFiles,
+	}
 }

@@ -1,6 +1,7 @@
 package runbook
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // duringStepPoll is how often the signals that can be read from the host
@@ -192,7 +194,11 @@ func (l *launch) checkAfterStep(n int) {
 		}
 		res, err := p.Probe(req)
 		why := ProbeFailure(res)
-		if err != nil {
+		switch {
+		case errors.Is(err, sandbox.ErrSessionEnded), errors.Is(err, sandbox.ErrFrozen):
+			// Nothing is left to probe: the plan halts on its own.
+			why = ""
+		case err != nil:
 			why = err.Error()
 		}
 		if why != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
@@ -80,9 +79,9 @@ func (l *launch) resolve(context.Context) bool {
 		if err != nil {
 			return l.refuse(fmt.Sprintf("%s: the command gate allowed %q but it cannot be run: %v", l.quoteStep(i), s.Command, err), nil)
 		}
-		c := pol.CapsFor(s.Tool)
+		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: seconds(c.WallSeconds), CPU: seconds(c.CPUSeconds)}
+		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)
@@ -117,18 +116,16 @@ func (l *launch) resolveCommand(command string) (string, error) {
 func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 	var c limits.Caps
 	for _, s := range steps {
-		e := p.CapsFor(s.Tool)
-		c.Wall = max(c.Wall, seconds(e.WallSeconds))
-		c.CPU = max(c.CPU, seconds(e.CPUSeconds))
-		c.MemoryBytes = max(c.MemoryBytes, e.MemoryMB<<20)
-		c.Tasks = max(c.Tasks, e.ProcessCount)
-		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteMB<<20)
+		e := p.CapsFor(s.Tool).Limits()
+		c.Wall = max(c.Wall, e.Wall)
+		c.CPU = max(c.CPU, e.CPU)
+		c.MemoryBytes = max(c.MemoryBytes, e.MemoryBytes)
+		c.Tasks = max(c.Tasks, e.Tasks)
+		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteBytes)
 		c.OpenFiles = max(c.OpenFiles, e.OpenFiles)
 	}
 	return c
 }
-
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // hidden lists the host files the sandbox must not see even where they
 // sit in a bound tree: the policy, the audit log and the plan.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -72,7 +71,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	st := sandbox.Step{
 		Path:   p.path,
 		Args:   append([]string{s.Command}, s.Args...),
-		Env:    baseEnv(l.opts.Policy.SearchPath()),
+		Env:    sandbox.BaseEnv(l.opts.Policy.SearchPath()),
 		Stdout: l.opts.Stdout,
 		Stderr: l.opts.Stderr,
 		Caps:   &caps,
@@ -163,15 +162,4 @@ func (l *launch) recordEgress(ev proxy.Event) error {
 		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
 	}
 	return err
-}
-
-// baseEnv is a step's whole environment before the proxy variables: the
-// caller's own environment never reaches the sandbox.
-func baseEnv(searchPath []string) []string {
-	return []string{
-		"PATH=" + strings.Join(searchPath, ":"),
-		"HOME=" + sandbox.WorkspaceDir,
-		"TMPDIR=" + sandbox.TmpDir,
-		"LANG=C.UTF-8",
-	}
 }

@@ -148,6 +148,33 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	return res, nil
 }
 
+// Probe runs the start-up probes again, from the init inside the session,
+// between steps, and returns every probe's outcome: the runbook re-runs
+// them after each step, and a probe that fails after launch is a sign of
+// escape. It fails like Exec on a frozen or ended session.
+func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := ss.usable(); err != nil {
+		return nil, err
+	}
+	if err := ss.sb.c.send(message{Kind: msgProbe, Probe: &req}); err != nil {
+		ss.end()
+		return nil, fmt.Errorf("%w: %w", ErrSessionEnded, err)
+	}
+	for {
+		m, fds, err := ss.sb.c.recv()
+		closeAll(fds)
+		if err != nil {
+			ss.end()
+			return nil, fmt.Errorf("%w: probes: the init is gone: %w", ErrSessionEnded, err)
+		}
+		if m.Kind == msgProbed {
+			return m.Probes, nil
+		}
+	}
+}
+
 // usable says why no step may start now, if so.
 func (ss *Session) usable() error {
 	switch {

@@ -36,3 +36,6 @@ func (ss *Session) Freeze() (string, error) { return "", ErrUnsupported }
 
 // Evidence fails closed.
 func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir: dir}, ErrUnsupported }
+
+// Probe fails closed.
+func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, ErrUnsupported }
