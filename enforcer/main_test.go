@@ -22,11 +22,15 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// spins keeps the spin payload's loop from being empty.
+var spins int
+
 // runPayload is the code that runs inside the sandbox in these tests.
 func runPayload(name string, args []string) int {
 	switch name {
 	case "spin":
-		for {
+		for n := 0; ; n++ { // burn CPU until a cap kills the process
+			spins = n
 		}
 	case "sleep":
 		time.Sleep(time.Hour)
