@@ -279,3 +279,33 @@ func TestResolve(t *testing.T) {
 		t.Errorf("in root: %q %v", got, err)
 	}
 }
+
+// TestResolveInRootStaysInRoot checks that an image's absolute symbolic
+// link is resolved inside the image, never on the host.
+func TestResolveInRootStaysInRoot(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "usr", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "real"), nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{
+		"host-true": "/bin/true",     // exists on the host, not in the image
+		"inside":    "/usr/bin/real", // absolute, but inside the image
+		"relative":  "real",
+	} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := cmdgate.Resolve(root, "host-true", []string{"/usr/bin"}); err == nil {
+		t.Fatalf("an image's link to a host file resolved to %q", got)
+	}
+	for _, name := range []string{"inside", "relative"} {
+		if got, err := cmdgate.Resolve(root, name, []string{"/usr/bin"}); err != nil || got != "/usr/bin/"+name {
+			t.Errorf("Resolve(%q) = %q, %v", name, got, err)
+		}
+	}
+}

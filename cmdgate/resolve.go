@@ -30,7 +30,7 @@ func Resolve(root, command string, searchPath []string) (string, error) {
 		if !filepath.IsAbs(command) || filepath.Clean(command) != command {
 			return "", fmt.Errorf("resolve %q: a path-named command must be a clean absolute path", command)
 		}
-		if err := executable(filepath.Join(root, command)); err != nil {
+		if err := executableIn(root, command); err != nil {
 			return "", fmt.Errorf("resolve %q: %w", command, err)
 		}
 		return command, nil
@@ -40,16 +40,25 @@ func Resolve(root, command string, searchPath []string) (string, error) {
 			continue // validation refuses these; never search relative to the cwd
 		}
 		p := filepath.Join(dir, command)
-		if executable(filepath.Join(root, p)) == nil {
+		if executableIn(root, p) == nil {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%w: searched %s for %q", ErrNotInstalled, strings.Join(searchPath, ":"), command)
 }
 
-// executable reports whether p is a regular file with an execute bit.
-func executable(p string) error {
-	fi, err := os.Stat(p)
+// executableIn reports whether p, an absolute path inside root (the host
+// when root is ""), is a regular file with an execute bit.
+func executableIn(root, p string) error {
+	if root == "" {
+		return executable(os.Stat(p))
+	}
+	return executable(statInRoot(root, p))
+}
+
+// executable reports whether a stat result is a regular file with an
+// execute bit.
+func executable(fi os.FileInfo, err error) error {
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return ErrNotInstalled
@@ -57,7 +66,7 @@ func executable(p string) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", p)
+		return fmt.Errorf("%s is not an executable file", fi.Name())
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/runbook"
@@ -74,6 +75,11 @@ type Request struct {
 	// Workspace is a host directory copied into /workspace; Findings a
 	// host directory that receives /findings after the run.
 	Workspace, Findings string
+	// Image, when set, is a pinned image "PATH@sha256:DIGEST" (an OCI
+	// layout or a docker-archive tarball) whose verified root file system
+	// replaces the host's system directories; ImageCache is where it is
+	// unpacked ("" for the default cache).
+	Image, ImageCache string
 	// Stdin, Stdout and Stderr are the child's streams.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
@@ -104,7 +110,11 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 		res.ExitCode = ExitGate
 		return res, e.record(audit.FromDecision(d, base))
 	}
-	path, err := e.resolve(req.Command)
+	rootfs, digest, err := prepareImage(ctx, req)
+	if err != nil {
+		return e.setupFailed(res, base, d, fmt.Errorf("image integrity: %w", err))
+	}
+	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
 		return e.setupFailed(res, base, d, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
@@ -114,23 +124,40 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	if err := e.record(audit.FromDecision(d, base)); err != nil {
 		return e.setupFailed(res, base, decision.Decision{}, err)
 	}
-	return e.runAllowed(ctx, req, res, base)
+	return e.runAllowed(ctx, req, res, base, rootfs, digest)
+}
+
+// prepareImage verifies a pinned image and returns its unpacked root file
+// system and digest; with no image, it returns "", "".
+func prepareImage(ctx context.Context, req Request) (rootfs, digest string, err error) {
+	if req.Image == "" {
+		return "", "", nil
+	}
+	ref, err := image.ParseRef(req.Image)
+	if err != nil {
+		return "", "", err
+	}
+	p, err := image.Prepare(ctx, ref, req.ImageCache, image.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	return p.Rootfs, ref.Digest.String(), nil
 }
 
 // resolve finds the executable for an allowed command: a path that one of
 // Options.Binds provides inside the sandbox, or a file found through the
-// policy's command search path.
-func (e *Enforcer) resolve(command string) (string, error) {
+// policy's command search path, in the image's root when there is one.
+func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 	for _, b := range e.opts.Binds {
 		if b.Inside == command {
 			return command, nil
 		}
 	}
-	return cmdgate.Resolve("", command, e.pol.SearchPath())
+	return cmdgate.Resolve(rootfs, command, e.pol.SearchPath())
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	fs := e.pol.FilesystemFor(req.Tool)
 	// The start-up probes' canaries: a host file and a host loopback
@@ -147,7 +174,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Env:       append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...),
 		Workspace: req.Workspace,
 		Findings:  req.Findings,
-		ReadOnly:  fs.ReadOnly,
+		Root:      rootfs,
 		ReadWrite: fs.ReadWrite,
 		Binds:     e.opts.Binds,
 		Hide:      e.hidden(),
@@ -161,6 +188,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		// The runbook's start-up checks, on every launch: nothing runs
 		// until the sandbox has shown, from inside, that it holds.
 		Probes: &probes,
+	}
+	if rootfs == "" {
+		cfg.ReadOnly = fs.ReadOnly
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
@@ -189,6 +219,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
+	if digest != "" {
+		launched.Details["image"] = digest
+	}
 	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
@@ -255,7 +288,6 @@ func (e *Enforcer) hidden() []string {
 	}
 	return h
 }
-
 
 // NewRunID returns a fresh random run id.
 func NewRunID() string {

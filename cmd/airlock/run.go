@@ -21,7 +21,7 @@ func newRunCmd() *cobra.Command {
 		auditFile, resultOut string
 	)
 	cmd := &cobra.Command{
-		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--audit FILE] [--result FILE] -- CMD [ARG...]",
+		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--image PATH@sha256:D] [--audit FILE] [--result FILE] -- CMD [ARG...]",
 		Short: "Decide a command at the command gate and run it in the sandbox",
 		Long: `run decides the command at the command gate, records the decision in the audit
 stream, and runs an allowed command in a Linux sandbox: its own namespaces, a
@@ -65,6 +65,7 @@ could not run it (nothing was run).`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&resultOut, "result", "", "write the run's result as one JSON object to this file")
 	f.StringArrayVar(&req.Env, "env", nil, "add NAME=VALUE to the child's environment (repeatable)")
+	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST (an OCI layout or a docker-archive tarball), verified before anything runs")
 	return cmd
 }
 
