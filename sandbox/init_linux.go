@@ -91,6 +91,10 @@ func runInit() int {
 		s.fail("config", err)
 		return 1
 	}
+	if err := s.checkHole(); err != nil {
+		s.fail("config", err)
+		return 1
+	}
 	if s.cfg.Root != hasRootFD() {
 		s.fail("config", errors.New("the root directory descriptor and the config disagree"))
 		return 1

@@ -24,19 +24,29 @@ const sandboxID = 65534
 // seccomp. The order matters: capabilities go before no_new_privs and the
 // filters, and seccomp comes last since it refuses what came before.
 func (s *initState) dropPrivileges(port int) error {
-	if os.Getuid() != sandboxID || os.Getgid() != sandboxID {
-		return fmt.Errorf("init runs as uid %d gid %d, want %d", os.Getuid(), os.Getgid(), sandboxID)
+	if os.Getuid() != s.id() || os.Getgid() != s.id() {
+		return fmt.Errorf("init runs as uid %d gid %d, want %d", os.Getuid(), os.Getgid(), s.id())
 	}
 	// A new anonymous session keyring: nothing of the host user's keys
 	// is reachable, whatever the seccomp filter allows.
 	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
 		return fmt.Errorf("join a new session keyring: %w", e)
 	}
-	if err := dropCaps(); err != nil {
-		return err
-	}
 	s.receipt["user"] = "user namespace; uid and gid 65534 inside"
-	s.receipt["capabilities"] = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
+	switch {
+	case s.open(holeUID):
+		s.receipt["user"] = "user namespace; uid and gid 0 inside: test hole"
+	case s.open(holeNoNewPrivs):
+		return s.dropWithoutNoNewPrivs(port)
+	}
+	if s.open(holeCaps) {
+		s.receipt["capabilities"] = "kept: test hole"
+	} else {
+		if err := dropCaps(); err != nil {
+			return err
+		}
+		s.receipt["capabilities"] = allCapsDropped
+	}
 	// no_new_privs and Landlock go on this thread only, the one that
 	// forks the target (go-landlock's single-thread enforcement; the
 	// thread stays locked until the init exits). The seccomp filter is
@@ -47,6 +57,10 @@ func (s *initState) dropPrivileges(port int) error {
 	s.receipt["no_new_privs"] = "set"
 	if err := s.landlock(port); err != nil {
 		return err
+	}
+	if s.open(holeSeccomp) {
+		s.receipt["seccomp"] = "none: test hole"
+		return nil
 	}
 	desc, err := installSeccomp()
 	if err != nil {
@@ -59,6 +73,9 @@ func (s *initState) dropPrivileges(port int) error {
 	}
 	return nil
 }
+
+// allCapsDropped is the receipt of the capability drop.
+const allCapsDropped = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
 
 // dropCaps empties the ambient, bounding, inheritable, permitted and
 // effective sets. Capabilities are per thread: the bounding and ambient
@@ -139,6 +156,10 @@ func landlockABI() int {
 // connect only to the proxy's port, no signals or abstract sockets out of
 // the domain.
 func (s *initState) landlock(port int) error {
+	if s.open(holeLandlock) {
+		s.receipt["landlock"] = "none: test hole"
+		return nil
+	}
 	abi := landlockABI()
 	if abi < 1 {
 		if s.cfg.NeedLandlock {

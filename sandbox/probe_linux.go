@@ -38,7 +38,7 @@ func runProbes(req *ProbeRequest, asTarget bool) []ProbeResult {
 	res = append(res,
 		probeCaps(status),
 		probeField(status, "no_new_privs", "NoNewPrivs", "1"),
-		probeField(status, "seccomp", "Seccomp", "2"),
+		probeSeccomp(status),
 		probeLandlock(),
 		probeInterfaces(),
 		probeRoutes(),
@@ -111,22 +111,58 @@ func probeField(status map[string]string, name, field, want string) ProbeResult 
 	return r
 }
 
-// probeLandlock writes the process's own name back to /proc/self/comm:
-// harmless, allowed by every other control, and refused with EACCES only
-// under a Landlock domain that grants no write outside its directories.
-func probeLandlock() ProbeResult {
-	r := ProbeResult{Name: "landlock"}
-	comm, err := os.ReadFile("/proc/thread-self/comm")
-	if err != nil {
-		r.Detail = "cannot read /proc/self/comm"
+// probeSeccomp wants seccomp filter mode and airlock's own filter in it:
+// two harmless calls that the kernel alone allows are refused with the
+// errors that filter answers — unshare(0), a no-op for the kernel, with
+// EPERM, and a netlink route socket, which any process may open, with
+// EAFNOSUPPORT. Another filter (a container runtime's, say) shows mode 2
+// too, but not both answers.
+func probeSeccomp(status map[string]string) ProbeResult {
+	r := ProbeResult{Name: "seccomp"}
+	if status["Seccomp"] != "2" {
+		r.Detail = "Seccomp is not 2"
 		return r
 	}
-	err = os.WriteFile("/proc/thread-self/comm", comm, 0)
+	if err := unix.Unshare(0); err != unix.EPERM {
+		r.Detail = "Seccomp is 2 but unshare(0) is not refused with EPERM: not airlock's filter"
+		return r
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err == nil {
+		unix.Close(fd)
+	}
+	if err != unix.EAFNOSUPPORT {
+		r.Detail = "Seccomp is 2 but a netlink socket is not refused with EAFNOSUPPORT: not airlock's filter"
+		return r
+	}
+	r.OK, r.Detail = true, "Seccomp is 2; airlock's filter refuses unshare (EPERM) and netlink sockets (EAFNOSUPPORT)"
+	return r
+}
+
+// landlockSubject is the file probeLandlock opens for writing: every
+// thread may write its own comm whatever the file's owner and mode (the
+// kernel's proc_tid_comm_permission), and /proc is mounted read-write,
+// yet it lies outside the writable directories.
+const landlockSubject = "/proc/thread-self/comm"
+
+// probeLandlock wants Landlock enforced: access(2), which Landlock does not
+// restrict, says the permissions and mount flags allow a write to
+// landlockSubject, and opening it for writing is then refused with EACCES
+// — which only a Landlock domain that grants no write outside its
+// directories does. Nothing is written.
+func probeLandlock() ProbeResult {
+	r := ProbeResult{Name: "landlock"}
+	if err := unix.Access(landlockSubject, unix.W_OK); err != nil {
+		r.Detail = "the permissions refuse the probe's write: Landlock cannot be told apart"
+		return r
+	}
+	fd, err := unix.Open(landlockSubject, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	switch {
-	case errors.Is(err, unix.EACCES):
-		r.OK, r.Detail = true, "a write outside the writable directories is refused"
 	case err == nil:
-		r.Detail = "a write outside the writable directories succeeded"
+		unix.Close(fd)
+		r.Detail = "a write outside the writable directories is allowed"
+	case err == unix.EACCES:
+		r.OK, r.Detail = true, "a write outside the writable directories is refused, though the permissions allow it"
 	default:
 		r.Detail = "a write outside the writable directories failed for another reason"
 	}

@@ -122,6 +122,10 @@ type initConfig struct {
 	// without them.
 	NeedLandlock bool `json:"needLandlock"`
 	NeedSeccomp  bool `json:"needSeccomp"`
+
+	// TestHole names the one setup step a test asked the init to skip
+	// (testhole_linux.go); it is sent and honoured only by test binaries.
+	TestHole string `json:"testHole,omitempty"`
 }
 
 // ProbeRequest asks the init to check, from inside the sandbox and after

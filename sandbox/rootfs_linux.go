@@ -71,7 +71,7 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 		return "", err
 	}
 	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	own := "uid=65534,gid=65534"
+	own := "uid=" + itoa(s.id()) + ",gid=" + itoa(s.id())
 	if err := mountTmpfs(root+TmpDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+size+","+own); err != nil {
 		return "", fmt.Errorf("mount %s: %w", TmpDir, err)
 	}
@@ -158,6 +158,13 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 	for _, p := range s.cfg.ReadOnly {
 		if err := add(p, p, true, true); err != nil {
 			return srcs, err
+		}
+	}
+	if s.open(holeHomes) {
+		for _, p := range []string{"/home", "/root"} {
+			if err := add(p, p, true, true); err != nil {
+				return srcs, err
+			}
 		}
 	}
 	for _, p := range s.cfg.ReadWrite {
@@ -315,7 +322,7 @@ func (s *initState) buildDev(dev string) error {
 		return fmt.Errorf("make /dev/shm: %w", err)
 	}
 	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	if err := mountTmpfs(dev+"/shm", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,uid=65534,gid=65534,"+size); err != nil {
+	if err := mountTmpfs(dev+"/shm", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,uid="+itoa(s.id())+",gid="+itoa(s.id())+","+size); err != nil {
 		return fmt.Errorf("mount /dev/shm: %w", err)
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {

@@ -33,6 +33,8 @@ type Sandbox struct {
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
+	// hole is the setup step a test asked to skip (testhole_linux.go).
+	hole hole
 
 	mu        sync.Mutex
 	released  time.Time
@@ -63,7 +65,11 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}}
+	h, err := holeFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
 		return nil, err
@@ -187,19 +193,26 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if rootful {
 		hostUID, hostGID = sandboxID, sandboxID
 	}
+	inside := sandboxID
+	if s.hole == holeUID {
+		inside = 0
+	}
 	attr := &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: hostUID, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: sandboxID, HostID: hostGID, Size: 1}},
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: inside, HostID: hostUID, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: inside, HostID: hostGID, Size: 1}},
 		GidMappingsEnableSetgroups: rootful,
 		// The init is uid 65534 from its first instruction; ambient
 		// capabilities (in its own user namespace only) let it build the
 		// sandbox, and it drops them all before the target runs.
-		Credential:  &syscall.Credential{Uid: sandboxID, Gid: sandboxID, Groups: []uint32{}, NoSetGroups: !rootful},
+		Credential:  &syscall.Credential{Uid: uint32(inside), Gid: uint32(inside), Groups: []uint32{}, NoSetGroups: !rootful},
 		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP, unix.CAP_SYS_RESOURCE},
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
+	}
+	if s.hole == holeNetNS {
+		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
 	if fd, ok := s.group.Dir(); ok {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
@@ -248,6 +261,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: s.group.Rlimits(), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
+		TestHole: string(s.hole),
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {

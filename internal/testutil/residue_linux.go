@@ -1,0 +1,69 @@
+package testutil
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sandboxInitArg0 is the name a sandbox's init runs under (the sandbox
+// package's initArg0).
+const sandboxInitArg0 = "airlock-sandbox-init"
+
+// CheckNoSandboxLeft fails t if anything of the sandbox run id is left
+// on the host: a sandbox init that is a child of this process (alive or
+// a zombie; the kernel kills the rest of its pid namespace with it), a
+// cgroup directory named for id, or a mount whose line names id.
+func CheckNoSandboxLeft(t testing.TB, id string) {
+	t.Helper()
+	me := strconv.Itoa(os.Getpid())
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if _, err := strconv.Atoi(p.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		f := strings.Fields(string(stat[i+1:]))
+		if i < 0 || len(f) < 2 || f[1] != me {
+			continue
+		}
+		// A zombie has no command line left: an init, re-executed from
+		// /proc/self/exe, is named "exe".
+		cmdline, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
+		if string(arg0) == sandboxInitArg0 || f[0] == "Z" && bytes.HasSuffix(stat[:i], []byte("(exe")) {
+			t.Errorf("sandbox init %s (state %s), a child of the test, is left", p.Name(), f[0])
+		}
+	}
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Contains(d.Name(), id) {
+			t.Errorf("cgroup %s left behind", path)
+			return fs.SkipDir
+		}
+		if strings.Count(path, "/") > 8 {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatalf("testutil: %v", err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, id) {
+			t.Errorf("mount left in the host's table: %s", line)
+		}
+	}
+}
