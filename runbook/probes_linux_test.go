@@ -14,10 +14,9 @@ import (
 
 // TestStartProbeHoles opens, from outside the init, each hole that a
 // start-up probe must see, and checks that the launch aborts with the
-// probe named and nothing run. The probes whose holes can only be opened
-// inside the init (uid, caps, no_new_privs, seccomp, landlock,
-// interfaces, routes) fail through a fake session in
-// TestStartProbeFailureAborts.
+// probe named and nothing run. The holes that can only be opened inside
+// the init (uid, caps, no_new_privs, seccomp, landlock, interfaces,
+// routes) are opened there by TestStartProbeHolesInInit.
 func TestStartProbeHoles(t *testing.T) {
 	testutil.RequireRoot(t)
 	cases := []struct {

@@ -128,8 +128,9 @@ func allProbes() []sandbox.ProbeResult {
 // TestStartProbeFailureAborts makes each start-up probe fail in turn and
 // checks that the launch runs nothing, writes startup_refused naming the
 // probe, never writes sandbox_launched, closes the sandbox and exits
-// ExitSetup. (The holes that make the real probes fail are in
-// probes_linux_test.go, where they can be opened from outside the init.)
+// ExitSetup. (The real probes are made to fail by holes opened from
+// outside the init in probes_linux_test.go, and inside it in
+// holes_linux_test.go.)
 func TestStartProbeFailureAborts(t *testing.T) {
 	for i, p := range allProbes() {
 		t.Run(p.Name, func(t *testing.T) {

@@ -44,5 +44,15 @@
 // lock costs an RCU grace period (10 to 13 ms here) on every start. The
 // Result's receipt says how the init got in ("placement").
 //
+// # Test holes
+//
+// A test binary, and only a test binary (testing.Testing), can make the
+// init skip one step of its setup — stay uid 0, keep its capabilities,
+// leave no_new_privs unset, install no seccomp filter or no Landlock
+// domain, share the host's network namespace, bind the host's homes in —
+// so that the start-up probe watching that step is seen to fail and the
+// start to be refused (testutil.OpenSandboxHole; testhole_linux.go says
+// why airlock's own binary can never open one).
+//
 // On other systems Start and StartSession fail closed.
 package sandbox

@@ -194,8 +194,17 @@ func TestRootDirectory(t *testing.T) {
 	os.Chmod(private, 0o700)
 	root := filepath.Join(private, "rootfs")
 	writeRootfs(t, root, rootfsFiles(t))
+	// An image's homes are not shown: the sandbox shows no home at all.
+	for _, d := range []string{"root", "home/user"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := runInRoot(t, root)
 	checkRootProbe(t, r)
+	if containsString(r.Entries, "root") || containsString(r.Entries, "home") {
+		t.Errorf("the image's homes are shown inside: %q", r.Entries)
+	}
 	if b, _ := os.ReadFile(filepath.Join(root, "etc/marker")); string(b) != "from the image\n" {
 		t.Errorf("the image root on the host changed: %q", b)
 	}

@@ -207,7 +207,9 @@ func (s *initState) rootBase() (string, func() error, error) {
 }
 
 // rootEntries lists the top-level names of an image root that the sandbox
-// shows: all but the directories it makes itself.
+// shows: all but the directories it makes itself and the image's homes
+// (/root, /home), which the sandbox never shows, from an image or the host:
+// HOME is /workspace, and the start-up probes check that no home is there.
 func rootEntries(base string) ([]string, error) {
 	d, err := os.Open(base)
 	if err != nil {
@@ -220,7 +222,7 @@ func rootEntries(base string) ([]string, error) {
 	}
 	out := names[:0]
 	for _, n := range names {
-		if !slices.Contains(ownTopDirs, n) {
+		if !slices.Contains(ownTopDirs, n) && n != "root" && n != "home" {
 			out = append(out, n)
 		}
 	}

@@ -64,6 +64,7 @@ func TestRootlessInner(t *testing.T) {
 		t.Logf("receipt: %v", res.Receipt)
 	})
 	t.Run("attacks", testAttacks)
+	t.Run("holes", testHoles)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second

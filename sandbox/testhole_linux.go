@@ -30,6 +30,8 @@ import (
 //     command links test binaries with -X testing.testBinary=1). airlock's
 //     own binary is never a test binary, so there the variable is not even
 //     read: no environment, policy, plan or flag can open a hole in it.
+//     (A build that passes that linker flag on purpose could: whoever
+//     controls the build controls the code anyway.)
 //   - The init, re-executed from the same binary, honours a hole it is sent
 //     only under the same condition, and refuses to start at all when it is
 //     sent one outside a test binary (initState.checkHole).

@@ -3,21 +3,36 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
+func init() {
+	payloads["foreign-seccomp"] = payloadForeignSeccomp
+}
+
 // TestHolesRefused opens each test hole in turn and checks that Start
 // with the start-up probes fails with ErrProbe naming exactly the probes
 // that watch that hole (every other probe passed), that the target never
-// ran, and that nothing of the sandbox is left on the host.
+// ran, and that nothing of the sandbox is left on the host. Rootless in
+// TestRootlessInner.
 func TestHolesRefused(t *testing.T) {
 	testutil.RequireRoot(t)
+	testHoles(t)
+}
+
+func testHoles(t *testing.T) {
 	file, addr := canaries(t)
 	for _, h := range testutil.SandboxHoles {
 		t.Run(h.Name, func(t *testing.T) {
@@ -27,6 +42,11 @@ func TestHolesRefused(t *testing.T) {
 			cfg.ID = "hole-" + h.Name + "-" + itoa(os.Getpid())
 			cfg.Stdout, cfg.Stderr = &out, &out
 			cfg.Probes = &ProbeRequest{CanaryFile: file, CanaryAddr: addr}
+			if h.Name == string(holeNetNS) && landlockABI() < 4 {
+				// Nothing would refuse the connection: canaries() fails
+				// the test on one.
+				cfg.Probes.CanaryAddr = ""
+			}
 			s, err := Start(context.Background(), cfg)
 			if err == nil {
 				s.Kill()
@@ -35,11 +55,12 @@ func TestHolesRefused(t *testing.T) {
 			if !errors.Is(err, ErrProbe) {
 				t.Fatalf("Start: %v, want ErrProbe", err)
 			}
-			t.Log(err)
 			failed := failedProbes(t, err)
 			for _, p := range h.Probes {
-				if _, ok := failed[p]; !ok {
+				if got, ok := failed[p]; !ok {
 					t.Errorf("probe %s did not fail: %v", p, err)
+				} else if got != holeDetails[p] {
+					t.Errorf("probe %s: %q, want %q", p, got, holeDetails[p])
 				}
 			}
 			for p, detail := range failed {
@@ -53,6 +74,18 @@ func TestHolesRefused(t *testing.T) {
 			testutil.CheckNoSandboxLeft(t, cfg.ID)
 		})
 	}
+}
+
+// holeDetails are the fixed details of the probes the holes trip.
+var holeDetails = map[string]string{
+	"uid":          "uid or gid is not 65534",
+	"caps":         "CapInh is not empty", // the init's ambient capabilities are inheritable too
+	"no_new_privs": "NoNewPrivs is not 1",
+	"seccomp":      "Seccomp is not 2",
+	"landlock":     "a write outside the writable directories is allowed",
+	"interfaces":   "an interface other than lo exists",
+	"routes":       "a route through an interface other than lo exists",
+	"host_dirs":    "/root is reachable",
 }
 
 // failedProbes reads the failed probes' names and details from Start's
@@ -89,4 +122,88 @@ func TestHoleNames(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `test hole "seccomp-typo" (AIRLOCK_TEST_HOLE): unknown`) {
 		t.Fatalf("Start with an unknown hole: %v", err)
 	}
+}
+
+// TestHoleOutsideTests plays a production binary (testBinary false): the
+// parent ignores the variable, whatever it names, and an init that is
+// sent a hole refuses to start.
+func TestHoleOutsideTests(t *testing.T) {
+	defer func(f func() bool) { testBinary = f }(testBinary)
+	testBinary = func() bool { return false }
+	for _, name := range []string{"uid", "no-such-hole"} {
+		testutil.OpenSandboxHole(t, name)
+		if h, err := holeFromEnv(); h != "" || err != nil {
+			t.Errorf("%s=%s outside a test binary: hole %q, error %v; want none", holeEnv, name, h, err)
+		}
+	}
+	s := &initState{cfg: initConfig{TestHole: string(holeUID)}, receipt: map[string]string{}}
+	if err := s.checkHole(); err == nil || err.Error() != "a test hole was sent to an init that is not a test binary" {
+		t.Errorf("checkHole outside a test binary: %v", err)
+	}
+	if s.open(holeUID) || s.id() != sandboxID {
+		t.Error("an init outside a test binary leaves the uid hole open")
+	}
+	if _, ok := s.receipt["test_hole"]; ok {
+		t.Error("the receipt records a hole that is not open")
+	}
+}
+
+// TestProbeSeccompForeignFilter runs the seccomp probe under filters that
+// are not airlock's (in a child: a filter cannot be removed): one that
+// allows everything, and one that refuses unshare with EPERM, as a
+// container runtime's does. Seccomp is 2 under both; the probe must
+// still fail, saying why.
+func TestProbeSeccompForeignFilter(t *testing.T) {
+	for _, c := range []struct{ filter, want string }{
+		{"allow-all", "Seccomp is 2 but unshare(0) is not refused with EPERM: not airlock's filter"},
+		{"refuse-unshare", "Seccomp is 2 but a netlink socket is not refused with EAFNOSUPPORT: not airlock's filter"},
+	} {
+		cmd := testutil.SelfCommand(t, payloadEnv+"=foreign-seccomp")
+		cmd.Args = append(cmd.Args, c.filter)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: %v", c.filter, err)
+		}
+		var r ProbeResult
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("%s: output %q: %v", c.filter, out, err)
+		}
+		if r.Name != "seccomp" || r.OK || r.Detail != c.want {
+			t.Errorf("%s: %+v, want a failure %q", c.filter, r, c.want)
+		}
+	}
+}
+
+// payloadForeignSeccomp installs a filter that is not airlock's (its last
+// argument names which) and prints the seccomp probe's result.
+func payloadForeignSeccomp(args []string) int {
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // the syscall number
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_UNSHARE, SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+	}
+	if len(args) > 0 && args[len(args)-1] == "allow-all" {
+		prog = prog[3:]
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, r := range raw {
+		filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if _, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog))); e != 0 {
+		fmt.Fprintln(os.Stderr, e)
+		return 2
+	}
+	json.NewEncoder(os.Stdout).Encode(probeSeccomp(statusFields()))
+	return 0
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // CatImage writes an OCI layout holding one image whose root has the
-// host's cat, the libraries it needs, and /etc/marker; it returns the
+// host's cat, the libraries it needs, /etc/marker, /root and /home; it returns the
 // layout's path and the image's digest.
 func CatImage(t testing.TB) (string, v1.Hash) {
 	t.Helper()
@@ -47,6 +47,8 @@ func CatImage(t testing.TB) (string, v1.Hash) {
 			dirs[d] = true
 		}
 	}
+	// Like a distribution image, it has homes (which the sandbox hides).
+	dirs["/root"], dirs["/home"], dirs["/home/user"] = true, true, true
 	for d := range dirs {
 		tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir})
 	}
