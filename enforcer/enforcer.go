@@ -233,8 +233,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
-	stop()
+	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
+	if interrupted && res.KilledBy == nil {
+		res.Interrupted = true
+		res.ExitCode = ExitInterrupted
+	}
 	if n := canary.Accepted(); n > 0 {
 		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
 		ev := base

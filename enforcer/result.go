@@ -11,6 +11,9 @@ const (
 	// ExitSetup is returned when airlock could not run the command (bad
 	// policy, failed start-up probe, missing mechanism, setup error).
 	ExitSetup = 125
+	// ExitInterrupted is returned when the caller ended the run (Ctrl-C:
+	// 128 + SIGINT), after every process of the sandbox was killed.
+	ExitInterrupted = 130
 )
 
 // Result is the outcome of one run, as `airlock run --result` writes it.
@@ -41,6 +44,9 @@ type Result struct {
 	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt"`
+	// Interrupted is true when the caller ended the run before the child
+	// did (its context was cancelled: Ctrl-C); every process was killed.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// EscapeSuspected says why the run's artifacts are untrusted: a
 	// signal that something inside reached the host (the runbook's
 	// "suspected sandbox escape"); "" when none was seen.

@@ -32,7 +32,8 @@ streamed as it comes.
 
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 126 when the command gate denied or escalated; 125 when airlock
-could not run it (nothing was run).`,
+could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
+end the sandbox cleanly: every process in it is killed and it is torn down).`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release
   airlock run --tool run_tests --workspace . --result result.json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -121,6 +122,8 @@ func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
 		fmt.Fprintf(w, "airlock: %s: %s: %s\n", res.Gate, res.Decision, res.Reason)
 	case res.KilledBy != nil:
 		fmt.Fprintf(w, "airlock: resource: kill: %s\n", res.KillReason)
+	case res.Interrupted:
+		fmt.Fprintln(w, "airlock: interrupted: the sandbox and every process in it were ended")
 	case err != nil:
 		fmt.Fprintf(w, "airlock: %v\n", err)
 	}
