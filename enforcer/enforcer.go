@@ -106,24 +106,25 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
 	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
-	if !d.Allowed() {
+	// The decision is durable before the action it allows, and before
+	// anything else happens.
+	if err := e.record(audit.FromDecision(d, base)); err != nil || !d.Allowed() {
+		if err != nil {
+			return e.setupFailed(res, base, err)
+		}
 		res.ExitCode = ExitGate
-		return res, e.record(audit.FromDecision(d, base))
+		return res, nil
 	}
 	rootfs, digest, err := prepareImage(ctx, req)
 	if err != nil {
-		return e.setupFailed(res, base, d, fmt.Errorf("image integrity: %w", err))
+		return e.setupFailed(res, base, fmt.Errorf("image integrity: %w", err))
 	}
 	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
-		return e.setupFailed(res, base, d, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return e.setupFailed(res, base, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
 	base.Path = path
 	res.Path = path
-	// The decision is durable before the action it allows.
-	if err := e.record(audit.FromDecision(d, base)); err != nil {
-		return e.setupFailed(res, base, decision.Decision{}, err)
-	}
 	return e.runAllowed(ctx, req, res, base, rootfs, digest)
 }
 
@@ -164,7 +165,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
 	if err != nil {
-		return e.setupFailed(res, base, decision.Decision{}, err)
+		return e.setupFailed(res, base, err)
 	}
 	defer canary.Close()
 	probes := canary.Request()
@@ -194,7 +195,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
-		return e.setupFailed(res, base, decision.Decision{}, err)
+		return e.setupFailed(res, base, err)
 	}
 	px, err := proxy.New(proxy.Config{
 		Task:     req.Task,
@@ -207,7 +208,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	})
 	if err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decision.Decision{}, err)
+		return e.setupFailed(res, base, err)
 	}
 	go func() { _ = px.Serve(sb.Listener()) }()
 	defer func() {
@@ -225,11 +226,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decision.Decision{}, err)
+		return e.setupFailed(res, base, err)
 	}
 	if err := sb.Release(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decision.Decision{}, err)
+		return e.setupFailed(res, base, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
@@ -270,7 +271,7 @@ func (e *Enforcer) record(ev audit.Event) error {
 }
 
 // setupFailed records that airlock could not run the command.
-func (e *Enforcer) setupFailed(res Result, base audit.Context, _ decision.Decision, err error) (Result, error) {
+func (e *Enforcer) setupFailed(res Result, base audit.Context, err error) (Result, error) {
 	res.ExitCode = ExitSetup
 	res.Error = err.Error()
 	ev := base
