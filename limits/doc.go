@@ -31,4 +31,10 @@
 //	g.KilledBy()                    // else limits.SignalCause(signal)
 //	g.Stats(); g.Receipt()
 //	g.Delete()                      // kills what is left, removes every directory
+//
+// Dirs gives the group's directories to a caller that works on the
+// group's own files (the sandbox's init moves itself into the v1
+// hierarchies through their tasks files; its evidence reads
+// cgroup.procs), and Freeze and Thaw stop and restart every process of
+// the group with its own freezer, for the suspected-escape procedure.
 package limits

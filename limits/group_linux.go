@@ -15,8 +15,9 @@ import (
 type sysGroup struct {
 	v1     *v1Group
 	v2     *v2Group
-	pidfds []int  // placed processes, when there is no cgroup
-	owner  *owner // the claim on the directories (see sweep_linux.go)
+	pidfds []int        // placed processes, when there is no cgroup
+	owner  *owner       // the claim on the directories (see sweep_linux.go)
+	frozen *frozenState // what Freeze wrote, until Thaw or Delete
 }
 
 // newGroup makes the group on the layout l (the host's when nil; tests
@@ -154,11 +155,16 @@ func (s *sysGroup) stats() (Stats, error) {
 }
 
 // remove kills what is left, then deletes every directory and closes
-// every handle. It is safe to call again.
+// every handle. It is safe to call again. An empty group (the usual case:
+// the caller has run KillAll) goes with one rmdir per directory, as the
+// kernel refuses to remove a directory that holds a process (EBUSY); only
+// then does remove kill and retry.
 func (s *sysGroup) remove() error {
 	var errs []error
-	if err := s.killAll(); err != nil {
-		errs = append(errs, err)
+	if !s.removeIfEmpty() {
+		if err := s.killAll(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if s.v2 != nil {
 		if err := s.v2.remove(); err != nil {
@@ -177,8 +183,32 @@ func (s *sysGroup) remove() error {
 	if len(errs) == 0 {
 		s.owner.release()
 		s.owner = nil
+		s.frozen = nil
 	}
 	return errors.Join(errs...)
+}
+
+// removeIfEmpty tries one rmdir of each directory and reports whether
+// none is left.
+func (s *sysGroup) removeIfEmpty() bool {
+	left := false
+	if s.v2 != nil && s.v2.dir != "" {
+		if unix.Rmdir(s.v2.dir) == nil {
+			s.v2.dir = "" // v2.remove still closes the fd
+		} else {
+			left = true
+		}
+	}
+	if s.v1 != nil {
+		for name, dir := range s.v1.dirs {
+			if unix.Rmdir(dir) == nil {
+				delete(s.v1.dirs, name)
+			} else {
+				left = true
+			}
+		}
+	}
+	return !left
 }
 
 // dirs lists the group's cgroup directories (for tests and diagnostics).

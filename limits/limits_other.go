@@ -23,6 +23,10 @@ func (sysGroup) killAll() error        { return errNotLinux }
 func (sysGroup) stats() (Stats, error) { return Stats{}, errNotLinux }
 func (sysGroup) remove() error         { return errNotLinux }
 func (sysGroup) counters() counters    { return counters{} }
+func (sysGroup) groupDirs() GroupDirs  { return GroupDirs{} }
+func (sysGroup) thaw() error           { return nil }
+
+func (sysGroup) freeze() (string, func() (bool, error), error) { return "", nil, errNotLinux }
 
 // Detect reports that this platform has no cgroups.
 func Detect() HostInfo {

@@ -100,6 +100,12 @@ func TestRootlessChild(t *testing.T) {
 	if _, ok := g.Dir(); ok {
 		t.Error("Dir() = true without a cgroup")
 	}
+	if d := g.Dirs(); !d.Empty() {
+		t.Errorf("Dirs() = %+v for uid 65534 without delegation", d)
+	}
+	if mech, err := g.Freeze(); !errors.Is(err, ErrNoFreezer) {
+		t.Errorf("Freeze() = %q, %v; want ErrNoFreezer without a cgroup", mech, err)
+	}
 	rec := g.Receipt()
 	for k, want := range map[string]string{
 		ControlMemory: "RLIMIT_DATA per process (no memory cgroup)",

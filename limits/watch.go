@@ -67,3 +67,19 @@ func (g *Group) trip(k KilledBy, onKill func(KilledBy)) {
 		onKill(k)
 	}
 }
+
+// waitFor polls cond, from every 50µs backing off to every 5ms, until it
+// holds or timeout passes; it reports whether it held. (A killed process
+// is gone in about a millisecond; a check costs some 10µs.)
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for d := 50 * time.Microsecond; ; d = min(d*3/2, 5*time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(d)
+	}
+}

@@ -346,16 +346,20 @@ func execSetuid(args []string) int {
 	go func() { done <- cmd.Wait() }()
 	deadline := time.After(1500 * time.Millisecond)
 	// The effective uid is settled by execve: once the process carries
-	// the binary's name, a few samples are enough.
+	// the binary's name, it is sampled for a while and then ended if it is
+	// still waiting (su waits for a password). A program that finishes by
+	// itself (id) is left to finish and print.
 	name := filepath.Base(args[0])[:min(len(filepath.Base(args[0])), 15)]
-	after := 0
+	var named time.Time
 sample:
 	for {
 		if f := strings.Fields(statusField(pid, "Uid")); len(f) >= 2 {
 			euids[f[1]] = true
 		}
 		if statusField(pid, "Name") == name {
-			if after++; after == 5 {
+			if named.IsZero() {
+				named = time.Now()
+			} else if time.Since(named) > 200*time.Millisecond {
 				_ = cmd.Process.Kill()
 			}
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -23,6 +25,7 @@ import (
 // anywhere (the sandbox, if its network leaked) is seen.
 type Canary struct {
 	dir, file string
+	lock      *os.File // flock'd while the canary lives (see sweepCanaries)
 	lis       net.Listener
 	accepted  atomic.Int64
 	done      chan struct{}
@@ -64,12 +67,18 @@ func newCanary(parent string, mode os.FileMode) (*Canary, error) {
 	var dir string
 	var err error
 	for _, p := range parents {
-		if dir, err = os.MkdirTemp(p, "airlock-canary-"); err == nil {
+		sweepCanaries(p)
+		if dir, err = os.MkdirTemp(p, canaryPrefix); err == nil {
 			break
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("runbook: canary directory: %w", err)
+	}
+	lock, err := lockCanary(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("runbook: canary lock: %w", err)
 	}
 	if mode != 0o700 { // MkdirTemp makes it 0700
 		if err := os.Chmod(dir, mode); err != nil {
@@ -81,17 +90,60 @@ func newCanary(parent string, mode os.FileMode) (*Canary, error) {
 	_, _ = rand.Read(tok[:])
 	file := filepath.Join(dir, "canary")
 	if err := os.WriteFile(file, []byte("airlock canary "+hex.EncodeToString(tok[:])+"\n"), 0o600); err != nil {
+		lock.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("runbook: canary file: %w", err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		lock.Close()
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("runbook: canary listener: %w", err)
 	}
-	c := &Canary{dir: dir, file: file, lis: lis, done: make(chan struct{})}
+	c := &Canary{dir: dir, file: file, lock: lock, lis: lis, done: make(chan struct{})}
 	go c.serve()
 	return c, nil
+}
+
+// canaryPrefix names canary directories; canaryLock is the file in each
+// that its owner holds an exclusive flock on while the canary lives.
+const (
+	canaryPrefix = "airlock-canary-"
+	canaryLock   = ".owner"
+)
+
+// lockCanary creates dir's owner file and takes its lock.
+func lockCanary(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, canaryLock), os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// sweepCanaries removes the canary directories under parent ("" for the
+// system's temporary directory) whose owner died without removing them
+// (an airlock killed with SIGKILL): their lock is free. A live canary's
+// lock is held, and a directory without an owner file is left alone.
+func sweepCanaries(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, canaryPrefix+"*"))
+	for _, d := range dirs {
+		f, err := os.OpenFile(filepath.Join(d, canaryLock), os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
+		}
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.RemoveAll(d)
+		}
+		f.Close()
+	}
 }
 
 // serve accepts and closes connections until the listener is closed.
@@ -135,6 +187,8 @@ func (c *Canary) Close() error {
 		// The file and its directory, and, should anything else have
 		// appeared in the directory, that too.
 		os.Remove(c.file)
+		os.Remove(filepath.Join(c.dir, canaryLock))
+		c.lock.Close()
 		if err := os.Remove(c.dir); err != nil {
 			if err := os.RemoveAll(c.dir); err != nil && c.closeErr == nil {
 				c.closeErr = fmt.Errorf("runbook: remove the canary: %w", err)

@@ -320,3 +320,31 @@ func TestReprobeSignal(t *testing.T) {
 		t.Errorf("evidence: %v", err)
 	}
 }
+
+// TestStaleCanarySwept leaves a canary behind as an airlock killed with
+// SIGKILL would (its lock released, its directory still there) and checks
+// that the next canary sweeps it, while a live canary is left alone.
+func TestStaleCanarySwept(t *testing.T) {
+	parent := t.TempDir()
+	live, err := runbook.NewCanaryIn(parent, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	dead, err := runbook.NewCanaryIn(parent, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runbook.DropCanaryLock(dead) // what the kernel does to a killed process's files
+	next, err := runbook.NewCanaryIn(parent, 0o700)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if _, err := os.Stat(dead.Dir()); !os.IsNotExist(err) {
+		t.Errorf("the dead canary %s was not swept: %v", dead.Dir(), err)
+	}
+	if _, err := os.Stat(live.Dir()); err != nil {
+		t.Errorf("the live canary was swept: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -171,25 +172,62 @@ func TestInGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dirs := groupDirsOnHost(t, group)
-	if len(dirs) == 0 {
+	dirs := s.group.Dirs()
+	if dirs.Empty() {
 		s.Kill()
 		t.Skip("this host gives the sandbox no cgroup")
 	}
-	lines, err := readLines("/proc/" + itoa(s.Pid()) + "/task/" + itoa(s.Pid()) + "/cgroup")
+	// The kernel lists the init in each of the group's directories: the
+	// whole init in the unified one, its main thread in each v1 one.
+	pid := itoa(s.Pid())
+	members := map[string]string{}
+	if dirs.V2 != "" {
+		members[filepath.Join(dirs.V2, "cgroup.procs")] = "v2"
+	}
+	for c, d := range dirs.V1 {
+		members[filepath.Join(d, "tasks")] = c
+	}
+	for file, h := range members {
+		if filepath.Base(filepath.Dir(file)) != group {
+			t.Errorf("%s: the group's %s directory is not named for the sandbox", file, h)
+		}
+		lines, err := readLines(file)
+		if err != nil || !slices.Contains(lines, pid) {
+			t.Errorf("%s lists %q (%v), not the init %s", file, lines, err, pid)
+		}
+	}
+	// And the init's own cgroup file agrees, hierarchy by hierarchy.
+	lines, err := readLines("/proc/" + pid + "/task/" + pid + "/cgroup")
 	if err != nil {
 		s.Kill()
 		t.Fatal(err)
 	}
+	seen := map[string]bool{}
 	for _, l := range lines {
 		parts := strings.SplitN(l, ":", 3)
-		if _, ok := dirs[parts[1]]; ok && filepath.Base(parts[2]) != group {
-			t.Errorf("the init sits in %s, not the group, in hierarchy %q", parts[2], parts[1])
+		if len(parts) != 3 {
+			continue
 		}
-		delete(dirs, parts[1])
+		var hs []string
+		if parts[0] == "0" && parts[1] == "" && dirs.V2 != "" {
+			hs = append(hs, "v2")
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if _, ok := dirs.V1[c]; ok {
+				hs = append(hs, c)
+			}
+		}
+		for _, h := range hs {
+			seen[h] = true
+			if filepath.Base(parts[2]) != group {
+				t.Errorf("the init sits in %s, not the group, in hierarchy %q", parts[2], parts[1])
+			}
+		}
 	}
-	if len(dirs) > 0 {
-		t.Errorf("hierarchies with a group directory the init is not in: %v", dirs)
+	for _, h := range members {
+		if !seen[h] {
+			t.Errorf("/proc/%s/cgroup has no line for the group's %s hierarchy", pid, h)
+		}
 	}
 	if err := s.Release(); err != nil {
 		s.Kill()
@@ -210,43 +248,6 @@ func TestInGroup(t *testing.T) {
 			t.Errorf("the target sits in %q in hierarchy %q", parts[2], parts[1])
 		}
 	}
-}
-
-// groupDirsOnHost finds the group's directories: hierarchy (controllers,
-// "" for v2) → path.
-func groupDirsOnHost(t *testing.T, group string) map[string]string {
-	t.Helper()
-	found := map[string]string{}
-	lines, _ := readLines("/proc/self/cgroup")
-	v1, _ := v1Mounts()
-	all, _ := cgroupMounts()
-	for _, l := range lines {
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		mount := v1[parts[1]]
-		if parts[1] == "" {
-			mount = all["v2"]
-		}
-		if mount == "" {
-			continue
-		}
-		filepath.WalkDir(mount, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				return nil
-			}
-			if d.Name() == group {
-				found[parts[1]] = p
-				return fs.SkipAll
-			}
-			if strings.Count(p, "/") > 8 {
-				return fs.SkipDir
-			}
-			return nil
-		})
-	}
-	return found
 }
 
 func hasGroupController(ctrls string) bool {

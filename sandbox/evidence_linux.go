@@ -3,12 +3,15 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/limits"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,7 +59,7 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 		}
 		ev.Files = append(ev.Files, name)
 	}
-	procs, err := sandboxProcesses(pid, "airlock-sandbox-"+s.cfg.ID)
+	procs, err := sandboxProcesses(pid, s.group.Dirs())
 	note(err)
 	b, _ := json.MarshalIndent(procs, "", "  ")
 	write("processes.json", append(b, '\n'))
@@ -116,8 +119,8 @@ type processInfo struct {
 }
 
 // sandboxProcesses lists the processes of init's pid namespace and of the
-// cgroup named group, each marked with where it was found.
-func sandboxProcesses(init int, group string) ([]processInfo, error) {
+// group's cgroup directories, each marked with where it was found.
+func sandboxProcesses(init int, dirs limits.GroupDirs) ([]processInfo, error) {
 	ns, err := os.Readlink("/proc/" + itoa(init) + "/ns/pid")
 	if err != nil {
 		return nil, fmt.Errorf("processes: %w", err)
@@ -136,8 +139,7 @@ func sandboxProcesses(init int, group string) ([]processInfo, error) {
 	for _, pid := range namespacePids(ns) {
 		add(pid).InPidNS = true
 	}
-	dirs, _ := groupDirs(init, group)
-	for _, d := range dirs {
+	for _, d := range groupDirList(dirs) {
 		lines, _ := readLines(filepath.Join(d, "cgroup.procs"))
 		for _, l := range lines {
 			if pid := atoi(l); pid > 0 {
@@ -242,4 +244,18 @@ func typeLetter(mode uint32) string {
 		return "s"
 	}
 	return "?"
+}
+
+// groupDirList lists the group's directories, the unified one first.
+func groupDirList(d limits.GroupDirs) []string {
+	var out []string
+	if d.V2 != "" {
+		out = append(out, d.V2)
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.V1)) {
+		if !slices.Contains(out, d.V1[k]) {
+			out = append(out, d.V1[k])
+		}
+	}
+	return out
 }

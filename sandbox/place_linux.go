@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"maps"
 	"os"
@@ -25,12 +24,13 @@ import (
 //   - cgroup v1: a thread moving itself, by writing "0" to a hierarchy's
 //     "tasks" file, skips the lock (the kernel's cgroup_procs_write_start:
 //     the current thread cannot exit or exec under it). The parent opens
-//     each v1 directory's tasks file (the open-time credentials are the
-//     ones checked) and passes the descriptors; the init, first thing,
-//     writes "0" to each from its main thread — the thread group leader,
-//     locked since the package's init() — before it reads its config.
-//     Every process the init forks (the target, each step) forks from that
-//     thread and starts in the group; the leader owns the init's memory
+//     the tasks file of each of the group's v1 directories
+//     (limits.Group.Dirs; the open-time credentials are the ones checked)
+//     and passes the descriptors; the init, first thing, writes "0" to
+//     each from its main thread — the thread group leader, locked since
+//     the package's init() — before it reads its config. Every process
+//     the init forks (the target, each step) forks from that thread and
+//     starts in the group; the leader owns the init's memory
 //     (memcg v1 charges a process's memory to its leader's group), and on
 //     the unified hierarchy the whole init is in the group from its clone,
 //     for cgroup.kill. The init's other runtime threads stay in the
@@ -42,84 +42,23 @@ import (
 // a group without any cgroup (it then only remembers the process for
 // KillAll), and should the init not be found in every directory after.
 
-// v1Dirs finds the group's directories in the v1 hierarchies, as limits
-// makes them (limits.Options: with no Parent, "airlock-" + Name under the
-// caller's own cgroup in each hierarchy), and returns controller
-// hierarchy line prefix → directory. A hierarchy without one is skipped.
-func v1Dirs(group string) (map[string]string, error) {
-	lines, err := readLines("/proc/self/cgroup")
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: read own cgroups: %w", err)
-	}
-	mounts, err := v1Mounts()
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: read cgroup mounts: %w", err)
-	}
-	dirs := map[string]string{}
-	for _, l := range lines {
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 || parts[1] == "" {
-			continue // v2, or a named hierarchy without controllers
-		}
-		m, ok := mounts[parts[1]]
-		if !ok {
-			continue
-		}
-		d := filepath.Join(m, parts[2], group)
-		if st, err := os.Stat(d); err == nil && st.IsDir() {
-			dirs[parts[1]] = d
-		}
-	}
-	return dirs, nil
-}
-
-// v1Mounts maps a v1 hierarchy's controller list ("memory",
-// "cpu,cpuacct") to where it is mounted with its root.
-func v1Mounts() (map[string]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		fields, tail := strings.Fields(pre), strings.Fields(post)
-		if len(fields) < 5 || len(tail) < 3 || tail[0] != "cgroup" || fields[3] != "/" {
-			continue
-		}
-		var ctrls []string
-		for _, o := range strings.Split(tail[2], ",") {
-			switch o {
-			case "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "xattr", "clone_children", "favordynmods", "nofavordynmods", "noprefix", "cpuset_v2_mode":
-			default:
-				if !strings.Contains(o, "=") {
-					ctrls = append(ctrls, o)
-				}
-			}
-		}
-		slices.Sort(ctrls)
-		if len(ctrls) > 0 {
-			out[strings.Join(ctrls, ",")] = fields[4]
-		}
-	}
-	return out, sc.Err()
-}
-
-// openTasks opens the tasks file of each directory for writing.
+// openTasks opens the tasks file of each of the group's v1 directories
+// (limits.Group.Dirs: controller → directory) for writing, once per
+// directory, in the controllers' order.
 func openTasks(dirs map[string]string) ([]*os.File, error) {
 	var files []*os.File
+	var opened []string
 	for _, k := range slices.Sorted(maps.Keys(dirs)) {
+		if slices.Contains(opened, dirs[k]) {
+			continue // two controllers in one hierarchy
+		}
 		f, err := os.OpenFile(filepath.Join(dirs[k], "tasks"), os.O_WRONLY, 0)
 		if err != nil {
 			closeFiles(files)
 			return nil, fmt.Errorf("sandbox: open %s tasks: %w", k, err)
 		}
 		files = append(files, f)
+		opened = append(opened, dirs[k])
 	}
 	return files, nil
 }
@@ -146,36 +85,18 @@ func placeSelf(first, n int) error {
 	return nil
 }
 
-// placed reports whether pid's main thread sits in each of dirs.
+// placed reports whether pid's main thread sits in each of the group's v1
+// directories: the kernel lists it in each directory's tasks file.
 func placed(pid int, dirs map[string]string) error {
-	if len(dirs) == 0 {
-		return nil
-	}
-	mounts, err := v1Mounts()
-	if err != nil {
-		return err
-	}
-	lines, err := readLines("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/cgroup")
-	if err != nil {
-		return err
-	}
-	seen := 0
-	for _, l := range lines {
-		parts := strings.SplitN(l, ":", 3)
-		if len(parts) != 3 {
-			continue
+	want := itoa(pid)
+	for _, k := range slices.Sorted(maps.Keys(dirs)) {
+		lines, err := readLines(filepath.Join(dirs[k], "tasks"))
+		if err != nil {
+			return fmt.Errorf("read the group's %s tasks: %w", k, err)
 		}
-		want, ok := dirs[parts[1]]
-		if !ok {
-			continue
+		if !slices.Contains(lines, want) {
+			return fmt.Errorf("the init is not in the group's %s directory %s", k, dirs[k])
 		}
-		if got := filepath.Join(mounts[parts[1]], parts[2]); got != want {
-			return fmt.Errorf("the init is in %s, not %s", got, want)
-		}
-		seen++
-	}
-	if seen != len(dirs) {
-		return fmt.Errorf("the init is in %d of the group's %d v1 hierarchies", seen, len(dirs))
 	}
 	return nil
 }

@@ -83,6 +83,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 // reads its config (see place_linux.go): nothing it does for the run
 // happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
+	go checkPidfdOnce()
 	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
 	if err != nil {
 		if errors.Is(err, limits.ErrUnavailable) {
@@ -91,10 +92,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return fmt.Errorf("sandbox: resource caps: %w", err)
 	}
 	s.group = g
-	v1, err := v1Dirs("airlock-sandbox-" + s.cfg.ID)
-	if err != nil {
-		return err
-	}
+	v1 := g.Dirs().V1
 	tasks, err := openTasks(v1)
 	if err != nil {
 		return err
@@ -162,6 +160,28 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
+	// The init runs the probes while the parent checks where it sits.
+	if s.cfg.Probes != nil {
+		if err := s.c.send(message{Kind: msgProbe, Probe: s.cfg.Probes}); err != nil {
+			return fmt.Errorf("sandbox: %w", err)
+		}
+	}
+	if err := s.checkPlacement(v1, len(tasks)); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("sandbox: %w", ctx.Err())
+	}
+	if s.cfg.Probes != nil {
+		return s.probed()
+	}
+	return nil
+}
+
+// checkPlacement checks that the init moved itself into the group's v1
+// directories v1 (hierarchies of them, distinct), else places it the slow
+// way, and records in the receipt how it got in.
+func (s *Sandbox) checkPlacement(v1 map[string]string, hierarchies int) error {
 	_, inV2 := s.group.Dir()
 	switch err := placed(s.cmd.Process.Pid, v1); {
 	case err != nil:
@@ -171,18 +191,22 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		}
 		s.receipt["placement"] = "cgroup.procs (limits.Place), after the init's own move failed: " + err.Error()
 	case inV2 || len(v1) > 0:
-		s.receipt["placement"] = placementReceipt(inV2, len(v1))
+		s.receipt["placement"] = placementReceipt(inV2, hierarchies)
 	default:
 		s.receipt["placement"] = "no cgroup: the init is tracked by pidfd"
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("sandbox: %w", ctx.Err())
-	}
-	if s.cfg.Probes != nil {
-		return s.probe(s.cfg.Probes)
-	}
 	return nil
 }
+
+// checkPidfdOnce has the os package's one-time check of pidfd support
+// (it forks and reaps a throwaway child, some 0.1 ms, the first time a
+// process starts another) made while the group is being made rather than
+// inside the init's start: os.FindProcess makes the same check.
+var checkPidfdOnce = sync.OnceFunc(func() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
+})
 
 // initCmd is the init's command: this binary, re-executed into new
 // namespaces with a clean environment, stdio through pipes only. extra
@@ -237,10 +261,14 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if tasks > 0 {
 		args = append(args, tasksArg+itoa(tasks))
 	}
+	env := []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"}
+	if raceEnv != "" {
+		env = append(env, raceEnv)
+	}
 	return &exec.Cmd{
 		Path: "/proc/self/exe",
 		Args: args,
-		Env:  []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"},
+		Env:  env,
 		// Wrapped so that os/exec always makes pipes: a terminal (or any
 		// other host descriptor) of the caller is never passed in.
 		Stdin:       struct{ io.Reader }{stdin},
@@ -306,11 +334,9 @@ func (s *Sandbox) takeReady(m message, fds []int) error {
 	return nil
 }
 
-// probe runs the start-up probes inside and fails on any failure.
-func (s *Sandbox) probe(req *ProbeRequest) error {
-	if err := s.c.send(message{Kind: msgProbe, Probe: req}); err != nil {
-		return fmt.Errorf("sandbox: %w", err)
-	}
+// probed reads the init's answer to the start-up probes and fails on any
+// failure.
+func (s *Sandbox) probed() error {
 	m, fds, err := s.c.recv()
 	closeAll(fds)
 	if err != nil || m.Kind != msgProbed {

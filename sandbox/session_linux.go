@@ -368,7 +368,7 @@ func (ss *Session) close() (Teardown, error) {
 	var errs []error
 	if fz := ss.frozen.Load(); fz != nil {
 		// Killed tasks of a v1 freezer die only once thawed.
-		if err := fz.thaw(); err != nil {
+		if err := fz.thaw(s.group); err != nil {
 			errs = append(errs, err)
 		}
 	}

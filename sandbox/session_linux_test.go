@@ -242,7 +242,7 @@ func TestSessionFreezeEvidence(t *testing.T) {
 	evDir := filepath.Join(t.TempDir(), "evidence")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		procs, _ := sandboxProcesses(ss.Pid(), "airlock-sandbox-"+ss.sb.cfg.ID)
+		procs, _ := sandboxProcesses(ss.Pid(), ss.sb.group.Dirs())
 		sleeping := false
 		for _, p := range procs {
 			sleeping = sleeping || p.Status["Name"] == "sleep"
@@ -260,6 +260,13 @@ func TestSessionFreezeEvidence(t *testing.T) {
 		t.Fatalf("Freeze: %v", err)
 	}
 	t.Logf("frozen by %s", mech)
+	if dirs := ss.sb.group.Dirs(); !dirs.Empty() {
+		// Root with a cgroup: the group's own freezer, named by its file.
+		group := "airlock-sandbox-" + ss.sb.cfg.ID
+		if !strings.HasPrefix(mech, "cgroup v") || !strings.Contains(mech, "/"+group+"/") {
+			t.Errorf("frozen by %q, want the freezer of the group %s", mech, group)
+		}
+	}
 	if _, err := ss.Exec(context.Background(), payloadStep("echo")); !errors.Is(err, ErrFrozen) {
 		t.Errorf("Exec on a frozen session: %v, want ErrFrozen", err)
 	}

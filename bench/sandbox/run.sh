@@ -6,8 +6,11 @@
 #
 # The commands are measured in ROUNDS rounds of hyperfine, each round
 # running every command in turn, so that a change in the host's load hits
-# all of them alike; the medians are over every round's runs. The load
-# average is printed before and after.
+# all of them alike; the medians are over every round's runs. Every other
+# round runs them in reverse order: a sandboxed run leaves the kernel work
+# to do after it has exited (a network namespace is torn down by a kernel
+# worker), which would otherwise always fall on the same next command. The
+# load average is printed before and after.
 #
 # Rows:
 #   airlock         airlock run, audit log on the disk the default audit
@@ -18,6 +21,9 @@
 #                   free there): the difference is the audit's fsync cost
 #   library         sandbox.Start, Release, Wait of /bin/true from a small
 #                   Go program (bench/sandbox): no policy, proxy or audit
+#   airlock-help    `airlock --help`: the binary's start alone (the runtime
+#                   and every package initialiser), which a run pays twice
+#                   (the command, then the re-executed init)
 #   bwrap, unshare, direct   the peers
 #
 # Usage: bench/sandbox/run.sh [RUNS] [ROUNDS]   (as root; RUNS per command
@@ -64,14 +70,26 @@ if [[ "${SPACED:-}" == 1 ]]; then
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
+rows=(
+	airlock "$run --audit $audit -- /bin/true"
+	airlock-tmpfs "$run --audit $shm_audit -- /bin/true"
+	library "$out/sandbox-bench"
+	airlock-help "$out/airlock --help"
+	bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true'
+	unshare 'unshare --user --map-root-user --net --pid --fork --mount-proc /bin/true'
+	direct '/bin/true'
+)
+n=$((${#rows[@]} / 2))
 for r in $(seq 1 "$rounds"); do
-	hyperfine -N --style none --warmup 5 --runs "$per" "${prepare[@]}" --export-json "$out/r$r.json" \
-		-n airlock "$run --audit $audit -- /bin/true" \
-		-n airlock-tmpfs "$run --audit $shm_audit -- /bin/true" \
-		-n library "$out/sandbox-bench" \
-		-n bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true' \
-		-n unshare 'unshare --user --map-root-user --net --pid --fork --mount-proc /bin/true' \
-		-n direct '/bin/true' >/dev/null
+	args=()
+	for i in $(seq 0 $((n - 1))); do
+		j=$i
+		if ((r % 2 == 0)); then
+			j=$((n - 1 - i))
+		fi
+		args+=(-n "${rows[2 * j]}" "${rows[2 * j + 1]}")
+	done
+	hyperfine -N --style none --warmup 5 --runs "$per" "${prepare[@]}" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
 done
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$rounds" <<'PY'

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -50,8 +51,9 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitproc":  cmdWaitProc,
-			"nocgroups": cmdNoCgroups,
+			"waitproc":   cmdWaitProc,
+			"nocgroups":  cmdNoCgroups,
+			"nocanaries": cmdNoStaleCanaries,
 		},
 	})
 }
@@ -92,6 +94,29 @@ func cmdNoCgroups(ts *testscript.TestScript, neg bool, args []string) {
 		for _, pattern := range []string{"/sys/fs/cgroup/*/airlock-*" + run, "/sys/fs/cgroup/*/*/*/airlock-*" + run} {
 			if m, _ := filepath.Glob(pattern); len(m) > 0 {
 				ts.Fatalf("cgroup directories left for %s: %v", run, m)
+			}
+		}
+	}
+}
+
+// cmdNoStaleCanaries fails if a start-up probe canary directory is left
+// whose owner is gone (its lock is free): a dead airlock's leftover that
+// the next run should have swept ("nocanaries").
+func cmdNoStaleCanaries(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 0 || neg {
+		ts.Fatalf("usage: nocanaries")
+	}
+	for _, parent := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm", os.TempDir()} {
+		dirs, _ := filepath.Glob(filepath.Join(parent, "airlock-canary-*"))
+		for _, d := range dirs {
+			f, err := os.Open(filepath.Join(d, ".owner"))
+			if err != nil {
+				continue
+			}
+			free := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+			f.Close()
+			if free {
+				ts.Fatalf("stale canary directory left: %s", d)
 			}
 		}
 	}
