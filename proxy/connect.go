@@ -46,7 +46,6 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 		writeRaw(c, failStatus(err), reasonFailed+err.Error())
 		return
 	}
-	defer p.release()
 	if !p.track(c, up) {
 		up.Close()
 		p.finish(&ev, ErrClosed)
@@ -79,7 +78,6 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, err)
 		return
 	}
-	defer p.release()
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		up.Close()

@@ -123,6 +123,7 @@ func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
 		p.release()
 		return nil, err
 	}
+	ev.slot = true // released by finish
 	ev.Dialled = ap
 	return c, nil
 }

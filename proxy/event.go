@@ -68,6 +68,8 @@ type Event struct {
 	Duration time.Duration
 	// Err is why an allowed request failed or ended abnormally.
 	Err error
+
+	slot bool // the request holds one of the proxy's MaxTunnels slots
 }
 
 // eventJSON is the wire form of an Event.

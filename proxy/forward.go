@@ -142,7 +142,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, err)
 		return
 	}
-	defer p.release()
+	ev.slot = true // released by finish, in forward
 	p.forward(w, r, &ev, &route{addrs: addrs, port: ev.Target.Port})
 }
 

@@ -33,6 +33,12 @@ func (p *Proxy) newEvent(proto Protocol, client, requested string) Event {
 
 // finish reports the end of an allowed request.
 func (p *Proxy) finish(ev *Event, err error) {
+	if ev.slot {
+		// The slot is free before the close is reported: a caller that
+		// sees the report may open a tunnel at once.
+		ev.slot = false
+		p.release()
+	}
 	ev.Stage = StageClosed
 	ev.Duration = time.Since(ev.Time)
 	ev.Err = err

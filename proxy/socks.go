@@ -89,7 +89,6 @@ func (p *Proxy) connectSOCKS(c net.Conn, br *bufio.Reader, ev *Event) {
 		p.refuseSOCKS(c, socksFailure(err))
 		return
 	}
-	defer p.release()
 	if !p.track(c, up) {
 		up.Close()
 		p.finish(ev, ErrClosed)
