@@ -5,7 +5,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
@@ -44,27 +43,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// plainText reports whether s is valid UTF-8 with no control characters
-// and no leading or trailing white space.
-func plainText(s string) bool {
-	if !utf8.ValidString(s) || strings.TrimSpace(s) != s {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
-
 func checkToolNames(p *Policy) []*Error {
 	var errs []*Error
 	if p.ToolScopes == nil {
 		errs = append(errs, strict.Problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
 	}
 	for _, tool := range sortedKeys(p.ToolScopes) {
-		if tool == "" || !plainText(tool) {
+		if tool == "" || !strict.PlainText(tool) {
 			errs = append(errs, strict.Problem(strict.Field("toolScopes", tool),
 				fmt.Sprintf("tool name %q is empty or has white space or control characters", tool), ""))
 		}
@@ -99,13 +84,13 @@ func checkRules(p *Policy) []*Error {
 
 func checkRule(at string, r CommandPattern) []*Error {
 	var errs []*Error
-	if r.Name == "" || !plainText(r.Name) {
+	if r.Name == "" || !strict.PlainText(r.Name) {
 		errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
 	}
 	switch {
 	case r.Command == "":
 		errs = append(errs, strict.Problem(at+".command", "empty command name", `name a program, e.g. "pytest" or "/usr/bin/pytest"`))
-	case !plainText(r.Command) || strings.ContainsAny(r.Command, " \x00"):
+	case !strict.PlainText(r.Command) || strings.ContainsAny(r.Command, " \x00"):
 		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q has white space or control characters", r.Command),
 			"a command is one program name; put its arguments in argPatterns"))
 	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
@@ -189,7 +174,7 @@ func checkPaths(p *Policy) []*Error {
 		for i, dir := range list {
 			where := strict.Index(at, i)
 			switch {
-			case !path.IsAbs(dir) || path.Clean(dir) != dir || !plainText(dir):
+			case !path.IsAbs(dir) || path.Clean(dir) != dir || !strict.PlainText(dir):
 				errs = append(errs, strict.Problem(where, fmt.Sprintf("%s %q is not a clean absolute path", what, dir),
 					"relative entries would depend on the current directory"))
 			case dir == "/" && !rootOK:

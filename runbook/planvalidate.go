@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
@@ -67,7 +66,7 @@ func checkSteps(p *Plan) []*PlanError {
 	for i, s := range p.Steps {
 		at := fmt.Sprintf("steps[%d]", i)
 		if s.Name != "" {
-			if !plainText(s.Name) || len(s.Name) > 128 {
+			if !strict.PlainText(s.Name) || len(s.Name) > 128 {
 				errs = append(errs, planProblem(at+".name", "name must be plain text of at most 128 bytes, without control characters or surrounding spaces", ""))
 			} else if j, dup := names[s.Name]; dup {
 				errs = append(errs, planProblem(at+".name", fmt.Sprintf("name %q is also the name of steps[%d]", s.Name, j), "give every step its own name"))
@@ -76,7 +75,7 @@ func checkSteps(p *Plan) []*PlanError {
 		}
 		if s.Tool == "" {
 			errs = append(errs, planProblem(at, "missing or empty tool", "name the agent tool whose scope decides this command"))
-		} else if !plainText(s.Tool) || len(s.Tool) > 128 {
+		} else if !strict.PlainText(s.Tool) || len(s.Tool) > 128 {
 			errs = append(errs, planProblem(at+".tool", "tool must be plain text of at most 128 bytes", ""))
 		}
 		switch {
@@ -99,7 +98,7 @@ func checkSteps(p *Plan) []*PlanError {
 // several any default would be a guess about which allowlist applies.
 func checkTask(p *Plan) []*PlanError {
 	if p.Task != "" {
-		if !plainText(p.Task) || len(p.Task) > 128 {
+		if !strict.PlainText(p.Task) || len(p.Task) > 128 {
 			return []*PlanError{planProblem("task", "task must be plain text of at most 128 bytes", "")}
 		}
 		return nil
@@ -120,18 +119,4 @@ func (p *Plan) EffectiveTask() string {
 		return p.Task
 	}
 	return p.Steps[0].Tool
-}
-
-// plainText reports whether s is valid UTF-8 with no control characters
-// and no leading or trailing white space.
-func plainText(s string) bool {
-	if !utf8.ValidString(s) || strings.TrimSpace(s) != s {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,8 @@ package strict
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Error is a problem in a file, located by line and column: Decode
@@ -65,4 +67,20 @@ func (es Errors) Unwrap() []error {
 		out[i] = e
 	}
 	return out
+}
+
+// PlainText reports whether s is valid UTF-8 with no control characters
+// and no leading or trailing white space: what names in airlock's files
+// (tools, rules, tasks, steps) must be, since they appear in reasons and
+// the audit stream.
+func PlainText(s string) bool {
+	if !utf8.ValidString(s) || strings.TrimSpace(s) != s {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
