@@ -176,6 +176,7 @@ type RequireError struct {
 	Why map[string]string
 }
 
+// Error names each missing mechanism and why it is missing.
 func (e *RequireError) Error() string {
 	s := "limits: policy requires"
 	for i, m := range e.Missing {

@@ -143,6 +143,7 @@ type RequirementError struct {
 	Why     map[string]string
 }
 
+// Error names each missing mechanism and what was found instead.
 func (e *RequirementError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, m := range e.Missing {
