@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -111,40 +109,6 @@ const (
 	canaryPrefix = "airlock-canary-"
 	canaryLock   = ".owner"
 )
-
-// lockCanary creates dir's owner file and takes its lock.
-func lockCanary(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, canaryLock), os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// sweepCanaries removes the canary directories under parent ("" for the
-// system's temporary directory) whose owner died without removing them
-// (an airlock killed with SIGKILL): their lock is free. A live canary's
-// lock is held, and a directory without an owner file is left alone.
-func sweepCanaries(parent string) {
-	if parent == "" {
-		parent = os.TempDir()
-	}
-	dirs, _ := filepath.Glob(filepath.Join(parent, canaryPrefix+"*"))
-	for _, d := range dirs {
-		f, err := os.OpenFile(filepath.Join(d, canaryLock), os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			continue
-		}
-		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
-			os.RemoveAll(d)
-		}
-		f.Close()
-	}
-}
 
 // serve accepts and closes connections until the listener is closed.
 func (c *Canary) serve() {
