@@ -6,11 +6,11 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
 func TestTimeline(t *testing.T) {
@@ -62,24 +62,6 @@ func TestTimeline(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestTimelineFollow(t *testing.T) {
 	l, path := openTest(t)
 	if _, err := l.Append(denial("run_tests", "first")); err != nil {
@@ -91,7 +73,7 @@ func TestTimelineFollow(t *testing.T) {
 	}
 	defer f.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		_, err := Timeline(ctx, &out, f, TimelineOptions{Follow: true, Poll: 5 * time.Millisecond})
@@ -108,7 +90,7 @@ func TestTimelineFollow(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, out *syncBuffer, s string) {
+func waitFor(t *testing.T, out *testutil.SyncBuffer, s string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if strings.Contains(out.String(), s) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +22,6 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
-
-// syncBuffer is a bytes.Buffer safe for the proxy's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestProxyCommand runs "airlock proxy" in process against loopback
 // upstreams allowlisted in a policy file, reaches them over HTTP, CONNECT
@@ -63,7 +43,7 @@ func TestProxyCommand(t *testing.T) {
 	defer func() { proxyDialer = nil }()
 	root := newRootCmd()
 	root.SetArgs([]string{"--policy", pol, "proxy", "--task", "ci", "--listen", "127.0.0.1:0", "--audit", logFile})
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	root.SetErr(stderr)
 	root.SetOut(io.Discard)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -210,7 +190,7 @@ func checkProxyAudit(t *testing.T, logFile, stderr string) {
 }
 
 // waitListening returns the address the proxy prints once it serves.
-func waitListening(t *testing.T, stderr *syncBuffer, done chan error) string {
+func waitListening(t *testing.T, stderr *testutil.SyncBuffer, done chan error) string {
 	t.Helper()
 	re := regexp.MustCompile(`serving HTTP and SOCKS5 on (\S+)`)
 	deadline := time.Now().Add(10 * time.Second)
