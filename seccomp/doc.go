@@ -46,18 +46,32 @@
 // socket family returns EAFNOSUPPORT ("family not supported", which glibc's
 // getaddrinfo and interface enumeration tolerate).
 //
-// # How the program is assembled
+// # How the program is built
 //
-// github.com/elastic/go-seccomp-bpf resolves syscall names to numbers for
-// the native architecture and assembles the name rules and the clone flag
-// rule (with long jumps handled). Airlock prepends a short hand-written
-// header (golang.org/x/net/bpf instructions) for what the library does not
-// do: it takes the default action on an architecture mismatch (allow, in a
-// default-allow filter), answers x32 with ENOSYS rather than a kill, and
-// compares arguments as 64-bit values, so a deny-on-equal rule on an int
-// argument could be bypassed by setting the high 32 bits the kernel ignores
-// (the flatpak TIOCSTI bypass, CVE-2019-10063). The header compares only
-// the low 32 bits for int arguments, exactly what the kernel reads.
+// The filter is assembled when airlock is built, not when it runs.
+// internal/assemble holds the refusals (rules_linux.go) and builds the
+// program for each architecture airlock supports (amd64, arm, arm64):
+// github.com/elastic/go-seccomp-bpf resolves syscall names to numbers in
+// that architecture's table and assembles the name rules and the clone
+// flag rule (with long jumps handled). Airlock puts a short hand-written
+// header (golang.org/x/net/bpf instructions) in front for what the library
+// does not do: it takes the default action on an architecture mismatch
+// (allow, in a default-allow filter), answers x32 with ENOSYS rather than a
+// kill, and compares arguments as 64-bit values, so a deny-on-equal rule on
+// an int argument could be bypassed by setting the high 32 bits the kernel
+// ignores (the flatpak TIOCSTI bypass, CVE-2019-10063). The header compares
+// only the low 32 bits for int arguments, exactly what the kernel reads.
+//
+// go generate ./seccomp (on Linux) runs internal/gen, which writes the
+// program, the rules and the table's facts that Describe reports into
+// program_linux_<goarch>.go, one committed file per architecture;
+// program_linux_others.go gives every other architecture no filter, so
+// Install and Program fail there. This package compiles those files in and
+// never imports the library: an airlock process (the command, then the
+// sandbox's init) pays neither the library's syscall tables for every
+// architecture in package initialisation nor the assembly before Install.
+// A test assembles everything again and fails when a committed file
+// differs from it: after changing a rule, run go generate ./seccomp.
 //
 // # For the sandbox's init
 //

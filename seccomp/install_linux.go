@@ -4,28 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"unsafe"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
-
-var sockFilter = sync.OnceValues(func() ([]unix.SockFilter, error) {
-	prog, err := program()
-	if err != nil {
-		return nil, err
-	}
-	raw, err := bpf.Assemble(prog)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp: encode filter: %w", err)
-	}
-	out := make([]unix.SockFilter, len(raw))
-	for i, r := range raw {
-		out[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-	}
-	return out, nil
-})
 
 // Install sets no_new_privs and installs the filter on every thread of the
 // calling process (SECCOMP_FILTER_FLAG_TSYNC; the kernel also carries
@@ -34,14 +16,14 @@ var sockFilter = sync.OnceValues(func() ([]unix.SockFilter, error) {
 // goroutine to its thread for the two calls, so it may be called from a
 // goroutine that has already locked its thread, as a re-exec'd init does.
 //
-// It is written here rather than taken from the library's LoadFilter,
-// which assembles and loads the library's own program, without airlock's
-// header. Install itself uses no refused call. After it, clone3 fails with ENOSYS:
-// a Go program that sets SysProcAttr.UseCgroupFD cannot start children.
+// The program was assembled when airlock was built (see the package
+// documentation): Install only hands it to the kernel, and itself uses no
+// refused call. After it, clone3 fails with ENOSYS: a Go program that sets
+// SysProcAttr.UseCgroupFD cannot start children.
 func Install() error {
-	filter, err := sockFilter()
-	if err != nil {
-		return err
+	filter := native.filter
+	if filter == nil {
+		return errNoFilter()
 	}
 	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 

@@ -7,10 +7,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func native() uint32 { return uint32(arch.X86_64.ID) }
+// Return values of the filter, besides retErrno.
+const (
+	retAllow = uint32(unix.SECCOMP_RET_ALLOW)
+	retKill  = uint32(unix.SECCOMP_RET_KILL_PROCESS)
+)
+
+// archX8664 is the audit arch of amd64, from the library rather than the
+// generated program, so a wrong one there would show.
+func archX8664() uint32 { return uint32(arch.X86_64.ID) }
 
 func call(nr uintptr, args ...uint64) seccompData {
-	d := seccompData{nr: uint32(nr), arch: native(), ip: 0x401000}
+	d := seccompData{nr: uint32(nr), arch: archX8664(), ip: 0x401000}
 	copy(d.args[:], args)
 	return d
 }
