@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -106,26 +107,31 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
 	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
-	// The decision is durable before the action it allows, and before
-	// anything else happens.
-	if err := e.record(audit.FromDecision(d, base)); err != nil || !d.Allowed() {
-		if err != nil {
-			return e.setupFailed(res, base, err)
+	// The decision is recorded first, and is durable before the action
+	// it allows: for an allowed command its write and fsync overlap the
+	// building of the sandbox, and every later step waits for them
+	// (decided) before it records anything or releases the command.
+	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
+	go func() { recorded <- e.record(ev) }()
+	decided := sync.OnceValue(func() error { return <-recorded })
+	if !d.Allowed() {
+		if err := decided(); err != nil {
+			return e.setupFailed(res, base, decided, err)
 		}
 		res.ExitCode = ExitGate
 		return res, nil
 	}
 	rootfs, digest, err := prepareImage(ctx, req)
 	if err != nil {
-		return e.setupFailed(res, base, fmt.Errorf("image integrity: %w", err))
+		return e.setupFailed(res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
 	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
-		return e.setupFailed(res, base, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return e.setupFailed(res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
 	base.Path = path
 	res.Path = path
-	return e.runAllowed(ctx, req, res, base, rootfs, digest)
+	return e.runAllowed(ctx, req, res, base, decided, rootfs, digest)
 }
 
 // prepareImage verifies a pinned image and returns its unpacked root file
@@ -158,14 +164,14 @@ func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	fs := e.pol.FilesystemFor(req.Tool)
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
 	if err != nil {
-		return e.setupFailed(res, base, err)
+		return e.setupFailed(res, base, decided, err)
 	}
 	defer canary.Close()
 	probes := canary.Request()
@@ -195,7 +201,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
-		return e.setupFailed(res, base, err)
+		return e.setupFailed(res, base, decided, err)
 	}
 	px, err := proxy.New(proxy.Config{
 		Task:     req.Task,
@@ -208,7 +214,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	})
 	if err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, err)
+		return e.setupFailed(res, base, decided, err)
 	}
 	go func() { _ = px.Serve(sb.Listener()) }()
 	defer func() {
@@ -217,6 +223,10 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		_ = px.Shutdown(sctx)
 	}()
 
+	if err := decided(); err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(res, base, decided, err)
+	}
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
@@ -226,11 +236,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, err)
+		return e.setupFailed(res, base, decided, err)
 	}
 	if err := sb.Release(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, err)
+		return e.setupFailed(res, base, decided, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
@@ -270,8 +280,12 @@ func (e *Enforcer) record(ev audit.Event) error {
 	return nil
 }
 
-// setupFailed records that airlock could not run the command.
-func (e *Enforcer) setupFailed(res Result, base audit.Context, err error) (Result, error) {
+// setupFailed records, after the decision (decided), that airlock could
+// not run the command.
+func (e *Enforcer) setupFailed(res Result, base audit.Context, decided func() error, err error) (Result, error) {
+	if derr := decided(); derr != nil && derr != err {
+		err = errors.Join(err, derr)
+	}
 	res.ExitCode = ExitSetup
 	res.Error = err.Error()
 	ev := base

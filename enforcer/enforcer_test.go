@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -177,6 +178,25 @@ func TestRunRecordsBeforeActing(t *testing.T) {
 		}
 	}
 	f.verify(t)
+}
+
+// TestRunRefusedWhenDecisionNotRecorded closes the audit log before an
+// allowed run: the decision cannot be made durable, so the command must not
+// run, although the sandbox is built while the decision is being written.
+func TestRunRefusedWhenDecisionNotRecorded(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, nil)
+	f.log.Close()
+	var out bytes.Buffer
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "agent_code", Command: sandbox.SelfPath,
+		Args: []string{"payload", "echo", "ran"}, Stdout: &out})
+	if err == nil || !errors.Is(err, audit.ErrClosed) || res.ExitCode != enforcer.ExitSetup {
+		t.Fatalf("Run with a closed log: exit %d, error %v; want %d and audit.ErrClosed", res.ExitCode, err, enforcer.ExitSetup)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("the command ran: %q", out.String())
+	}
+	testutil.CheckNoSandboxLeft(t, res.RunID)
 }
 
 // TestInfiniteLoopKilled is the lab's ASI09 criterion: a spinning payload

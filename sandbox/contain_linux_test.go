@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // runContained runs cfg and checks that nothing of it is left on the host
@@ -21,7 +23,7 @@ import (
 func runContained(t *testing.T, cfg Config) (Result, string) {
 	t.Helper()
 	if cfg.ID == "" {
-		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + itoa(os.Getpid())
+		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + strconv.Itoa(os.Getpid())
 	}
 	var out bytes.Buffer
 	cfg.Stdout, cfg.Stderr = &out, &out
@@ -29,7 +31,7 @@ func runContained(t *testing.T, cfg Config) (Result, string) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	pidns, err := os.Readlink("/proc/" + itoa(s.Pid()) + "/ns/pid")
+	pidns, err := os.Readlink("/proc/" + strconv.Itoa(s.Pid()) + "/ns/pid")
 	if err != nil {
 		s.Kill()
 		t.Fatalf("read the init's pid namespace: %v", err)
@@ -164,7 +166,7 @@ func TestContainDaemon(t *testing.T) {
 func TestInGroup(t *testing.T) {
 	testutil.RequireRoot(t)
 	cfg := shellConfig("cat /proc/self/cgroup")
-	cfg.ID = "TestInGroup-" + itoa(os.Getpid())
+	cfg.ID = "TestInGroup-" + strconv.Itoa(os.Getpid())
 	group := "airlock-sandbox-" + cfg.ID
 	var out bytes.Buffer
 	cfg.Stdout = &out
@@ -179,7 +181,7 @@ func TestInGroup(t *testing.T) {
 	}
 	// The kernel lists the init in each of the group's directories: the
 	// whole init in the unified one, its main thread in each v1 one.
-	pid := itoa(s.Pid())
+	pid := strconv.Itoa(s.Pid())
 	members := map[string]string{}
 	if dirs.V2 != "" {
 		members[filepath.Join(dirs.V2, "cgroup.procs")] = "v2"
@@ -191,13 +193,13 @@ func TestInGroup(t *testing.T) {
 		if filepath.Base(filepath.Dir(file)) != group {
 			t.Errorf("%s: the group's %s directory is not named for the sandbox", file, h)
 		}
-		lines, err := readLines(file)
+		lines, err := initproc.ReadLines(file)
 		if err != nil || !slices.Contains(lines, pid) {
 			t.Errorf("%s lists %q (%v), not the init %s", file, lines, err, pid)
 		}
 	}
 	// And the init's own cgroup file agrees, hierarchy by hierarchy.
-	lines, err := readLines("/proc/" + pid + "/task/" + pid + "/cgroup")
+	lines, err := initproc.ReadLines("/proc/" + pid + "/task/" + pid + "/cgroup")
 	if err != nil {
 		s.Kill()
 		t.Fatal(err)

@@ -8,10 +8,12 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,14 +41,14 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
 	s := ss.sb
-	if s.c.fd < 0 {
+	if s.c.Closed() {
 		return ev, fmt.Errorf("sandbox: evidence: %w", ErrSessionEnded)
 	}
 	if err := makeEvidenceDir(dir); err != nil {
 		return ev, err
 	}
 	pid := s.cmd.Process.Pid
-	proc := "/proc/" + itoa(pid)
+	proc := "/proc/" + strconv.Itoa(pid)
 	note := func(err error) {
 		if err != nil {
 			ev.Errors = append(ev.Errors, err.Error())
@@ -121,7 +123,7 @@ type processInfo struct {
 // sandboxProcesses lists the processes of init's pid namespace and of the
 // group's cgroup directories, each marked with where it was found.
 func sandboxProcesses(init int, dirs limits.GroupDirs) ([]processInfo, error) {
-	ns, err := os.Readlink("/proc/" + itoa(init) + "/ns/pid")
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(init) + "/ns/pid")
 	if err != nil {
 		return nil, fmt.Errorf("processes: %w", err)
 	}
@@ -140,9 +142,9 @@ func sandboxProcesses(init int, dirs limits.GroupDirs) ([]processInfo, error) {
 		add(pid).InPidNS = true
 	}
 	for _, d := range groupDirList(dirs) {
-		lines, _ := readLines(filepath.Join(d, "cgroup.procs"))
+		lines, _ := initproc.ReadLines(filepath.Join(d, "cgroup.procs"))
 		for _, l := range lines {
-			if pid := atoi(l); pid > 0 {
+			if pid := initproc.Atoi(l); pid > 0 {
 				add(pid).InCgroup = true
 			}
 		}
@@ -150,9 +152,9 @@ func sandboxProcesses(init int, dirs limits.GroupDirs) ([]processInfo, error) {
 	out := make([]processInfo, 0, len(order))
 	for _, pid := range order {
 		p := found[pid]
-		pp := "/proc/" + itoa(pid)
+		pp := "/proc/" + strconv.Itoa(pid)
 		p.Status = map[string]string{}
-		if lines, err := readLines(pp + "/status"); err == nil {
+		if lines, err := initproc.ReadLines(pp + "/status"); err == nil {
 			for _, l := range lines {
 				k, v, _ := strings.Cut(l, ":")
 				switch k {
@@ -164,7 +166,7 @@ func sandboxProcesses(init int, dirs limits.GroupDirs) ([]processInfo, error) {
 		if b, err := os.ReadFile(pp + "/cmdline"); err == nil {
 			p.Cmdline = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 		}
-		p.Cgroup, _ = readLines(pp + "/cgroup")
+		p.Cgroup, _ = initproc.ReadLines(pp + "/cgroup")
 		p.Namespaces = map[string]string{}
 		for _, n := range []string{"pid", "mnt", "net", "user", "ipc", "uts", "cgroup"} {
 			if l, err := os.Readlink(pp + "/ns/" + n); err == nil {
@@ -215,7 +217,7 @@ func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error 
 		mt := time.Unix(st.Mtim.Sec, st.Mtim.Nsec).UTC().Format(time.RFC3339Nano)
 		fmt.Fprintf(sb, "%s %04o %d %s %q\n", typeLetter(st.Mode), st.Mode&0o7777, st.Size, mt, r)
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			sub, err := openBeneath(fd, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+			sub, err := initproc.OpenBeneath(fd, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 			if err != nil {
 				fmt.Fprintf(sb, "! %s %v\n", r, err)
 				continue

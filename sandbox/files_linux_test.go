@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,7 +130,7 @@ func TestProxyListener(t *testing.T) {
 	if got := <-served; got != "ping\n" {
 		t.Fatalf("proxy side read %q", got)
 	}
-	port := itoa(s.ProxyPort())
+	port := strconv.Itoa(s.ProxyPort())
 	for _, w := range []string{"HTTP_PROXY=http://127.0.0.1:" + port, "ALL_PROXY=socks5h://127.0.0.1:" + port, "NO_PROXY=localhost,127.0.0.1,::1", "pong"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output %q lacks %q", out.String(), w)

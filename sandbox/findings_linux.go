@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -74,7 +75,7 @@ func (c *findingsCopy) entry(src, dst int, name, rel string, depth int) error {
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
-		sfd, err := openBeneath(src, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		sfd, err := initproc.OpenBeneath(src, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		if err != nil {
 			return fmt.Errorf("findings: open %s: %w", rel, err)
 		}
@@ -82,7 +83,7 @@ func (c *findingsCopy) entry(src, dst int, name, rel string, depth int) error {
 		if err := unix.Mkdirat(dst, name, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("findings: make %s: %w", rel, err)
 		}
-		dfd, err := openBeneath(dst, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		dfd, err := initproc.OpenBeneath(dst, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		if err != nil {
 			c.skip(rel, "the host has something other than a directory there")
 			return nil
@@ -104,7 +105,7 @@ func (c *findingsCopy) file(src, dstDir int, name, rel string, st unix.Stat_t) e
 		c.skip(rel, "over the findings size cap")
 		return nil
 	}
-	sfd, err := openBeneath(src, name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+	sfd, err := initproc.OpenBeneath(src, name, unix.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return fmt.Errorf("findings: open %s: %w", rel, err)
 	}
@@ -116,7 +117,7 @@ func (c *findingsCopy) file(src, dstDir int, name, rel string, st unix.Stat_t) e
 	}
 	// O_NONBLOCK: a fifo planted at the destination fails instead of
 	// blocking; the fstat below refuses anything but a regular file.
-	dfd, err := openBeneath(dstDir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK, mode)
+	dfd, err := initproc.OpenBeneath(dstDir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_NONBLOCK, mode)
 	if err != nil {
 		c.skip(rel, "the host has something other than a regular file there")
 		return nil

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +71,7 @@ func freeze(g *limits.Group, pid int) (*freezeState, error) {
 // again and again until a pass finds none still running (a fork can race
 // one pass, not a pass that finds everything stopped).
 func stopNamespace(pid int) error {
-	ns, err := os.Readlink("/proc/" + itoa(pid) + "/ns/pid")
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
 	if err != nil {
 		return fmt.Errorf("sandbox: freeze: %w", err)
 	}
@@ -95,7 +97,7 @@ func namespacePids(ns string) []int {
 	ents, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range ents {
-		p := atoi(e.Name())
+		p := initproc.Atoi(e.Name())
 		if p <= 0 {
 			continue
 		}
@@ -108,7 +110,7 @@ func namespacePids(ns string) []int {
 
 // state is the one-letter state of a process ("R", "S", "T", ...).
 func state(pid int) string {
-	b, err := os.ReadFile("/proc/" + itoa(pid) + "/stat")
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return ""
 	}

@@ -6,9 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // Placing the init in its group without an RCU grace period.
@@ -69,28 +70,12 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
-// placeSelf is the init's side: its main thread writes "0" to each tasks
-// descriptor (fds first..first+n-1), which are then closed.
-func placeSelf(first, n int) error {
-	if unix.Gettid() != unix.Getpid() {
-		return fmt.Errorf("move into the group: running on thread %d, not the leader", unix.Gettid())
-	}
-	for fd := first; fd < first+n; fd++ {
-		_, err := unix.Write(fd, []byte("0"))
-		unix.Close(fd)
-		if err != nil {
-			return fmt.Errorf("move into the group's v1 hierarchies: %w", err)
-		}
-	}
-	return nil
-}
-
 // placed reports whether pid's main thread sits in each of the group's v1
 // directories: the kernel lists it in each directory's tasks file.
 func placed(pid int, dirs map[string]string) error {
-	want := itoa(pid)
+	want := strconv.Itoa(pid)
 	for _, k := range slices.Sorted(maps.Keys(dirs)) {
-		lines, err := readLines(filepath.Join(dirs[k], "tasks"))
+		lines, err := initproc.ReadLines(filepath.Join(dirs[k], "tasks"))
 		if err != nil {
 			return fmt.Errorf("read the group's %s tasks: %w", k, err)
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 // directory, and found once it is in them all.
 func TestPlacedReadsTheGroupsTasks(t *testing.T) {
 	testutil.RequireRoot(t)
-	g, err := limits.New(testCaps(), limits.Options{Name: "TestPlaced-" + itoa(os.Getpid())})
+	g, err := limits.New(testCaps(), limits.Options{Name: "TestPlaced-" + strconv.Itoa(os.Getpid())})
 	if err != nil {
 		t.Fatal(err)
 	}

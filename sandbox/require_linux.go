@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // hostProvides answers the sandbox's own require names on this host; the
@@ -18,17 +20,17 @@ func hostProvides(name string) (bool, string) {
 		}
 		return true, ""
 	case RequireLandlock:
-		if v := landlockABI(); v < 1 {
+		if v := initproc.LandlockABI(); v < 1 {
 			return false, "the kernel has no Landlock"
 		}
 		return true, ""
 	case RequireLandlockNet:
-		if v := landlockABI(); v < 4 {
+		if v := initproc.LandlockABI(); v < 4 {
 			return false, fmt.Sprintf("Landlock ABI %d lacks TCP rules (needs 4)", v)
 		}
 		return true, ""
 	case RequireLandlockScope:
-		if v := landlockABI(); v < 6 {
+		if v := initproc.LandlockABI(); v < 6 {
 			return false, fmt.Sprintf("Landlock ABI %d lacks IPC scoping (needs 6)", v)
 		}
 		return true, ""

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // Config describes one sandboxed run.
@@ -83,9 +84,7 @@ type Config struct {
 
 // Bind is a host file or directory bound read-only at Inside, an absolute
 // path that must not lie under a bound tree or a sandbox directory.
-type Bind struct {
-	Host, Inside string
-}
+type Bind = initproc.Bind
 
 // DefaultReadOnly is the filesystem view of a Config whose ReadOnly is nil.
 var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
@@ -95,9 +94,9 @@ const SelfPath = "/.airlock/self"
 
 // Inside paths of the sandbox's own directories.
 const (
-	WorkspaceDir = "/workspace"
-	FindingsDir  = "/findings"
-	TmpDir       = "/tmp"
+	WorkspaceDir = initproc.WorkspaceDir
+	FindingsDir  = initproc.FindingsDir
+	TmpDir       = initproc.TmpDir
 )
 
 // ErrRequirement is matched (errors.Is) by the error Start returns when

@@ -10,12 +10,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,7 +26,7 @@ type Sandbox struct {
 	cfg     Config
 	session bool
 	cmd     *exec.Cmd
-	c       *ctrl
+	c       *initproc.Ctrl
 	group   *limits.Group
 	lis     net.Listener
 	port    int
@@ -34,7 +36,7 @@ type Sandbox struct {
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
 	// hole is the setup step a test asked to skip (testhole_linux.go).
-	hole hole
+	hole initproc.Hole
 
 	mu        sync.Mutex
 	released  time.Time
@@ -98,7 +100,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return err
 	}
 	defer closeFiles(tasks)
-	c, child, err := newCtrlPair()
+	c, child, err := initproc.NewCtrlPair()
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
@@ -142,60 +144,86 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	}
 	setupErr := make(chan error, 1)
 	go func() { setupErr <- s.writeSetup(setupW, need) }()
-	m, fds, err := s.c.recv()
-	if err != nil {
-		if serr := <-setupErr; serr != nil {
-			return fmt.Errorf("sandbox: %w", serr)
+	// The init says so once it sits in its group, first thing; the parent
+	// checks where it sits while the init builds the sandbox.
+	if _, _, err := s.setupMsg(initproc.MsgPlaced, setupErr); err != nil {
+		return err
+	}
+	type placement struct {
+		receipt string
+		err     error
+	}
+	placedCh := make(chan placement, 1)
+	go func() {
+		r, err := s.checkPlacement(v1, len(tasks))
+		placedCh <- placement{r, err}
+	}()
+	m, fds, err := s.setupMsg(initproc.MsgReady, setupErr)
+	p := <-placedCh
+	if err == nil {
+		err = <-setupErr
+		if err != nil {
+			err = fmt.Errorf("sandbox: %w", err)
 		}
-		return fmt.Errorf("sandbox: the init died during setup: %w", err)
 	}
-	if m.Kind == msgFailed {
-		closeAll(fds)
-		return fmt.Errorf("sandbox: setup: %s: %s", m.Stage, m.Error)
+	if err == nil {
+		err = p.err
 	}
-	if err := <-setupErr; err != nil {
-		closeAll(fds)
-		return fmt.Errorf("sandbox: %w", err)
+	if err != nil {
+		initproc.CloseAll(fds)
+		return err
 	}
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
-	// The init runs the probes while the parent checks where it sits.
-	if s.cfg.Probes != nil {
-		if err := s.c.send(message{Kind: msgProbe, Probe: s.cfg.Probes}); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
-		}
-	}
-	if err := s.checkPlacement(v1, len(tasks)); err != nil {
-		return err
-	}
+	s.receipt["placement"] = p.receipt
 	if ctx.Err() != nil {
 		return fmt.Errorf("sandbox: %w", ctx.Err())
 	}
 	if s.cfg.Probes != nil {
-		return s.probed()
+		return probesPassed(m.Probes)
 	}
 	return nil
 }
 
+// setupMsg receives the init's next setup message, which must be of kind
+// want; a failed message, a dead init or a failed write of the setup is
+// an error. The caller owns the descriptors that came with it.
+func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message, []int, error) {
+	m, fds, err := s.c.Recv()
+	switch {
+	case err != nil:
+		if serr := <-setupErr; serr != nil {
+			return m, nil, fmt.Errorf("sandbox: %w", serr)
+		}
+		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w", err)
+	case m.Kind == initproc.MsgFailed:
+		initproc.CloseAll(fds)
+		return m, nil, fmt.Errorf("sandbox: setup: %s: %s", m.Stage, m.Error)
+	case m.Kind != want:
+		initproc.CloseAll(fds)
+		return m, nil, fmt.Errorf("sandbox: protocol: want %s, got %q", want, m.Kind)
+	}
+	return m, fds, nil
+}
+
 // checkPlacement checks that the init moved itself into the group's v1
 // directories v1 (hierarchies of them, distinct), else places it the slow
-// way, and records in the receipt how it got in.
-func (s *Sandbox) checkPlacement(v1 map[string]string, hierarchies int) error {
+// way, and returns the receipt of how it got in.
+func (s *Sandbox) checkPlacement(v1 map[string]string, hierarchies int) (string, error) {
 	_, inV2 := s.group.Dir()
 	switch err := placed(s.cmd.Process.Pid, v1); {
 	case err != nil:
 		// Not where it moved itself: place it the slow way.
 		if perr := s.group.Place(s.cmd.Process.Pid); perr != nil {
-			return fmt.Errorf("sandbox: place the init in its group (%v): %w", err, perr)
+			return "", fmt.Errorf("sandbox: place the init in its group (%v): %w", err, perr)
 		}
-		s.receipt["placement"] = "cgroup.procs (limits.Place), after the init's own move failed: " + err.Error()
+		return "cgroup.procs (limits.Place), after the init's own move failed: " + err.Error(), nil
 	case inV2 || len(v1) > 0:
-		s.receipt["placement"] = placementReceipt(inV2, hierarchies)
+		return placementReceipt(inV2, hierarchies), nil
 	default:
-		s.receipt["placement"] = "no cgroup: the init is tracked by pidfd"
+		return "no cgroup: the init is tracked by pidfd", nil
 	}
-	return nil
 }
 
 // checkPidfdOnce has the os package's one-time check of pidfd support
@@ -215,10 +243,10 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	rootful := os.Geteuid() == 0
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if rootful {
-		hostUID, hostGID = sandboxID, sandboxID
+		hostUID, hostGID = initproc.SandboxID, initproc.SandboxID
 	}
-	inside := sandboxID
-	if s.hole == holeUID {
+	inside := initproc.SandboxID
+	if s.hole == initproc.HoleUID {
 		inside = 0
 	}
 	attr := &syscall.SysProcAttr{
@@ -235,7 +263,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
-	if s.hole == holeNetNS {
+	if s.hole == initproc.HoleNetNS {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
 	if fd, ok := s.group.Dir(); ok {
@@ -254,14 +282,19 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 			stderr = s.cfg.Stderr
 		}
 	}
-	args := []string{initArg0}
+	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
-		args = append(args, rootArg)
+		args = append(args, initproc.RootArg)
 	}
 	if tasks > 0 {
-		args = append(args, tasksArg+itoa(tasks))
+		args = append(args, initproc.TasksArg+strconv.Itoa(tasks))
 	}
-	env := []string{initEnvKey + "=" + initEnvValue, "GOMAXPROCS=1"}
+	if s.hole != "" {
+		// A test hole is honoured only by an init that knows it runs
+		// in a test binary, which takes the testing package: Init.
+		args = append(args, initproc.LateArg)
+	}
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
@@ -283,12 +316,13 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 // writeSetup sends the init its config and, if any, the workspace.
 func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 	defer w.Close()
-	cfg := initConfig{
+	cfg := initproc.Config{
 		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
 		ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Binds: s.cfg.Binds, Hide: s.cfg.Hide,
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
-		Rlimits: s.group.Rlimits(), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
+		Rlimits: initRlimits(s.group.Rlimits()), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
+		Probe:    s.cfg.Probes,
 		TestHole: string(s.hole),
 	}
 	b, err := json.Marshal(cfg)
@@ -302,20 +336,29 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return tarWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
 }
 
+// initRlimits converts the group's rlimits for the init's config.
+func initRlimits(rs []limits.Rlimit) []initproc.Rlimit {
+	out := make([]initproc.Rlimit, len(rs))
+	for i, r := range rs {
+		out[i] = initproc.Rlimit{Resource: r.Resource, Name: r.Name, Cur: r.Cur, Max: r.Max}
+	}
+	return out
+}
+
 // takeReady keeps what the init handed back: /findings, /workspace and
 // the listener.
-func (s *Sandbox) takeReady(m message, fds []int) error {
+func (s *Sandbox) takeReady(m initproc.Message, fds []int) error {
 	want := 2
 	if s.cfg.Proxy {
 		want = 3
 	}
-	if m.Kind != msgReady || len(fds) != want {
-		closeAll(fds)
+	if m.Kind != initproc.MsgReady || len(fds) != want {
+		initproc.CloseAll(fds)
 		return fmt.Errorf("sandbox: protocol: want ready with %d descriptors, got %q with %d", want, m.Kind, len(fds))
 	}
 	s.finds, s.work = fds[0], fds[1]
@@ -334,15 +377,13 @@ func (s *Sandbox) takeReady(m message, fds []int) error {
 	return nil
 }
 
-// probed reads the init's answer to the start-up probes and fails on any
-// failure.
-func (s *Sandbox) probed() error {
-	m, fds, err := s.c.recv()
-	closeAll(fds)
-	if err != nil || m.Kind != msgProbed {
-		return fmt.Errorf("sandbox: probes: no answer from the init (%v)", err)
+// probesPassed fails unless the init ran the start-up probes and every
+// one passed.
+func probesPassed(res []ProbeResult) error {
+	if len(res) == 0 {
+		return fmt.Errorf("sandbox: %w: the init ran none", ErrProbe)
 	}
-	if bad := ProbesFailed(m.Probes); len(bad) > 0 {
+	if bad := ProbesFailed(res); len(bad) > 0 {
 		parts := make([]string, len(bad))
 		for i, r := range bad {
 			parts[i] = r.Name + ": " + r.Detail
@@ -370,7 +411,7 @@ func (s *Sandbox) Release() error {
 	if !s.released.IsZero() {
 		return errors.New("sandbox: already released")
 	}
-	if err := s.c.send(message{Kind: msgRelease}); err != nil {
+	if err := s.c.Send(initproc.Message{Kind: initproc.MsgRelease}); err != nil {
 		return fmt.Errorf("sandbox: release: %w", err)
 	}
 	s.released = time.Now()
@@ -380,14 +421,14 @@ func (s *Sandbox) Release() error {
 		defer close(s.watchDone)
 		s.group.Watch(ctx, nil)
 	}()
-	m, fds, err := s.c.recv()
-	closeAll(fds)
+	m, fds, err := s.c.Recv()
+	initproc.CloseAll(fds)
 	switch {
 	case err != nil:
 		return fmt.Errorf("sandbox: release: the init died: %w", err)
-	case m.Kind == msgFailed:
+	case m.Kind == initproc.MsgFailed:
 		return fmt.Errorf("sandbox: %s %s: %s", m.Stage, s.cfg.Path, m.Error)
-	case m.Kind != msgStarted:
+	case m.Kind != initproc.MsgStarted:
 		return fmt.Errorf("sandbox: protocol: want started, got %q", m.Kind)
 	}
 	return nil
@@ -412,14 +453,14 @@ func (s *Sandbox) Kill() error {
 
 // finish is Wait's body.
 func (s *Sandbox) finish() (Result, error) {
-	var st *exitStatus
+	var st *initproc.ExitStatus
 	for st == nil {
-		m, fds, err := s.c.recv()
-		closeAll(fds)
+		m, fds, err := s.c.Recv()
+		initproc.CloseAll(fds)
 		if err != nil {
 			break // the init is gone: killed, or it failed
 		}
-		if m.Kind == msgExited {
+		if m.Kind == initproc.MsgExited {
 			st = m.Status
 		}
 	}
@@ -506,7 +547,7 @@ func (s *Sandbox) teardownErr(first error) error {
 	if s.lis != nil {
 		s.lis.Close()
 	}
-	s.c.close()
+	s.c.Close()
 	if s.group != nil {
 		if err := s.group.Delete(); err != nil && first == nil {
 			first = fmt.Errorf("sandbox: remove the group: %w", err)
@@ -523,9 +564,6 @@ func (s *Sandbox) abort() {
 			s.group.KillAll()
 		}
 		s.cmd.Wait()
-	}
-	if s.c == nil {
-		s.c = &ctrl{fd: -1}
 	}
 	s.teardownErr(nil)
 }

@@ -39,15 +39,4 @@ func Probe(req ProbeRequest) []ProbeResult {
 	return []ProbeResult{{Name: "platform", Detail: "no sandbox on this system"}}
 }
 
-// ProbesFailed returns the failed results, nil if all passed.
-func ProbesFailed(res []ProbeResult) []ProbeResult {
-	var bad []ProbeResult
-	for _, r := range res {
-		if !r.OK {
-			bad = append(bad, r)
-		}
-	}
-	return bad
-}
-
 func hostProvides(name string) (bool, string) { return false, "no sandbox on this system" }

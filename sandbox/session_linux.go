@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // Session is one sandbox that runs several commands, one after another
@@ -108,8 +109,8 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	defer sio.close()
 	before, _ := ss.sb.group.Stats()
-	req := message{Kind: msgExec, Step: n, Exec: &execStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
-	if err := ss.sb.c.send(req, sio.childFDs()...); err != nil {
+	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
+	if err := ss.sb.c.Send(req, sio.childFDs()...); err != nil {
 		ss.end()
 		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
@@ -118,10 +119,10 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	switch {
 	case err != nil:
 		return res, err
-	case m.Kind == msgFailed:
+	case m.Kind == initproc.MsgFailed:
 		sio.wait()
 		return res, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
-	case m.Kind != msgStarted:
+	case m.Kind != initproc.MsgStarted:
 		ss.end()
 		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
@@ -134,7 +135,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	if m.Kind != msgExited || m.Status == nil {
+	if m.Kind != initproc.MsgExited || m.Status == nil {
 		ss.end()
 		return res, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
 	}
@@ -158,18 +159,18 @@ func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
 	if err := ss.usable(); err != nil {
 		return nil, err
 	}
-	if err := ss.sb.c.send(message{Kind: msgProbe, Probe: &req}); err != nil {
+	if err := ss.sb.c.Send(initproc.Message{Kind: initproc.MsgProbe, Probe: &req}); err != nil {
 		ss.end()
 		return nil, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
 	for {
-		m, fds, err := ss.sb.c.recv()
-		closeAll(fds)
+		m, fds, err := ss.sb.c.Recv()
+		initproc.CloseAll(fds)
 		if err != nil {
 			ss.end()
 			return nil, fmt.Errorf("%w: probes: the init is gone: %w", ErrSessionEnded, err)
 		}
-		if m.Kind == msgProbed {
+		if m.Kind == initproc.MsgProbed {
 			return m.Probes, nil
 		}
 	}
@@ -215,10 +216,10 @@ func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
 
 // recvStep reads the init's next message about step n. A broken control
 // socket means the init is gone: the session has ended.
-func (ss *Session) recvStep(n int) (message, error) {
+func (ss *Session) recvStep(n int) (initproc.Message, error) {
 	for {
-		m, fds, err := ss.sb.c.recv()
-		closeAll(fds)
+		m, fds, err := ss.sb.c.Recv()
+		initproc.CloseAll(fds)
 		if err != nil {
 			ss.end()
 			return m, fmt.Errorf("%w: step %d: the init is gone: %w", ErrSessionEnded, n, err)
@@ -262,7 +263,7 @@ func (ss *Session) watchStep(ctx context.Context, n int, caps StepCaps, before l
 		if k != "" {
 			w.killedBy.CompareAndSwap(nil, &k)
 		}
-		ss.sb.c.send(message{Kind: msgKill, Step: n})
+		ss.sb.c.Send(initproc.Message{Kind: initproc.MsgKill, Step: n})
 	}
 	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
 	go func() {
@@ -312,7 +313,7 @@ func tripped(before, now limits.Stats, caps StepCaps, cpuKnown bool) limits.Kill
 }
 
 // stepResult fills res from the step's status and the group's counters.
-func (ss *Session) stepResult(res *Result, st exitStatus, w *stepWatch, before limits.Stats, caps StepCaps) {
+func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch, before limits.Stats, caps StepCaps) {
 	res.ExitCode, res.Signal = st.Code, st.Signal
 	res.KilledBy = w.kind()
 	res.CPU = time.Duration(st.UserUs+st.SysUs) * time.Microsecond

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +21,7 @@ import (
 func startSession(t *testing.T, cfg Config) *Session {
 	t.Helper()
 	if cfg.ID == "" {
-		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + itoa(os.Getpid())
+		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + strconv.Itoa(os.Getpid())
 	}
 	if cfg.Caps.Wall == 0 {
 		cfg.Caps = testCaps()
@@ -30,7 +31,7 @@ func startSession(t *testing.T, cfg Config) *Session {
 	if err != nil {
 		t.Fatalf("StartSession: %v", err)
 	}
-	pidns, err := os.Readlink("/proc/" + itoa(ss.Pid()) + "/ns/pid")
+	pidns, err := os.Readlink("/proc/" + strconv.Itoa(ss.Pid()) + "/ns/pid")
 	if err != nil {
 		ss.Close()
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
 // validID reports whether id is 1 to 48 letters, digits, '.', '_' or
@@ -88,13 +90,13 @@ func normalizeView(cfg Config) (Config, error) {
 		}
 	}
 	for _, b := range cfg.Binds {
-		if b.Host != selfExe && (!path.IsAbs(b.Host) || path.Clean(b.Host) != b.Host || under(b.Host, forbiddenTrees)) {
+		if b.Host != initproc.SelfExe && (!path.IsAbs(b.Host) || path.Clean(b.Host) != b.Host || under(b.Host, forbiddenTrees)) {
 			return cfg, fmt.Errorf("sandbox: bind %q: want a clean absolute host path outside /proc, /sys, /dev and /run", b.Host)
 		}
-		if b.Host == selfExe && b.Inside != SelfPath {
+		if b.Host == initproc.SelfExe && b.Inside != SelfPath {
 			return cfg, fmt.Errorf("sandbox: bind of the calling binary at %q: it goes at %s", b.Inside, SelfPath)
 		}
-		if b.Host == selfExe {
+		if b.Host == initproc.SelfExe {
 			continue
 		}
 		if !path.IsAbs(b.Inside) || path.Clean(b.Inside) != b.Inside || b.Inside == "/" {

@@ -1,9 +1,9 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
-	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,20 +56,9 @@ func runProbes(req *ProbeRequest, asTarget bool) []ProbeResult {
 	return res
 }
 
-// ProbesFailed returns the failed results, nil if all passed.
-func ProbesFailed(res []ProbeResult) []ProbeResult {
-	var bad []ProbeResult
-	for _, r := range res {
-		if !r.OK {
-			bad = append(bad, r)
-		}
-	}
-	return bad
-}
-
 func probeUID() ProbeResult {
 	r := ProbeResult{Name: "uid"}
-	if os.Getuid() == sandboxID && os.Geteuid() == sandboxID && os.Getgid() == sandboxID && os.Getegid() == sandboxID {
+	if os.Getuid() == SandboxID && os.Geteuid() == SandboxID && os.Getgid() == SandboxID && os.Getegid() == SandboxID {
 		r.OK, r.Detail = true, "uid and gid are 65534"
 	} else {
 		r.Detail = "uid or gid is not 65534"
@@ -79,7 +68,7 @@ func probeUID() ProbeResult {
 
 // statusFields parses /proc/self/status into name → value.
 func statusFields() map[string]string {
-	lines, _ := readLines("/proc/thread-self/status")
+	lines, _ := ReadLines("/proc/thread-self/status")
 	m := make(map[string]string, len(lines))
 	for _, l := range lines {
 		if k, v, ok := strings.Cut(l, ":"); ok {
@@ -173,7 +162,7 @@ func probeLandlock() ProbeResult {
 // refuses netlink sockets) and wants lo alone.
 func probeInterfaces() ProbeResult {
 	r := ProbeResult{Name: "interfaces"}
-	lines, err := readLines("/proc/net/dev")
+	lines, err := ReadLines("/proc/net/dev")
 	if err != nil || len(lines) < 2 {
 		r.Detail = "cannot read /proc/net/dev"
 		return r
@@ -197,7 +186,7 @@ func probeRoutes() ProbeResult {
 		dev  int
 		skip int
 	}{{"/proc/net/route", 0, 1}, {"/proc/net/ipv6_route", 9, 0}} {
-		lines, err := readLines(f.path)
+		lines, err := ReadLines(f.path)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue // no IPv6 in this kernel
@@ -234,9 +223,12 @@ func probeAbsent(name string, paths ...string) ProbeResult {
 // to fail.
 func probeUnreachable(addr string) ProbeResult {
 	r := ProbeResult{Name: "canary_listener"}
-	c, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
-	if err == nil {
-		c.Close()
+	sa, ok := parseAddr4(addr)
+	if !ok {
+		r.Detail = "the canary address " + addr + " is not an IPv4 address and port: not probed"
+		return r
+	}
+	if reached(sa, 500*time.Millisecond) {
 		r.Detail = "the host's canary listener " + addr + " was reached"
 		return r
 	}
@@ -260,11 +252,65 @@ func probeStdioOnly() ProbeResult {
 		return r
 	}
 	for _, n := range names {
-		if n != "0" && n != "1" && n != "2" && n != itoa(int(self)) && !isRuntimeFD(atoi(n)) {
+		if n != "0" && n != "1" && n != "2" && n != itoa(int(self)) && !isRuntimeFD(Atoi(n)) {
 			r.Detail = "descriptor " + n + " is open"
 			return r
 		}
 	}
 	r.OK, r.Detail = true, "only stdio is open"
 	return r
+}
+
+// reached reports whether a TCP connection to sa was made within timeout. Hand-written over the socket calls rather than
+// net.Dial: importing net would move this package's initialiser, and so
+// the init's start, to the end of the binary's (see doc.go).
+func reached(sa *unix.SockaddrInet4, timeout time.Duration) bool {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	switch err := unix.Connect(fd, sa); {
+	case err == nil:
+		return true
+	case !errors.Is(err, unix.EINPROGRESS):
+		return false
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	for {
+		n, err := unix.Poll(pfd, int(timeout.Milliseconds()))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return false
+		}
+		soErr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		return err == nil && soErr == 0
+	}
+}
+
+// parseAddr4 parses "a.b.c.d:port" (decimal parts, no leading zeros).
+func parseAddr4(addr string) (*unix.SockaddrInet4, bool) {
+	host, port, ok := strings.Cut(addr, ":")
+	if !ok {
+		return nil, false
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 || strconv.Itoa(p) != port {
+		return nil, false
+	}
+	sa := &unix.SockaddrInet4{Port: p}
+	parts := strings.Split(host, ".")
+	if len(parts) != 4 {
+		return nil, false
+	}
+	for i, part := range parts {
+		b, err := strconv.Atoi(part)
+		if err != nil || b < 0 || b > 255 || strconv.Itoa(b) != part {
+			return nil, false
+		}
+		sa.Addr[i] = byte(b)
+	}
+	return sa, true
 }

@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 )
 
 // sandboxID is the uid and gid of everything inside the sandbox.
-const sandboxID = 65534
+const SandboxID = 65534
 
 // dropPrivileges leaves the init — and so the target it forks — with
 // nothing: a fresh session keyring, the rlimits, uid and gid 65534, every
@@ -34,12 +34,12 @@ func (s *initState) dropPrivileges(port int) error {
 	}
 	s.receipt["user"] = "user namespace; uid and gid 65534 inside"
 	switch {
-	case s.open(holeUID):
+	case s.open(HoleUID):
 		s.receipt["user"] = "user namespace; uid and gid 0 inside: test hole"
-	case s.open(holeNoNewPrivs):
+	case s.open(HoleNoNewPrivs):
 		return s.dropWithoutNoNewPrivs(port)
 	}
-	if s.open(holeCaps) {
+	if s.open(HoleCaps) {
 		s.receipt["capabilities"] = "kept: test hole"
 	} else {
 		if err := dropCaps(); err != nil {
@@ -58,7 +58,7 @@ func (s *initState) dropPrivileges(port int) error {
 	if err := s.landlock(port); err != nil {
 		return err
 	}
-	if s.open(holeSeccomp) {
+	if s.open(HoleSeccomp) {
 		s.receipt["seccomp"] = "none: test hole"
 		return nil
 	}
@@ -141,8 +141,8 @@ func psxErr(_, _ uintptr, e syscall.Errno) error {
 	return nil
 }
 
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func landlockABI() int {
+// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
+func LandlockABI() int {
 	v, err := llsys.LandlockGetABIVersion()
 	if err != nil {
 		return 0
@@ -156,11 +156,11 @@ func landlockABI() int {
 // connect only to the proxy's port, no signals or abstract sockets out of
 // the domain.
 func (s *initState) landlock(port int) error {
-	if s.open(holeLandlock) {
+	if s.open(HoleLandlock) {
 		s.receipt["landlock"] = "none: test hole"
 		return nil
 	}
-	abi := landlockABI()
+	abi := LandlockABI()
 	if abi < 1 {
 		if s.cfg.NeedLandlock {
 			return errors.New("landlock: the kernel has no Landlock")

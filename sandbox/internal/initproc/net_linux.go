@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // and its port. A raw ioctl is enough for one flag on one link; netlink
 // would cost a library's start-up in every init.
 func (s *initState) network() (int, int, error) {
-	if s.open(holeNetNS) {
+	if s.open(HoleNetNS) {
 		// The host's lo is up, and not the init's to change.
 		s.receipt["network"] = "the host's network namespace: test hole"
 	} else if err := linkUp("lo"); err != nil {

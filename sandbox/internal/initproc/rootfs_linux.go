@@ -1,11 +1,11 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 
@@ -55,7 +55,7 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 		return "", fmt.Errorf("root tmpfs: %w", err)
 	}
 	for _, dir := range ownTopDirs {
-		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+		if err := os.Mkdir(root+"/"+dir, 0o755); err != nil {
 			return "", fmt.Errorf("make /%s: %w", dir, err)
 		}
 	}
@@ -105,7 +105,7 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 func (s *initState) cloneSources() ([]mountSource, error) {
 	var srcs []mountSource
 	add := func(host, inside string, ro, optional bool) error {
-		if host == selfExe {
+		if host == SelfExe {
 			return nil // copied in by copySelf
 		}
 		st, err := os.Lstat(host)
@@ -160,7 +160,7 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 			return srcs, err
 		}
 	}
-	if s.open(holeHomes) {
+	if s.open(HoleHomes) {
 		for _, p := range []string{"/home", "/root"} {
 			if err := add(p, p, true, true); err != nil {
 				return srcs, err
@@ -236,7 +236,7 @@ var ownTopDirs = []string{"proc", "dev", "tmp", "workspace", "findings", ".airlo
 // attach puts one cloned tree (or link) at its place under root.
 func attach(root string, m mountSource) error {
 	dst := root + m.inside
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return fmt.Errorf("make parent of %s: %w", m.inside, err)
 	}
 	if m.tree < 0 {
@@ -380,12 +380,12 @@ func mountTmpfs(dst string, flags uintptr, data string) error {
 func (s *initState) buildAirlockDir(dir string) error {
 	self := false
 	for _, b := range s.cfg.Binds {
-		self = self || b.Host == selfExe
+		self = self || b.Host == SelfExe
 	}
 	size := int64(64 << 10)
 	var exe *os.File
 	if self {
-		f, err := os.Open(selfExe)
+		f, err := os.Open(SelfExe)
 		if err != nil {
 			return fmt.Errorf("open own binary: %w", err)
 		}
@@ -419,37 +419,4 @@ func (s *initState) buildAirlockDir(dir string) error {
 		return fmt.Errorf("make /.airlock read-only: %w", err)
 	}
 	return nil
-}
-
-// openRoot prepares Config.Root for the init. As root it returns a
-// detached, recursive, read-only clone of the tree (open_tree), which the
-// init attaches in its own mount namespace whatever the permissions on
-// the path to it. Rootless, where open_tree is refused, it returns the
-// directory itself (O_PATH), which the init then reaches by its path: it
-// runs as the calling user.
-func openRoot(root string) (*os.File, bool, error) {
-	if os.Geteuid() != 0 {
-		fd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return nil, false, fmt.Errorf("sandbox: root %s: %w", root, err)
-		}
-		return os.NewFile(uintptr(fd), root), false, nil
-	}
-	var st unix.Stat_t
-	if err := unix.Stat(root, &st); err != nil {
-		return nil, false, fmt.Errorf("sandbox: root %s: %w", root, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return nil, false, fmt.Errorf("sandbox: root %s: not a directory", root)
-	}
-	fd, err := unix.OpenTree(unix.AT_FDCWD, root, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
-	if err != nil {
-		return nil, false, fmt.Errorf("sandbox: root %s: clone: %w", root, err)
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &attr); err != nil {
-		unix.Close(fd)
-		return nil, false, fmt.Errorf("sandbox: root %s: make the clone read-only: %w", root, err)
-	}
-	return os.NewFile(uintptr(fd), root), true, nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
@@ -85,17 +85,17 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 		return 1
 	}
 	fw.pid.Store(int64(pid))
-	if err := s.c.send(message{Kind: msgStarted, Pid: pid}); err != nil {
+	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid}); err != nil {
 		return 1
 	}
 	st := reap(pid)
-	s.c.send(message{Kind: msgExited, Status: &st})
+	s.c.Send(Message{Kind: MsgExited, Status: &st})
 	return 0
 }
 
 // reap waits for children until the target exits, reaping every orphan
 // the pid namespace hands to its init on the way.
-func reap(target int) exitStatus {
+func reap(target int) ExitStatus {
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
@@ -105,12 +105,12 @@ func reap(target int) exitStatus {
 		}
 		if err != nil {
 			// ECHILD: the target is gone without a status we saw.
-			return exitStatus{Code: -1}
+			return ExitStatus{Code: -1}
 		}
 		if pid != target {
 			continue
 		}
-		st := exitStatus{
+		st := ExitStatus{
 			Code:   -1,
 			UserUs: ru.Utime.Nano() / 1000,
 			SysUs:  ru.Stime.Nano() / 1000,
@@ -150,7 +150,7 @@ func checkFDs() error {
 		return fmt.Errorf("list descriptors: %w", err)
 	}
 	for _, e := range entries {
-		fd := atoi(e.Name())
+		fd := Atoi(e.Name())
 		if fd <= 2 {
 			continue
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"encoding/json"
@@ -10,23 +10,23 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ctrl is one end of the control socketpair (see protocol.go). It is used
+// Ctrl is one end of the control socketpair (see protocol.go). It is used
 // by one goroutine at a time on each side.
-type ctrl struct {
+type Ctrl struct {
 	fd int
 }
 
 // newCtrlPair makes the control socketpair, both ends close-on-exec.
-func newCtrlPair() (parent *ctrl, child *os.File, err error) {
+func NewCtrlPair() (parent *Ctrl, child *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("control socketpair: %w", err)
 	}
-	return &ctrl{fd: fds[0]}, os.NewFile(uintptr(fds[1]), "airlock-ctrl"), nil
+	return &Ctrl{fd: fds[0]}, os.NewFile(uintptr(fds[1]), "airlock-ctrl"), nil
 }
 
 // send writes m as one packet, with fds attached.
-func (c *ctrl) send(m message, fds ...int) error {
+func (c *Ctrl) Send(m Message, fds ...int) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("control: encode %s: %w", m.Kind, err)
@@ -52,7 +52,7 @@ func (c *ctrl) send(m message, fds ...int) error {
 
 // recv reads one packet. Received descriptors are close-on-exec; the
 // caller owns them. io.EOF means the other end is gone.
-func (c *ctrl) recv() (message, []int, error) {
+func (c *Ctrl) Recv() (Message, []int, error) {
 	buf := make([]byte, maxPacket)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	var (
@@ -66,29 +66,30 @@ func (c *ctrl) recv() (message, []int, error) {
 		}
 	}
 	if err != nil {
-		return message{}, nil, fmt.Errorf("control: receive: %w", err)
+		return Message{}, nil, fmt.Errorf("control: receive: %w", err)
 	}
 	fds, err := parseRights(oob[:oobn])
 	if err != nil {
-		return message{}, nil, err
+		return Message{}, nil, err
 	}
 	if n == 0 {
-		closeAll(fds)
-		return message{}, nil, io.EOF
+		CloseAll(fds)
+		return Message{}, nil, io.EOF
 	}
 	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-		closeAll(fds)
-		return message{}, nil, errors.New("control: packet truncated")
+		CloseAll(fds)
+		return Message{}, nil, errors.New("control: packet truncated")
 	}
-	var m message
+	var m Message
 	if err := json.Unmarshal(buf[:n], &m); err != nil {
-		closeAll(fds)
-		return message{}, nil, fmt.Errorf("control: decode: %w", err)
+		CloseAll(fds)
+		return Message{}, nil, fmt.Errorf("control: decode: %w", err)
 	}
 	return m, fds, nil
 }
 
-func (c *ctrl) close() error {
+// Close closes c; closing a nil or closed Ctrl does nothing.
+func (c *Ctrl) Close() error {
 	if c == nil || c.fd < 0 {
 		return nil
 	}
@@ -109,7 +110,7 @@ func parseRights(oob []byte) ([]int, error) {
 	for _, m := range msgs {
 		r, err := unix.ParseUnixRights(&m)
 		if err != nil {
-			closeAll(fds)
+			CloseAll(fds)
 			return nil, fmt.Errorf("control: parse rights: %w", err)
 		}
 		fds = append(fds, r...)
@@ -117,10 +118,14 @@ func parseRights(oob []byte) ([]int, error) {
 	return fds, nil
 }
 
-func closeAll(fds []int) {
+// CloseAll closes every descriptor of fds that is not negative.
+func CloseAll(fds []int) {
 	for _, fd := range fds {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
 	}
 }
+
+// Closed reports whether c is nil or closed.
+func (c *Ctrl) Closed() bool { return c == nil || c.fd < 0 }

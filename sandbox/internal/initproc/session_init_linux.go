@@ -1,4 +1,4 @@
-package sandbox
+package initproc
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // received is one control packet with the descriptors that came with it.
 type received struct {
-	m   message
+	m   Message
 	fds []int
 }
 
@@ -27,18 +27,18 @@ func (s *initState) serveSession(port int, fw *forwarder) int {
 	go s.readSession(msgs, &running)
 	for r := range msgs {
 		switch r.m.Kind {
-		case msgProbe:
-			closeAll(r.fds)
+		case MsgProbe:
+			CloseAll(r.fds)
 			res := runProbes(r.m.Probe, probeSelf)
-			if err := s.c.send(message{Kind: msgProbed, Probes: res}); err != nil {
+			if err := s.c.Send(Message{Kind: MsgProbed, Probes: res}); err != nil {
 				return 1
 			}
-		case msgExec:
+		case MsgExec:
 			if err := s.runStep(r, port, fw, &running); err != nil {
 				return 1
 			}
 		default:
-			closeAll(r.fds)
+			CloseAll(r.fds)
 			s.fail("protocol", fmt.Errorf("unexpected %q message", r.m.Kind))
 			return 1
 		}
@@ -53,12 +53,12 @@ func (s *initState) serveSession(port int, fw *forwarder) int {
 func (s *initState) readSession(out chan<- received, running *atomic.Int64) {
 	defer close(out)
 	for {
-		m, fds, err := s.c.recv()
+		m, fds, err := s.c.Recv()
 		if err != nil {
 			return
 		}
-		if m.Kind == msgKill {
-			closeAll(fds)
+		if m.Kind == MsgKill {
+			CloseAll(fds)
 			if m.Step != 0 && running.Load() == int64(m.Step) {
 				unix.Kill(-1, unix.SIGKILL) // every process but the init
 			}
@@ -75,8 +75,8 @@ func (s *initState) readSession(out chan<- received, running *atomic.Int64) {
 func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic.Int64) error {
 	step := r.m.Step
 	if r.m.Exec == nil || len(r.fds) != 3 || step <= 0 {
-		closeAll(r.fds)
-		return s.c.send(message{Kind: msgFailed, Stage: "exec", Step: step, Error: "malformed exec request"})
+		CloseAll(r.fds)
+		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: "malformed exec request"})
 	}
 	e := r.m.Exec
 	running.Store(int64(step))
@@ -84,20 +84,20 @@ func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic
 		path: e.Path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
 		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
 	})
-	closeAll(r.fds) // the step holds its own copies
+	CloseAll(r.fds) // the step holds its own copies
 	if err != nil {
 		running.Store(0)
-		return s.c.send(message{Kind: msgFailed, Stage: "exec", Step: step, Error: err.Error()})
+		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: err.Error()})
 	}
 	fw.pid.Store(int64(pid))
-	if err := s.c.send(message{Kind: msgStarted, Pid: pid, Step: step}); err != nil {
+	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid, Step: step}); err != nil {
 		return err
 	}
 	st := reap(pid)
 	fw.pid.Store(0)
 	reapAll()
 	running.Store(0)
-	if err := s.c.send(message{Kind: msgExited, Status: &st, Step: step}); err != nil {
+	if err := s.c.Send(Message{Kind: MsgExited, Status: &st, Step: step}); err != nil {
 		return errors.Join(errors.New("report a step's end"), err)
 	}
 	return nil

@@ -1,24 +1,24 @@
-package sandbox
-
-import (
-	"github.com/airlock-sandbox/airlock/limits"
-)
+package initproc
 
 // The parent and the init talk over a SOCK_SEQPACKET socketpair: one JSON
 // message per packet, descriptors riding along as SCM_RIGHTS. The big,
-// one-off input (the run's configuration and the workspace's tar stream)
-// goes over a separate pipe so that no packet size limit applies to it.
+// one-off input (the run's configuration and the workspace stream,
+// stream.go) goes over a separate pipe so that no packet size limit
+// applies to it.
 //
-//	parent                          init
-//	  setup pipe: config, tar  -->    build the view, drop privileges
-//	                           <--    ready {port} + fds [findings, listener]
-//	  probe {request}          -->    (optional, repeatable)
-//	                           <--    probed {results}
-//	  release                  -->    execute the target
-//	                           <--    started {pid}
-//	                           <--    exited {status}
+//	parent                             init
+//	                              <--  placed (in the group's cgroups)
+//	setup pipe: config, workspace -->  build the view, drop privileges,
+//	                                   run the probes the config asks for
+//	                              <--  ready {port, probes} + fds
+//	                                   [findings, workspace, listener]
+//	probe {request}               -->  (optional, repeatable)
+//	                              <--  probed {results}
+//	release                       -->  execute the target
+//	                              <--  started {pid}
+//	                              <--  exited {status}
 //
-// A session's init (initConfig.Session) is never released; it runs steps
+// A session's init (Config.Session) is never released; it runs steps
 // instead, one at a time, until the parent kills it:
 //
 //	  exec {step} + fds [stdin, stdout, stderr]  -->  fork and execute
@@ -33,21 +33,22 @@ import (
 
 // Message kinds.
 const (
-	msgReady    = "ready"
-	msgProbe    = "probe"
-	msgProbed   = "probed"
-	msgRelease  = "release"
-	msgStarted  = "started"
-	msgExited   = "exited"
-	msgFailed   = "failed"
-	msgExec     = "exec"
-	msgKill     = "kill"
+	MsgPlaced   = "placed"
+	MsgReady    = "ready"
+	MsgProbe    = "probe"
+	MsgProbed   = "probed"
+	MsgRelease  = "release"
+	MsgStarted  = "started"
+	MsgExited   = "exited"
+	MsgFailed   = "failed"
+	MsgExec     = "exec"
+	MsgKill     = "kill"
 	maxPacket   = 64 << 10
 	maxSetupCfg = 16 << 20
 )
 
 // message is one control packet.
-type message struct {
+type Message struct {
 	Kind string `json:"kind"`
 	// failed
 	Stage string `json:"stage,omitempty"`
@@ -61,15 +62,15 @@ type message struct {
 	// started
 	Pid int `json:"pid,omitempty"`
 	// exited
-	Status *exitStatus `json:"status,omitempty"`
+	Status *ExitStatus `json:"status,omitempty"`
 	// exec, kill, started, exited: the session's step number
 	Step int       `json:"step,omitempty"`
-	Exec *execStep `json:"exec,omitempty"`
+	Exec *ExecStep `json:"exec,omitempty"`
 }
 
 // execStep is one command a session's init runs; its standard streams
 // ride along as descriptors.
-type execStep struct {
+type ExecStep struct {
 	Path string   `json:"path"`
 	Args []string `json:"args"`
 	Env  []string `json:"env"`
@@ -77,7 +78,7 @@ type execStep struct {
 }
 
 // exitStatus is how the target ended, as its init saw it.
-type exitStatus struct {
+type ExitStatus struct {
 	Code   int   `json:"code"`
 	Signal int   `json:"signal"`
 	UserUs int64 `json:"userUs"`
@@ -85,9 +86,9 @@ type exitStatus struct {
 	MaxRSS int64 `json:"maxRssKb"`
 }
 
-// initConfig is what the init needs to build the sandbox, sent once over
+// Config is what the init needs to build the sandbox, sent once over
 // the setup pipe.
-type initConfig struct {
+type Config struct {
 	Path     string   `json:"path"`
 	Args     []string `json:"args"`
 	Env      []string `json:"env"`
@@ -101,7 +102,7 @@ type initConfig struct {
 
 	// TmpfsBytes sizes /tmp, /workspace, /findings and /dev/shm.
 	TmpfsBytes int64 `json:"tmpfsBytes"`
-	// Workspace says a tar stream of the workspace follows the config.
+	// Workspace says the workspace stream (stream.go) follows the config.
 	Workspace bool `json:"workspace"`
 	Proxy     bool `json:"proxy"`
 	// Root says the sandbox's root is Config.Root instead of ReadOnly
@@ -116,12 +117,16 @@ type initConfig struct {
 	// Rlimits are set on the init just before it forks the target or,
 	// in a session, once after the privilege drop: every step inherits
 	// them.
-	Rlimits []limits.Rlimit `json:"rlimits"`
+	Rlimits []Rlimit `json:"rlimits"`
 
 	// NeedLandlock and NeedSeccomp make the init fail instead of running
 	// without them.
 	NeedLandlock bool `json:"needLandlock"`
 	NeedSeccomp  bool `json:"needSeccomp"`
+
+	// Probe asks for the start-up probes, run after the privilege drop
+	// and answered with ready.
+	Probe *ProbeRequest `json:"probe,omitempty"`
 
 	// TestHole names the one setup step a test asked the init to skip
 	// (testhole_linux.go); it is sent and honoured only by test binaries.
@@ -147,4 +152,15 @@ type ProbeResult struct {
 	OK bool `json:"ok"`
 	// Detail says what was seen, in a fixed wording per outcome.
 	Detail string `json:"detail"`
+}
+
+// ProbesFailed returns the failed results, nil if all passed.
+func ProbesFailed(res []ProbeResult) []ProbeResult {
+	var bad []ProbeResult
+	for _, r := range res {
+		if !r.OK {
+			bad = append(bad, r)
+		}
+	}
+	return bad
 }

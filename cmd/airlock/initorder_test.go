@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestInitRunsEarly checks the property the sandbox's start-up speed rests
+// on (sandbox/internal/initproc's package doc): in this binary, the
+// package holding the sandbox's init is initialised before the heavy
+// libraries (cgroups, images, YAML, JSON Schema) and airlock's own
+// packages that use them, so a re-executed init skips their initialisers.
+// It reads the order from the Go runtime's own trace (GODEBUG=inittrace=1)
+// of this test binary, which links what the airlock binary links.
+func TestInitRunsEarly(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.Bytes())
+	}
+	var order []string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
+			order = append(order, f[1])
+		}
+	}
+	const initproc = "github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	at := slices.Index(order, initproc)
+	if at < 0 {
+		t.Fatalf("%s is not in the init trace:\n%s", initproc, strings.Join(order, "\n"))
+	}
+	heavy := []string{
+		"github.com/containerd/cgroups/v3/cgroup1/stats",
+		"github.com/opencontainers/go-digest",
+		"github.com/google/go-containerregistry/pkg/name",
+		"github.com/klauspost/compress/zstd",
+		"go.yaml.in/yaml/v3",
+		"github.com/santhosh-tekuri/jsonschema/v6",
+		"github.com/spf13/cobra",
+		"github.com/airlock-sandbox/airlock/limits",
+		"github.com/airlock-sandbox/airlock/policy",
+		"github.com/airlock-sandbox/airlock/sandbox",
+	}
+	seen := 0
+	for _, h := range heavy {
+		i := slices.Index(order, h)
+		if i < 0 {
+			continue // no initialiser of its own in this build
+		}
+		seen++
+		if i < at {
+			t.Errorf("%s is initialised before the sandbox's init package (%d < %d): something initproc imports now sorts late or depends on it", h, i, at)
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("only %d of the heavy packages are in the init trace; the check checks nothing:\n%s", seen, strings.Join(order, "\n"))
+	}
+	t.Logf("the init package is initialised %d-th of %d; %d heavy packages after it", at+1, len(order), seen)
+}

@@ -1,0 +1,303 @@
+package initproc
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The init's environment marker and its fixed descriptors.
+const (
+	EnvKey   = "_AIRLOCK_SANDBOX_INIT"
+	EnvValue = "v1"
+	Arg0     = "airlock-sandbox-init"
+	RootArg  = "root"
+	TasksArg = "tasks="
+	fdCtrl   = 3 // control socket
+	fdSetup  = 4 // setup pipe: config, then the workspace stream (stream.go)
+	fdRoot   = 5 // Config.Root, opened by the parent (only with Root)
+)
+
+// LateArg, among the init's arguments, makes it wait for sandbox.Init in
+// main instead of running from this package's initialiser (see the
+// package doc): the parent passes it only with a test hole.
+const LateArg = "late"
+
+// init runs a sandbox's init, unless asked to run late. Either way it
+// locks the init to its startup thread, the thread group leader, for
+// good: package initialisers run there (the runtime keeps the main
+// goroutine on it until main), and a lock taken in one keeps main on it
+// too. The init moves that thread into the group's cgroup v1 hierarchies
+// and forks every target from it (place_linux.go).
+func init() {
+	if !IsInit() {
+		return
+	}
+	runtime.LockOSThread()
+	for _, a := range os.Args[1:] {
+		if a == LateArg {
+			return
+		}
+	}
+	Main(false)
+}
+
+// IsInit reports whether this process is a sandbox's init.
+func IsInit() bool {
+	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == Arg0 && os.Getenv(EnvKey) == EnvValue
+}
+
+// Main runs the sandbox's init (re-executed by sandbox.Start into fresh
+// namespaces, as pid 1) and exits with its status; it never returns.
+// allowHoles honours a test hole the parent sends: only a test binary
+// may pass true (sandbox.Init passes testing.Testing()).
+func Main(allowHoles bool) {
+	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
+	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
+	// the host binary this init runs from stays out of reach.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// Mount, capability and credential calls below must all come from the
+	// thread that later forks the target, and it never exits.
+	runtime.LockOSThread()
+	os.Unsetenv(EnvKey)
+	os.Exit(runInit(allowHoles))
+}
+
+// initState is the init's side of one run.
+type initState struct {
+	c       *Ctrl
+	cfg     Config
+	receipt map[string]string
+	// allowHoles is Main's: whether a test hole may be honoured.
+	allowHoles bool
+}
+
+// runInit is the init's whole life; its return value is the init's exit
+// status (the parent reads the target's from the control socket).
+func runInit(allowHoles bool) int {
+	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles}
+	if err := privateProc(); err != nil {
+		s.fail("proc", err)
+		return 1
+	}
+	if first, n := tasksFDs(); n > 0 {
+		if err := placeSelf(first, n); err != nil {
+			s.fail("cgroup", err)
+			return 1
+		}
+	}
+	if err := s.c.Send(Message{Kind: MsgPlaced}); err != nil {
+		return 1
+	}
+	if err := sanitizeFDs(); err != nil {
+		s.fail("fds", err)
+		return 1
+	}
+	setup := os.NewFile(fdSetup, "airlock-setup")
+	if err := s.readConfig(setup); err != nil {
+		s.fail("config", err)
+		return 1
+	}
+	if err := s.checkHole(); err != nil {
+		s.fail("config", err)
+		return 1
+	}
+	if s.cfg.Root != hasRootFD() {
+		s.fail("config", errors.New("the root directory descriptor and the config disagree"))
+		return 1
+	}
+	rootfs, err := s.buildRoot(setup)
+	setup.Close()
+	if err != nil {
+		s.fail("filesystem", err)
+		return 1
+	}
+	lis, port, err := s.network()
+	if err != nil {
+		s.fail("network", err)
+		return 1
+	}
+	if err := s.enterRoot(rootfs); err != nil {
+		s.fail("pivot_root", err)
+		return 1
+	}
+	var dirs [2]int
+	for i, d := range []string{FindingsDir, WorkspaceDir} {
+		dirs[i], err = unix.Open(d, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			s.fail("findings", fmt.Errorf("open %s: %w", d, err))
+			return 1
+		}
+	}
+	if err := s.dropPrivileges(port); err != nil {
+		s.fail("privileges", err)
+		return 1
+	}
+	fds := dirs[:]
+	if lis >= 0 {
+		fds = append(fds, lis)
+	}
+	// The start-up probes, from where the target will stand, answered
+	// with ready: one message fewer on the way to the target.
+	var probes []ProbeResult
+	if s.cfg.Probe != nil {
+		probes = runProbes(s.cfg.Probe, probeSelf)
+	}
+	if err := s.c.Send(Message{Kind: MsgReady, Port: port, Receipt: s.receipt, Probes: probes}, fds...); err != nil {
+		return 1
+	}
+	CloseAll(fds)
+	// The signal forwarding and the descriptor check are made while the
+	// init waits for the parent (which is busy with its proxy and audit
+	// log, or asks for the probes first); the target waits for them.
+	fw := startForwarding()
+	prep := make(chan error, 1)
+	go func() { prep <- checkFDs() }()
+	if s.cfg.Session {
+		if err := <-prep; err != nil {
+			s.fail("fds", err)
+			return 1
+		}
+		return s.serveSession(port, fw)
+	}
+	return s.serve(target{
+		path: s.cfg.Path, argv: s.cfg.Args, env: withProxyEnv(s.cfg.Env, port), dir: s.cfg.Dir,
+		stdio: [3]int{0, 1, 2},
+	}, fw, prep)
+}
+
+// serve answers probes until the parent releases the target, then runs it
+// once prep has passed.
+func (s *initState) serve(t target, fw *forwarder, prep <-chan error) int {
+	for {
+		m, fds, err := s.c.Recv()
+		CloseAll(fds)
+		if err != nil {
+			return 1 // the parent is gone or broke the protocol: run nothing
+		}
+		switch m.Kind {
+		case MsgProbe:
+			res := runProbes(m.Probe, probeSelf)
+			if err := s.c.Send(Message{Kind: MsgProbed, Probes: res}); err != nil {
+				return 1
+			}
+		case MsgRelease:
+			if err := <-prep; err != nil {
+				s.fail("fds", err)
+				return 1
+			}
+			return s.runTarget(t, fw)
+		default:
+			s.fail("protocol", fmt.Errorf("unexpected %q message", m.Kind))
+			return 1
+		}
+	}
+}
+
+// fail reports a setup failure to the parent; the init then exits and
+// the kernel tears the namespaces down.
+func (s *initState) fail(stage string, err error) {
+	s.c.Send(Message{Kind: MsgFailed, Stage: stage, Error: err.Error()})
+}
+
+// readConfig reads the length-prefixed JSON config from the setup pipe.
+func (s *initState) readConfig(r io.Reader) error {
+	var n uint32
+	if err := binary.Read(r, binary.BigEndian, &n); err != nil {
+		return fmt.Errorf("read config length: %w", err)
+	}
+	if n > maxSetupCfg {
+		return fmt.Errorf("config of %d bytes exceeds %d", n, maxSetupCfg)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("read config: %w", err)
+	}
+	if err := json.Unmarshal(b, &s.cfg); err != nil {
+		return fmt.Errorf("decode config: %w", err)
+	}
+	return nil
+}
+
+// sanitizeFDs makes sure nothing but stdio, the control socket and the
+// setup pipe came in: any other descriptor (one leaked into airlock by
+// its own caller without close-on-exec) is closed, and every descriptor
+// above stdio is marked close-on-exec so the target inherits none of them.
+func sanitizeFDs() error {
+	dir, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	names, err := dir.Readdirnames(-1)
+	dirFD := int(dir.Fd())
+	if err != nil {
+		dir.Close()
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd <= 2 || fd == dirFD {
+			continue
+		}
+		if fd == fdCtrl || fd == fdSetup || (fd == fdRoot && hasRootFD()) || isRuntimeFD(fd) {
+			unix.CloseOnExec(fd)
+			continue
+		}
+		unix.Close(fd)
+	}
+	return dir.Close()
+}
+
+// privateProc makes the init's mount namespace private (nothing it mounts
+// reaches the host's, whatever the propagation it was copied with) and
+// mounts the /proc of its own pid namespace over the host's: psx, which
+// runs a call on every thread, finds the threads in /proc/<getpid()>/task,
+// and getpid() is 1 here.
+func privateProc() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the pid namespace's /proc: %w", err)
+	}
+	return nil
+}
+
+// tasksFDs returns the first of the v1 tasks descriptors the parent
+// passed (after fdRoot's place) and how many there are.
+func tasksFDs() (first, n int) {
+	first = fdRoot
+	if hasRootFD() {
+		first++
+	}
+	for _, a := range os.Args[1:] {
+		if v, ok := strings.CutPrefix(a, TasksArg); ok {
+			n = Atoi(v)
+		}
+	}
+	return first, max(n, 0)
+}
+
+// hasRootFD reports whether the parent passed a Config.Root descriptor at
+// fdRoot (it says so with rootArg).
+func hasRootFD() bool { return len(os.Args) > 1 && os.Args[1] == RootArg }
+
+// isRuntimeFD reports whether fd is one the Go runtime may have opened
+// before Init ran (its epoll and wakeup descriptors).
+func isRuntimeFD(fd int) bool {
+	link, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return false
+	}
+	return link == "anon_inode:[eventpoll]" || link == "anon_inode:[eventfd]"
+}
+
+var errNoSeccomp = errors.New("the kernel has no seccomp filter mode")
