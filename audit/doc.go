@@ -72,7 +72,11 @@
 // the end of the file, never the whole file), writes the new line with one
 // O_APPEND write, syncs it to disk (fdatasync) and unlocks. When Append
 // returns, the event is on disk: a decision is durable before the action
-// it allows. The file is created 0600 and its directory 0700.
+// it allows. AppendLazy, for records no action waits on (a sandbox's
+// launch after its decision, a run's outcome before its teardown record),
+// skips the fdatasync and leaves it to the next Append or to Close; it
+// refuses a gate's decision. The file is created 0600 and its directory
+// 0700.
 //
 // # Torn lines
 //

@@ -37,6 +37,8 @@ type Log struct {
 	now  func() time.Time
 	hook Hook
 	seen int64 // the file size up to which hook has seen every event; -1 before the first write
+	// unsynced is set while a line AppendLazy wrote may not be on disk.
+	unsynced bool
 }
 
 // Option configures a Log.
@@ -121,14 +123,23 @@ func syncDir(dir string) error {
 // Path returns the file the Log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Close closes the file. Appends after Close return ErrClosed.
+// Close makes any line AppendLazy wrote durable and closes the file.
+// Appends after Close return ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return ErrClosed
 	}
-	err := l.f.Close()
+	var err error
+	if l.unsynced {
+		if err = syncData(l.f); err != nil {
+			err = fmt.Errorf("audit: sync %s: %w", l.path, err)
+		}
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
 	l.f = nil
 	return err
 }
@@ -138,7 +149,7 @@ func (l *Log) Close() error {
 // disk. The caller fills in Kind, Decision, Reason and Context; an event
 // with an unknown kind or decision, or without a reason, is refused.
 func (l *Log) Append(ev Event) (Event, error) {
-	evs, at, err := l.append(ev)
+	evs, at, err := l.append(ev, true)
 	if err != nil {
 		return Event{}, err
 	}
@@ -150,15 +161,38 @@ func (l *Log) Append(ev Event) (Event, error) {
 // audit_repaired record when it ended with a damaged line, then ev, then
 // the events the hook added after each of them (alerts, for the monitor).
 func (l *Log) AppendAll(ev Event) (Event, []Event, error) {
-	evs, at, err := l.append(ev)
+	evs, at, err := l.append(ev, true)
 	if err != nil {
 		return Event{}, nil, err
 	}
 	return evs[at], evs, nil
 }
 
-// append writes ev and returns the lines written and ev's index in them.
-func (l *Log) append(ev Event) ([]Event, int, error) {
+// ErrDecisionNotLazy is returned by AppendLazy for a gate's decision.
+var ErrDecisionNotLazy = errors.New("audit: a decision (allow, deny, escalate) must be durable before the action it allows: use Append")
+
+// AppendLazy is AppendAll for an event that no action waits on, such as a
+// sandbox's launch after its decision, or a connection's end: it is
+// written at once, in its place in the chain, but reaches the disk with
+// the next synced append or Close instead of before AppendLazy returns,
+// which saves an fdatasync. A crash may lose it, never the chain: the
+// file then ends at the last synced line. A gate's decision is refused
+// (ErrDecisionNotLazy).
+func (l *Log) AppendLazy(ev Event) (Event, []Event, error) {
+	switch ev.Decision {
+	case DecisionAllow, DecisionDeny, DecisionEscalate:
+		return Event{}, nil, ErrDecisionNotLazy
+	}
+	evs, at, err := l.append(ev, false)
+	if err != nil {
+		return Event{}, nil, err
+	}
+	return evs[at], evs, nil
+}
+
+// append writes ev, synced unless lazy, and returns the lines written and
+// ev's index in them.
+func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 	if err := checkNew(&ev); err != nil {
 		return nil, 0, err
 	}
@@ -206,7 +240,7 @@ func (l *Log) append(ev Event) ([]Event, int, error) {
 	if b.err != nil {
 		return nil, 0, b.err
 	}
-	if err := l.write(b.buf, size); err != nil {
+	if err := l.write(b.buf, size, sync); err != nil {
 		return nil, 0, err
 	}
 	if l.hook != nil {
@@ -215,18 +249,24 @@ func (l *Log) append(ev Event) ([]Event, int, error) {
 	return b.out, at, nil
 }
 
-// write appends buf with one write and syncs it. On a failed or short
-// write it cuts the file back to size, so that no half line is left.
-func (l *Log) write(buf []byte, size int64) error {
+// write appends buf with one write and, with sync, syncs it (and every
+// line written lazily before it). On a failed or short write it cuts the
+// file back to size, so that no half line is left.
+func (l *Log) write(buf []byte, size int64, sync bool) error {
 	if _, err := l.f.Write(buf); err != nil {
 		if terr := l.f.Truncate(size); terr != nil {
 			return fmt.Errorf("audit: %w (and cutting the partial line failed: %v)", err, terr)
 		}
 		return fmt.Errorf("audit: %w", err)
 	}
+	if !sync {
+		l.unsynced = true
+		return nil
+	}
 	if err := syncData(l.f); err != nil {
 		return fmt.Errorf("audit: sync %s: %w", l.path, err)
 	}
+	l.unsynced = false
 	return nil
 }
 

@@ -273,6 +273,51 @@ func TestSyncedBeforeAppendReturns(t *testing.T) {
 	}
 }
 
+// TestAppendLazy checks that a lazy append is written at once but synced
+// only by the next synced append or by Close, and that a decision is
+// refused.
+func TestAppendLazy(t *testing.T) {
+	l, path := openTest(t)
+	if _, err := l.Append(denial("run_tests", "first")); err != nil {
+		t.Fatal(err)
+	}
+	orig := syncData
+	t.Cleanup(func() { syncData = orig })
+	var syncs int
+	syncData = func(f *os.File) error { syncs++; return orig(f) }
+	info := Event{Kind: KindLifecycle, Decision: DecisionInfo, Reason: "launched", Context: Context{Event: EventSandboxLaunched}}
+	if _, _, err := l.AppendLazy(info); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); syncs != 0 || !bytes.Contains(b, []byte(`"reason":"launched"`)) {
+		t.Fatalf("after AppendLazy: %d syncs, line written %v; want 0 and true", syncs, bytes.Contains(b, []byte("launched")))
+	}
+	for _, d := range []string{DecisionAllow, DecisionDeny, DecisionEscalate} {
+		ev := denial("run_tests", "lazy")
+		ev.Decision = d
+		if _, _, err := l.AppendLazy(ev); !errors.Is(err, ErrDecisionNotLazy) {
+			t.Errorf("AppendLazy of a %s decision: %v, want ErrDecisionNotLazy", d, err)
+		}
+	}
+	if _, err := l.Append(denial("run_tests", "second")); err != nil || syncs != 1 {
+		t.Fatalf("the next Append: %v, %d syncs; want 1", err, syncs)
+	}
+	if _, _, err := l.AppendLazy(info); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil || syncs != 2 {
+		t.Fatalf("Close after a lazy append: %v, %d syncs; want 2", err, syncs)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if rep, err := Verify(f); err != nil || rep.Lines != 5 {
+		t.Fatalf("the chain: %+v, %v; want 5 lines verified", rep, err)
+	}
+}
+
 func TestOpenRefusesSymlink(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "empty.conf")

@@ -233,7 +233,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	if digest != "" {
 		launched.Details["image"] = digest
 	}
-	if err := e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+	// Not synced before the command runs: it decides nothing (the decision
+	// above is durable), and the outcome's records sync it.
+	if err := e.recordLazy(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(res, base, decided, err)
@@ -267,8 +269,14 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 
 // record appends ev durably and passes it, and any alert the log's hook
 // wrote after it, to OnEvent.
-func (e *Enforcer) record(ev audit.Event) error {
-	_, all, err := e.log.AppendAll(ev)
+func (e *Enforcer) record(ev audit.Event) error { return e.emit(e.log.AppendAll(ev)) }
+
+// recordLazy is record for an event no action waits on: written now,
+// synced by the next record (audit.Log.AppendLazy).
+func (e *Enforcer) recordLazy(ev audit.Event) error { return e.emit(e.log.AppendLazy(ev)) }
+
+// emit passes the lines one append wrote to OnEvent.
+func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
 	if err != nil {
 		return fmt.Errorf("enforcer: audit: %w", err)
 	}

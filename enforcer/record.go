@@ -74,7 +74,8 @@ func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
 		ev = audit.Event{Kind: audit.KindResource, Decision: audit.DecisionKill, Context: ctx,
 			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
-	_ = e.record(ev)
+	// Synced by the teardown record that follows at once.
+	_ = e.recordLazy(ev)
 	down := base
 	down.Event = audit.EventSandboxTornDown
 	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
