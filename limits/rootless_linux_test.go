@@ -3,7 +3,6 @@ package limits
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,40 +16,13 @@ import (
 )
 
 // The rootless fallback, tested for real: a root test re-runs this test
-// binary as uid 65534 (setpriv), where TestRootlessChild does the work.
+// binary as uid 65534, where TestRootlessChild does the work.
 
 const envRootlessChild = "LIMITS_ROOTLESS_CHILD"
 
 func TestRootlessFallback(t *testing.T) {
-	testutil.RequireRoot(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv not installed")
-	}
-	// A copy of the test binary that uid 65534 can read and execute.
-	dir, err := os.MkdirTemp("", "limits-rootless-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "limits.test")
-	if err := copyFile(os.Args[0], bin); err != nil {
-		t.Fatal(err)
-	}
 	name := testName(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
-		bin, "-test.run=^TestRootlessChild$", "-test.v", "-test.count=1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), envRootlessChild+"="+name)
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestRootlessChild") {
-		t.Fatalf("rootless child: %v\n%s", err, out)
-	}
+	testutil.RunTestAsNobody(t, "TestRootlessChild", envRootlessChild+"="+name)
 	// Nothing was made anywhere.
 	l, err := hostLayout()
 	if err != nil {
@@ -160,21 +132,4 @@ func TestRootlessChild(t *testing.T) {
 			t.Errorf("Detect(): %s usable for uid 65534 without delegation", c.Name)
 		}
 	}
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

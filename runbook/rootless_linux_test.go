@@ -3,9 +3,7 @@ package runbook_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,51 +15,12 @@ import (
 
 const rootlessEnv = "AIRLOCK_RUNBOOK_ROOTLESS"
 
-// TestLaunchRootless re-runs this test binary as uid 65534 (setpriv),
-// where TestLaunchRootlessInner launches plans through an unprivileged
-// user namespace.
+// TestLaunchRootless re-runs this test binary as uid 65534, where
+// TestLaunchRootlessInner launches plans through an unprivileged user
+// namespace.
 func TestLaunchRootless(t *testing.T) {
-	testutil.RequireRoot(t)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "runbook.test")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = io.Copy(out, in)
-	in.Close()
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		bin, "-test.run=^TestLaunchRootlessInner$", "-test.v", "-test.count=1")
-	cmd.Env = []string{rootlessEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent"}
-	cmd.Dir = dir
-	got, err := cmd.CombinedOutput()
-	t.Logf("rootless run:\n%s", got)
-	if err != nil {
-		t.Fatalf("rootless tests failed: %v", err)
-	}
-	if !strings.Contains(string(got), "--- PASS: TestLaunchRootlessInner") {
-		t.Fatal("the rootless tests did not run")
-	}
+	out := testutil.RunTestAsNobody(t, "TestLaunchRootlessInner", rootlessEnv+"=1")
+	t.Logf("rootless run:\n%s", out)
 }
 
 // TestLaunchRootlessInner is TestLaunchPlan and one escape signal, as an

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,31 +15,12 @@ import (
 
 const rootlessEnv = "AIRLOCK_TEST_ROOTLESS"
 
-// TestRootless re-runs this test binary as uid 65534 (setpriv), where
+// TestRootless re-runs this test binary as uid 65534, where
 // TestRootlessInner starts sandboxes through an unprivileged user
 // namespace.
 func TestRootless(t *testing.T) {
-	testutil.RequireRoot(t)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "sandbox.test")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, self, bin)
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-		bin, "-test.run=^TestRootlessInner$", "-test.v", "-test.count=1")
-	cmd.Env = []string{rootlessEnv + "=1", "PATH=/usr/bin:/bin", "TMPDIR=/tmp"}
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	out := testutil.RunTestAsNobody(t, "TestRootlessInner", rootlessEnv+"=1")
 	t.Logf("rootless run:\n%s", out)
-	if err != nil {
-		t.Fatalf("rootless tests failed: %v", err)
-	}
 }
 
 func TestRootlessInner(t *testing.T) {
@@ -115,23 +94,4 @@ func TestRootlessInner(t *testing.T) {
 			t.Fatalf("Start = %v, want ErrRequirement", err)
 		}
 	})
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -86,4 +87,23 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// RunTestAsNobody re-runs the calling test binary as NobodyID (AsNobody)
+// with only the test named test selected and a small environment plus env,
+// and returns its output; it fails t unless that test ran and passed. It
+// is how a root test shows a rootless claim for real.
+func RunTestAsNobody(t testing.TB, test string, env ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("testutil: find the test binary: %v", err)
+	}
+	cmd := AsNobody(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"))
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0"}, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {
+		t.Fatalf("%s as uid %d: %v\n%s", test, NobodyID, err, out)
+	}
+	return string(out)
 }
