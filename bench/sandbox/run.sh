@@ -15,15 +15,16 @@
 # Rows:
 #   airlock         airlock run, audit log on the disk the default audit
 #                   path is on ($XDG_STATE_HOME, else ~/.local/state): the
-#                   events of a run, each appended with fdatasync, to a log
-#                   removed before each run
+#                   events of a run (two of them fdatasync'd) appended to a
+#                   copy of a one-run log made before each run
 #   airlock-tmpfs   the same with the audit log on /dev/shm (fdatasync is
 #                   free there): the difference is the audit's fsync cost
 #   library         sandbox.Start, Release, Wait of /bin/true from a small
 #                   Go program (bench/sandbox): no policy, proxy or audit
-#   airlock-help    `airlock --help`: the binary's start alone (the runtime
-#                   and every package initialiser), which a run pays twice
-#                   (the command, then the re-executed init)
+#   airlock-help    `airlock --help`: the command's own start alone (the
+#                   runtime and every package initialiser); the re-executed
+#                   init pays the runtime and only the initialisers up to
+#                   sandbox/internal/initproc's
 #   bwrap, unshare, direct   the peers
 #
 # Usage: bench/sandbox/run.sh [RUNS] [ROUNDS]   (as root; RUNS per command
@@ -60,13 +61,15 @@ cat >"$out/policy.json" <<'EOF'
 }
 EOF
 run="$out/airlock run --policy $out/policy.json --tool bench"
-"$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$audit" -- /bin/true # fails loudly if it cannot run
-# Each run starts with no audit log: opening one reads it whole (to
-# continue its hash chain), so a log that grew over the benchmark would
-# time the log's size, not the run.
-prepare=(--prepare "rm -f $audit $shm_audit")
+"$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$out/seed.jsonl" -- /bin/true # fails loudly if it cannot run
+# Each run starts with the same small audit log, one earlier run's, as a
+# user's log exists: a fresh file would add its creation (a directory
+# fsync and the chain's first line), and a log grown over the benchmark
+# would add the monitor's look back over the events of its window (up
+# to 256 KiB of the log's end).
+prepare=(--prepare "sh -c 'cp $out/seed.jsonl $audit; cp $out/seed.jsonl $shm_audit'")
 if [[ "${SPACED:-}" == 1 ]]; then
-	prepare=(--prepare "sh -c 'rm -f $audit $shm_audit; sleep 0.05'") # -N: no shell unless asked
+	prepare=(--prepare "sh -c 'cp $out/seed.jsonl $audit; cp $out/seed.jsonl $shm_audit; sleep 0.05'") # -N: no shell unless asked
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
