@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,32 +233,9 @@ func TestKilledWriterLeavesVerifiableLog(t *testing.T) {
 // TestAppendAsUnprivilegedUser runs a writer as nobody (65534): the audit
 // log needs no privilege.
 func TestAppendAsUnprivilegedUser(t *testing.T) {
-	testutil.RequireRoot(t)
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
-	// t.TempDir's parent is private to root; nobody needs a path in.
-	dir, err := os.MkdirTemp("", "airlock-audit-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// The test binary's own directory is private to root: copy it.
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "audit.test")
-	copyFile(t, exe, bin, 0o755)
-	state := filepath.Join(dir, "home")
-	if err := os.Mkdir(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(state, 65534, 65534); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(state, "state", "airlock", "audit.jsonl")
-	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin)
+	cmd := testutil.AsNobody(t, testutil.SelfCommand(t))
+	// cmd.Dir is a directory nobody owns.
+	path := filepath.Join(cmd.Dir, "state", "airlock", "audit.jsonl")
 	cmd.Env = []string{helperEnv + "=append 5 2", "AIRLOCK_AUDIT_TEST_FILE=" + path, "AIRLOCK_AUDIT_TEST_ID=nobody"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("writer as nobody: %v\n%s", err, out)
@@ -275,24 +251,5 @@ func TestAppendAsUnprivilegedUser(t *testing.T) {
 	rep, err := Verify(bytes.NewReader(b))
 	if err != nil || rep.Events != 11 {
 		t.Fatalf("log written as nobody: %+v, %v", rep, err)
-	}
-}
-
-func copyFile(t testing.TB, from, to string, mode os.FileMode) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
 	}
 }
