@@ -3,10 +3,8 @@ package image
 import (
 	"context"
 	"errors"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -79,14 +77,10 @@ func TestPrepareImageOwnership(t *testing.T) {
 
 const rootlessEnv = "AIRLOCK_IMAGE_ROOTLESS_DIR"
 
-// TestPrepareRootless re-runs this test binary as uid 65534 (setpriv) to
+// TestPrepareRootless re-runs this test binary as uid 65534 to
 // show that verification and unpacking need no privilege.
 func TestPrepareRootless(t *testing.T) {
 	testutil.RequireRoot(t)
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Skip("setpriv not installed")
-	}
 	base, err := os.MkdirTemp("", "airlock-image-rootless-")
 	if err != nil {
 		t.Fatal(err)
@@ -112,15 +106,7 @@ func TestPrepareRootless(t *testing.T) {
 		}
 		return err
 	})
-	// The go test work directory is private to root: run a copy.
-	bin := filepath.Join(base, "image.test")
-	copyFile(t, os.Args[0], bin)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "-test.run=^TestRootlessHelper$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), rootlessEnv+"="+base, "XDG_CACHE_HOME="+filepath.Join(base, "cache"))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestRootlessHelper") {
-		t.Fatalf("rootless run failed: %v\n%s", err, out)
-	}
+	testutil.RunTestAsNobody(t, "TestRootlessHelper", rootlessEnv+"="+base, "XDG_CACHE_HOME="+filepath.Join(base, "cache"))
 	// As root again: the tree belongs to 65534, whatever the image said.
 	root := filepath.Join(base, "cache", "sha256", digestOf(t, img).Hex, "user", "rootfs")
 	for _, rel := range []string{".", "home/app", "etc/shadow", "home/app/link", "ro"} {
@@ -132,22 +118,6 @@ func TestPrepareRootless(t *testing.T) {
 		os.Remove("/etc/airlock-rootless-pwned")
 		t.Fatal("rootless extraction wrote through a symlink")
 	}
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	in, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
 }
 
 // TestRootlessHelper runs only under TestPrepareRootless, as uid 65534.
