@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"slices"
 )
@@ -122,31 +123,104 @@ func classOf(a netip.Addr) (addrClass, bool) {
 	} else if h := uint16(a.As16()[0])<<8 | uint16(a.As16()[1]); h >= 0x2003 && h <= 0x3ffe {
 		return publicClass, true
 	}
-	for _, e := range classList[familyIndex(a)] {
-		if e.prefix.Contains(a) {
+	if a.Is4() {
+		b := a.As4()
+		u := binary.BigEndian.Uint32(b[:])
+		for _, e := range classMasks.v4[b[0]] {
+			if u&e.mask == e.base {
+				return e.class, true
+			}
+		}
+		return addrClass{}, false
+	}
+	b := a.As16()
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	for _, e := range classMasks.v6[b[0]] {
+		if hi&e.maskHi == e.hi && lo&e.maskLo == e.lo {
 			return e.class, true
 		}
 	}
 	return addrClass{}, false
 }
 
-// classify reports the class of a and whether a is a public address: an
+// classMasks is classList as integer masks, in the same order, split by
+// the address's first byte: a list holds only the prefixes that can
+// contain an address starting with that byte, and testing one is an AND
+// and a compare (netip.Prefix.Contains costs more).
+var classMasks = func() (m struct {
+	v4 [256][]v4Mask
+	v6 [256][]v6Mask
+}) {
+	for _, e := range classList[0] {
+		k := v4Key(e.prefix.Addr(), e.prefix.Bits())
+		x := v4Mask{base: uint32(k >> 8), mask: ^(^uint32(0) >> e.prefix.Bits()), class: e.class}
+		for b := range 256 {
+			if uint32(b)<<24&x.mask == x.base&0xff000000&x.mask {
+				m.v4[b] = append(m.v4[b], x)
+			}
+		}
+	}
+	for _, e := range classList[1] {
+		k := v6KeyOf(e.prefix.Addr(), e.prefix.Bits())
+		all := v6KeyOf(allOnes6, e.prefix.Bits()) // all ones, masked: the mask itself
+		x := v6Mask{hi: k.hi, lo: k.lo, maskHi: all.hi, maskLo: all.lo, class: e.class}
+		for b := range 256 {
+			if uint64(b)<<56&x.maskHi == x.hi&(0xff<<56)&x.maskHi {
+				m.v6[b] = append(m.v6[b], x)
+			}
+		}
+	}
+	return m
+}()
+
+// allOnes6 is ffff:...:ffff; masked to a prefix length, it is the mask.
+var allOnes6 = netip.AddrFrom16([16]byte{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 4: 0xff, 5: 0xff, 6: 0xff, 7: 0xff,
+	8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 13: 0xff, 14: 0xff, 15: 0xff})
+
+// v4Mask is an IPv4 prefix as base and mask: a&mask == base.
+type v4Mask struct {
+	base, mask uint32
+	class      addrClass
+}
+
+// v6Mask is an IPv6 prefix as base and mask, in two halves.
+type v6Mask struct {
+	hi, lo, maskHi, maskLo uint64
+	class                  addrClass
+}
+
+// nonPublic says why an address is not public: the class of the first
+// of its views that is not, and that view when it is an IPv4 address
+// embedded in the address. Its text is written only into a reason.
+type nonPublic struct {
+	class    string
+	embedded netip.Addr // valid when class is that of an embedded IPv4 address
+}
+
+// embeddedText joins a class and the embedded address in reasons.
+const embeddedText = " embedded IPv4 "
+
+// classify reports why a is not a public address, or true when it is: an
 // address is public only when it and every IPv4 address embedded in it are
-// ordinary public unicast. The class of the first non-public view is
-// returned.
-func classify(a netip.Addr) (string, bool) {
+// ordinary public unicast.
+func classify(a netip.Addr) (nonPublic, bool) {
 	v := viewsOf(a)
+	return classifyViews(&v)
+}
+
+// classifyViews is classify on an address's views.
+func classifyViews(v *views) (nonPublic, bool) {
 	for i := range v.n {
 		c, ok := classOf(v.a[i])
 		if !ok {
-			return "invalid", false
+			return nonPublic{class: "invalid"}, false
 		}
 		if !c.public {
 			if i > 0 {
-				return c.name + " embedded IPv4 " + v.a[i].String(), false
+				return nonPublic{class: c.name, embedded: v.a[i]}, false
 			}
-			return c.name, false
+			return nonPublic{class: c.name}, false
 		}
 	}
-	return "public", true
+	return nonPublic{}, true
 }

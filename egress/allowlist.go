@@ -111,7 +111,7 @@ func (al *allowlist) matchName(name string, port uint16) *rule {
 // longest prefix.
 func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
 	t := &al.prefixes
-	if t.empty() || !a.IsValid() {
+	if t.empty() || !a.IsValid() || !t.mayHold(a) {
 		return nil
 	}
 	for _, l := range t.lens[familyIndex(a)] {

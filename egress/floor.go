@@ -128,6 +128,11 @@ func (t *blockTable) name(name string) (blockRule, bool) {
 // and the view (a itself or the embedded IPv4 address) that matched.
 func (t *blockTable) addr(a netip.Addr) (blockRule, netip.Addr, bool) {
 	v := viewsOf(a)
+	return t.addrViews(&v)
+}
+
+// addrViews is addr on an address's views.
+func (t *blockTable) addrViews(v *views) (blockRule, netip.Addr, bool) {
 	for i := range v.n {
 		if b, ok := t.addrs.lookup(v.a[i]); ok {
 			return b, v.a[i], true

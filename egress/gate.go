@@ -23,15 +23,16 @@ type Config struct {
 // Gate is a compiled egress policy. It is safe for concurrent use. The
 // zero value, and a nil *Gate, deny everything.
 type Gate struct {
-	block *blockTable
-	tasks map[string]*allowlist
+	block   *blockTable
+	tasks   map[string]*allowlist
+	reasons *reasonCache // nil: every reason is written afresh
 }
 
 // Compile validates cfg and builds the gate's lookup structures once.
 // Every malformed entry is reported, each error naming its task and entry;
 // so is an allowlist entry that can reach only always-blocked destinations.
 func Compile(cfg Config) (*Gate, error) {
-	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist)}
+	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist), reasons: newReasonCache()}
 	for n, b := range floor.names.m {
 		g.block.names.setIfAbsent(n, b)
 	}
@@ -103,15 +104,19 @@ type verdict struct {
 	rule  *rule
 	block blockRule
 	view  netip.Addr // the address that was blocked or non-public
-	class string     // pathNonPublic: the class of view
+	class nonPublic  // pathNonPublic: why view is not public
 	cause string     // pathMalformed
 	al    *allowlist
 }
 
-// decide runs the gate on a normalised target without writing a reason.
-func (g *Gate) decide(task string, t Target) (verdict, Target) {
+// decide runs the gate on *t without writing a reason: it fills v, which
+// must be zero, and normalises *t when it was built by hand. (Pointers,
+// not values: a verdict is large, and a decision is cheap enough that
+// copying it shows.)
+func (g *Gate) decide(task string, t *Target, v *verdict) {
 	if g == nil || g.block == nil || g.tasks == nil {
-		return verdict{path: pathNoGate}, t
+		v.path = pathNoGate
+		return
 	}
 	if t.Name != "" && !isCanonicalName(t.Name) {
 		// A Target built by hand rather than by ParseTarget: normalise it,
@@ -119,72 +124,146 @@ func (g *Gate) decide(task string, t Target) (verdict, Target) {
 		// as a name cannot slip past the checks below.
 		nt, err := ParseTarget(t.Name, t.Port)
 		if err != nil {
-			return verdict{path: pathMalformed, cause: causeOf(err)}, t
+			v.path, v.cause = pathMalformed, causeOf(err)
+			return
 		}
-		t = nt
+		*t = nt
+	}
+	g.decideNormal(task, t, v)
+}
+
+// decideNormal is decide on a target that ParseTarget or SplitHostPort
+// returned, or that decide has checked is canonical.
+func (g *Gate) decideNormal(task string, t *Target, v *verdict) {
+	if g == nil || g.block == nil || g.tasks == nil {
+		v.path = pathNoGate
+		return
 	}
 	if t.Name != "" {
 		if b, ok := g.block.name(t.Name); ok {
-			return verdict{path: pathBlockedName, block: b}, t
+			v.path, v.block = pathBlockedName, b
+			return
 		}
 		al := g.tasks[task]
-		if al == nil {
-			return verdict{path: pathNoTask}, t
+		switch {
+		case al == nil:
+			v.path = pathNoTask
+		case v.setRule(al.matchName(t.Name, t.Port), al):
+		default:
+			v.path = pathDefault
 		}
-		if r := al.matchName(t.Name, t.Port); r != nil {
-			return verdict{path: pathAllowed, rule: r, al: al}, t
-		}
-		return verdict{path: pathDefault}, t
+		return
 	}
 	if !t.Addr.IsValid() {
-		return verdict{path: pathEmpty}, t
+		v.path = pathEmpty
+		return
 	}
 	if t.Addr.Zone() != "" {
-		return verdict{path: pathMalformed, cause: ErrZone.Error()}, t
+		v.path, v.cause = pathMalformed, ErrZone.Error()
+		return
 	}
 	t.Addr = t.Addr.Unmap()
-	if b, view, ok := g.block.addr(t.Addr); ok {
-		return verdict{path: pathBlockedAddr, block: b, view: view}, t
+	views := viewsOf(t.Addr) // once, for the floor and for classify
+	if b, view, ok := g.block.addrViews(&views); ok {
+		v.path, v.block, v.view = pathBlockedAddr, b, view
+		return
 	}
 	al := g.tasks[task]
-	if al == nil {
-		return verdict{path: pathNoTask}, t
-	}
-	if r := al.matchPrefix(t.Addr, t.Port); r != nil {
-		return verdict{path: pathAllowed, rule: r, al: al}, t
-	}
-	if r := al.wildcard.match(t.Port); r != nil {
-		if class, public := classify(t.Addr); !public {
-			return verdict{path: pathNonPublic, rule: r, view: t.Addr, class: class}, t
+	switch {
+	case al == nil:
+		v.path = pathNoTask
+	case v.setRule(al.matchPrefix(t.Addr, t.Port), al):
+	default:
+		r := al.wildcard.match(t.Port)
+		if r == nil {
+			v.path = pathDefault
+			return
 		}
-		return verdict{path: pathAllowed, rule: r, al: al}, t
+		if class, public := classifyViews(&views); !public {
+			v.path, v.rule, v.view, v.class = pathNonPublic, r, t.Addr, class
+			return
+		}
+		v.setRule(r, al)
 	}
-	return verdict{path: pathDefault}, t
+}
+
+// setRule records that r, of al, allows the target, when r is not nil.
+func (v *verdict) setRule(r *rule, al *allowlist) bool {
+	if r == nil {
+		return false
+	}
+	v.path, v.rule, v.al = pathAllowed, r, al
+	return true
 }
 
 // decision writes v's reason.
 func (v verdict) decision(task string, t Target) decision.Decision {
+	d := v.frame()
+	d.Reason = v.reason(task, t)
+	return d
+}
+
+// frame is v's decision without its reason.
+func (v verdict) frame() decision.Decision {
 	d := decision.Decision{Gate: decision.GateEgress}
 	switch v.path {
-	case pathNoGate:
-		d.Reason = reasonNoGate
-	case pathEmpty:
-		d.Reason = reasonEmpty(task)
-	case pathMalformed:
-		d.Reason = reasonMalformed(task, t.Host(), v.cause)
-	case pathBlockedName:
-		d.Reason, d.Rule = reasonBlockedName(task, t, v.block), v.block.entry
-	case pathBlockedAddr:
-		d.Reason, d.Rule = reasonBlockedAddr(task, t, v.view, v.block), v.block.entry
-	case pathNoTask:
-		d.Reason = reasonNoTask(task, t)
-	case pathDefault:
-		d.Reason = reasonDefault(task, t)
+	case pathBlockedName, pathBlockedAddr:
+		d.Rule = v.block.entry
 	case pathAllowed:
-		d.Verdict, d.Reason, d.Rule = decision.Allow, reasonAllowed(task, t, v.rule), v.rule.entry
+		d.Verdict, d.Rule = decision.Allow, v.rule.entry
 	case pathNonPublic:
-		d.Reason, d.Rule = reasonNonPublic(task, t, v.view, v.class, v.rule), v.rule.entry
+		d.Rule = v.rule.entry
 	}
+	return d
+}
+
+// reason writes the fixed sentence of v's path.
+func (v verdict) reason(task string, t Target) string {
+	switch v.path {
+	case pathEmpty:
+		return reasonEmpty(task)
+	case pathMalformed:
+		return reasonMalformed(task, t.Host(), v.cause)
+	case pathBlockedName:
+		return reasonBlockedName(task, t, v.block)
+	case pathBlockedAddr:
+		return reasonBlockedAddr(task, t, v.view, v.block)
+	case pathNoTask:
+		return reasonNoTask(task, t)
+	case pathDefault:
+		return reasonDefault(task, t)
+	case pathAllowed:
+		return reasonAllowed(task, t, v.rule)
+	case pathNonPublic:
+		return reasonNonPublic(task, t, v.view, v.class, v.rule)
+	}
+	return reasonNoGate
+}
+
+// cacheable reports whether v's reason is a function of the task and the
+// normalised target alone. A malformed host's reason carries its parser's
+// cause instead, and a gate that is not compiled has one reason for all.
+func (v verdict) cacheable() bool {
+	switch v.path {
+	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic:
+		return true
+	}
+	return false
+}
+
+// decisionOf is v.decision with the reason taken from, or added to, the
+// gate's reason cache.
+func (g *Gate) decisionOf(v *verdict, task string, t Target) decision.Decision {
+	if g == nil || g.reasons == nil || !v.cacheable() {
+		return v.decision(task, t)
+	}
+	d := v.frame()
+	r, h, ok := g.reasons.get(task, t)
+	if !ok {
+		r = v.reason(task, t)
+		g.reasons.add(h, task, t, r)
+	}
+	d.Reason = r
 	return d
 }
 
@@ -196,8 +275,9 @@ func (v verdict) decision(task string, t Target) decision.Decision {
 // always-blocked entry for a block); the reason names task, host and
 // entry. An IP literal reached only through "*" must be public.
 func (g *Gate) Check(task string, t Target) decision.Decision {
-	v, nt := g.decide(task, t)
-	return v.decision(task, nt)
+	var v verdict
+	g.decide(task, &t, &v)
+	return g.decisionOf(&v, task, t)
 }
 
 // CheckHost parses host as ParseTarget does and checks it; a malformed
@@ -207,7 +287,10 @@ func (g *Gate) CheckHost(task, host string, port uint16) (decision.Decision, Tar
 	if err != nil {
 		return verdict{path: pathMalformed, cause: causeOf(err)}.decision(task, Target{Name: host}), Target{}
 	}
-	return g.Check(task, t), t
+	var v verdict
+	nt := t
+	g.decideNormal(task, &nt, &v)
+	return g.decisionOf(&v, task, nt), t
 }
 
 // CheckHostPort splits and parses hostport as SplitHostPort does and
@@ -217,7 +300,10 @@ func (g *Gate) CheckHostPort(task, hostport string, defaultPort uint16) (decisio
 	if err != nil {
 		return verdict{path: pathMalformed, cause: causeOf(err)}.decision(task, Target{Name: hostport}), Target{}
 	}
-	return g.Check(task, t), t
+	var v verdict
+	nt := t
+	g.decideNormal(task, &nt, &v)
+	return g.decisionOf(&v, task, nt), t
 }
 
 // CheckResolved decides on a name after one resolution: it denies the name
@@ -232,12 +318,14 @@ func (g *Gate) CheckHostPort(task, hostport string, defaultPort uint16) (decisio
 // addresses and must not resolve the name again. For an IP-literal target
 // addrs is ignored and the result is the literal itself.
 func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decision.Decision, []netip.Addr) {
-	v, nt := g.decide(task, t)
+	var v verdict
+	nt := t
+	g.decide(task, &nt, &v)
 	if v.path != pathAllowed {
-		return v.decision(task, nt), nil
+		return g.decisionOf(&v, task, nt), nil
 	}
 	if nt.Name == "" {
-		return v.decision(task, nt), []netip.Addr{nt.Addr}
+		return g.decisionOf(&v, task, nt), []netip.Addr{nt.Addr}
 	}
 	d := decision.Decision{Gate: decision.GateEgress}
 	if len(addrs) == 0 {
@@ -252,12 +340,12 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 	}
 	out := make([]netip.Addr, 0, len(addrs))
 	var refused netip.Addr
-	var refusedClass string
+	var refusedClass nonPublic
 	for _, a := range addrs {
 		a = a.WithZone("")
 		if !a.IsValid() {
-			if refusedClass == "" {
-				refused, refusedClass = a, "unusable"
+			if refusedClass.class == "" {
+				refused, refusedClass = a, nonPublic{class: "unusable"}
 			}
 			continue
 		}
@@ -270,7 +358,7 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 			out = append(out, a)
 			continue
 		}
-		if refusedClass == "" {
+		if refusedClass.class == "" {
 			refused, refusedClass = a, class
 		}
 	}
@@ -278,11 +366,11 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 		d.Reason, d.Rule = reasonDNSNonPublic(task, nt, refused, refusedClass, v.rule), v.rule.entry
 		return d, nil
 	}
-	d.Verdict, d.Rule = decision.Allow, v.rule.entry
 	if dropped := len(addrs) - len(out); dropped > 0 {
+		d.Verdict, d.Rule = decision.Allow, v.rule.entry
 		d.Reason = reasonAllowedSome(task, nt, v.rule, dropped, len(addrs))
-	} else {
-		d.Reason = reasonAllowed(task, nt, v.rule)
+		return d, out
 	}
-	return d, out
+	// Every address kept: the reason is Check's, and may be cached.
+	return g.decisionOf(&v, task, nt), out
 }

@@ -24,7 +24,9 @@ import (
 //	no answer      task "T": host "H" denied: it resolved to no address
 //
 // ORIGIN is "built-in" or "policy". Each reason is written into one
-// strings.Builder grown once, so a decision costs one allocation.
+// strings.Builder grown once, so writing one costs one allocation; a
+// decision that repeats one the gate took recently takes its reason from
+// the gate's reason cache and allocates nothing.
 const (
 	reasonNoGate   = "egress gate is not compiled: deny by default"
 	blockedSuffix  = " (cloud metadata and link-local destinations are never reachable)"
@@ -61,6 +63,19 @@ func writeAddr(b *strings.Builder, a netip.Addr) {
 	var buf [64]byte
 	b.Write(a.AppendTo(buf[:0]))
 }
+
+// writeClass writes why an address is not public: its class, and the
+// embedded IPv4 address the class belongs to.
+func writeClass(b *strings.Builder, c nonPublic) {
+	b.WriteString(c.class)
+	if c.embedded.IsValid() {
+		b.WriteString(embeddedText)
+		writeAddr(b, c.embedded)
+	}
+}
+
+// classRoom bounds what writeClass writes.
+func classRoom(c nonPublic) int { return len(c.class) + len(embeddedText) + addrRoom }
 
 func writeInt(b *strings.Builder, n int) {
 	var buf [20]byte
@@ -173,26 +188,26 @@ func reasonAllowedSome(task string, t Target, r *rule, dropped, total int) strin
 	return b.String()
 }
 
-func reasonNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
+func reasonNonPublic(task string, t Target, a netip.Addr, class nonPublic, r *rule) string {
 	var b strings.Builder
-	head(&b, task, t, len(class)+len(r.entry)+len(wildcardPublic)+addrRoom+48)
+	head(&b, task, t, classRoom(class)+len(r.entry)+len(wildcardPublic)+addrRoom+48)
 	b.WriteString(" denied: address ")
 	writeAddr(&b, a)
 	b.WriteString(" is ")
-	b.WriteString(class)
+	writeClass(&b, class)
 	b.WriteString(" and wildcard entry ")
 	quote(&b, r.entry)
 	b.WriteString(wildcardPublic)
 	return b.String()
 }
 
-func reasonDNSNonPublic(task string, t Target, a netip.Addr, class string, r *rule) string {
+func reasonDNSNonPublic(task string, t Target, a netip.Addr, class nonPublic, r *rule) string {
 	var b strings.Builder
-	head(&b, task, t, len(class)+len(r.entry)+len(wildcardPublic)+addrRoom+96)
+	head(&b, task, t, classRoom(class)+len(r.entry)+len(wildcardPublic)+addrRoom+96)
 	b.WriteString(" denied: it resolves only to non-public addresses (")
 	writeAddr(&b, a)
 	b.WriteString(" is ")
-	b.WriteString(class)
+	writeClass(&b, class)
 	b.WriteString(") and wildcard entry ")
 	quote(&b, r.entry)
 	b.WriteString(wildcardPublic)

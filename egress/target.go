@@ -78,6 +78,15 @@ func ParseTarget(host string, port uint16) (Target, error) {
 }
 
 func parseTarget(host string, port uint16) (Target, error) {
+	if t, ok := parseHostFast(host, port); ok {
+		return t, nil
+	}
+	return parseTargetSlow(host, port)
+}
+
+// parseTargetSlow is parseTarget without its fast path: the reference,
+// which takes every host and writes every error.
+func parseTargetSlow(host string, port uint16) (Target, error) {
 	if host == "" {
 		return Target{}, malformed("empty host")
 	}
@@ -167,9 +176,12 @@ func splitHostPort(hostport string, defaultPort uint16) (Target, error) {
 			}
 			portStr, hasPort = rest[1:], true
 		}
-	case strings.Count(hostport, ":") == 1:
-		i := strings.IndexByte(hostport, ':')
-		host, portStr, hasPort = hostport[:i], hostport[i+1:], true
+	default:
+		// One colon separates a port; more make an unbracketed IPv6
+		// address, taken whole.
+		if i := strings.IndexByte(hostport, ':'); i >= 0 && strings.IndexByte(hostport[i+1:], ':') < 0 {
+			host, portStr, hasPort = hostport[:i], hostport[i+1:], true
+		}
 	}
 	port := defaultPort
 	if hasPort && portStr != "" {
