@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/airlock-sandbox/airlock/decision"
 )
@@ -85,9 +86,12 @@ func (p *Proxy) decide(ctx context.Context, ev *Event) ([]netip.Addr, error) {
 // IPv4-mapped IPv6 answer is the IPv4 address it carries (the gate checks
 // both forms the same way, and the dial goes to IPv4 either way).
 func (p *Proxy) resolve(ctx context.Context, name string) ([]netip.Addr, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
+	ctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
 	addrs, err := p.resolver.LookupNetIP(ctx, "ip", name)
+	if err != nil && timedOut(ctx) {
+		err = &net.DNSError{Err: os.ErrDeadlineExceeded.Error(), Name: name, IsTimeout: true}
+	}
 	if err == nil && len(addrs) == 0 {
 		err = errNoAddresses
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 )
 
@@ -28,7 +29,7 @@ func (p *Proxy) release() { <-p.slots }
 // dial connects to the first of addrs that answers on port. It dials the
 // checked address itself, never a name, so nothing is looked up again.
 func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
+	ctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
 	var errs []error
 	for _, a := range addrs {
@@ -36,6 +37,14 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 		c, err := p.dialer.DialContext(ctx, "tcp", ap.String())
 		if err == nil {
 			return c, ap, nil
+		}
+		if timedOut(ctx) {
+			// Cancelled by the proxy's timeout: say so as a dial timeout
+			// does ("i/o timeout"), not as a cancellation.
+			if c != nil {
+				c.Close()
+			}
+			err = &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.ErrDeadlineExceeded}
 		}
 		errs = append(errs, err)
 		if ctx.Err() != nil {

@@ -35,9 +35,11 @@ type Proxy struct {
 	fwd *httputil.ReverseProxy
 	tr  *http.Transport
 
-	ctx    context.Context // cancelled by Close
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // connection goroutines and tunnels
+	ctx      context.Context // cancelled by Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // connection goroutines and tunnels
+	timeouts *deadlines
+	workers  *workers
 
 	mu        sync.Mutex
 	closing   bool // Shutdown or Close called: accept nothing new
@@ -47,6 +49,7 @@ type Proxy struct {
 	self      []netip.AddrPort // the listeners' addresses, for loop refusal
 	local     []netip.Addr     // the host's addresses, when a listener is unspecified
 	conns     map[net.Conn]connKind
+	handshake map[net.Conn]*deadline // the handshake timeouts of kindHandshake conns
 }
 
 // New validates cfg and returns a proxy ready to Serve.
@@ -73,6 +76,7 @@ func New(cfg Config) (*Proxy, error) {
 		hln:       newConnListener(),
 		listeners: map[net.Listener]struct{}{},
 		conns:     map[net.Conn]connKind{},
+		handshake: map[net.Conn]*deadline{},
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -84,6 +88,10 @@ func New(cfg Config) (*Proxy, error) {
 		p.dialer = &net.Dialer{KeepAlive: -1}
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.workers = newWorkers(p.ctx.Done())
+	// Idle workers end once the proxy has been idle for a while: when the
+	// timeouts goroutine stops, nothing has been armed for several ticks.
+	p.timeouts = newDeadlines(limits, p.ctx.Done(), p.workers.retire)
 	p.tr = p.newTransport()
 	p.fwd = p.newForwarder()
 	p.hs = &http.Server{
@@ -102,11 +110,16 @@ func New(cfg Config) (*Proxy, error) {
 // Serve accepts connections on ln and serves them until Shutdown or
 // Close, when it returns ErrClosed. It may be called for several
 // listeners at once. Serve closes ln when it returns.
+//
+// On Linux, Serve sets TCP_DEFER_ACCEPT on a TCP listener: a connection
+// is accepted once its client has sent something (both protocols have
+// the client speak first), or after a second of silence.
 func (p *Proxy) Serve(ln net.Listener) error {
 	defer ln.Close()
 	if !p.addListener(ln) {
 		return ErrClosed
 	}
+	deferAccept(ln)
 	defer p.removeListener(ln)
 	var backoff time.Duration
 	for {
@@ -127,7 +140,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		go p.serveConn(c)
+		p.workers.run(func() { p.serveConn(c) })
 	}
 }
 
@@ -148,9 +161,11 @@ func retryable(err error) bool {
 //
 // What is read ahead sits in br and is relayed first; the tunnels then copy
 // the bare connection, so that TCP to TCP splices.
+//
+// The handshake timeout, armed by begin, closes c if its request has not
+// been read in time.
 func (p *Proxy) serveConn(c net.Conn) {
 	defer p.wg.Done()
-	_ = c.SetDeadline(time.Now().Add(p.limits.HandshakeTimeout))
 	// The same allowance as net/http's: MaxHeaderBytes plus 4 KiB.
 	lr := &io.LimitedReader{R: c, N: int64(p.limits.MaxHeaderBytes) + 4096}
 	br := bufio.NewReaderSize(lr, 4096)
@@ -176,7 +191,6 @@ func (p *Proxy) serveConn(c net.Conn) {
 	// Any other HTTP: the http.Server owns the connection from here and
 	// applies its own header limit and timeout.
 	p.forget(c)
-	_ = c.SetDeadline(time.Time{})
 	conn := &prefixConn{Conn: c, prefix: buffered(br)}
 	p.startHTTP()
 	if !p.hln.push(conn) {
@@ -238,6 +252,7 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	p.tr.CloseIdleConnections()
 	p.wg.Wait()
+	p.timeouts.wait()
 	return err
 }
 

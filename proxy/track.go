@@ -13,8 +13,8 @@ const (
 	kindTunnel                    // decided and open: Shutdown waits for it
 )
 
-// begin registers a newly accepted connection and its goroutine; false
-// when the proxy is shutting down.
+// begin registers a newly accepted connection and its goroutine, and arms
+// its handshake timeout; false when the proxy is shutting down.
 func (p *Proxy) begin(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -22,8 +22,31 @@ func (p *Proxy) begin(c net.Conn) bool {
 		return false
 	}
 	p.conns[c] = kindHandshake
+	p.handshake[c] = p.timeouts.add(p.limits.HandshakeTimeout, func() time.Duration {
+		p.handshakeExpired(c)
+		return 0
+	})
 	p.wg.Add(1)
 	return true
+}
+
+// handshakeExpired closes c if its request has still not been read: the
+// reads of its handshake then fail, and its goroutine ends.
+func (p *Proxy) handshakeExpired(c net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k, ok := p.conns[c]; ok && k == kindHandshake && p.handshake[c] != nil {
+		delete(p.handshake, c)
+		c.Close()
+	}
+}
+
+// endHandshake disarms c's handshake timeout; p.mu is held.
+func (p *Proxy) endHandshake(c net.Conn) {
+	if x, ok := p.handshake[c]; ok {
+		delete(p.handshake, c)
+		p.timeouts.remove(x)
+	}
 }
 
 // track registers the connections of a decided request, so that Shutdown
@@ -53,12 +76,12 @@ func (p *Proxy) untrack(cs ...net.Conn) {
 }
 
 // requested marks a connection whose request has been read: Shutdown
-// lets its decision and tunnel finish. Its handshake deadline is lifted;
-// resolving and dialling have their own timeout.
+// lets its decision and tunnel finish. Its handshake timeout is disarmed;
+// resolving and dialling have their own.
 func (p *Proxy) requested(c net.Conn) {
-	_ = c.SetDeadline(time.Time{})
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.endHandshake(c)
 	if _, ok := p.conns[c]; ok {
 		p.conns[c] = kindTunnel
 	}
@@ -68,5 +91,6 @@ func (p *Proxy) requested(c net.Conn) {
 func (p *Proxy) forget(c net.Conn) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.endHandshake(c)
 	delete(p.conns, c)
 }

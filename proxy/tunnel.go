@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -46,14 +45,18 @@ func (p *Proxy) tunnel(ev *Event, client net.Conn, buffered []byte, up net.Conn)
 			up.Close()
 		})
 	}
-	wd := watch(p.limits.IdleTimeout, probe, func() {
+	wd := p.watchIdle(probe, func() {
 		abort(fmt.Errorf("tunnel idle for %s", p.limits.IdleTimeout))
 	})
-	defer wd.stop()
+	defer p.timeouts.remove(wd)
 
 	var wg sync.WaitGroup
 	var upN int64
-	wg.Go(func() { upN = relay(up, client, abort) })
+	wg.Add(1)
+	p.workers.run(func() {
+		defer wg.Done()
+		upN = relay(up, client, abort)
+	})
 	downN := relay(client, up, abort)
 	wg.Wait()
 	ev.BytesUp += upN
@@ -88,42 +91,24 @@ func closeWrite(c net.Conn) error {
 	return c.Close()
 }
 
-// watchdog cuts a tunnel that has carried no data for a timeout.
-type watchdog struct {
-	timer   *time.Timer
-	done    atomic.Bool
-	timeout time.Duration
-	probe   func() (time.Duration, bool)
-	onIdle  func()
-}
-
-// watch starts a watchdog. probe reports how long the tunnel has been
-// idle, or false when it can no longer tell (the connections are closed).
-func watch(timeout time.Duration, probe func() (time.Duration, bool), onIdle func()) *watchdog {
-	w := &watchdog{timeout: timeout, probe: probe, onIdle: onIdle}
-	// Armed only once w.timer is set, so that check can see it.
-	w.timer = time.AfterFunc(time.Duration(math.MaxInt64), w.check)
-	w.timer.Reset(timeout)
-	return w
-}
-
-func (w *watchdog) check() {
-	if w.done.Load() {
-		return
-	}
-	idle, ok := w.probe()
-	switch {
-	case !ok:
-	case idle >= w.timeout:
-		w.onIdle()
-	default:
-		w.timer.Reset(w.timeout - idle)
-	}
-}
-
-func (w *watchdog) stop() {
-	w.done.Store(true)
-	w.timer.Stop()
+// watchIdle cuts a tunnel that has carried no data for the idle
+// timeout: it calls onIdle once probe says so. probe reports how long the
+// tunnel has been idle, or false when it can no longer tell (the
+// connections are closed), which ends the watch. Remove the returned
+// deadline to stop watching.
+func (p *Proxy) watchIdle(probe func() (time.Duration, bool), onIdle func()) *deadline {
+	timeout := p.limits.IdleTimeout
+	return p.timeouts.add(timeout, func() time.Duration {
+		idle, ok := probe()
+		switch {
+		case !ok:
+		case idle >= timeout:
+			onIdle()
+		default:
+			return timeout - idle
+		}
+		return 0
+	})
 }
 
 // activityConn records when data last arrived on any connection of a

@@ -4,17 +4,23 @@
 //
 // Setup latency is the time from starting to dial until one byte has come
 // back from an echo upstream through the tunnel (for a proxy: dial, CONNECT,
-// the 200, then the byte). Samples are taken round-robin over the targets so
-// that load on the machine hits all of them alike. Throughput is one tunnel
-// carrying -bytes to a sink (upload) and from a source (download).
+// the 200, then the byte). Samples are taken round-robin over the targets,
+// each round starting one target further on, so that load on the machine,
+// and the teardown of the connection before, hit all of them alike.
+// Throughput is one tunnel carrying -bytes to a sink (upload) and from a
+// source (download), after one untimed warm-up; a second table gives the
+// CPU time per GB in this process (the client and the upstreams) and in
+// the proxy's, and the rate the host's CPUs would allow at that cost:
+// on a host with few CPUs, a relay's CPU time per byte caps its rate.
 //
 // Targets: "direct"; "airlock-lib", the proxy package served by this
 // program in a child process with no audit log (the proxy's own cost);
-// "go-floor", the least a Go CONNECT proxy can do (parse, dial, 200, splice
-// both ways; no checks), as a reference for what this host allows;
-// "airlock", the airlock proxy command, which records every decision in
-// its audit log (fdatasync) before dialling; and "smokescreen" when
-// -smokescreen names its binary. bench/proxy/run.sh builds them all.
+// "go-floor", a plain Go CONNECT proxy in the usual idiom (parse, dial,
+// 200, splice both ways; no checks, no timeouts), as a reference for what
+// this host allows; "airlock", the airlock proxy command, which records
+// every decision in its audit log (fdatasync) before dialling; and
+// "smokescreen" when -smokescreen names its binary. bench/proxy/run.sh
+// builds them all.
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -81,6 +88,7 @@ func fail(err error) {
 type target struct {
 	name  string
 	proxy string // "" for direct
+	pid   int    // the proxy's process; 0 for direct
 }
 
 func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs int) error {
@@ -119,7 +127,7 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 	if err := start(lib, &children, libAddr); err != nil {
 		return fmt.Errorf("airlock-lib: %w", err)
 	}
-	targets = append(targets, target{"airlock-lib", libAddr})
+	targets = append(targets, target{"airlock-lib", libAddr, lib.Process.Pid})
 
 	floorAddr, err := freeAddr()
 	if err != nil {
@@ -130,7 +138,7 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 	if err := start(floor, &children, floorAddr); err != nil {
 		return fmt.Errorf("go-floor: %w", err)
 	}
-	targets = append(targets, target{"go-floor", floorAddr})
+	targets = append(targets, target{"go-floor", floorAddr, floor.Process.Pid})
 
 	dir, err := os.MkdirTemp(auditDir, "proxy-bench-")
 	if err != nil {
@@ -146,7 +154,7 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 	if err != nil {
 		return fmt.Errorf("airlock: %w", err)
 	}
-	targets = append(targets, target{"airlock", alAddr})
+	targets = append(targets, target{"airlock", alAddr, children[len(children)-1].Process.Pid})
 
 	if smokeBin != "" {
 		smAddr, err := freeAddr()
@@ -158,7 +166,7 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 		if err := start(sm, &children, smAddr); err != nil {
 			return fmt.Errorf("smokescreen: %w", err)
 		}
-		targets = append(targets, target{"smokescreen", smAddr})
+		targets = append(targets, target{"smokescreen", smAddr, sm.Process.Pid})
 	}
 
 	fmt.Printf("setup latency: %d samples per target, round-robin (after %d warm-up)\n", samples, samples/10)
@@ -166,7 +174,7 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 	if err != nil {
 		return err
 	}
-	fmt.Printf("throughput: %d runs of %d MiB per target and direction, median\n", runs, size>>20)
+	fmt.Printf("throughput: %d runs of %d MiB per target and direction, median (after one warm-up)\n", runs, size>>20)
 	up, down, err := throughput(targets, sinkAddr, sourceAddr, size, runs)
 	if err != nil {
 		return err
@@ -175,26 +183,46 @@ func run(airlockBin, smokeBin, auditDir string, samples int, size int64, runs in
 	return nil
 }
 
-// report prints the table and the goals.
-func report(targets []target, lat map[string][]time.Duration, up, down map[string]float64) {
+// report prints the tables and the goals.
+func report(targets []target, lat map[string][]time.Duration, up, down map[string]transfer) {
 	d := lat["direct"]
 	fmt.Printf("\n%-12s %10s %10s %12s %10s %7s %10s %7s\n", "target", "setup p50", "setup p90", "added p50", "up MB/s", "x dir", "down MB/s", "x dir")
 	for _, t := range targets {
 		l := lat[t.name]
 		fmt.Printf("%-12s %8.1fµs %8.1fµs %10.1fµs %10.0f %7.2f %10.0f %7.2f\n", t.name,
 			us(pct(l, 50)), us(pct(l, 90)), us(pct(l, 50)-pct(d, 50)),
-			up[t.name], up[t.name]/up["direct"], down[t.name], down[t.name]/down["direct"])
+			up[t.name].mbps, up[t.name].mbps/up["direct"].mbps, down[t.name].mbps, down[t.name].mbps/down["direct"].mbps)
+	}
+	// Where the throughput goes: CPU seconds per GB moved, in this process
+	// (client and upstream servers) and in the proxy, and the rate the
+	// host's CPUs would allow at that cost if they were never idle.
+	ncpu := runtime.NumCPU()
+	fmt.Printf("\nCPU s/GB (%d CPUs)  %8s %8s %8s %9s   %8s %8s %8s %9s\n", ncpu, "up:ends", "proxy", "total", "cap x dir", "dn:ends", "proxy", "total", "cap x dir")
+	for _, t := range targets {
+		u, w := up[t.name], down[t.name]
+		fmt.Printf("%-19s %8.2f %8.2f %8.2f %9.2f   %8.2f %8.2f %8.2f %9.2f\n", t.name,
+			u.selfCPU, u.proxyCPU, u.selfCPU+u.proxyCPU, ceiling(u, ncpu)/up["direct"].mbps,
+			w.selfCPU, w.proxyCPU, w.selfCPU+w.proxyCPU, ceiling(w, ncpu)/down["direct"].mbps)
 	}
 	for _, name := range []string{"airlock-lib", "airlock"} {
 		added := pct(lat[name], 50) - pct(d, 50)
 		fmt.Printf("\n%s: throughput >= 0.9x direct: up %s, down %s; added setup p50 <= 100µs: %s",
-			name, met(up[name] >= 0.9*up["direct"]), met(down[name] >= 0.9*down["direct"]), met(added <= 100*time.Microsecond))
+			name, met(up[name].mbps >= 0.9*up["direct"].mbps), met(down[name].mbps >= 0.9*down["direct"].mbps), met(added <= 100*time.Microsecond))
 		if _, ok := lat["smokescreen"]; ok {
 			fmt.Printf("; ahead of smokescreen: setup %s, up %s, down %s",
-				met(pct(lat[name], 50) < pct(lat["smokescreen"], 50)), met(up[name] > up["smokescreen"]), met(down[name] > down["smokescreen"]))
+				met(pct(lat[name], 50) < pct(lat["smokescreen"], 50)), met(up[name].mbps > up["smokescreen"].mbps), met(down[name].mbps > down["smokescreen"].mbps))
 		}
 	}
 	fmt.Println()
+}
+
+// ceiling is the rate, in MB/s, at which ncpu CPUs kept busy would move
+// data at t's CPU cost per GB.
+func ceiling(t transfer, ncpu int) float64 {
+	if c := t.selfCPU + t.proxyCPU; c > 0 {
+		return float64(ncpu) / c * 1e3
+	}
+	return 0
 }
 
 func met(ok bool) string {

@@ -42,9 +42,28 @@ func echo(c net.Conn) { _, _ = io.Copy(c, c) }
 // for the client's half-close: smokescreen closes the whole tunnel when
 // one side ends.)
 func sink(c net.Conn, size int64) {
-	if n, _ := io.CopyN(io.Discard, c, size); n == size {
+	if n, _ := drain(c, size, make([]byte, ioSize)); n == size {
 		_, _ = c.Write([]byte{1})
 	}
+}
+
+// ioSize is the size of every read and write the endpoints make, both
+// ways, direct or through a proxy.
+const ioSize = 256 << 10
+
+// drain reads from c into buf until it has read size bytes or c ends. It
+// reads c itself, with buf: io.Copy to io.Discard would read in the
+// latter's own 8 KiB pieces, whatever buffer it is given.
+func drain(c net.Conn, size int64, buf []byte) (int64, error) {
+	var n int64
+	for n < size {
+		m, err := c.Read(buf[:min(int64(len(buf)), size-n)])
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // source waits for one byte, then sends size bytes and closes.
@@ -53,7 +72,7 @@ func source(c net.Conn, size int64) {
 	if _, err := io.ReadFull(c, b[:]); err != nil {
 		return
 	}
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, ioSize)
 	for n := int64(0); n < size; n += int64(len(buf)) {
 		if _, err := c.Write(buf[:min(int64(len(buf)), size-n)]); err != nil {
 			return
