@@ -210,7 +210,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Dialer:   e.opts.Dialer,
 		// Every egress decision is durable before the dial it allows: a
 		// failed write refuses the connection.
-		Record: func(ev proxy.Event) error { return e.record(proxy.AuditEvent(ev, egressBase(base))) },
+		Record: func(ev proxy.Event) error {
+			if ev.Stage == proxy.StageClosed {
+				return e.recordLazy(proxy.AuditEvent(ev, egressBase(base))) // nothing waits on it
+			}
+			return e.record(proxy.AuditEvent(ev, egressBase(base)))
+		},
 	})
 	if err != nil {
 		_ = sb.Kill()

@@ -31,7 +31,19 @@ func Open(path string, th Thresholds, onAlert func(audit.Event), opts ...audit.O
 // (or a record the log added before it) raised. When Record returns nil,
 // ev and its alerts are on disk.
 func (r *Recorder) Record(ev audit.Event) (audit.Event, []audit.Event, error) {
-	written, lines, err := r.log.AppendAll(ev)
+	return r.alerts(r.log.AppendAll(ev))
+}
+
+// RecordLazy is Record for an event no action waits on (a connection's
+// end): written at once but synced by the next Record or by Close
+// (audit.Log.AppendLazy), as are the alerts it raised.
+func (r *Recorder) RecordLazy(ev audit.Event) (audit.Event, []audit.Event, error) {
+	return r.alerts(r.log.AppendLazy(ev))
+}
+
+// alerts picks the alerts out of the lines one append wrote and passes
+// them to the callback.
+func (r *Recorder) alerts(written audit.Event, lines []audit.Event, err error) (audit.Event, []audit.Event, error) {
 	if err != nil {
 		return audit.Event{}, nil, err
 	}

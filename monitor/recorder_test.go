@@ -217,3 +217,31 @@ func TestReplayFindsAlertsNoMonitorRaised(t *testing.T) {
 		t.Error("Replay accepted a line over the limit")
 	}
 }
+
+// TestRecordLazy records a connection's end lazily: it is in the log, in
+// the chain, and a decision is refused that way.
+func TestRecordLazy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	r, err := Open(path, DefaultThresholds(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: "connection closed",
+		Context: audit.Context{Host: "example.com"}}
+	if _, _, err := r.RecordLazy(closed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.RecordLazy(commandDeny("git")); err != audit.ErrDecisionNotLazy {
+		t.Errorf("RecordLazy of a denial: %v, want audit.ErrDecisionNotLazy", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := audit.Verify(bytes.NewReader(b)); err != nil || rep.Lines != 2 || !bytes.Contains(b, []byte("connection closed")) {
+		t.Fatalf("log %q: %+v, %v; want the chain start and the closed line", b, rep, err)
+	}
+}

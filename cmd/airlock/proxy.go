@@ -105,7 +105,11 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		Dialer: proxyDialer,
 		Record: func(ev proxy.Event) error {
 			printProxyEvent(stderr, ev)
-			_, _, err := rec.Record(proxy.AuditEvent(ev, audit.Context{}))
+			record := rec.Record
+			if ev.Stage == proxy.StageClosed {
+				record = rec.RecordLazy // nothing waits on a connection's end
+			}
+			_, _, err := record(proxy.AuditEvent(ev, audit.Context{}))
 			return err
 		},
 	})
