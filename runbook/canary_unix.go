@@ -11,11 +11,19 @@ import (
 
 // lockCanary creates dir's owner file and takes its lock.
 func lockCanary(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, canaryLock), os.O_RDWR|os.O_CREATE|os.O_EXCL|unix.O_CLOEXEC, 0o600)
+	// Locked under a temporary name, then renamed into place: a sweep in
+	// another airlock opens only canaryLock, and so never finds the file
+	// between its creation and its lock, thinks its owner dead, and
+	// removes a live canary.
+	f, err := os.CreateTemp(dir, canaryLock+"-")
 	if err != nil {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, canaryLock)); err != nil {
 		f.Close()
 		return nil, err
 	}

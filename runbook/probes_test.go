@@ -3,10 +3,12 @@ package runbook_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -346,5 +348,38 @@ func TestStaleCanarySwept(t *testing.T) {
 	}
 	if _, err := os.Stat(live.Dir()); err != nil {
 		t.Errorf("the live canary was swept: %v", err)
+	}
+}
+
+// TestCanariesMadeConcurrently makes many canaries at once in one parent,
+// each sweeping while the others are being made: a canary between its
+// creation and its lock must not look dead to a sweep (the race the
+// self-test's parallel attempts found: a live canary removed, its owner's
+// lock refused).
+func TestCanariesMadeConcurrently(t *testing.T) {
+	parent := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				c, err := runbook.NewCanaryIn(parent, 0o700)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := os.Stat(c.Dir()); err != nil {
+					errs <- fmt.Errorf("a live canary was swept: %w", err)
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
