@@ -23,12 +23,43 @@ func (s *initState) network() (int, int, error) {
 	if !s.cfg.Proxy {
 		return -1, 0, nil
 	}
+	avoid := 0
+	if s.cfg.Probe != nil {
+		if sa, ok := parseAddr4(s.cfg.Probe.CanaryAddr); ok {
+			avoid = sa.Port
+		}
+	}
+	fd, port, err := listenAvoiding(avoid, listenLoopback)
+	if err != nil {
+		return -1, 0, err
+	}
+	s.receipt["network"] = fmt.Sprintf("empty network namespace, lo only; egress proxy listener 127.0.0.1:%d passed to the parent", port)
+	return fd, port, nil
+}
+
+// listenAvoiding returns a listener from listen whose port is not avoid.
+// The start-up probe dials the host's canary by its port number in the
+// sandbox's namespace: on the proxy listener's port it would reach the
+// proxy and refuse a sound start. Another listener is taken while the
+// first still holds that port.
+func listenAvoiding(avoid int, listen func() (int, int, error)) (int, int, error) {
+	fd, port, err := listen()
+	if err != nil || avoid == 0 || port != avoid {
+		return fd, port, err
+	}
+	other, otherPort, err := listen()
+	unix.Close(fd)
+	return other, otherPort, err
+}
+
+// listenLoopback opens a TCP listener on 127.0.0.1 at a port the kernel
+// picks and returns it and the port.
+func listenLoopback() (int, int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, 0, fmt.Errorf("proxy listener socket: %w", err)
 	}
-	sa := &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
-	if err := unix.Bind(fd, sa); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
 		unix.Close(fd)
 		return -1, 0, fmt.Errorf("bind proxy listener: %w", err)
 	}
@@ -41,9 +72,7 @@ func (s *initState) network() (int, int, error) {
 		unix.Close(fd)
 		return -1, 0, fmt.Errorf("getsockname: %w", err)
 	}
-	port := name.(*unix.SockaddrInet4).Port
-	s.receipt["network"] = fmt.Sprintf("empty network namespace, lo only; egress proxy listener 127.0.0.1:%d passed to the parent", port)
-	return fd, port, nil
+	return fd, name.(*unix.SockaddrInet4).Port, nil
 }
 
 // linkUp sets IFF_UP on the named link.
