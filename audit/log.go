@@ -39,6 +39,12 @@ type Log struct {
 	seen int64 // the file size up to which hook has seen every event; -1 before the first write
 	// unsynced is set while a line AppendLazy wrote may not be on disk.
 	unsynced bool
+	// known is the end of the file as this Log's last append left it.
+	// While the file still has knownSize bytes nobody has appended since
+	// (appends hold the file's lock), so the next append need not read
+	// and parse the last line again. knownSize is -1 when unknown.
+	known     tail
+	knownSize int64
 }
 
 // Option configures a Log.
@@ -71,7 +77,7 @@ func Open(path string, opts ...Option) (*Log, error) {
 		}
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	l := &Log{f: f, path: path, now: time.Now, seen: -1}
+	l := &Log{f: f, path: path, now: time.Now, seen: -1, knownSize: -1}
 	for _, o := range opts {
 		o(l)
 	}
@@ -210,9 +216,11 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 		return nil, 0, fmt.Errorf("audit: %w", err)
 	}
 	size := fi.Size()
-	t, err := readTail(l.f, size)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%w (in %s)", err, l.path)
+	t := l.known
+	if size != l.knownSize {
+		if t, err = readTail(l.f, size); err != nil {
+			return nil, 0, fmt.Errorf("%w (in %s)", err, l.path)
+		}
 	}
 	now := l.now().UTC()
 	if err := l.catchUp(size, now); err != nil {
@@ -241,8 +249,10 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 		return nil, 0, b.err
 	}
 	if err := l.write(b.buf, size, sync); err != nil {
+		l.knownSize = -1
 		return nil, 0, err
 	}
+	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
 	if l.hook != nil {
 		l.seen = size + int64(len(b.buf))
 	}
