@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -328,5 +329,35 @@ func TestOpenRefusesSymlink(t *testing.T) {
 	}
 	if _, err := Open(link); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
 		t.Errorf("Open of a symlink = %v, want a refusal", err)
+	}
+}
+
+// TestTwoLogsInterleaved appends through two Logs of one file in turn:
+// each must see the other's lines (the file's size changed), not chain
+// onto the end it last wrote itself.
+func TestTwoLogsInterleaved(t *testing.T) {
+	a, path := openTest(t)
+	b, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 6 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		ev, err := l.Append(denial("run_tests", fmt.Sprint("cmd", i)))
+		if err != nil || ev.Seq != uint64(i+2) {
+			t.Fatalf("append %d: seq %d, %v; want seq %d", i, ev.Seq, err, i+2)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if rep, err := Verify(f); err != nil || rep.Lines != 7 {
+		t.Fatalf("the chain: %+v, %v; want 7 lines", rep, err)
 	}
 }
