@@ -261,3 +261,21 @@ func hasGroupController(ctrls string) bool {
 	}
 	return false
 }
+
+// TestTargetIsOOMVictim checks that a target starts as the OOM killer's
+// first choice (oom_score_adj 1000) and the init keeps its own score: a
+// memory bomb that has just started must not get the init killed in its
+// place (it happened to a session step under the race detector, whose
+// init is the larger process).
+func TestTargetIsOOMVictim(t *testing.T) {
+	testutil.RequireRoot(t)
+	self, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, out, errOut := run(t, shellConfig("cat /proc/self/oom_score_adj /proc/1/oom_score_adj"))
+	want := "1000\n" + string(self)
+	if res.ExitCode != 0 || out != want {
+		t.Fatalf("target and init scores %q (stderr %q), want %q", out, errOut, want)
+	}
+}

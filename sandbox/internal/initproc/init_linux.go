@@ -60,10 +60,6 @@ func IsInit() bool {
 // allowHoles honours a test hole the parent sends: only a test binary
 // may pass true (sandbox.Init passes testing.Testing()).
 func Main(allowHoles bool) {
-	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
-	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
-	// the host binary this init runs from stays out of reach.
-	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
 	runtime.LockOSThread()
@@ -78,12 +74,14 @@ type initState struct {
 	receipt map[string]string
 	// allowHoles is Main's: whether a test hole may be honoured.
 	allowHoles bool
+	// oom is the init's own oom_score_adj (spawnVictim).
+	oom oomAdj
 }
 
 // runInit is the init's whole life; its return value is the init's exit
 // status (the parent reads the target's from the control socket).
 func runInit(allowHoles bool) int {
-	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles}
+	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles, oom: oomAdj{fd: -1}}
 	if err := privateProc(); err != nil {
 		s.fail("proc", err)
 		return 1
@@ -101,6 +99,13 @@ func runInit(allowHoles bool) int {
 		s.fail("fds", err)
 		return 1
 	}
+	// Opened while this process may (it is still dumpable, and Landlock
+	// comes later): see spawnVictim.
+	s.oom = openOOMAdj()
+	// No core dump, no ptrace by anything without CAP_SYS_PTRACE over
+	// our user namespace, no /proc/1/{exe,fd,root,mem} for the target:
+	// the host binary this init runs from stays out of reach.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	setup := os.NewFile(fdSetup, "airlock-setup")
 	if err := s.readConfig(setup); err != nil {
 		s.fail("config", err)

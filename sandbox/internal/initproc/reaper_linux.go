@@ -79,7 +79,7 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 		s.fail("rlimits", err)
 		return 1
 	}
-	pid, err := spawn(t)
+	pid, err := s.spawnVictim(t)
 	if err != nil {
 		s.fail("exec", err)
 		return 1

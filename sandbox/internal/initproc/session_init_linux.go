@@ -80,7 +80,7 @@ func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic
 	}
 	e := r.m.Exec
 	running.Store(int64(step))
-	pid, err := spawn(target{
+	pid, err := s.spawnVictim(target{
 		path: e.Path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
 		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
 	})
