@@ -1,12 +1,12 @@
 package seccomp
 
 import (
-	"encoding/binary"
 	"fmt"
 	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/seccomp/internal/bpfvm"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -32,34 +32,6 @@ func table(t testing.TB) *arch.Info {
 	return info
 }
 
-// seccompData is struct seccomp_data.
-type seccompData struct {
-	nr   uint32
-	arch uint32
-	ip   uint64
-	args [6]uint64
-}
-
-// vmInput encodes d for golang.org/x/net/bpf's VM. The kernel lays
-// seccomp_data out in native byte order and loads 32-bit words natively;
-// the VM loads words big-endian. Writing each native 32-bit word
-// big-endian makes every aligned load in the VM see what the kernel sees.
-func vmInput(d seccompData) []byte {
-	native := make([]byte, 64)
-	ne := binary.NativeEndian
-	ne.PutUint32(native[0:], d.nr)
-	ne.PutUint32(native[4:], d.arch)
-	ne.PutUint64(native[8:], d.ip)
-	for i, a := range d.args {
-		ne.PutUint64(native[16+8*i:], a)
-	}
-	out := make([]byte, len(native))
-	for i := 0; i < len(native); i += 4 {
-		binary.BigEndian.PutUint32(out[i:], ne.Uint32(native[i:]))
-	}
-	return out
-}
-
 // newVM returns a VM running the filter, decoded by Program from the
 // instructions Install hands to the kernel.
 func newVM(t testing.TB) *bpf.VM {
@@ -68,34 +40,7 @@ func newVM(t testing.TB) *bpf.VM {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := bpf.NewVM(prog)
-	if err != nil {
-		t.Fatalf("the VM rejects the filter: %v", err)
-	}
-	return vm
-}
-
-// run returns the filter's action for d.
-func run(t testing.TB, vm *bpf.VM, d seccompData) uint32 {
-	t.Helper()
-	r, err := vm.Run(vmInput(d))
-	if err != nil {
-		t.Fatalf("VM: %v", err)
-	}
-	return uint32(r)
-}
-
-// actionName spells a filter return value for test messages.
-func actionName(r uint32) string {
-	switch r & unix.SECCOMP_RET_ACTION_FULL {
-	case unix.SECCOMP_RET_ALLOW:
-		return "ALLOW"
-	case unix.SECCOMP_RET_KILL_PROCESS:
-		return "KILL_PROCESS"
-	case unix.SECCOMP_RET_ERRNO:
-		return fmt.Sprintf("ERRNO(%s)", unix.ErrnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)))
-	}
-	return fmt.Sprintf("%#x", r)
+	return bpfvm.New(t, prog)
 }
 
 // TestEveryRuleRefuses runs every unconditional rule through the VM with
@@ -115,9 +60,9 @@ func TestEveryRuleRefuses(t *testing.T) {
 			t.Errorf("rule %q: not in the %s table", r.Syscall, info.Name)
 			continue
 		}
-		d := seccompData{nr: uint32(nr), arch: uint32(info.ID)}
-		if got, want := run(t, vm, d), retErrno(unix.Errno(r.Errno)); got != want {
-			t.Errorf("%s: filter returns %s, want %s", r.Syscall, actionName(got), actionName(want))
+		d := bpfvm.Data{Nr: uint32(nr), Arch: uint32(info.ID)}
+		if got, want := bpfvm.Run(t, vm, d), retErrno(unix.Errno(r.Errno)); got != want {
+			t.Errorf("%s: filter returns %s, want %s", r.Syscall, bpfvm.ActionName(got), bpfvm.ActionName(want))
 		}
 		if r.Why == "" {
 			t.Errorf("%s: rule has no reason", r.Syscall)

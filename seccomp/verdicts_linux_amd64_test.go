@@ -3,6 +3,7 @@ package seccomp
 import (
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/seccomp/internal/bpfvm"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +18,9 @@ const (
 // generated program, so a wrong one there would show.
 func archX8664() uint32 { return uint32(arch.X86_64.ID) }
 
-func call(nr uintptr, args ...uint64) seccompData {
-	d := seccompData{nr: uint32(nr), arch: archX8664(), ip: 0x401000}
-	copy(d.args[:], args)
+func call(nr uintptr, args ...uint64) bpfvm.Data {
+	d := bpfvm.Data{Nr: uint32(nr), Arch: archX8664(), IP: 0x401000}
+	copy(d.Args[:], args)
 	return d
 }
 
@@ -31,7 +32,7 @@ func TestFilterVerdicts(t *testing.T) {
 	eperm, enosys, eafnosupport := retErrno(unix.EPERM), retErrno(unix.ENOSYS), retErrno(unix.EAFNOSUPPORT)
 	tests := []struct {
 		name string
-		in   seccompData
+		in   bpfvm.Data
 		want uint32
 	}{
 		// Ordinary work passes.
@@ -60,12 +61,12 @@ func TestFilterVerdicts(t *testing.T) {
 		{"open_tree_attr, the top of the table", call(467), eperm},
 
 		// Foreign architectures and x32 are killed, whatever the number.
-		{"i386 getpid (int 0x80)", seccompData{nr: 20, arch: unix.AUDIT_ARCH_I386}, kill},
-		{"i386 socketcall", seccompData{nr: 102, arch: unix.AUDIT_ARCH_I386, args: [6]uint64{1}}, kill},
-		{"i386 nr 0", seccompData{nr: 0, arch: unix.AUDIT_ARCH_I386}, kill},
-		{"aarch64 read", seccompData{nr: 63, arch: unix.AUDIT_ARCH_AARCH64}, kill},
-		{"arm openat", seccompData{nr: 322, arch: unix.AUDIT_ARCH_ARM}, kill},
-		{"arch 0", seccompData{nr: 0, arch: 0}, kill},
+		{"i386 getpid (int 0x80)", bpfvm.Data{Nr: 20, Arch: unix.AUDIT_ARCH_I386}, kill},
+		{"i386 socketcall", bpfvm.Data{Nr: 102, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{1}}, kill},
+		{"i386 nr 0", bpfvm.Data{Nr: 0, Arch: unix.AUDIT_ARCH_I386}, kill},
+		{"aarch64 read", bpfvm.Data{Nr: 63, Arch: unix.AUDIT_ARCH_AARCH64}, kill},
+		{"arm openat", bpfvm.Data{Nr: 322, Arch: unix.AUDIT_ARCH_ARM}, kill},
+		{"arch 0", bpfvm.Data{Nr: 0, Arch: 0}, kill},
 		{"x32 getpid", call(x32SyscallBit | unix.SYS_GETPID), kill},
 		{"x32 read", call(x32SyscallBit | unix.SYS_READ), kill},
 		{"x32 ptrace", call(x32SyscallBit | 521), kill},
@@ -176,9 +177,9 @@ func TestFilterVerdicts(t *testing.T) {
 		{"name_to_handle_at stays allowed", call(unix.SYS_NAME_TO_HANDLE_AT), allow},
 	}
 	for _, tc := range tests {
-		if got := run(t, vm, tc.in); got != tc.want {
+		if got := bpfvm.Run(t, vm, tc.in); got != tc.want {
 			t.Errorf("%s: nr %d arch %#x args %#x: filter returns %s, want %s",
-				tc.name, tc.in.nr, tc.in.arch, tc.in.args[:3], actionName(got), actionName(tc.want))
+				tc.name, tc.in.Nr, tc.in.Arch, tc.in.Args[:3], bpfvm.ActionName(got), bpfvm.ActionName(tc.want))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/seccomp/internal/bpfvm"
 	libseccomp "github.com/elastic/go-seccomp-bpf"
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -29,22 +30,22 @@ func TestEveryArchitecture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vm := newVM(t, tgt.Program)
-			check := func(what string, d seccompData, want uint32) {
+			vm := bpfvm.New(t, tgt.Program)
+			check := func(what string, d bpfvm.Data, want uint32) {
 				t.Helper()
-				if got := run(t, vm, d); got != want {
+				if got := bpfvm.Run(t, vm, d); got != want {
 					t.Errorf("%s: nr %d arch %#x args %#x: filter returns %s, want %s",
-						what, d.nr, d.arch, d.args[:4], actionName(got), actionName(want))
+						what, d.Nr, d.Arch, d.Args[:4], bpfvm.ActionName(got), bpfvm.ActionName(want))
 				}
 			}
-			call := func(name string, args ...uint64) seccompData {
+			call := func(name string, args ...uint64) bpfvm.Data {
 				t.Helper()
 				nr, ok := info.SyscallNames[name]
 				if !ok {
 					t.Fatalf("%s: no %s in the table", goarch, name)
 				}
-				d := seccompData{nr: uint32(nr), arch: tgt.AuditArch}
-				copy(d.args[:], args)
+				d := bpfvm.Data{Nr: uint32(nr), Arch: tgt.AuditArch}
+				copy(d.Args[:], args)
 				return d
 			}
 
@@ -64,12 +65,12 @@ func TestEveryArchitecture(t *testing.T) {
 			}
 			for _, a := range foreign {
 				if a != tgt.AuditArch {
-					check("foreign arch", seccompData{nr: 0, arch: a}, retKill)
+					check("foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
 				}
 			}
-			check("first number after the table", seccompData{nr: tgt.MaxSyscall + 1, arch: tgt.AuditArch}, retErrno(unix.ENOSYS))
+			check("first number after the table", bpfvm.Data{Nr: tgt.MaxSyscall + 1, Arch: tgt.AuditArch}, retErrno(unix.ENOSYS))
 			if tgt.X32 {
-				check("x32 read", seccompData{nr: x32SyscallBit, arch: tgt.AuditArch}, retKill)
+				check("x32 read", bpfvm.Data{Nr: x32SyscallBit, Arch: tgt.AuditArch}, retKill)
 			}
 			for _, name := range []string{"read", "write", "openat", "execve", "exit_group", "getpid", "name_to_handle_at"} {
 				check(name, call(name), allow)
@@ -104,37 +105,37 @@ func TestMatchesLibraryPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := libraryPolicyProgram(t)
-	got, want := newVM(t, tgt.Program), newVM(t, ref)
+	got, want := bpfvm.New(t, tgt.Program), bpfvm.New(t, ref)
 
 	values := []uint64{1, 2, 3, 8, 10, 16, 0x20000, 0x20008, 0x40000, 0x400000, 0xffffffff,
 		unix.TIOCSTI, unix.TIOCLINUX, unix.TCGETS, unix.MSG_FASTOPEN, unix.MSG_NOSIGNAL,
 		unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.SOCK_PACKET, unix.CLONE_NEWUSER | uint64(unix.SIGCHLD),
 		unix.CLONE_NEWNS, unix.CLONE_VM | unix.CLONE_THREAD, 1<<32 | unix.TIOCSTI, 1<<32 | 16,
 		0xffffffff_00000000}
-	var inputs []seccompData
+	var inputs []bpfvm.Data
 	for nr := uint32(0); nr <= tgt.MaxSyscall+2 && nr < 1000; nr++ {
-		d := seccompData{nr: nr, arch: tgt.AuditArch}
+		d := bpfvm.Data{Nr: nr, Arch: tgt.AuditArch}
 		inputs = append(inputs, d)
 		for arg := range 4 { // no rule reads arguments 4 and 5
 			for _, v := range values {
 				d := d
-				d.args[arg] = v
+				d.Args[arg] = v
 				inputs = append(inputs, d)
 			}
 		}
 	}
 	for _, nr := range []uint32{x32SyscallBit - 1, x32SyscallBit, x32SyscallBit | 1, 0x80000000, 0xfffffffe, 0xffffffff} {
-		inputs = append(inputs, seccompData{nr: nr, arch: tgt.AuditArch})
+		inputs = append(inputs, bpfvm.Data{Nr: nr, Arch: tgt.AuditArch})
 	}
 	for _, a := range []uint32{0, unix.AUDIT_ARCH_I386, unix.AUDIT_ARCH_X86_64, unix.AUDIT_ARCH_AARCH64, unix.AUDIT_ARCH_ARM} {
-		inputs = append(inputs, seccompData{nr: 1, arch: a}, seccompData{nr: 101, arch: a})
+		inputs = append(inputs, bpfvm.Data{Nr: 1, Arch: a}, bpfvm.Data{Nr: 101, Arch: a})
 	}
 	bad := 0
 	for _, d := range inputs {
-		if g, w := run(t, got, d), run(t, want, d); g != w && bad < 20 {
+		if g, w := bpfvm.Run(t, got, d), bpfvm.Run(t, want, d); g != w && bad < 20 {
 			bad++
 			t.Errorf("nr %d arch %#x args %#x: Build's filter returns %s, the library's %s",
-				d.nr, d.arch, d.args, actionName(g), actionName(w))
+				d.Nr, d.Arch, d.Args, bpfvm.ActionName(g), bpfvm.ActionName(w))
 		}
 	}
 }
@@ -196,9 +197,9 @@ func TestNumberReloadedAfterHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := seccompData{nr: pers, arch: tgt.AuditArch, args: [6]uint64{uint64(ptrace)}}
-	if got := run(t, newVM(t, tgt.Program), d); got != retAllow {
-		t.Errorf("personality(%d): filter returns %s, want ALLOW", ptrace, actionName(got))
+	d := bpfvm.Data{Nr: pers, Arch: tgt.AuditArch, Args: [6]uint64{uint64(ptrace)}}
+	if got := bpfvm.Run(t, bpfvm.New(t, tgt.Program), d); got != retAllow {
+		t.Errorf("personality(%d): filter returns %s, want ALLOW", ptrace, bpfvm.ActionName(got))
 	}
 }
 
