@@ -34,7 +34,6 @@ func TestStartProbeHolesInInit(t *testing.T) {
 					return nil, err
 				}
 				tr.mu.Lock()
-				tr.initPid = ss.Pid()
 				tr.pidNS, _ = os.Readlink("/proc/" + itoa(ss.Pid()) + "/ns/pid")
 				tr.mu.Unlock()
 				return ss, nil

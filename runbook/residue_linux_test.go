@@ -1,13 +1,12 @@
 package runbook_test
 
 import (
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -16,7 +15,6 @@ import (
 // host, so that the test can check afterwards that none of it is left.
 type tracker struct {
 	mu         sync.Mutex
-	initPid    int
 	pidNS      string
 	canaryDir  string
 	canaryAddr string
@@ -32,7 +30,6 @@ func (tr *tracker) track(o *runbook.Options, then func(step, initPid int)) {
 	runbook.SetAfterStep(o, func(step, pid int) {
 		tr.mu.Lock()
 		if tr.pidNS == "" {
-			tr.initPid = pid
 			tr.pidNS, _ = os.Readlink("/proc/" + itoa(pid) + "/ns/pid")
 		}
 		tr.mu.Unlock()
@@ -52,30 +49,8 @@ func (tr *tracker) checkNoResidue(t *testing.T, runID string, paths ...string) {
 	if tr.pidNS == "" {
 		t.Fatal("the launch never reached a step: nothing to check")
 	}
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == tr.pidNS {
-			t.Errorf("process %s of the sandbox survived the teardown", p.Name())
-		}
-	}
-	if _, err := os.Stat("/proc/" + itoa(tr.initPid) + "/ns/pid"); err == nil {
-		if ns, _ := os.Readlink("/proc/" + itoa(tr.initPid) + "/ns/pid"); ns == tr.pidNS {
-			t.Errorf("the init %d survived the teardown", tr.initPid)
-		}
-	}
-	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		if strings.Contains(d.Name(), runID) {
-			t.Errorf("cgroup %s left behind", path)
-			return fs.SkipDir
-		}
-		if strings.Count(path, "/") > 8 {
-			return fs.SkipDir
-		}
-		return nil
-	})
+	testutil.CheckNoProcessIn(t, tr.pidNS)
+	testutil.CheckNoCgroupLeft(t, runID)
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)

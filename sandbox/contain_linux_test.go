@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,25 +51,8 @@ func runContained(t *testing.T, cfg Config) (Result, string) {
 // namespace or a cgroup directory named for the run is left.
 func checkNoResidue(t *testing.T, id, pidns string) {
 	t.Helper()
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == pidns {
-			t.Errorf("process %s of the sandbox survived", p.Name())
-		}
-	}
-	filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return nil
-		}
-		if strings.Contains(d.Name(), id) {
-			t.Errorf("cgroup %s left behind", path)
-			return fs.SkipDir
-		}
-		if strings.Count(path, "/") > 8 {
-			return fs.SkipDir
-		}
-		return nil
-	})
+	testutil.CheckNoProcessIn(t, pidns)
+	testutil.CheckNoCgroupLeft(t, id)
 }
 
 func shellConfig(script string) Config {

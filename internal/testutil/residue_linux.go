@@ -44,6 +44,22 @@ func CheckNoSandboxLeft(t testing.TB, id string) {
 			t.Errorf("sandbox init %s (state %s), a child of the test, is left", p.Name(), f[0])
 		}
 	}
+	CheckNoCgroupLeft(t, id)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatalf("testutil: %v", err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, id) {
+			t.Errorf("mount left in the host's table: %s", line)
+		}
+	}
+}
+
+// CheckNoCgroupLeft fails t if a cgroup directory whose name holds id is
+// left under /sys/fs/cgroup.
+func CheckNoCgroupLeft(t testing.TB, id string) {
+	t.Helper()
 	_ = filepath.WalkDir("/sys/fs/cgroup", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
@@ -57,13 +73,16 @@ func CheckNoSandboxLeft(t testing.TB, id string) {
 		}
 		return nil
 	})
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatalf("testutil: %v", err)
-	}
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, id) {
-			t.Errorf("mount left in the host's table: %s", line)
+}
+
+// CheckNoProcessIn fails t if a process of the pid namespace pidns (as
+// /proc/PID/ns/pid reads, "pid:[N]") is still alive.
+func CheckNoProcessIn(t testing.TB, pidns string) {
+	t.Helper()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == pidns {
+			t.Errorf("process %s of the sandbox's pid namespace survived", p.Name())
 		}
 	}
 }
