@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
@@ -245,17 +244,7 @@ func TestRootImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	lp, err := layout.Write(filepath.Join(dir, "oci"), empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lp.AppendImage(img); err != nil {
-		t.Fatal(err)
-	}
-	digest, err := img.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	digest := testutil.WriteLayout(t, filepath.Join(dir, "oci"), img)
 	ref, err := image.ParseRef(filepath.Join(dir, "oci") + "@" + digest.String())
 	if err != nil {
 		t.Fatal(err)

@@ -81,6 +81,13 @@ func CatImage(t testing.TB) (string, v1.Hash) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "image")
+	return dir, WriteLayout(t, dir, img)
+}
+
+// WriteLayout writes img as the one image of a new OCI layout at dir and
+// returns its digest.
+func WriteLayout(t testing.TB, dir string, img v1.Image) v1.Hash {
+	t.Helper()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		t.Fatal(err)
@@ -92,5 +99,5 @@ func CatImage(t testing.TB) (string, v1.Hash) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, d
+	return d
 }
