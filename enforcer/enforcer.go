@@ -211,10 +211,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		// Every egress decision is durable before the dial it allows: a
 		// failed write refuses the connection.
 		Record: func(ev proxy.Event) error {
+			a := proxy.AuditEvent(ev, egressBase(base))
 			if ev.Stage == proxy.StageClosed {
-				return e.recordLazy(proxy.AuditEvent(ev, egressBase(base))) // nothing waits on it
+				return e.recordLazy(a) // nothing waits on a connection's end
 			}
-			return e.record(proxy.AuditEvent(ev, egressBase(base)))
+			return e.record(a)
 		},
 	})
 	if err != nil {
