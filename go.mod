@@ -18,6 +18,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
