@@ -76,6 +76,9 @@ var (
 	ErrUnknown = errors.New("approval: no such request was minted")
 	// ErrPending: the request has not been answered yet.
 	ErrPending = errors.New("approval: the request has not been answered")
+	// ErrAnswered: the request was answered already; an answer is given
+	// once and never changed.
+	ErrAnswered = errors.New("approval: the request was already answered")
 	// ErrDenied: the request was answered with a denial.
 	ErrDenied = errors.New("approval: the request was denied")
 	// ErrUsed: the approval was already redeemed once (a replay).

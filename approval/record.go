@@ -1,0 +1,232 @@
+package approval
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A record file is a body and, after it, the HMAC-SHA256 of the body under
+// the store's key: the seal. The body is a canonical binary encoding, so
+// that it is stored losslessly (an argument need not be UTF-8, which JSON
+// could not carry) and the seal is checked before anything is parsed.
+// encoding/gob and JSON are neither canonical nor lossless for these
+// strings, hence this small encoding: every string is its length
+// (uvarint) and its bytes, every time its Unix nanoseconds (varint).
+//
+//	body = magic, kind, id, fields of the kind
+//	file = body, HMAC-SHA256(key, body)
+const magic = "airlock approval record 1\n"
+
+// The kinds of record; each has its own file suffix.
+const (
+	kindRequest byte = 'R' // <id>.request: the request, written by Create
+	kindAnswer  byte = 'A' // <id>.answer: the answer, written once by Answer
+	kindUsed    byte = 'U' // <id>.used: the redemption, written once by Redeem
+)
+
+// Bounds on what a record holds. An argv is at most what Linux passes to
+// a program (about 2 MiB in all); the rest are names and sentences.
+const (
+	maxString     = 64 << 10 // one field of a request
+	maxArgvBytes  = 2 << 20  // the argv in all
+	maxArgs       = 1 << 16
+	maxAnswerBy   = 1 << 10
+	maxAnswerText = 4 << 10
+	maxRecord     = maxArgvBytes + 8*maxString + 4096
+)
+
+var errFormat = errors.New("its contents do not decode")
+
+func seal(key, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	return m.Sum(body)
+}
+
+// unseal checks the seal of a record file and returns its body after the
+// magic, kind and id, which must be the ones expected.
+func unseal(key, file []byte, kind byte, id string) (*decoder, error) {
+	if len(file) < sha256.Size {
+		return nil, errFormat
+	}
+	body, mac := file[:len(file)-sha256.Size], file[len(file)-sha256.Size:]
+	m := hmac.New(sha256.New, key)
+	m.Write(body)
+	if !hmac.Equal(m.Sum(nil), mac) {
+		return nil, errors.New("its seal does not match")
+	}
+	d := &decoder{b: body}
+	if d.raw(len(magic)) != magic || d.byte() != kind || d.str() != id || d.err != nil {
+		return nil, errors.New("it is sealed but names another record")
+	}
+	return d, nil
+}
+
+func header(kind byte, id string) *encoder {
+	e := &encoder{b: append([]byte(magic), kind)}
+	e.str(id)
+	return e
+}
+
+func encodeRequest(r Request) []byte {
+	e := header(kindRequest, r.ID)
+	e.str(r.Session)
+	e.str(r.Tool)
+	e.strs(r.Argv)
+	e.str(r.PolicyDigest)
+	e.str(r.Rule)
+	e.str(r.Reason)
+	e.str(r.Justification)
+	e.time(r.Created)
+	e.time(r.Expires)
+	return e.b
+}
+
+func decodeRequest(d *decoder, id string) (Request, error) {
+	r := Request{ID: id, Session: d.str(), Tool: d.str(), Argv: d.strs(), PolicyDigest: d.str(),
+		Rule: d.str(), Reason: d.str(), Justification: d.str(), Created: d.time(), Expires: d.time()}
+	return r, d.end()
+}
+
+func encodeAnswer(id string, a Answer) []byte {
+	e := header(kindAnswer, id)
+	e.bool(a.Allow)
+	e.str(a.By)
+	e.str(a.Reason)
+	e.time(a.At)
+	return e.b
+}
+
+func decodeAnswer(d *decoder) (Answer, error) {
+	a := Answer{Allow: d.bool(), By: d.str(), Reason: d.str(), At: d.time()}
+	return a, d.end()
+}
+
+func encodeUsed(id string, at time.Time) []byte {
+	e := header(kindUsed, id)
+	e.time(at)
+	return e.b
+}
+
+type encoder struct{ b []byte }
+
+func (e *encoder) str(s string) {
+	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
+	e.b = append(e.b, s...)
+}
+
+func (e *encoder) strs(ss []string) {
+	e.b = binary.AppendUvarint(e.b, uint64(len(ss)))
+	for _, s := range ss {
+		e.str(s)
+	}
+}
+
+func (e *encoder) time(t time.Time) { e.b = binary.AppendVarint(e.b, t.UnixNano()) }
+
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+// decoder reads what encoder wrote; the first problem sticks in err and
+// every later read returns a zero value.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail() { d.err, d.b = errFormat, nil }
+
+func (d *decoder) raw(n int) string {
+	if n > len(d.b) {
+		d.fail()
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) == 0 {
+		d.fail()
+		return 0
+	}
+	c := d.b[0]
+	d.b = d.b[1:]
+	return c
+}
+
+// uvarint and time accept only the shortest encoding of a number, so that
+// one record has one encoding.
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) str() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ""
+	}
+	return d.raw(int(n))
+}
+
+func (d *decoder) strs() []string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // every string takes at least a byte
+		d.fail()
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = d.str()
+	}
+	return ss
+}
+
+func (d *decoder) time() time.Time {
+	v, n := binary.Varint(d.b)
+	if n <= 0 || n != len(binary.AppendVarint(nil, v)) {
+		d.fail()
+		return time.Time{}
+	}
+	d.b = d.b[n:]
+	return time.Unix(0, v).UTC()
+}
+
+func (d *decoder) bool() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail()
+	return false
+}
+
+// end reports a decoding problem or bytes left over.
+func (d *decoder) end() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.err = errFormat
+	}
+	if d.err != nil {
+		return fmt.Errorf("it is sealed but %w", d.err)
+	}
+	return nil
+}
