@@ -18,6 +18,8 @@ type Policy struct {
 	Require []string `json:"require,omitempty"`
 	// Monitor holds the thresholds of the monitor's alert rules.
 	Monitor *Monitor `json:"monitor,omitempty"`
+	// Approvals says how escalated commands are approved.
+	Approvals *Approvals `json:"approvals,omitempty"`
 }
 
 // ToolScope is what one tool may run.
@@ -92,4 +94,19 @@ type Monitor struct {
 	CommandDenyRepeat *int64 `json:"commandDenyRepeat,omitempty" jsonschema:"minimum=1"`
 	// WindowSeconds is the sliding window of both rules.
 	WindowSeconds *float64 `json:"windowSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
+}
+
+// Approvals says how escalated commands are approved (docs/approvals.md).
+type Approvals struct {
+	// Decider is an external program that answers approval requests: an
+	// absolute path, then its arguments. It runs outside the sandbox, reads
+	// the request as JSON on stdin and answers allow or deny on stdout.
+	// Without one, requests wait for the operator's airlock approve.
+	Decider []string `json:"decider,omitempty" jsonschema:"minItems=1"`
+	// DeciderTimeoutSeconds bounds the decider's run; past it the
+	// decider is killed and the request denied (default 30).
+	DeciderTimeoutSeconds *float64 `json:"deciderTimeoutSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=3600"`
+	// TTLSeconds is how long a request may be answered and its approval
+	// redeemed (default 900, at most 86400).
+	TTLSeconds *float64 `json:"ttlSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
 }

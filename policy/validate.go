@@ -24,6 +24,7 @@ var checks = []check{
 	checkPaths,
 	checkRequire,
 	checkMonitor,
+	checkApprovals,
 }
 
 func validate(p *Policy) Errors {
