@@ -54,6 +54,8 @@ func TestScripts(t *testing.T) {
 			"waitproc":   cmdWaitProc,
 			"nocgroups":  cmdNoCgroups,
 			"nocanaries": cmdNoStaleCanaries,
+			"mkapproval": cmdMkApproval,
+			"redeem":     cmdRedeem,
 		},
 	})
 }

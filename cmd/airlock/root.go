@@ -94,6 +94,7 @@ hash-chained audit stream.`,
 		newProxyCmd(),
 		newSelftestCmd(),
 		newLaunchCmd(),
+		newApproveCmd(),
 	)
 	strictUsage(root)
 	return root
