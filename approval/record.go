@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -225,8 +224,5 @@ func (d *decoder) end() error {
 	if d.err == nil && len(d.b) > 0 {
 		d.err = errFormat
 	}
-	if d.err != nil {
-		return fmt.Errorf("it is sealed but %w", d.err)
-	}
-	return nil
+	return d.err
 }
