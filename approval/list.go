@@ -57,11 +57,12 @@ func (s *Store) ids() ([]string, error) {
 // sweepAfter ago (the request first, so that a half-swept one can never
 // be redeemed), answers and redemptions left without their request, and
 // temporary files left by a writer that died. Records that cannot be
-// trusted are kept for whoever investigates.
-func (s *Store) sweep() {
+// trusted are kept for whoever investigates. It returns how many
+// requests have not expired.
+func (s *Store) sweep() (live int) {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
-		return
+		return 0
 	}
 	now := s.now()
 	for _, e := range entries {
@@ -74,7 +75,12 @@ func (s *Store) sweep() {
 			}
 		case !validID(id):
 		case suffix == "request":
-			if r, err := s.request(id); err == nil && now.Sub(r.Expires) > sweepAfter {
+			r, err := s.request(id)
+			switch {
+			case err != nil:
+			case now.Before(r.Expires):
+				live++
+			case now.Sub(r.Expires) > sweepAfter:
 				for _, sfx := range []string{".request", ".answer", ".used"} {
 					os.Remove(s.path(id, sfx))
 				}
@@ -85,4 +91,5 @@ func (s *Store) sweep() {
 			}
 		}
 	}
+	return live
 }

@@ -36,6 +36,9 @@ const (
 	maxAnswerBy   = 1 << 10
 	maxAnswerText = 4 << 10
 	maxRecord     = maxArgvBytes + 8*maxString + 4096
+	// defaultMaxLive bounds the requests of a store that have not expired,
+	// and so its size, against an agent that escalates in a loop.
+	defaultMaxLive = 512
 )
 
 var errFormat = errors.New("its contents do not decode")

@@ -25,7 +25,9 @@ func (s *Store) Create(r Request, ttl time.Duration) (Request, error) {
 	if err := checkRequest(r); err != nil {
 		return Request{}, err
 	}
-	s.sweep()
+	if live := s.sweep(); live >= s.maxLive {
+		return Request{}, fmt.Errorf("approval: the store already holds %d requests that have not expired, its most: answer them (airlock approve --list) or let them expire; an agent that escalates without end is refused", live)
+	}
 	now := s.now().UTC()
 	r.ID, r.Created, r.Expires = "apr-"+randomHex(16), now, now.Add(ttl)
 	r.Argv = slices.Clone(r.Argv)

@@ -32,9 +32,10 @@ const (
 // change is one file created exclusively, so an answer is given once and
 // an approval redeemed once however many try at the same time.
 type Store struct {
-	dir string
-	key []byte
-	now func() time.Time // the clock; tests set it
+	dir     string
+	key     []byte
+	now     func() time.Time // the clock; tests set it
+	maxLive int              // requests not expired that Create allows
 }
 
 // DefaultDir returns the per-user directory of approvals,
@@ -69,7 +70,7 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{dir: dir, key: key, now: time.Now}, nil
+	return &Store{dir: dir, key: key, now: time.Now, maxLive: defaultMaxLive}, nil
 }
 
 const keyName, keySize = "key", 32

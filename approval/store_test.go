@@ -138,6 +138,21 @@ func TestCreateRefuses(t *testing.T) {
 // TestForgedID: an id airlock did not mint is unknown, and an id of the
 // wrong shape is refused before any file is opened, even one that would
 // resolve to a real record.
+// TestCreateBounded: an agent that escalates in a loop fills the store
+// only up to its bound; expired requests make room again.
+func TestCreateBounded(t *testing.T) {
+	s, c := newStore(t)
+	s.maxLive = 5
+	for range 5 {
+		mustCreate(t, s, sample())
+	}
+	if _, err := s.Create(sample(), 0); err == nil || !strings.Contains(err.Error(), "already holds 5 requests that have not expired") {
+		t.Fatalf("a sixth request: %v", err)
+	}
+	c.advance(DefaultTTL)
+	mustCreate(t, s, sample())
+}
+
 func TestForgedID(t *testing.T) {
 	s, _ := newStore(t)
 	r := mustCreate(t, s, sample())
