@@ -28,7 +28,7 @@ shell would need it, with anything unprintable escaped, the session, the rule,
 its reason and justification, and when it expires), then records the answer,
 once. The command then runs exactly once, when it is asked for again with
 --approval ID before the request expires. --deny refuses it instead; --reason
-says why, for the audit stream.
+says why; it is kept with the answer, for the audit stream.
 
 --list shows the pending requests (--json: one JSON array).
 
