@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrClosed is returned by Append on a closed Log.
@@ -347,16 +348,9 @@ func (b *batch) put(ev Event) {
 		return
 	}
 	ev.Seq, ev.TS, ev.Prev = b.seq+1, b.now, b.hash
-	if rawSize(&ev) > MaxEventBytes {
-		clip(&ev) // without encoding megabytes first
-	}
-	line, err := encodeLine(&ev)
-	if err == nil && len(line) > MaxEventBytes && !ev.Context.Truncated {
-		clip(&ev)
-		line, err = encodeLine(&ev)
-		if err == nil && len(line) > MaxEventBytes {
-			err = fmt.Errorf("audit: event is %d bytes after shortening, over the %d byte limit", len(line), MaxEventBytes)
-		}
+	line, err := encodeFitting(&ev)
+	if err == nil {
+		err = roundTrips(&ev, line)
 	}
 	if err != nil {
 		b.err = err
@@ -379,6 +373,11 @@ func checkNew(ev *Event) error {
 	case ev.Context.ChainID != "" || ev.Context.RepairedSHA256 != "" || ev.Context.RepairedBytes != 0 ||
 		ev.Context.Event == EventChainStarted || ev.Context.Event == EventAuditRepaired:
 		return errors.New("audit: chain_started and audit_repaired records are written by the log itself")
+	}
+	for k := range ev.Context.Details {
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("audit: the details key %s is not valid UTF-8 (keys are airlock's own names)", shown(k))
+		}
 	}
 	return nil
 }
