@@ -89,7 +89,11 @@
 // launch after its decision, a run's outcome before its teardown record),
 // skips the fdatasync and leaves it to the next Append or to Close; it
 // refuses a gate's decision. The file is created 0600 and its directory
-// 0700.
+// 0700. When a write fails or comes up short (a full disk), or the sync
+// fails, the writer cuts the file back to where it was and returns the
+// error: the file never holds a record its writer was told failed, and
+// the caller must not act on that decision (see docs/audit.md,
+// "Durability and failures").
 //
 // # Torn lines
 //

@@ -247,10 +247,11 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 	}
 	at := b.add(ev)
 	if b.err != nil {
+		l.forget()
 		return nil, 0, b.err
 	}
 	if err := l.write(b.buf, size, sync); err != nil {
-		l.knownSize = -1
+		l.forget()
 		return nil, 0, err
 	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
@@ -261,24 +262,42 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 }
 
 // write appends buf with one write and, with sync, syncs it (and every
-// line written lazily before it). On a failed or short write it cuts the
-// file back to size, so that no half line is left.
+// line written lazily before it). When the write fails or comes up short
+// (a full disk), or the sync fails, it cuts the file back to size, so
+// that the file holds neither a half line nor a record its caller was
+// told was not written; if even the cut fails, the next writer repairs
+// what is left (see the package documentation).
 func (l *Log) write(buf []byte, size int64, sync bool) error {
-	if _, err := l.f.Write(buf); err != nil {
-		if terr := l.f.Truncate(size); terr != nil {
-			return fmt.Errorf("audit: %w (and cutting the partial line failed: %v)", err, terr)
-		}
-		return fmt.Errorf("audit: %w", err)
-	}
-	if !sync {
+	_, err := l.f.Write(buf)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("audit: %w", err)
+	case !sync:
 		l.unsynced = true
 		return nil
+	default:
+		if err = syncData(l.f); err == nil {
+			l.unsynced = false
+			return nil
+		}
+		err = fmt.Errorf("audit: sync %s: %w", l.path, err)
 	}
-	if err := syncData(l.f); err != nil {
-		return fmt.Errorf("audit: sync %s: %w", l.path, err)
+	if terr := l.f.Truncate(size); terr != nil {
+		return fmt.Errorf("%w (and cutting the partial line failed: %v)", err, terr)
 	}
-	l.unsynced = false
-	return nil
+	return err
+}
+
+// forget is called after a failed append: the end of the file is no
+// longer known, and a hook that saw the batch's events, which are not in
+// the file, is reset (Resetter) and shown the file's recent events again
+// on the next append.
+func (l *Log) forget() {
+	l.knownSize = -1
+	if r, ok := l.hook.(Resetter); ok {
+		r.Reset()
+		l.seen = -1
+	}
 }
 
 // catchUp shows the hook the events that other writers appended since
