@@ -408,3 +408,14 @@ func newChainID() (string, error) {
 	}
 	return hex.EncodeToString(b[:]), nil
 }
+
+// NotWritten is the error of a writer whose record ev the log refused
+// (err): "the egress allow record was not written: …", naming the record
+// by its kind and its lifecycle event or decision, never by its contents.
+func NotWritten(ev Event, err error) error {
+	name := ev.Context.Event
+	if name == "" {
+		name = ev.Decision
+	}
+	return fmt.Errorf("the %s %s record was not written: %w", ev.Kind, name, err)
+}
