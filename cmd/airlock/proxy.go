@@ -102,7 +102,12 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	defer rec.Close()
+	defer func() {
+		// Close syncs the connections' lazy end records: a failure loses them.
+		if err := rec.Close(); err != nil {
+			printAuditError(stderr, "closing the log: "+err.Error())
+		}
+	}()
 	px, err := proxy.New(proxy.Config{
 		Task:   o.task,
 		Gate:   gate,
