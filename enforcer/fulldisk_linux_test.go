@@ -34,6 +34,7 @@ type diskFiller struct {
 	dir  string
 	f    *fixture
 	once sync.Once
+	mu   sync.Mutex
 	free func()
 }
 
@@ -41,6 +42,8 @@ type diskFiller struct {
 // filler records through a second writer on the same log.
 func (d *diskFiller) fill() {
 	d.once.Do(func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
 		d.free = testutil.FillDisk(d.t, d.dir, func() error {
 			l, err := audit.Open(d.f.path)
 			if err != nil {
@@ -53,6 +56,16 @@ func (d *diskFiller) fill() {
 	})
 }
 
+// release frees the disk if it was filled and not freed yet.
+func (d *diskFiller) release() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.free != nil {
+		d.free()
+		d.free = nil
+	}
+}
+
 // freeOnWrite is a Stdout that, with d, frees the disk when the payload
 // writes: the proxy has answered it by then.
 type freeOnWrite struct {
@@ -61,9 +74,8 @@ type freeOnWrite struct {
 }
 
 func (w *freeOnWrite) Write(b []byte) (int, error) {
-	if w.d != nil && w.d.free != nil {
-		w.d.free()
-		w.d.free = nil
+	if w.d != nil {
+		w.d.release()
 	}
 	return w.Buffer.Write(b)
 }
@@ -153,9 +165,7 @@ func TestRunOnFullDisk(t *testing.T) {
 			if len(f.dials) != 0 {
 				t.Errorf("the proxy dialled %q", f.dials)
 			}
-			if d.free != nil {
-				d.free()
-			}
+			d.release()
 			f.verify(t)
 			testutil.CheckNoSandboxLeft(t, res.RunID)
 		})
