@@ -308,6 +308,11 @@ func TestEventJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil || !sameEvent(&ev, &back) {
 		t.Errorf("read back %+v, %v", back, err)
 	}
+	cb, err := json.Marshal(ev.Context)
+	var c Context
+	if err != nil || json.Unmarshal(cb, &c) != nil || !reflect.DeepEqual(c, ev.Context) {
+		t.Errorf("context marshalled %s, read back %+v, %v", cb, c, err)
+	}
 }
 
 // TestWireContextMatchesContext keeps wireContext in step with Context:
