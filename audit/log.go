@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrClosed is returned by Append on a closed Log.
@@ -246,10 +247,11 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 	}
 	at := b.add(ev)
 	if b.err != nil {
+		l.forget()
 		return nil, 0, b.err
 	}
 	if err := l.write(b.buf, size, sync); err != nil {
-		l.knownSize = -1
+		l.forget()
 		return nil, 0, err
 	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
@@ -260,24 +262,42 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 }
 
 // write appends buf with one write and, with sync, syncs it (and every
-// line written lazily before it). On a failed or short write it cuts the
-// file back to size, so that no half line is left.
+// line written lazily before it). When the write fails or comes up short
+// (a full disk), or the sync fails, it cuts the file back to size, so
+// that the file holds neither a half line nor a record its caller was
+// told was not written; if even the cut fails, the next writer repairs
+// what is left (see the package documentation).
 func (l *Log) write(buf []byte, size int64, sync bool) error {
-	if _, err := l.f.Write(buf); err != nil {
-		if terr := l.f.Truncate(size); terr != nil {
-			return fmt.Errorf("audit: %w (and cutting the partial line failed: %v)", err, terr)
-		}
-		return fmt.Errorf("audit: %w", err)
-	}
-	if !sync {
+	_, err := l.f.Write(buf)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("audit: %w", err)
+	case !sync:
 		l.unsynced = true
 		return nil
+	default:
+		if err = syncData(l.f); err == nil {
+			l.unsynced = false
+			return nil
+		}
+		err = fmt.Errorf("audit: sync %s: %w", l.path, err)
 	}
-	if err := syncData(l.f); err != nil {
-		return fmt.Errorf("audit: sync %s: %w", l.path, err)
+	if terr := l.f.Truncate(size); terr != nil {
+		return fmt.Errorf("%w (and cutting the partial line failed: %v)", err, terr)
 	}
-	l.unsynced = false
-	return nil
+	return err
+}
+
+// forget is called after a failed append: the end of the file is no
+// longer known, and a hook that saw the batch's events, which are not in
+// the file, is reset (Resetter) and shown the file's recent events again
+// on the next append.
+func (l *Log) forget() {
+	l.knownSize = -1
+	if r, ok := l.hook.(Resetter); ok {
+		r.Reset()
+		l.seen = -1
+	}
 }
 
 // catchUp shows the hook the events that other writers appended since
@@ -347,16 +367,9 @@ func (b *batch) put(ev Event) {
 		return
 	}
 	ev.Seq, ev.TS, ev.Prev = b.seq+1, b.now, b.hash
-	if rawSize(&ev) > MaxEventBytes {
-		clip(&ev) // without encoding megabytes first
-	}
-	line, err := encodeLine(&ev)
-	if err == nil && len(line) > MaxEventBytes && !ev.Context.Truncated {
-		clip(&ev)
-		line, err = encodeLine(&ev)
-		if err == nil && len(line) > MaxEventBytes {
-			err = fmt.Errorf("audit: event is %d bytes after shortening, over the %d byte limit", len(line), MaxEventBytes)
-		}
+	line, err := encodeFitting(&ev)
+	if err == nil {
+		err = roundTrips(&ev, line)
 	}
 	if err != nil {
 		b.err = err
@@ -380,6 +393,11 @@ func checkNew(ev *Event) error {
 		ev.Context.Event == EventChainStarted || ev.Context.Event == EventAuditRepaired:
 		return errors.New("audit: chain_started and audit_repaired records are written by the log itself")
 	}
+	for k := range ev.Context.Details {
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("audit: the details key %s is not valid UTF-8 (keys are airlock's own names)", shown(k))
+		}
+	}
 	return nil
 }
 
@@ -389,4 +407,15 @@ func newChainID() (string, error) {
 		return "", fmt.Errorf("audit: chain id: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// NotWritten is the error of a writer whose record ev the log refused
+// (err): "the egress allow record was not written: …", naming the record
+// by its kind and its lifecycle event or decision, never by its contents.
+func NotWritten(ev Event, err error) error {
+	name := ev.Context.Event
+	if name == "" {
+		name = ev.Decision
+	}
+	return fmt.Errorf("the %s %s record was not written: %w", ev.Kind, name, err)
 }

@@ -47,7 +47,18 @@ type Report struct {
 	HeadSeq uint64 `json:"headSeq,omitempty"`
 	// Repairs lists the damaged lines that writers closed off.
 	Repairs []Repair `json:"repairs,omitempty"`
+	// Lossy counts the lines in the legacy form: written by an airlock
+	// before the text encoding, with each byte of a string that was not
+	// valid UTF-8 replaced by U+FFFD (spelled \ufffd). Their hash and
+	// place in the chain hold; those bytes are lost. LossyLines lists the
+	// first maxLossyLines of them.
+	Lossy      int   `json:"lossy,omitempty"`
+	LossyLines []int `json:"lossyLines,omitempty"`
 }
+
+// maxLossyLines bounds Report.LossyLines, so that a hostile log cannot
+// grow the report with the file.
+const maxLossyLines = 100
 
 // damaged is a line that failed ParseLine, waiting for the next line to
 // show whether a writer repaired it.
@@ -121,7 +132,7 @@ func (v *Verifier) Line(line []byte) (Event, bool, error) {
 	}
 	v.rep.Lines++
 	n := v.rep.Lines
-	ev, perr := ParseLine(line)
+	ev, legacy, perr := parseLine(line)
 	if perr != nil {
 		if v.pending != nil {
 			return Event{}, false, v.fail(v.pending.line, v.pending.reason)
@@ -138,6 +149,12 @@ func (v *Verifier) Line(line []byte) (Event, bool, error) {
 	}
 	v.rep.Events++
 	v.rep.Head, v.rep.HeadSeq = ev.Hash, ev.Seq
+	if legacy {
+		v.rep.Lossy++
+		if len(v.rep.LossyLines) < maxLossyLines {
+			v.rep.LossyLines = append(v.rep.LossyLines, n)
+		}
+	}
 	v.prevLineNo = n
 	if ev.Hash == v.head {
 		v.headSeen = true

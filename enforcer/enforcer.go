@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -95,8 +94,12 @@ func (e *Enforcer) Decide(req Request) decision.Decision {
 
 // Run decides req at the command gate, records the decision, and runs an
 // allowed command in a sandbox whose only way out is the egress proxy. The
-// returned error is set only when airlock itself could not run the command
-// (Result.ExitCode is then ExitSetup); refusals and kills are results.
+// returned error is set when airlock itself could not run the command
+// (Result.ExitCode is then ExitSetup; Result.AuditError is set too when
+// the cause was a record the audit log refused), and when a record of a
+// run whose command ran could not be written (Result.ExitCode is then
+// ExitAudit, Result.AuditError names the record, and the error wraps
+// ErrAudit); refusals and kills are results.
 func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	if req.Task == "" {
 		req.Task = req.Tool
@@ -110,28 +113,26 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	// The decision is recorded first, and is durable before the action
 	// it allows: for an allowed command its write and fsync overlap the
 	// building of the sandbox, and every later step waits for them
-	// (decided) before it records anything or releases the command.
-	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
-	go func() { recorded <- e.record(ev) }()
-	decided := sync.OnceValue(func() error { return <-recorded })
+	// (rec.decided) before it records anything or releases the command.
+	rec := e.newRecords(audit.FromDecision(d, base))
 	if !d.Allowed() {
-		if err := decided(); err != nil {
-			return e.setupFailed(res, base, decided, err)
+		if err := rec.decided(); err != nil {
+			return rec.setupFailed(res, base, err)
 		}
 		res.ExitCode = ExitGate
 		return res, nil
 	}
 	rootfs, digest, err := prepareImage(ctx, req)
 	if err != nil {
-		return e.setupFailed(res, base, decided, fmt.Errorf("image integrity: %w", err))
+		return rec.setupFailed(res, base, fmt.Errorf("image integrity: %w", err))
 	}
 	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
-		return e.setupFailed(res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return rec.setupFailed(res, base, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
 	base.Path = path
 	res.Path = path
-	return e.runAllowed(ctx, req, res, base, decided, rootfs, digest)
+	return e.runAllowed(ctx, req, res, base, rec, rootfs, digest)
 }
 
 // prepareImage verifies a pinned image and returns its unpacked root file
@@ -164,14 +165,14 @@ func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, rec *records, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	fs := e.pol.FilesystemFor(req.Tool)
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
 	if err != nil {
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	defer canary.Close()
 	probes := canary.Request()
@@ -201,7 +202,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	px, err := proxy.New(proxy.Config{
 		Task:     req.Task,
@@ -209,18 +210,22 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Resolver: e.opts.Resolver,
 		Dialer:   e.opts.Dialer,
 		// Every egress decision is durable before the dial it allows: a
-		// failed write refuses the connection.
+		// failed write refuses the connection, and fails the run.
 		Record: func(ev proxy.Event) error {
 			a := proxy.AuditEvent(ev, egressBase(base))
+			record := rec.record
 			if ev.Stage == proxy.StageClosed {
-				return e.recordLazy(a) // nothing waits on a connection's end
+				record = rec.recordLazy // nothing waits on a connection's end
 			}
-			return e.record(a)
+			if record(a) != nil {
+				return errNotRecorded
+			}
+			return nil
 		},
 	})
 	if err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	go func() { _ = px.Serve(sb.Listener()) }()
 	defer func() {
@@ -229,9 +234,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		_ = px.Shutdown(sctx)
 	}()
 
-	if err := decided(); err != nil {
+	if err := rec.decided(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
@@ -241,14 +246,14 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	// Not synced before the command runs: it decides nothing (the decision
 	// above is durable), and the outcome's records sync it.
-	if err := e.recordLazy(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+	if err := rec.recordLazy(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
 		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	if err := sb.Release(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return rec.setupFailed(res, base, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
@@ -262,15 +267,16 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
 		ev := base
 		ev.Event = audit.EventEscapeSuspected
-		_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+		_ = rec.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
 	}
 	res.Receipt["command"] = "airlock command gate (policy " + e.pol.Digest + ")"
 	res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + req.Task
-	e.recordOutcome(base, res)
+	rec.outcome(base, res)
+	res, err = rec.finish(res)
 	if waitErr != nil {
-		return res, fmt.Errorf("enforcer: %w", waitErr)
+		err = errors.Join(fmt.Errorf("enforcer: %w", waitErr), err)
 	}
-	return res, nil
+	return res, err
 }
 
 // record appends ev durably and passes it, and any alert the log's hook
@@ -284,7 +290,7 @@ func (e *Enforcer) recordLazy(ev audit.Event) error { return e.emit(e.log.Append
 // emit passes the lines one append wrote to OnEvent.
 func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
 	if err != nil {
-		return fmt.Errorf("enforcer: audit: %w", err)
+		return err
 	}
 	if e.opts.OnEvent != nil {
 		for _, w := range all {
@@ -292,21 +298,6 @@ func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
 		}
 	}
 	return nil
-}
-
-// setupFailed records, after the decision (decided), that airlock could
-// not run the command.
-func (e *Enforcer) setupFailed(res Result, base audit.Context, decided func() error, err error) (Result, error) {
-	if derr := decided(); derr != nil && derr != err {
-		err = errors.Join(err, derr)
-	}
-	res.ExitCode = ExitSetup
-	res.Error = err.Error()
-	ev := base
-	ev.Event = audit.EventStartupRefused
-	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
-		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
-	return res, err
 }
 
 // hidden lists the host files the sandbox must not see even when they sit

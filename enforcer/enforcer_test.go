@@ -51,15 +51,25 @@ type fixture struct {
 	mu    sync.Mutex
 	seen  []audit.Event
 	dials []string
+	// after, when set before a run, is called with each event once it
+	// is durable, outside the lock.
+	after func(audit.Event)
 }
 
 func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 	t.Helper()
-	pol, err := policy.Parse("test.json", []byte(testPolicy))
+	return newFixtureIn(t, t.TempDir(), testPolicy, resolver)
+}
+
+// newFixtureIn is newFixture with the audit log in dir and the policy
+// polJSON.
+func newFixtureIn(t *testing.T, dir, polJSON string, resolver proxy.Resolver) *fixture {
+	t.Helper()
+	pol, err := policy.Parse("test.json", []byte(polJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	f := &fixture{path: filepath.Join(dir, "audit.jsonl")}
 	f.log, err = audit.Open(f.path)
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +89,11 @@ func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 		}),
 		OnEvent: func(ev audit.Event) {
 			f.mu.Lock()
-			defer f.mu.Unlock()
 			f.seen = append(f.seen, ev)
+			f.mu.Unlock()
+			if f.after != nil {
+				f.after(ev)
+			}
 		},
 	})
 	if err != nil {

@@ -14,6 +14,12 @@ const (
 	// ExitInterrupted is returned when the caller ended the run (Ctrl-C:
 	// 128 + SIGINT), after every process of the sandbox was killed.
 	ExitInterrupted = 130
+	// ExitAudit is returned when the command ran but a record of its run
+	// (its outcome, its teardown, a proxy decision) could not be written
+	// to the audit log, a full disk for one: the log cannot show what the
+	// run did. It takes precedence over the command's own status, which
+	// Result.CommandExitCode keeps (docs/cli.md, "Audit failures").
+	ExitAudit = 122
 )
 
 // Result is the outcome of one run, as `airlock run --result` writes it.
@@ -53,4 +59,12 @@ type Result struct {
 	EscapeSuspected string `json:"escapeSuspected,omitempty"`
 	// Error is why airlock could not run the command (ExitSetup).
 	Error string `json:"error,omitempty"`
+	// AuditError is the first record of the run that the audit log
+	// refused, and why; "" when every record was written. With it, the
+	// exit status is ExitAudit when the command ran, ExitSetup when it
+	// did not (its decision could not be made durable).
+	AuditError string `json:"auditError,omitempty"`
+	// CommandExitCode is the status the run would have exited with (the
+	// child's own, 128+N, 137 or 130) when ExitAudit replaced it.
+	CommandExitCode *int `json:"commandExitCode,omitempty"`
 }

@@ -31,7 +31,10 @@ type Monitor struct {
 	command window
 }
 
-var _ audit.Hook = (*Monitor)(nil)
+var (
+	_ audit.Hook     = (*Monitor)(nil)
+	_ audit.Resetter = (*Monitor)(nil)
+)
 
 // New returns a Monitor with thresholds th.
 func New(th Thresholds) *Monitor {
@@ -122,6 +125,16 @@ func (m *Monitor) recorded(rule string) {
 	case RuleCommandDenyRepeat:
 		m.command.reset()
 	}
+}
+
+// Reset forgets every event the monitor was shown (audit.Resetter): its
+// Log calls it after an append that failed, and then shows it the events
+// in the file again.
+func (m *Monitor) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.egress.reset()
+	m.command.reset()
 }
 
 // Lookback is the window: the monitor wants the events of the last

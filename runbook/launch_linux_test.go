@@ -204,7 +204,8 @@ func TestLaunchInterrupted(t *testing.T) {
 }
 
 // TestLaunchAuditFailureHalts: when the audit log refuses an event, no
-// later step runs: the trail could not prove what it did.
+// later step runs (the trail could not prove what it did), and the launch
+// exits ExitAudit naming the record.
 func TestLaunchAuditFailureHalts(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
@@ -217,7 +218,8 @@ func TestLaunchAuditFailureHalts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Errorf("Launch error %v, want the teardown's audit failure", err)
 	}
-	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the audit log refused an event during step 2 ("two"), so no later step may run`) {
+	if res.ExitCode != runbook.ExitAudit || !strings.HasPrefix(res.Reason, `the audit log refused an event during step 2 ("two"), so no later step may run`) ||
+		!strings.HasPrefix(res.AuditError, "the resource info record was not written: audit: log is closed") {
 		t.Fatalf("result %+v", res)
 	}
 	if res.Steps[2].Status != runbook.StepNotRun {

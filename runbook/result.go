@@ -16,6 +16,11 @@ const (
 	// ExitEscape: an escape signal fired; the plan was halted, the
 	// sandbox frozen, evidence kept and the artifacts marked untrusted.
 	ExitEscape = 121
+	// ExitAudit: steps ran, but a record of the launch (a step's outcome,
+	// a proxy decision, the teardown) could not be written to the audit
+	// log, a full disk for one; no step ran after it. An escape keeps
+	// ExitEscape (docs/cli.md, "Audit failures").
+	ExitAudit = 122
 	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
 	// start-up probe, an image that does not verify, a missing
 	// mechanism, a command that is not installed); nothing was run.
@@ -85,6 +90,9 @@ type Result struct {
 	// Error is why airlock could not launch or tear down, when it could
 	// not.
 	Error string `json:"error,omitempty"`
+	// AuditError is the first record of the launch that the audit log
+	// refused, and why; "" when every record was written.
+	AuditError string `json:"auditError,omitempty"`
 }
 
 // ImageInfo names the image a sandbox ran on.

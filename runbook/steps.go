@@ -161,5 +161,12 @@ func (l *launch) recordEgress(ev proxy.Event) error {
 	if isMetadataAttempt(ev) {
 		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
 	}
-	return err
+	if err != nil {
+		return errNotRecorded // the sandbox is told that much; the result says why
+	}
+	return nil
 }
+
+// errNotRecorded is what the proxy tells a client whose connection it
+// refused because its decision could not be recorded.
+var errNotRecorded = errors.New("the audit log could not record it")

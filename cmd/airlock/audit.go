@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -116,6 +118,7 @@ prints somewhere the log's writers cannot change, and later pass it with
 				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: audit verify: %s:%d: warning: damaged line (%d bytes) "+
 					"closed off by the repair record on line %d\n", file, r.Line, r.Bytes, r.MarkerLine)
 			}
+			warnLossy(cmd.ErrOrStderr(), file, rep)
 			if verr != nil {
 				return auditFailed("verify", file, verr)
 			}
@@ -131,6 +134,25 @@ prints somewhere the log's writers cannot change, and later pass it with
 	cmd.Flags().StringVar(&head, "head", "", "fail unless the log holds a line with this hash (recorded earlier)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// warnLossy names the lines that an older airlock wrote with bytes that
+// were not UTF-8 replaced by U+FFFD.
+func warnLossy(w io.Writer, file string, rep audit.Report) {
+	if rep.Lossy == 0 {
+		return
+	}
+	lines := make([]string, len(rep.LossyLines))
+	for i, n := range rep.LossyLines {
+		lines[i] = strconv.Itoa(n)
+	}
+	more := ""
+	if rep.Lossy > len(rep.LossyLines) {
+		more = fmt.Sprintf(" and %d more", rep.Lossy-len(rep.LossyLines))
+	}
+	fmt.Fprintf(w, "airlock: audit verify: %s: warning: %d %s (%s %s%s) written by an older airlock, which "+
+		"replaced bytes that were not UTF-8 with U+FFFD: their hashes and chain hold, but those bytes are lost\n",
+		file, rep.Lossy, plural(rep.Lossy, "line"), plural(len(lines), "line"), strings.Join(lines, ", "), more)
 }
 
 func isHexHash(s string) bool {

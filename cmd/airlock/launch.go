@@ -48,7 +48,8 @@ Exit status: 0 when every step passed (or failed with continueOnFailure); 1
 when a step failed and halted the plan; 121 when an escape was suspected; 125
 when airlock could not launch (bad plan or policy, failed probe, image
 mismatch; nothing was run); 126 when the command gate refused a step (nothing
-was run).`,
+was run); 122 when steps ran but a record of the launch could not be written
+to the audit log (a full disk): no later step was run.`,
 		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -147,5 +148,8 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		}
 	default:
 		fmt.Fprintf(w, "airlock: plan: failed: %s\n", res.Reason)
+	}
+	if res.AuditError != "" && res.ExitCode != runbook.ExitSetup {
+		printAuditError(w, res.AuditError)
 	}
 }

@@ -20,6 +20,10 @@ import (
 	"github.com/airlock-sandbox/airlock/proxy"
 )
 
+// errNotRecorded is what a client is told of a connection refused because
+// its decision could not be recorded.
+var errNotRecorded = errors.New("the audit log could not record it")
+
 // proxyGrace is how long a stopping proxy lets open tunnels finish.
 const proxyGrace = 10 * time.Second
 
@@ -98,7 +102,12 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	defer rec.Close()
+	defer func() {
+		// Close syncs the connections' lazy end records: a failure loses them.
+		if err := rec.Close(); err != nil {
+			printAuditError(stderr, "closing the log: "+err.Error())
+		}
+	}()
 	px, err := proxy.New(proxy.Config{
 		Task:   o.task,
 		Gate:   gate,
@@ -109,8 +118,14 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 			if ev.Stage == proxy.StageClosed {
 				record = rec.RecordLazy // nothing waits on a connection's end
 			}
-			_, _, err := record(proxy.AuditEvent(ev, audit.Context{}))
-			return err
+			a := proxy.AuditEvent(ev, audit.Context{})
+			if _, _, err := record(a); err != nil {
+				// The proxy refuses an allowed connection it cannot record;
+				// the client is told that much, the operator why.
+				printAuditError(stderr, audit.NotWritten(a, err).Error())
+				return errNotRecorded
+			}
+			return nil
 		},
 	})
 	if err != nil {

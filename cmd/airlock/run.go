@@ -33,7 +33,9 @@ streamed as it comes.
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 126 when the command gate denied or escalated; 125 when airlock
 could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
-end the sandbox cleanly: every process in it is killed and it is torn down).`,
+end the sandbox cleanly: every process in it is killed and it is torn down);
+122 when the command ran but a record of its run could not be written to the
+audit log (a full disk): the result's commandExitCode keeps its own status.`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release
   airlock run --tool run_tests --workspace . --result result.json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -124,8 +126,11 @@ func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
 		fmt.Fprintf(w, "airlock: resource: kill: %s\n", res.KillReason)
 	case res.Interrupted:
 		fmt.Fprintln(w, "airlock: interrupted: the sandbox and every process in it were ended")
-	case err != nil:
+	case err != nil && !errors.Is(err, enforcer.ErrAudit):
 		fmt.Fprintf(w, "airlock: %v\n", err)
+	}
+	if res.AuditError != "" && res.ExitCode != enforcer.ExitSetup {
+		printAuditError(w, res.AuditError)
 	}
 	if res.EscapeSuspected != "" {
 		fmt.Fprintf(w, "airlock: sandbox: escape_suspected: %s\n", res.EscapeSuspected)
