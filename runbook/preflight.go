@@ -123,6 +123,7 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 		c.Tasks = max(c.Tasks, e.Tasks)
 		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteBytes)
 		c.OpenFiles = max(c.OpenFiles, e.OpenFiles)
+		c.OutputBytes = max(c.OutputBytes, e.OutputBytes)
 	}
 	return c
 }
