@@ -33,7 +33,7 @@ type Result struct {
 	// Signal is the signal that ended the child, 0 if none.
 	Signal int `json:"signal"`
 	// KilledBy names the cap that killed the run (wall, cpu, memory, pids,
-	// disk), or is null.
+	// disk, output), or is null.
 	KilledBy *string `json:"killedBy"`
 	// KillReason says which cap killed the run and at what limit.
 	KillReason string `json:"killReason,omitempty"`

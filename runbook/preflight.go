@@ -81,7 +81,7 @@ func (l *launch) resolve(context.Context) bool {
 		}
 		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU}
+		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)

@@ -119,7 +119,7 @@ type Result struct {
 	// Signal is the signal that killed the target, 0 if none.
 	Signal int
 	// KilledBy names the cap that killed the run ("wall", "cpu",
-	// "memory", "pids", "disk"), or "" if none did.
+	// "memory", "pids", "disk", "output"), or "" if none did.
 	KilledBy string
 	// Wall is the target's wall-clock time, from Release to its end.
 	Wall time.Duration

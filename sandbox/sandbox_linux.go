@@ -281,6 +281,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		if s.cfg.Stderr != nil {
 			stderr = s.cfg.Stderr
 		}
+		// The run's output cap: a session's is each step's (stepIO).
+		oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
+		stdout, stderr = oc.writers(stdout, stderr)
 	}
 	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
@@ -502,8 +505,10 @@ func (s *Sandbox) finish() (Result, error) {
 			}
 		}
 	}
-	if res.KilledBy == "" && res.Signal == int(syscall.SIGXFSZ) {
-		res.KilledBy = string(limits.KilledByDisk)
+	if res.KilledBy == "" {
+		// An rlimit's kill: RLIMIT_FSIZE, or RLIMIT_CPU (its SIGXCPU, or
+		// the SIGKILL of its hard limit for a target that ignores it).
+		res.KilledBy = string(limits.SignalCause(syscall.Signal(res.Signal), res.CPU, s.cfg.Caps.CPU))
 	}
 	var err error
 	if s.cfg.Findings != "" && s.finds >= 0 {
@@ -526,6 +531,10 @@ func (s *Sandbox) fullReceipt() map[string]string {
 		r[k] = v
 	}
 	r["namespaces"] = "user, pid, mount, network, ipc, uts, cgroup"
+	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
+	if s.session {
+		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
+	}
 	r["init"] = "pid 1 re-executed from this binary, non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
 	return r
 }

@@ -43,6 +43,10 @@ type StepCaps struct {
 	// exceed the session's Caps.CPU, which every process of the session
 	// also carries as RLIMIT_CPU.
 	CPU time.Duration
+	// OutputBytes caps the step's stdout and stderr together (see
+	// limits.Caps.OutputBytes); 0 means the session's Caps.OutputBytes,
+	// which it may not exceed.
+	OutputBytes int64
 }
 
 // Teardown is what Session.Close reports about the whole session.
