@@ -23,6 +23,7 @@ func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Resu
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
+	res.FindingsSkipped = out.FindingsSkipped
 	res.Receipt = map[string]string{}
 	for k, v := range out.Receipt {
 		res.Receipt[k] = v

@@ -14,6 +14,12 @@ const (
 	// ExitInterrupted is returned when the caller ended the run (Ctrl-C:
 	// 128 + SIGINT), after every process of the sandbox was killed.
 	ExitInterrupted = 130
+	// ExitFindings is returned when the run asked for --findings and they
+	// could not all be kept: an entry of /findings was left out (the
+	// result's findingsSkipped says which and why) or the host refused a
+	// write. It replaces the child's own status: data the caller asked to
+	// keep is not there, so the run failed (docs/cli.md).
+	ExitFindings = 122
 )
 
 // Result is the outcome of one run, as `airlock run --result` writes it.
@@ -51,6 +57,12 @@ type Result struct {
 	// signal that something inside reached the host (the runbook's
 	// "suspected sandbox escape"); "" when none was seen.
 	EscapeSuspected string `json:"escapeSuspected,omitempty"`
-	// Error is why airlock could not run the command (ExitSetup).
+	// FindingsSkipped lists the entries of /findings left out of the
+	// copy-out, or copied renamed or with their mode changed, each with
+	// why (an entry left out makes the run ExitFindings).
+	FindingsSkipped []string `json:"findingsSkipped,omitempty"`
+	// Error is why airlock could not run the command (ExitSetup), or,
+	// starting "findings not kept", why the findings were not all kept
+	// (ExitFindings).
 	Error string `json:"error,omitempty"`
 }

@@ -16,6 +16,10 @@ const (
 	// ExitEscape: an escape signal fired; the plan was halted, the
 	// sandbox frozen, evidence kept and the artifacts marked untrusted.
 	ExitEscape = 121
+	// ExitFindings: --findings were not all kept (an entry of /findings
+	// left out, or a write the host refused; findingsSkipped says which),
+	// whatever the steps did; an escape's ExitEscape wins over it.
+	ExitFindings = 122
 	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
 	// start-up probe, an image that does not verify, a missing
 	// mechanism, a command that is not installed); nothing was run.

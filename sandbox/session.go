@@ -59,8 +59,8 @@ type Teardown struct {
 	PeakMemoryBytes int64
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string
-	// FindingsSkipped lists /findings entries that were not copied out,
-	// with why.
+	// FindingsSkipped lists the /findings entries left out of the
+	// copy-out, or copied renamed or with their mode changed, with why.
 	FindingsSkipped []string
 	// Frozen is true when the session was frozen (Freeze) before Close.
 	Frozen bool

@@ -395,8 +395,8 @@ func (ss *Session) close() (Teardown, error) {
 		errs = append(errs, fmt.Errorf("sandbox: read the group's stats: %w", err))
 	}
 	td.CPU, td.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
-	if s.cfg.Findings != "" && s.finds >= 0 {
-		skipped, err := copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+	if s.dst != nil && s.finds >= 0 {
+		skipped, err := s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
 		td.FindingsSkipped = skipped
 		if err != nil {
 			errs = append(errs, err)

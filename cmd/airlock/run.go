@@ -33,7 +33,11 @@ streamed as it comes.
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 126 when the command gate denied or escalated; 125 when airlock
 could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
-end the sandbox cleanly: every process in it is killed and it is torn down).`,
+end the sandbox cleanly: every process in it is killed and it is torn down);
+122 when --findings were not all kept (docs/cli.md, "Exit codes").
+
+--findings names a directory airlock makes (or an empty one of the
+caller's): never a path through a symbolic link, never one with files in it.`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release
   airlock run --tool run_tests --workspace . --result result.json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -124,8 +128,11 @@ func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
 		fmt.Fprintf(w, "airlock: resource: kill: %s\n", res.KillReason)
 	case res.Interrupted:
 		fmt.Fprintln(w, "airlock: interrupted: the sandbox and every process in it were ended")
-	case err != nil:
+	case err != nil && res.ExitCode != enforcer.ExitFindings:
 		fmt.Fprintf(w, "airlock: %v\n", err)
+	}
+	if res.ExitCode == enforcer.ExitFindings {
+		fmt.Fprintf(w, "airlock: findings: error: %s\n", res.Error)
 	}
 	if res.EscapeSuspected != "" {
 		fmt.Fprintf(w, "airlock: sandbox: escape_suspected: %s\n", res.EscapeSuspected)
