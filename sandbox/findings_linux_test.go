@@ -292,3 +292,29 @@ echo kept > /findings/z`)
 		t.Errorf("report %q: want the link and the unreadable file left out", res.FindingsSkipped)
 	}
 }
+
+// TestMarkFindings: the marker is written as a new file, never through
+// what the sandbox left under its name (moved aside), and never through a
+// symbolic link on the way to the directory.
+func TestMarkFindings(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	victim := filepath.Join(outside, "victim")
+	os.WriteFile(victim, []byte("untouched"), 0o644)
+	os.Symlink(victim, filepath.Join(dir, "UNTRUSTED"))
+	if err := MarkFindings(dir, "UNTRUSTED", []byte("marked\n")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
+		t.Errorf("the marker was written through the sandbox's link: %q", b)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "UNTRUSTED")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("marker: %v, %v", fi, err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "UNTRUSTED-from-sandbox-*")); len(m) != 1 {
+		t.Errorf("the sandbox's entry was not moved aside: %v", m)
+	}
+	os.Symlink(dir, filepath.Join(outside, "link"))
+	if err := MarkFindings(filepath.Join(outside, "link"), "UNTRUSTED", nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("MarkFindings through a link: %v", err)
+	}
+}
