@@ -263,6 +263,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		res.Interrupted = true
 		res.ExitCode = ExitInterrupted
 	}
+	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
+		// Data the caller asked to keep is not there: a failed run, and
+		// a result (airlock did run the command).
+		res.ExitCode, res.Error = ExitFindings, strings.TrimPrefix(waitErr.Error(), "sandbox: ")
+		waitErr = nil
+	}
 	if n := canary.Accepted(); n > 0 {
 		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
 		ev := base

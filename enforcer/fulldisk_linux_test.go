@@ -85,7 +85,7 @@ func (w *freeOnWrite) Write(b []byte) (int, error) {
 // the launch (the outcome), after the outcome (the teardown), and under a
 // proxy decision mid-run, allowed or denied. Nothing is acted on whose
 // decision is not durable, and nothing is silent: a run that never
-// started exits 125, one that ran exits 122 (ExitAudit) keeping the
+// started exits 125, one that ran exits 74 (ExitAudit) keeping the
 // command's own status, and AuditError names the record. Before, the
 // outcome and teardown records were dropped and the run exited 0.
 func TestRunOnFullDisk(t *testing.T) {

@@ -25,6 +25,7 @@ func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Resu
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
+	res.FindingsSkipped = out.FindingsSkipped
 	res.Receipt = map[string]string{}
 	for k, v := range out.Receipt {
 		res.Receipt[k] = v
@@ -58,6 +59,8 @@ func killReason(killedBy string, c policy.EffectiveCaps) string {
 		return fmt.Sprintf("killed by the pids cap: the process tree reached processCount %d tasks; every process was killed", c.ProcessCount)
 	case "disk":
 		return fmt.Sprintf("killed by the disk cap: a file passed diskWriteMb %d; every process was killed", c.DiskWriteMB)
+	case "output":
+		return fmt.Sprintf("killed by the output cap: stdout and stderr passed outputMb %d together, and the output was cut there; every process was killed", c.OutputMB)
 	}
 	return "killed by the " + killedBy + " cap; every process was killed"
 }

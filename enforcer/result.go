@@ -19,7 +19,13 @@ const (
 	// to the audit log, a full disk for one: the log cannot show what the
 	// run did. It takes precedence over the command's own status, which
 	// Result.CommandExitCode keeps (docs/cli.md, "Audit failures").
-	ExitAudit = 122
+	ExitAudit = 74
+	// ExitFindings is returned when the run asked for --findings and they
+	// could not all be kept: an entry of /findings was left out (the
+	// result's findingsSkipped says which and why) or the host refused a
+	// write. It replaces the child's own status: data the caller asked to
+	// keep is not there, so the run failed (docs/cli.md).
+	ExitFindings = 73
 )
 
 // Result is the outcome of one run, as `airlock run --result` writes it.
@@ -39,7 +45,7 @@ type Result struct {
 	// Signal is the signal that ended the child, 0 if none.
 	Signal int `json:"signal"`
 	// KilledBy names the cap that killed the run (wall, cpu, memory, pids,
-	// disk), or is null.
+	// disk, output), or is null.
 	KilledBy *string `json:"killedBy"`
 	// KillReason says which cap killed the run and at what limit.
 	KillReason string `json:"killReason,omitempty"`
@@ -57,7 +63,13 @@ type Result struct {
 	// signal that something inside reached the host (the runbook's
 	// "suspected sandbox escape"); "" when none was seen.
 	EscapeSuspected string `json:"escapeSuspected,omitempty"`
-	// Error is why airlock could not run the command (ExitSetup).
+	// FindingsSkipped lists the entries of /findings left out of the
+	// copy-out, or copied renamed or with their mode changed, each with
+	// why (an entry left out makes the run ExitFindings).
+	FindingsSkipped []string `json:"findingsSkipped,omitempty"`
+	// Error is why airlock could not run the command (ExitSetup), or,
+	// starting "findings not kept", why the findings were not all kept
+	// (ExitFindings).
 	Error string `json:"error,omitempty"`
 	// AuditError is the first record of the run that the audit log
 	// refused, and why; "" when every record was written. With it, the

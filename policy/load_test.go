@@ -73,7 +73,7 @@ func TestSeedPolicyLoadsUnchanged(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	p := policy.Default().Policy
-	want := policy.EffectiveCaps{WallSeconds: 10, CPUSeconds: 10, MemoryMB: 512, ProcessCount: 20, DiskWriteMB: 100, OpenFiles: 256}
+	want := policy.EffectiveCaps{WallSeconds: 10, CPUSeconds: 10, MemoryMB: 512, ProcessCount: 20, DiskWriteMB: 100, OpenFiles: 256, OutputMB: 16}
 	if got := p.CapsFor("run_tests"); got != want {
 		t.Errorf("default caps = %+v, want %+v", got, want)
 	}
@@ -85,7 +85,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tool caps override field by field over the top-level caps.
-	want = policy.EffectiveCaps{WallSeconds: 60, CPUSeconds: 30, MemoryMB: 1024, ProcessCount: 64, DiskWriteMB: 100, OpenFiles: 256}
+	want = policy.EffectiveCaps{WallSeconds: 60, CPUSeconds: 30, MemoryMB: 1024, ProcessCount: 64, DiskWriteMB: 100, OpenFiles: 256, OutputMB: 16}
 	if got := full.CapsFor("run_tests"); got != want {
 		t.Errorf("run_tests caps = %+v, want %+v", got, want)
 	}

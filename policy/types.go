@@ -64,6 +64,8 @@ type Caps struct {
 	DiskWriteMB *int64 `json:"diskWriteMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
 	// OpenFiles is the open-file limit of each process (default 256).
 	OpenFiles *int64 `json:"openFiles,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// OutputMB caps stdout and stderr together, in MiB, as airlock forwards them; past it the output is cut and the run killed (default 16).
+	OutputMB *int64 `json:"outputMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
 }
 
 // Egress is the egress gate's policy.

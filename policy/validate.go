@@ -120,6 +120,7 @@ var capRange = []struct {
 	{"processCount", func(c *Caps) (float64, bool) { return iget(c.ProcessCount) }, 1 << 16},
 	{"diskWriteMb", func(c *Caps) (float64, bool) { return iget(c.DiskWriteMB) }, 1 << 20},
 	{"openFiles", func(c *Caps) (float64, bool) { return iget(c.OpenFiles) }, 1 << 20},
+	{"outputMb", func(c *Caps) (float64, bool) { return iget(c.OutputMB) }, 1 << 20},
 }
 
 func fget(v *float64) (float64, bool) {

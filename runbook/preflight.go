@@ -81,7 +81,7 @@ func (l *launch) resolve(context.Context) bool {
 		}
 		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU}
+		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)
@@ -123,6 +123,7 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 		c.Tasks = max(c.Tasks, e.Tasks)
 		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteBytes)
 		c.OpenFiles = max(c.OpenFiles, e.OpenFiles)
+		c.OutputBytes = max(c.OutputBytes, e.OutputBytes)
 	}
 	return c
 }

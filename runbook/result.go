@@ -20,7 +20,11 @@ const (
 	// a proxy decision, the teardown) could not be written to the audit
 	// log, a full disk for one; no step ran after it. An escape keeps
 	// ExitEscape (docs/cli.md, "Audit failures").
-	ExitAudit = 122
+	ExitAudit = 74
+	// ExitFindings: --findings were not all kept (an entry of /findings
+	// left out, or a write the host refused; findingsSkipped says which),
+	// whatever the steps did; an escape's ExitEscape wins over it.
+	ExitFindings = 73
 	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
 	// start-up probe, an image that does not verify, a missing
 	// mechanism, a command that is not installed); nothing was run.

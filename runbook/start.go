@@ -25,8 +25,6 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.refuse(err.Error(), nil)
 	}
 	l.canary = c
-	l.hostFiles, l.hostTrees = l.sentinels()
-	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
 	cfg := sandbox.Config{
 		Workspace: l.opts.Workspace,
 		Findings:  l.opts.Findings,
@@ -63,6 +61,10 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.refuse(err.Error(), nil)
 	}
 	l.sess = sess
+	// Once the session has made the findings directory, and before
+	// anything runs in it (the init's own probes aside).
+	l.hostFiles, l.hostTrees = l.sentinels()
+	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
 	return true
 }
 

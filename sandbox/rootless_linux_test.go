@@ -77,6 +77,13 @@ func TestRootlessInner(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 	})
+	t.Run("caps", func(t *testing.T) {
+		t.Run("disk", testDiskCapTotal)
+		t.Run("inodes", testDiskInodeCap)
+		t.Run("cpu", testCPUCapAttributed)
+		t.Run("output", testOutputCap)
+	})
+	t.Run("findings", testFindingsRootless)
 	t.Run("root", func(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "rootfs")
 		writeRootfs(t, root, rootfsFiles(t))

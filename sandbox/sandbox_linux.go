@@ -30,8 +30,9 @@ type Sandbox struct {
 	group   *limits.Group
 	lis     net.Listener
 	port    int
-	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
-	work    int // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	finds   int           // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	dst     *findingsDest // the host's findings directory, nil without Config.Findings
+	work    int           // descriptor of the sandbox's /workspace tmpfs, -1 when closed
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
@@ -72,6 +73,13 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 		return nil, err
 	}
 	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h}
+	if cfg.Findings != "" {
+		// Made (or taken) now: a destination that will not do refuses
+		// the run before anything runs, not after.
+		if s.dst, err = openFindingsDest(cfg.Findings); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
 		return nil, err
@@ -281,6 +289,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		if s.cfg.Stderr != nil {
 			stderr = s.cfg.Stderr
 		}
+		// The run's output cap: a session's is each step's (stepIO).
+		oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
+		stdout, stderr = oc.writers(stdout, stderr)
 	}
 	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
@@ -502,12 +513,14 @@ func (s *Sandbox) finish() (Result, error) {
 			}
 		}
 	}
-	if res.KilledBy == "" && res.Signal == int(syscall.SIGXFSZ) {
-		res.KilledBy = string(limits.KilledByDisk)
+	if res.KilledBy == "" {
+		// An rlimit's kill: RLIMIT_FSIZE, or RLIMIT_CPU (its SIGXCPU, or
+		// the SIGKILL of its hard limit for a target that ignores it).
+		res.KilledBy = string(limits.SignalCause(syscall.Signal(res.Signal), res.CPU, s.cfg.Caps.CPU))
 	}
 	var err error
-	if s.cfg.Findings != "" && s.finds >= 0 {
-		res.FindingsSkipped, err = copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+	if s.dst != nil && s.finds >= 0 {
+		res.FindingsSkipped, err = s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
 	}
 	res.Receipt = s.fullReceipt()
 	if terr := s.teardownErr(nil); err == nil {
@@ -526,6 +539,10 @@ func (s *Sandbox) fullReceipt() map[string]string {
 		r[k] = v
 	}
 	r["namespaces"] = "user, pid, mount, network, ipc, uts, cgroup"
+	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
+	if s.session {
+		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
+	}
 	r["init"] = "pid 1 re-executed from this binary, non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
 	return r
 }
@@ -539,6 +556,9 @@ func (s *Sandbox) teardownErr(first error) error {
 	if s.finds >= 0 {
 		unix.Close(s.finds)
 		s.finds = -1
+	}
+	if s.dst != nil {
+		s.dst.close()
 	}
 	if s.work >= 0 {
 		unix.Close(s.work)
@@ -558,6 +578,9 @@ func (s *Sandbox) teardownErr(first error) error {
 
 // abort undoes a failed Start.
 func (s *Sandbox) abort() {
+	if s.dst != nil {
+		s.dst.discard()
+	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
 		if s.group != nil {

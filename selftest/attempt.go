@@ -59,6 +59,9 @@ const (
 	ControlRlimitFsize  = "rlimit-fsize"
 	ControlRlimitNofile = "rlimit-nofile"
 	ControlTmpfsSize    = "tmpfs-size"
+	ControlTmpfsInodes  = "tmpfs-inodes"
+	ControlRlimitCPU    = "rlimit-cpu"
+	ControlOutputCap    = "output-cap"
 	ControlPrivateTmp   = "private-tmp"
 	ControlCleanEnv     = "clean-env"
 )

@@ -73,6 +73,8 @@ func filesystemAttempts() []attempt {
 			plan: planSwapRace},
 		{family: fs, name: "findings-links", control: ControlCopyOut, sandboxed: true,
 			what: "symlinks in /findings to host files, for the copy-out to follow", plan: planFindingsLinks},
+		{family: fs, name: "findings-hooks", control: ControlCopyOut, sandboxed: true,
+			what: "a git hook, a setuid script and a bare repository left in /findings, to run on the host", plan: planFindingsHooks},
 		payloadAttempt(fs, "inherited-fds", ControlFDHygiene, "descriptors beyond stdio inherited from outside (runc CVE-2024-21626)",
 			p, taskNone, notSucceeded, "open-fds"),
 	}
@@ -169,8 +171,10 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 			return broken("read the findings: " + err.Error())
 		case strings.Join(seen, ",") != "report.txt":
 			return broken("the findings hold " + strings.Join(seen, ",") + ", want report.txt alone")
+		case o.res.ExitCode != enforcer.ExitFindings:
+			return broken(fmt.Sprintf("the links were left out, but the run exited %d, not %d (findings not all kept)", o.res.ExitCode, enforcer.ExitFindings))
 		}
-		return contained("only report.txt was copied out; the links stayed inside")
+		return contained(fmt.Sprintf("only report.txt was copied out; the links stayed inside, reported, and the run exited %d", o.res.ExitCode))
 	}}, nil
 }
 

@@ -246,4 +246,7 @@ func TestPolicyLoads(t *testing.T) {
 	if c := pol.CapsFor(toolFDs); c.OpenFiles != capOpenFiles {
 		t.Errorf("open-files cap of %s is %d, the judges assume %d", toolFDs, c.OpenFiles, capOpenFiles)
 	}
+	if c := pol.CapsFor(toolOutput); c.OutputMB != capOutputMiB {
+		t.Errorf("output cap of %s is %d, the judges assume %d", toolOutput, c.OutputMB, capOutputMiB)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -45,11 +46,12 @@ tree, mounts, network namespaces and sockets, workspace mtimes and contents)
 under --evidence, records escape_suspected, and marks the findings UNTRUSTED.
 
 Exit status: 0 when every step passed (or failed with continueOnFailure); 1
-when a step failed and halted the plan; 121 when an escape was suspected; 125
+when a step failed and halted the plan; 121 when an escape was suspected; 73
+when --findings were not all kept; 74 when steps ran but a record of the launch
+could not be written to the audit log (a full disk): no later step was run; 125
 when airlock could not launch (bad plan or policy, failed probe, image
-mismatch; nothing was run); 126 when the command gate refused a step (nothing
-was run); 122 when steps ran but a record of the launch could not be written
-to the audit log (a full disk): no later step was run.`,
+mismatch, a --findings path that will not do; nothing was run); 126 when the
+command gate refused a step (nothing was run). See docs/cli.md, "Exit codes".`,
 		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -141,6 +143,8 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
 	case runbook.ExitSetup:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
+	case runbook.ExitFindings:
+		fmt.Fprintf(w, "airlock: findings: error: %s\n", strings.TrimPrefix(res.Error, "sandbox: "))
 	case runbook.ExitEscape:
 		fmt.Fprintf(w, "airlock: escape: suspected: %s\n", res.Reason)
 		if res.Evidence != "" {

@@ -34,8 +34,12 @@ Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 126 when the command gate denied or escalated; 125 when airlock
 could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
 end the sandbox cleanly: every process in it is killed and it is torn down);
-122 when the command ran but a record of its run could not be written to the
-audit log (a full disk): the result's commandExitCode keeps its own status.`,
+73 when --findings were not all kept; 74 when the command ran but a record of
+its run could not be written to the audit log (a full disk): the result's
+commandExitCode keeps its own status (docs/cli.md, "Exit codes").
+
+--findings names a directory airlock makes (or an empty one of the
+caller's): never a path through a symbolic link, never one with files in it.`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release
   airlock run --tool run_tests --workspace . --result result.json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -126,8 +130,11 @@ func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
 		fmt.Fprintf(w, "airlock: resource: kill: %s\n", res.KillReason)
 	case res.Interrupted:
 		fmt.Fprintln(w, "airlock: interrupted: the sandbox and every process in it were ended")
-	case err != nil && !errors.Is(err, enforcer.ErrAudit):
+	case err != nil && !errors.Is(err, enforcer.ErrAudit) && res.ExitCode != enforcer.ExitFindings:
 		fmt.Fprintf(w, "airlock: %v\n", err)
+	}
+	if res.ExitCode == enforcer.ExitFindings {
+		fmt.Fprintf(w, "airlock: findings: error: %s\n", res.Error)
 	}
 	if res.AuditError != "" && res.ExitCode != enforcer.ExitSetup {
 		printAuditError(w, res.AuditError)

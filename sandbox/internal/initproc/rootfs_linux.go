@@ -70,31 +70,34 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	if err := s.hide(root); err != nil {
 		return "", err
 	}
-	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	own := "uid=" + itoa(s.id()) + ",gid=" + itoa(s.id())
-	if err := mountTmpfs(root+TmpDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", TmpDir, err)
+	disk, err := s.mountDisk(root)
+	if err != nil {
+		return "", err
 	}
-	if err := mountTmpfs(root+WorkspaceDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", WorkspaceDir, err)
-	}
-	if err := mountTmpfs(root+FindingsDir, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", FindingsDir, err)
+	defer func() {
+		for _, fd := range disk {
+			unix.Close(fd)
+		}
+	}()
+	for _, d := range []string{TmpDir, WorkspaceDir, FindingsDir} {
+		if err := attachDisk(disk, root, d); err != nil {
+			return "", err
+		}
 	}
 	if s.cfg.Workspace {
 		if err := extractWorkspace(setup, root+WorkspaceDir, s.cfg.TmpfsBytes); err != nil {
 			return "", fmt.Errorf("copy the workspace in: %w", err)
 		}
 	}
-	if err := s.buildDev(root + "/dev"); err != nil {
+	if err := s.buildDev(root, disk); err != nil {
 		return "", err
 	}
 	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return "", fmt.Errorf("mount /proc: %w", err)
 	}
-	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings tmpfs, pivot_root"
+	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings /dev/shm on one tmpfs, pivot_root"
 	if s.cfg.Root {
-		s.receipt["filesystem"] = "tmpfs root (read-only) holding the image root's entries bound read-only, private /tmp /workspace /findings tmpfs, pivot_root"
+		s.receipt["filesystem"] = "tmpfs root (read-only) holding the image root's entries bound read-only, private /tmp /workspace /findings /dev/shm on one tmpfs, pivot_root"
 	}
 	return root, nil
 }
@@ -297,9 +300,10 @@ func (s *initState) hide(root string) error {
 }
 
 // buildDev makes the minimal /dev: a tmpfs with the host's null, zero,
-// full, random and urandom bound in, the /proc/self/fd links and a
-// size-capped /dev/shm. No tty, no pts, no block device.
-func (s *initState) buildDev(dev string) error {
+// full, random and urandom bound in, the /proc/self/fd links and /dev/shm
+// from the writable tmpfs (disk). No tty, no pts, no block device.
+func (s *initState) buildDev(root string, disk map[string]int) error {
+	dev := root + "/dev"
 	if err := mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -323,9 +327,8 @@ func (s *initState) buildDev(dev string) error {
 	if err := os.Mkdir(dev+"/shm", 0o755); err != nil {
 		return fmt.Errorf("make /dev/shm: %w", err)
 	}
-	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	if err := mountTmpfs(dev+"/shm", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,uid="+itoa(s.id())+",gid="+itoa(s.id())+","+size); err != nil {
-		return fmt.Errorf("mount /dev/shm: %w", err)
+	if err := attachDisk(disk, root, "/dev/shm"); err != nil {
+		return err
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("make /dev read-only: %w", err)
