@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/payload"
 	"golang.org/x/sys/unix"
 )
 
@@ -30,6 +31,9 @@ var payloads = map[string]func(args []string) int{
 	"exit":    func([]string) int { return 7 },
 	"dial":    payloadDial,
 	"root":    payloadRoot,
+	// airlock runs one of airlock's own attack programs (package
+	// payload), as selftest and the demo run them: args[0] names it.
+	"airlock": func(args []string) int { return payload.Run(args[0], args[1:]) },
 }
 
 func runPayload(name string, args []string) int {

@@ -44,6 +44,7 @@ func TestRootlessInner(t *testing.T) {
 	})
 	t.Run("attacks", testAttacks)
 	t.Run("holes", testHoles)
+	t.Run("signals", testSignalsToInit)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second

@@ -108,6 +108,11 @@ var ErrRequirement = errors.New("required mechanism unavailable")
 // failed inside the sandbox; nothing was run.
 var ErrProbe = errors.New("start-up probe failed")
 
+// ErrInitDied is matched by the error a session's Exec returns when the
+// session's init died on its own (see Result.InitDied): the session has
+// ended, and its integrity is not assured.
+var ErrInitDied = errors.New("the sandbox's init died: the sandbox's integrity is not assured")
+
 // ErrUnsupported is returned by Start on systems without a sandbox.
 var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
 
@@ -130,6 +135,13 @@ type Result struct {
 	// Receipt names, per control, the mechanism that enforced it on this
 	// run.
 	Receipt map[string]string
+	// InitDied is set when the sandbox's init died before the target
+	// ended, killed neither by a cap nor by Kill: a crash, or a signal
+	// from inside that got through. It says how, and means the sandbox's
+	// integrity is not assured; airlock treats it as an escape signal
+	// (docs/sandbox.md). ExitCode is then -1 and Signal 0: the target's
+	// own status is unknown.
+	InitDied string
 	// FindingsSkipped lists /findings entries that were not copied out
 	// (not a regular file or directory, or over the size cap), with why.
 	FindingsSkipped []string

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +44,10 @@ type Sandbox struct {
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	stopCtx   func() bool
+
+	// killed is set when airlock itself ends the init (Kill, the
+	// context, a session's end): its death is then no integrity failure.
+	killed atomic.Bool
 
 	once   sync.Once
 	result Result
@@ -134,7 +139,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		setupW.Close()
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
-	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.killInit() })
 	if _, inV2 := s.group.Dir(); !inV2 && len(v1) == 0 {
 		// No cgroup at all: Place only remembers the process (pidfd).
 		if err := s.group.Place(s.cmd.Process.Pid); err != nil {
@@ -294,7 +299,10 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		// in a test binary, which takes the testing package: Init.
 		args = append(args, initproc.LateArg)
 	}
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1"}
+	// GOTRACEBACK=none: should the init crash all the same, its stderr
+	// (the target's, in a single run) gets no stack trace, whose frames
+	// name the host's build paths.
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
@@ -445,10 +453,16 @@ func (s *Sandbox) Wait() (Result, error) {
 // Kill ends the run now: it kills the init (and with it the pid
 // namespace) and every process of the group, then tears down as Wait.
 func (s *Sandbox) Kill() error {
-	s.cmd.Process.Kill()
+	s.killInit()
 	s.group.KillAll()
 	_, err := s.Wait()
 	return err
+}
+
+// killInit kills the init on airlock's own behalf.
+func (s *Sandbox) killInit() {
+	s.killed.Store(true)
+	s.cmd.Process.Kill()
 }
 
 // finish is Wait's body.
@@ -501,6 +515,12 @@ func (s *Sandbox) finish() (Result, error) {
 				res.Signal = int(ws.Signal())
 			}
 		}
+		if res.KilledBy == "" && !s.killed.Load() {
+			// Nothing of airlock's killed it: the init crashed, or
+			// something inside got a signal through to it.
+			res.InitDied = initDeath(waitErr)
+			res.Signal = 0
+		}
 	}
 	if res.KilledBy == "" && res.Signal == int(syscall.SIGXFSZ) {
 		res.KilledBy = string(limits.KilledByDisk)
@@ -517,6 +537,23 @@ func (s *Sandbox) finish() (Result, error) {
 		err = fmt.Errorf("sandbox: read the group's stats: %w", statsErr)
 	}
 	return res, err
+}
+
+// initDeath says how the init died, from its wait status.
+func initDeath(waitErr error) string {
+	how := "without reporting the target's end"
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				how = "of signal " + strconv.Itoa(int(ws.Signal())) + " (" + unix.SignalName(ws.Signal()) + ")"
+			case ws.Exited():
+				how = "with exit status " + strconv.Itoa(ws.ExitStatus()) + " before the target ended"
+			}
+		}
+	}
+	return "the sandbox's init died " + how + ": the sandbox's integrity is not assured"
 }
 
 // fullReceipt merges the group's mechanisms with the init's.
@@ -559,7 +596,7 @@ func (s *Sandbox) teardownErr(first error) error {
 // abort undoes a failed Start.
 func (s *Sandbox) abort() {
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
+		s.killInit()
 		if s.group != nil {
 			s.group.KillAll()
 		}

@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/payload"
+	"golang.org/x/sys/unix"
+)
+
+// airlockConfig runs airlock's own payload name (package payload) inside.
+func airlockConfig(name string, args ...string) Config {
+	return payloadConfig("airlock", append([]string{name}, args...)...)
+}
+
+// airlockStep is airlockConfig for a session's step.
+func airlockStep(name string, args ...string) Step {
+	return payloadStep("airlock", append([]string{name}, args...)...)
+}
+
+// lastReport is the last report of a payload's output; it fails t when
+// there is none.
+func lastReport(t *testing.T, out string) payload.Report {
+	t.Helper()
+	reps := payload.Parse([]byte(out))
+	if len(reps) == 0 {
+		t.Fatalf("the payload reported nothing: output %q", out)
+	}
+	return reps[len(reps)-1]
+}
+
+// TestSignalsToInit sends every signal, 1 to 64, to pid 1 from inside,
+// each way a process can (kill, rt_sigqueueinfo and pidfd_send_signal
+// with a queued siginfo, a pipe's F_SETSIG signal), in a run and in a
+// session: the init survives, the run's result is the command's, no Go
+// crash dump reaches the output, and the session's next step runs.
+func TestSignalsToInit(t *testing.T) {
+	testutil.RequireRoot(t)
+	testSignalsToInit(t)
+}
+
+func testSignalsToInit(t *testing.T) {
+	t.Run("run", func(t *testing.T) {
+		res, out, errOut := run(t, airlockConfig("signal-init"))
+		checkSignalled(t, res, out+errOut)
+	})
+	t.Run("session", func(t *testing.T) {
+		ss := startSession(t, Config{})
+		for i := range 2 {
+			res, out := execOut(t, ss, airlockStep("signal-init"))
+			if t.Failed() {
+				return
+			}
+			t.Logf("step %d: %s", i+1, strings.TrimSpace(out))
+			checkSignalled(t, res, out)
+		}
+		if res, out := execOut(t, ss, shellStep("echo later")); res.ExitCode != 0 || out != "later\n" {
+			t.Fatalf("the step after the signals: %+v %q", res, out)
+		}
+	})
+}
+
+func checkSignalled(t *testing.T, res Result, out string) {
+	t.Helper()
+	for _, crash := range []string{"goroutine ", "SIGSEGV", "SIGABRT", "PC=", ".go:"} {
+		if strings.Contains(out, crash) {
+			t.Fatalf("a crash dump reached the output (%q): %s", crash, out)
+		}
+	}
+	r := lastReport(t, out)
+	if r.Succeeded || res.ExitCode != 0 || res.Signal != 0 || res.KilledBy != "" {
+		t.Fatalf("result %+v, report %+v", res, r)
+	}
+	t.Logf("%s", r.Evidence)
+}
+
+// TestInitDeathReported kills the init from the host, as a crash would
+// end it, in a run and in a session: the run's result says the init died
+// (no cap, no 137-style SIGKILL of the target), and the session's Exec
+// fails with ErrInitDied.
+func TestInitDeathReported(t *testing.T) {
+	testutil.RequireRoot(t)
+	t.Run("run", func(t *testing.T) {
+		cfg := payloadConfig("sleep")
+		s, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(); err != nil {
+			s.Kill()
+			t.Fatal(err)
+		}
+		unix.Kill(s.Pid(), unix.SIGKILL)
+		res, err := s.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res.InitDied, "signal 9 (SIGKILL)") || res.KilledBy != "" || res.Signal != 0 || res.ExitCode != -1 {
+			t.Fatalf("result %+v, want the init's death reported", res)
+		}
+	})
+	t.Run("session", func(t *testing.T) {
+		ss := startSession(t, Config{})
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			unix.Kill(ss.Pid(), unix.SIGKILL)
+		}()
+		_, err := ss.Exec(context.Background(), payloadStep("sleep"))
+		if !errors.Is(err, ErrInitDied) || !errors.Is(err, ErrSessionEnded) {
+			t.Fatalf("Exec: %v, want ErrInitDied", err)
+		}
+	})
+	t.Run("kill", func(t *testing.T) {
+		s, err := Start(context.Background(), payloadConfig("sleep"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(); err != nil {
+			s.Kill()
+			t.Fatal(err)
+		}
+		if err := s.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := s.Wait(); res.InitDied != "" {
+			t.Fatalf("Kill reported as the init's death: %+v", res)
+		}
+	})
+}
