@@ -1,9 +1,15 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,4 +136,102 @@ func TestInitDeathReported(t *testing.T) {
 			t.Fatalf("Kill reported as the init's death: %+v", res)
 		}
 	})
+}
+
+// TestMPTCPRefused connects from inside to the proxy's port and to a
+// listener on the sandbox's lo, over TCP and over MPTCP: TCP goes as
+// Landlock says (the proxy's port only), MPTCP is refused by the filter
+// everywhere (Landlock's TCP rule does not cover it).
+func TestMPTCPRefused(t *testing.T) {
+	testutil.RequireRoot(t)
+	testMPTCPRefused(t)
+}
+
+func testMPTCPRefused(t *testing.T) {
+	for target, tcp := range map[string]string{"proxy": "connected", "inside": "EACCES"} {
+		cfg := airlockConfig("mptcp-connect", target)
+		cfg.Proxy = true
+		_, out, errOut := run(t, cfg)
+		r := lastReport(t, out+errOut)
+		if r.Succeeded || r.Detail["mptcp"] != "EPROTONOSUPPORT" || r.Detail["tcp"] != tcp {
+			t.Errorf("%s: %+v, want TCP %s and MPTCP EPROTONOSUPPORT", target, r, tcp)
+		}
+	}
+}
+
+// TestHostUnixSocketUnreachable binds a host directory read-only and,
+// once the sandbox is built, has a host process listen on a unix socket
+// in it: a connect from inside fails (no unix socket can be made), and
+// the listener sees nothing.
+func TestHostUnixSocketUnreachable(t *testing.T) {
+	testutil.RequireRoot(t)
+	testHostUnixSocketUnreachable(t)
+}
+
+func testHostUnixSocketUnreachable(t *testing.T) {
+	dir := sharedDir(t)
+	sock := dir + "/host.sock"
+	for _, target := range []string{sock, "@airlock-test-" + strconv.Itoa(os.Getpid())} {
+		cfg := airlockConfig("unix-connect", target)
+		cfg.ReadOnly = append(slices.Clone(DefaultReadOnly), dir)
+		var out bytes.Buffer
+		cfg.Stdout, cfg.Stderr = &out, &out
+		s, err := Start(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The host's listener, made after the sandbox was built.
+		ln, err := net.Listen("unix", target)
+		if err != nil {
+			s.Kill()
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(target, "@") {
+			// Writable by all: only the sandbox, not the file's mode,
+			// may keep the connect out.
+			if err := os.Chmod(target, 0o777); err != nil {
+				s.Kill()
+				t.Fatal(err)
+			}
+		}
+		var hits atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				hits.Add(1)
+				c.Close()
+			}
+		}()
+		if err := s.Release(); err != nil {
+			s.Kill()
+			t.Fatal(err)
+		}
+		if _, err := s.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		ln.Close()
+		r := lastReport(t, out.String())
+		if r.Succeeded || r.Errno != "EACCES" || hits.Load() != 0 {
+			t.Errorf("%s: %+v, %d connections accepted: want EACCES and none", target, r, hits.Load())
+		}
+	}
+}
+
+// sharedDir makes a directory outside /tmp (which the sandbox makes
+// itself, and refuses to bind) that uid 65534 may enter, for a test to
+// bind; it is removed at cleanup.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", "airlock-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

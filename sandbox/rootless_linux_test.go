@@ -45,6 +45,8 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("attacks", testAttacks)
 	t.Run("holes", testHoles)
 	t.Run("signals", testSignalsToInit)
+	t.Run("unix-socket", testHostUnixSocketUnreachable)
+	t.Run("mptcp", testMPTCPRefused)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second
