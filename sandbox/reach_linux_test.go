@@ -235,3 +235,33 @@ func sharedDir(t *testing.T) string {
 	}
 	return dir
 }
+
+// TestRealPathRefused asks for /run through a symbolic link in a path
+// component outside /run, as ReadOnly, ReadWrite and a Bind: Start
+// refuses each by the real path, before anything is built.
+func TestRealPathRefused(t *testing.T) {
+	testutil.RequireRoot(t)
+	testRealPathRefused(t)
+}
+
+func testRealPathRefused(t *testing.T) {
+	link := sharedDir(t) + "/lock"
+	if err := os.Symlink("/run", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{
+		{ReadOnly: append(slices.Clone(DefaultReadOnly), link+"/user")},
+		{ReadWrite: []string{link + "/lock"}},
+		{Binds: []Bind{{Host: link + "/systemd", Inside: "/srv/x"}}},
+	} {
+		base := payloadConfig("echo")
+		base.ReadOnly, base.ReadWrite, base.Binds = cfg.ReadOnly, cfg.ReadWrite, append(base.Binds, cfg.Binds...)
+		s, err := Start(context.Background(), base)
+		if err == nil {
+			s.Kill()
+		}
+		if err == nil || !strings.Contains(err.Error(), "its real path is /run/") {
+			t.Errorf("%+v: Start = %v, want the real path refused", cfg, err)
+		}
+	}
+}

@@ -47,6 +47,7 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("signals", testSignalsToInit)
 	t.Run("unix-socket", testHostUnixSocketUnreachable)
 	t.Run("mptcp", testMPTCPRefused)
+	t.Run("real-path", testRealPathRefused)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second
