@@ -35,8 +35,9 @@ type Config struct {
 	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
 	// is recreated as the same link. It must be nil when Root is set.
 	// These, ReadWrite and Binds are refused by package hostpath's rules
-	// (docs/sandbox.md): by their words, their real path and their place
-	// among the host's mounts, here and again at bind time.
+	// (docs/sandbox.md): by their words when Start begins, and by their
+	// real path and their place among the host's mounts when the init
+	// binds them.
 	ReadOnly []string
 	// Root is a host directory — an unpacked image's rootfs, for example
 	// image.Prepared.Rootfs — shown read-only as the sandbox's root

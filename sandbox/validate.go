@@ -118,22 +118,18 @@ func checkRoot(cfg Config) error {
 	return nil
 }
 
-// checkHostPaths refuses a host path the sandbox may not show, by the
-// one validation `policy check` applies too (package hostpath): its words,
-// its real path and its place among the host's mounts. The init checks
-// again what it actually opens.
+// checkHostPaths refuses a host path the sandbox may not show on its
+// words (package hostpath). Its real path and its place among the host's
+// mounts are checked by the init on the tree it opens, at bind time; a
+// policy's paths were checked the same way when it was loaded.
 func checkHostPaths(cfg Config) error {
-	c, err := hostpath.NewChecker()
-	if err != nil {
-		return err
-	}
 	for _, p := range cfg.ReadOnly {
-		if err := c.Check("readOnly", p); err != nil {
+		if err := hostpath.CheckWords("readOnly", p); err != nil {
 			return err
 		}
 	}
 	for _, p := range cfg.ReadWrite {
-		if err := c.Check("readWrite", p); err != nil {
+		if err := hostpath.CheckWords("readWrite", p); err != nil {
 			return err
 		}
 	}
@@ -141,12 +137,9 @@ func checkHostPaths(cfg Config) error {
 		if b.Host == initproc.SelfExe {
 			continue
 		}
-		if err := c.CheckBind(b.Host); err != nil {
+		if err := hostpath.CheckBindWords(b.Host); err != nil {
 			return err
 		}
-	}
-	if cfg.Root != "" {
-		return c.CheckBind(cfg.Root)
 	}
 	return nil
 }

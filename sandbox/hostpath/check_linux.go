@@ -186,8 +186,13 @@ func (c *Checker) where(fd int) (mount, string, string, error) {
 	return m, path.Join(m.root, strings.TrimPrefix(real, m.point)), real, nil
 }
 
-// mountID reads the id of the mount fd is on from /proc/self/fdinfo.
+// mountID returns the id of the mount fd is on: from statx (Linux 5.8),
+// else from /proc/self/fdinfo.
 func mountID(fd int) (uint64, error) {
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx) == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
+		return stx.Mnt_id, nil
+	}
 	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
 	if err != nil {
 		return 0, fmt.Errorf("its mount: %w", err)

@@ -26,6 +26,14 @@ const (
 	whyTree  = "it exposes the host's kernel interfaces or sockets"
 )
 
+// CheckWords refuses p as a ReadOnly or ReadWrite entry on its words
+// alone: what a caller checks before the host's own view is at hand (the
+// sandbox's init then checks the tree it opens).
+func CheckWords(field, p string) error { return checkWords(field, p, true) }
+
+// CheckBindWords refuses host as a Bind's host path on its words alone.
+func CheckBindWords(host string) error { return checkWords("bind", host, false) }
+
 // checkWords refuses p on its words alone. view is true for a ReadOnly or
 // ReadWrite entry (every rule), false for a Bind's host path (the trees).
 func checkWords(field, p string, view bool) error {
