@@ -3,9 +3,11 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,6 +264,95 @@ func testRealPathRefused(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), "its real path is /run/") {
 			t.Errorf("%+v: Start = %v, want the real path refused", cfg, err)
+		}
+	}
+}
+
+// identityFiles are the files TestOwnIdentity reads inside.
+var identityFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/etc/machine-id", "/etc/mailname",
+	"/proc/sys/kernel/random/boot_id", "/proc/cmdline"}
+
+// readInside runs the files payload in cfg and returns what it read.
+func readInside(t *testing.T, cfg Config) map[string]string {
+	t.Helper()
+	res, out, errOut := run(t, cfg)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(out), &got); res.ExitCode != 0 || err != nil {
+		t.Fatalf("result %+v, output %q %q: %v", res, out, errOut, err)
+	}
+	return got
+}
+
+// TestOwnIdentity reads, from inside a sandbox that binds the host's
+// /etc, the files that would name the host's resolver, names and ids:
+// each is the sandbox's own, and nothing of the host's shows.
+func TestOwnIdentity(t *testing.T) {
+	testutil.RequireRoot(t)
+	testOwnIdentity(t)
+}
+
+func testOwnIdentity(t *testing.T) {
+	got := readInside(t, payloadConfig("files", identityFiles...))
+	host := map[string]string{}
+	for _, p := range identityFiles {
+		b, _ := os.ReadFile(p)
+		host[p] = string(b)
+	}
+	if r := got["/etc/resolv.conf"]; strings.Contains(r, "nameserver") || !strings.Contains(r, "airlock") {
+		t.Errorf("resolv.conf inside: %q", r)
+	}
+	if h := got["/etc/hosts"]; h != "127.0.0.1\tlocalhost airlock\n::1\tlocalhost ip6-localhost ip6-loopback\n" {
+		t.Errorf("hosts inside: %q", h)
+	}
+	for _, p := range []string{"/etc/hostname", "/etc/mailname"} {
+		_, err := os.Stat(p)
+		if got[p] != "airlock\n" && (err == nil || !strings.Contains(got[p], "no such file")) {
+			t.Errorf("%s inside: %q (on the host: %v)", p, got[p], err)
+		}
+	}
+	for _, p := range []string{"/etc/machine-id", "/proc/sys/kernel/random/boot_id"} {
+		if g := got[p]; g == host[p] || len(g) < 33 || strings.HasPrefix(g, "error") {
+			t.Errorf("%s inside %q, the host's %q: want the sandbox's own", p, g, host[p])
+		}
+	}
+	if got["/proc/cmdline"] != "" {
+		t.Errorf("/proc/cmdline inside: %q, want it masked", got["/proc/cmdline"])
+	}
+}
+
+// TestOwnIdentityImageRoot does the same in an image root whose /etc
+// reaches its files through symbolic links and holds SSH host keys and a
+// network configuration: the links are followed inside, the keys and
+// the configuration masked.
+func TestOwnIdentityImageRoot(t *testing.T) {
+	testutil.RequireRoot(t)
+	root := filepath.Join(t.TempDir(), "rootfs")
+	files := rootfsFiles(t)
+	files["etc/hosts.real"] = "=10.1.2.3 secret-host\n"
+	files["etc/ssh/ssh_host_ed25519_key.pub"] = "=ssh-ed25519 AAAA root@secret-host\n"
+	files["etc/network/interfaces"] = "=address 10.1.2.3\n"
+	writeRootfs(t, root, files)
+	for link, target := range map[string]string{"etc/hosts": "hosts.real", "etc/resolv.conf": "../run/systemd/resolve/stub-resolv.conf"} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := []string{"/etc/hosts", "/etc/hosts.real", "/etc/resolv.conf", "/etc/ssh/ssh_host_ed25519_key.pub", "/etc/network/interfaces"}
+	cfg := payloadConfig("files", paths...)
+	cfg.Env = []string{payloadEnv + "=files"}
+	cfg.Root, cfg.ReadOnly = root, nil
+	got := readInside(t, cfg)
+	for _, p := range paths[:2] {
+		if !strings.HasPrefix(got[p], "127.0.0.1\tlocalhost airlock\n") {
+			t.Errorf("%s inside: %q, want the sandbox's own", p, got[p])
+		}
+	}
+	if !strings.Contains(got["/etc/resolv.conf"], "no such file") {
+		t.Errorf("the dangling resolv.conf link: %q", got["/etc/resolv.conf"])
+	}
+	for _, p := range paths[3:] {
+		if got[p] != "" {
+			t.Errorf("%s inside: %q, want it masked empty", p, got[p])
 		}
 	}
 }

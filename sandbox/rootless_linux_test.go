@@ -48,6 +48,7 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("unix-socket", testHostUnixSocketUnreachable)
 	t.Run("mptcp", testMPTCPRefused)
 	t.Run("real-path", testRealPathRefused)
+	t.Run("identity", testOwnIdentity)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second

@@ -71,6 +71,9 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	if err := s.hide(root); err != nil {
 		return "", err
 	}
+	if err := s.ownIdentity(root); err != nil {
+		return "", err
+	}
 	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
 	own := "uid=" + itoa(s.id()) + ",gid=" + itoa(s.id())
 	if err := mountTmpfs(root+TmpDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+size+","+own); err != nil {
@@ -92,6 +95,9 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	}
 	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return "", fmt.Errorf("mount /proc: %w", err)
+	}
+	if err := ownProc(root); err != nil {
+		return "", err
 	}
 	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings tmpfs, pivot_root"
 	if s.cfg.Root {
@@ -414,8 +420,9 @@ func mountTmpfs(dst string, flags uintptr, data string) error {
 }
 
 // buildAirlockDir makes /.airlock, a small read-only tmpfs with the empty
-// file that masks hidden files and, for BindSelf, a copy of the binary the
-// init runs from. A copy, not a bind: the init's executable belongs to
+// file that masks hidden files, the sandbox's own identity files (id/,
+// identity_linux.go) and, for BindSelf, a copy of the binary the init
+// runs from. A copy, not a bind: the init's executable belongs to
 // the host's mount namespace (open_tree refuses it), its directory may be
 // closed to uid 65534, and a copy leaves no path to the host's file.
 func (s *initState) buildAirlockDir(dir string) error {
@@ -437,11 +444,14 @@ func (s *initState) buildAirlockDir(dir string) error {
 		}
 		exe, size = f, size+st.Size()
 	}
-	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,nr_inodes=16,size="+strconv.FormatInt(size, 10)); err != nil {
+	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,nr_inodes=32,size="+strconv.FormatInt(size, 10)); err != nil {
 		return fmt.Errorf("mount /.airlock: %w", err)
 	}
 	if err := os.WriteFile(dir+"/empty", nil, 0o444); err != nil {
 		return fmt.Errorf("make mask file: %w", err)
+	}
+	if err := s.writeIdentity(dir + "/id"); err != nil {
+		return err
 	}
 	if exe != nil {
 		out, err := os.OpenFile(dir+"/self", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o555)
