@@ -63,6 +63,7 @@ const (
 	ControlTmpfsSize    = "tmpfs-size"
 	ControlPrivateTmp   = "private-tmp"
 	ControlCleanEnv     = "clean-env"
+	ControlOwnIdentity  = "own-identity"
 )
 
 // Outcome is how an attempt ended.
