@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/payload"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"golang.org/x/sys/unix"
 )
 
@@ -355,4 +357,104 @@ func TestOwnIdentityImageRoot(t *testing.T) {
 			t.Errorf("%s inside: %q, want it masked empty", p, got[p])
 		}
 	}
+}
+
+// groupsEnv names the file TestSupplementaryGroupsInner reads.
+const groupsEnv = "AIRLOCK_TEST_GROUP_FILE"
+
+// testGroup is the supplementary group TestSupplementaryGroups gives
+// the rootless caller: a number no account uses.
+const testGroup = 4242
+
+// TestSupplementaryGroups runs a rootless sandbox for a caller in a
+// supplementary group that owns a 0640 file: inside, the file is
+// unreadable (the group was dropped: newgidmap and a subordinate range
+// are there), or the run is refused with the ways out. With newgidmap
+// installed it plays both: without a range for uid 65534, then with one
+// added to /etc/subgid for the test.
+func TestSupplementaryGroups(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := sharedDir(t)
+	file := dir + "/group-secret"
+	if err := os.WriteFile(file, []byte("group secret\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(file, 0, testGroup); err != nil {
+		t.Fatal(err)
+	}
+	groups := []uint32{testGroup}
+	t.Run("refused", func(t *testing.T) {
+		out := testutil.RunTestAsNobodyInGroups(t, "TestSupplementaryGroupsInner", groups, groupsEnv+"="+file)
+		if !strings.Contains(out, "refused: ") {
+			t.Fatalf("the run was not refused:\n%s", out)
+		}
+		t.Log(out)
+	})
+	t.Run("dropped", func(t *testing.T) {
+		if _, err := exec.LookPath("newgidmap"); err != nil {
+			t.Skip("newgidmap is not installed (Debian: uidmap)")
+		}
+		addSubGID(t, "nobody:1879048192:65536")
+		out := testutil.RunTestAsNobodyInGroups(t, "TestSupplementaryGroupsInner", groups, groupsEnv+"="+file)
+		if !strings.Contains(out, "dropped: ") {
+			t.Fatalf("the groups were not dropped:\n%s", out)
+		}
+		t.Log(out)
+	})
+}
+
+// addSubGID adds line to /etc/subgid for the test and puts the file back
+// as it was at cleanup.
+func addSubGID(t *testing.T, line string) {
+	t.Helper()
+	old, err := os.ReadFile(idmap.SubGIDFile)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.WriteFile(idmap.SubGIDFile, old, 0o644); err != nil {
+			t.Errorf("restore %s: %v", idmap.SubGIDFile, err)
+		}
+	})
+	if err := os.WriteFile(idmap.SubGIDFile, append(append(old, line...), '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSupplementaryGroupsInner(t *testing.T) {
+	testutil.RequireNonRoot(t)
+	file := os.Getenv(groupsEnv)
+	if file == "" {
+		t.Skip("run by TestSupplementaryGroups")
+	}
+	testMemory = 1 << 44
+	if _, err := os.ReadFile(file); err != nil {
+		t.Fatalf("the caller's group does not grant the file outside: %v", err)
+	}
+	g, err := idmap.Inspect()
+	if err != nil || !slices.Contains(g.Extra, testGroup) {
+		t.Fatalf("groups %+v, %v: want %d among them", g, err, testGroup)
+	}
+	cfg := payloadConfig("files", file)
+	cfg.ReadOnly = append(slices.Clone(DefaultReadOnly), filepath.Dir(file))
+	s, err := Start(context.Background(), cfg)
+	if !g.CanDrop() {
+		if err == nil {
+			s.Kill()
+		}
+		if !errors.Is(err, ErrRequirement) || !errors.Is(err, idmap.ErrGroups) || !strings.Contains(err.Error(), "setpriv --clear-groups") {
+			t.Fatalf("Start = %v, want the groups refused with the ways out", err)
+		}
+		t.Logf("refused: %v", err)
+		return
+	}
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s.Kill()
+	got := readInside(t, cfg)
+	if !strings.Contains(got[file], "permission denied") {
+		t.Fatalf("inside, the group's file reads %q: want permission denied", got[file])
+	}
+	t.Logf("dropped: %s", got[file])
 }

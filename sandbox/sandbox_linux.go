@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -38,6 +39,9 @@ type Sandbox struct {
 	rootPath string
 	// hole is the setup step a test asked to skip (testhole_linux.go).
 	hole initproc.Hole
+	// groups, in a rootless run whose caller has supplementary groups,
+	// is how they are dropped (nil otherwise).
+	groups *idmap.Groups
 
 	mu        sync.Mutex
 	released  time.Time
@@ -91,6 +95,9 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 // happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
 	go checkPidfdOnce()
+	if err := s.checkGroups(); err != nil {
+		return err
+	}
 	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
 	if err != nil {
 		if errors.Is(err, limits.ErrUnavailable) {
@@ -140,6 +147,12 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
 	s.stopCtx = context.AfterFunc(ctx, func() { s.killInit() })
+	if s.groups != nil {
+		if err := s.writeMaps(setupW); err != nil {
+			setupW.Close()
+			return err
+		}
+	}
 	if _, inV2 := s.group.Dir(); !inV2 && len(v1) == 0 {
 		// No cgroup at all: Place only remembers the process (pidfd).
 		if err := s.group.Place(s.cmd.Process.Pid); err != nil {
@@ -268,6 +281,14 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
+	if s.groups != nil {
+		// Rootless with supplementary groups: the maps are written after
+		// the start (writeMaps), the init's uid and gid are then the
+		// caller's as 65534 inside with no setuid, and it drops the
+		// groups itself (CAP_SETGID, in its namespace only).
+		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
+	}
 	if s.hole == initproc.HoleNetNS {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
@@ -294,6 +315,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if tasks > 0 {
 		args = append(args, initproc.TasksArg+strconv.Itoa(tasks))
 	}
+	if s.groups != nil {
+		args = append(args, initproc.MapsArg)
+	}
 	if s.hole != "" {
 		// A test hole is honoured only by an init that knows it runs
 		// in a test binary, which takes the testing package: Init.
@@ -319,6 +343,53 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
 	}
+}
+
+// checkGroups refuses a rootless run whose caller has supplementary
+// groups that cannot be dropped, and otherwise remembers how to drop
+// them (package idmap; docs/sandbox.md, "Groups").
+func (s *Sandbox) checkGroups() error {
+	if os.Geteuid() == 0 {
+		s.receipt["groups"] = "none: the init's credentials set an empty group list"
+		return nil
+	}
+	g, err := idmap.Inspect()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := g.Refusal(); err != nil {
+		return fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
+	}
+	s.receipt["groups"] = "none: the caller has no supplementary groups"
+	if g.CanDrop() {
+		s.groups = &g
+	}
+	return nil
+}
+
+// writeMaps writes the init's user namespace maps: the uid map itself
+// (the caller's uid as the one uid inside, which an unprivileged process
+// may write), the gid map with newgidmap (the caller's gid and one
+// subordinate gid, which keeps setgroups allowed); then it tells the init
+// on the setup pipe w, before the config.
+func (s *Sandbox) writeMaps(w *os.File) error {
+	pid := s.cmd.Process.Pid
+	inside := initproc.SandboxID
+	if s.hole == initproc.HoleUID {
+		inside = 0
+	}
+	uidMap := fmt.Sprintf("%d %d 1\n", inside, os.Getuid())
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/uid_map", []byte(uidMap), 0); err != nil {
+		return fmt.Errorf("sandbox: write the init's uid map: %w", err)
+	}
+	if out, err := exec.Command(s.groups.NewGIDMap, s.groups.MapArgs(pid, inside)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("sandbox: newgidmap: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	if _, err := w.Write([]byte{initproc.MapsWritten}); err != nil {
+		return fmt.Errorf("sandbox: tell the init its maps are written: %w", err)
+	}
+	s.receipt["groups"] = "caller's supplementary groups dropped: newgidmap with a subordinate gid of " + s.groups.User
+	return nil
 }
 
 // writeSetup sends the init its config and, if any, the workspace.
