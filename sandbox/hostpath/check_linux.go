@@ -50,7 +50,7 @@ func NewChecker() (*Checker, error) {
 	for _, bans := range []struct {
 		paths []string
 		tree  bool
-	}{{Trees, true}, {exact, false}} {
+	}{{trees, true}, {exact, false}} {
 		for _, p := range bans.paths {
 			if err := c.ban(p, bans.tree); err != nil {
 				return nil, err

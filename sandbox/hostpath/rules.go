@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// Trees are refused with everything under them: the host's sockets
+// trees are refused with everything under them: the host's sockets
 // (docker.sock, D-Bus, systemd's), its kernel interfaces and devices.
-var Trees = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
+var trees = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
 
 // exact are refused themselves, not what is below them: the host's root,
 // its homes, its state and temporary directories, its boot files.
@@ -53,7 +53,7 @@ func checkWords(field, p string, view bool) error {
 // shown, "" when it may.
 func refused(p string, view bool) string {
 	switch {
-	case under(p, Trees):
+	case under(p, trees):
 		return whyTree
 	case view && slices.Contains(exact, p):
 		return whyExact
@@ -76,6 +76,6 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// Under reports whether the clean absolute path p is one of Trees or
-// below one.
-func Under(p string) bool { return under(p, Trees) }
+// Under reports whether the clean absolute path p is at or under a
+// refused tree (/proc, /sys, /dev, /run, /var/run).
+func Under(p string) bool { return under(p, trees) }
