@@ -23,10 +23,11 @@ func TestInitDeathIsEscape(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFixture(t, nil)
 	go func() {
-		for range 100 {
-			time.Sleep(50 * time.Millisecond)
-			if pid := childInit(); pid > 0 {
-				time.Sleep(200 * time.Millisecond) // past the release
+		// Once the init has forked the target (it is past the release).
+		for range 400 {
+			time.Sleep(25 * time.Millisecond)
+			pid := childInit()
+			if kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children"); pid > 0 && len(kids) > 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
 				return
 			}

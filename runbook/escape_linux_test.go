@@ -312,7 +312,15 @@ func TestInitDeathIsEscape(t *testing.T) {
 	var tr tracker
 	tr.track(&e.opts, func(step, pid int) {
 		if step == 1 {
-			time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(pid, syscall.SIGKILL) })
+			go func() { // once step 2 runs: the init has a child again
+				for range 400 {
+					time.Sleep(25 * time.Millisecond)
+					if kids, _ := os.ReadFile("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/children"); len(kids) > 0 {
+						syscall.Kill(pid, syscall.SIGKILL)
+						return
+					}
+				}
+			}()
 		}
 	})
 	p := plan("T-init-died", sh("first", "true"), sh("killed", "sleep 20"), sh("never", "echo ran > /findings/never.txt"))
