@@ -269,8 +269,18 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		res.ExitCode, res.Error = ExitFindings, strings.TrimPrefix(waitErr.Error(), "sandbox: ")
 		waitErr = nil
 	}
+	if out.InitDied != "" {
+		res.EscapeSuspected = out.InitDied
+		res.ExitCode = ExitEscape
+	}
 	if n := canary.Accepted(); n > 0 {
-		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
+		why := fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
+		if res.EscapeSuspected != "" {
+			why = res.EscapeSuspected + "; " + why
+		}
+		res.EscapeSuspected = why
+	}
+	if res.EscapeSuspected != "" {
 		ev := base
 		ev.Event = audit.EventEscapeSuspected
 		_ = rec.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})

@@ -11,6 +11,11 @@ const (
 	// ExitSetup is returned when airlock could not run the command (bad
 	// policy, failed start-up probe, missing mechanism, setup error).
 	ExitSetup = 125
+	// ExitEscape is returned when the sandbox's init died before the
+	// command ended (sandbox.Result.InitDied): the command's own status
+	// is unknown and the sandbox's integrity is not assured, as
+	// `airlock launch` exits on a suspected escape.
+	ExitEscape = 121
 	// ExitInterrupted is returned when the caller ended the run (Ctrl-C:
 	// 128 + SIGINT), after every process of the sandbox was killed.
 	ExitInterrupted = 130

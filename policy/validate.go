@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
+	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
 )
 
 // check is one validation rule. Each looks at one concern and reports
@@ -186,10 +187,34 @@ func checkPaths(p *Policy) []*Error {
 		}
 	}
 	abs("commandSearchPath", "search path entry", p.CommandSearchPath, false)
+	// The sandbox's own validation of what it may show (its words, its
+	// real path, its place among this host's mounts): run refuses the
+	// same paths, and the init checks again what it binds.
+	var host *hostpath.Checker
+	shown := func(at, field string, list []string) {
+		for i, dir := range list {
+			if !path.IsAbs(dir) || path.Clean(dir) != dir || !strict.PlainText(dir) || dir == "/" {
+				continue // reported above
+			}
+			var err error
+			if host == nil {
+				host, err = hostpath.NewChecker()
+			}
+			if err == nil {
+				err = host.Check(field, dir)
+			}
+			if err != nil {
+				errs = append(errs, strict.Problem(strict.Index(at, i), err.Error(),
+					"the sandbox never shows the host's sockets, kernel interfaces, homes or state, nor its own directories (docs/sandbox.md)"))
+			}
+		}
+	}
 	fsCheck := func(at string, fs *Filesystem) {
 		if fs != nil {
 			abs(at+".readOnly", "read-only path", fs.ReadOnly, false)
 			abs(at+".readWrite", "read-write path", fs.ReadWrite, false)
+			shown(at+".readOnly", "readOnly", fs.ReadOnly)
+			shown(at+".readWrite", "readWrite", fs.ReadWrite)
 		}
 	}
 	fsCheck("filesystem", p.Filesystem)

@@ -88,6 +88,9 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		k := out.KilledBy
 		r.KilledBy = &k
 	}
+	if errors.Is(err, sandbox.ErrInitDied) {
+		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: err.Error()})
+	}
 	switch {
 	case l.esc.fired() && err != nil:
 		r.Status, r.Error = StepHalted, err.Error()

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/payload"
 	"golang.org/x/sys/unix"
 )
 
@@ -32,6 +33,10 @@ var payloads = map[string]func(args []string) int{
 	"exit":    func([]string) int { return 7 },
 	"dial":    payloadDial,
 	"root":    payloadRoot,
+	"files":   payloadFiles,
+	// airlock runs one of airlock's own attack programs (package
+	// payload), as selftest and the demo run them: args[0] names it.
+	"airlock": func(args []string) int { return payload.Run(args[0], args[1:]) },
 }
 
 func runPayload(name string, args []string) int {
@@ -117,6 +122,22 @@ func payloadAttacks([]string) int {
 		_, err := unix.KeyctlJoinSessionKeyring("airlock-test")
 		return err
 	}())
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
+// payloadFiles prints, as JSON, each named file's content, or the error
+// reading it gave as "error: ...".
+func payloadFiles(args []string) int {
+	out := map[string]string{}
+	for _, p := range args {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			out[p] = "error: " + err.Error()
+			continue
+		}
+		out[p] = string(b)
+	}
 	json.NewEncoder(os.Stdout).Encode(out)
 	return 0
 }

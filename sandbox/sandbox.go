@@ -37,6 +37,10 @@ type Config struct {
 	// ReadOnly host paths are bound read-only at the same place; nil means
 	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
 	// is recreated as the same link. It must be nil when Root is set.
+	// These, ReadWrite and Binds are refused by package hostpath's rules
+	// (docs/sandbox.md): by their words when Start begins, and by their
+	// real path and their place among the host's mounts when the init
+	// binds them.
 	ReadOnly []string
 	// Root is a host directory — an unpacked image's rootfs, for example
 	// image.Prepared.Rootfs — shown read-only as the sandbox's root
@@ -117,6 +121,11 @@ var ErrProbe = errors.New("start-up probe failed")
 // refused a write. airlock exits with its own status then (docs/cli.md).
 var ErrFindingsLost = errors.New("findings not kept")
 
+// ErrInitDied is matched by the error a session's Exec returns when the
+// session's init died on its own (see Result.InitDied): the session has
+// ended, and its integrity is not assured.
+var ErrInitDied = errors.New("the sandbox's init died: the sandbox's integrity is not assured")
+
 // ErrUnsupported is returned by Start on systems without a sandbox.
 var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
 
@@ -139,6 +148,13 @@ type Result struct {
 	// Receipt names, per control, the mechanism that enforced it on this
 	// run.
 	Receipt map[string]string
+	// InitDied is set when the sandbox's init died before the target
+	// ended, killed neither by a cap nor by Kill: a crash, or a signal
+	// from inside that got through. It says how, and means the sandbox's
+	// integrity is not assured; airlock treats it as an escape signal
+	// (docs/sandbox.md). ExitCode is then -1 and Signal 0: the target's
+	// own status is unknown.
+	InitDied string
 	// FindingsSkipped lists the /findings entries that were left out of
 	// the copy-out, or copied renamed or with their mode changed, each
 	// with why (docs/sandbox.md, "Findings").

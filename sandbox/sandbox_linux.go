@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -38,12 +40,19 @@ type Sandbox struct {
 	rootPath string
 	// hole is the setup step a test asked to skip (testhole_linux.go).
 	hole initproc.Hole
+	// groups, in a rootless run whose caller has supplementary groups,
+	// is how they are dropped (nil otherwise).
+	groups *idmap.Groups
 
 	mu        sync.Mutex
 	released  time.Time
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	stopCtx   func() bool
+
+	// killed is set when airlock itself ends the init (Kill, the
+	// context, a session's end): its death is then no integrity failure.
+	killed atomic.Bool
 
 	once   sync.Once
 	result Result
@@ -94,6 +103,9 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 // happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
 	go checkPidfdOnce()
+	if err := s.checkGroups(); err != nil {
+		return err
+	}
 	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
 	if err != nil {
 		if errors.Is(err, limits.ErrUnavailable) {
@@ -142,7 +154,13 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		setupW.Close()
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
-	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.killInit() })
+	if s.groups != nil {
+		if err := s.writeMaps(setupW); err != nil {
+			setupW.Close()
+			return err
+		}
+	}
 	if _, inV2 := s.group.Dir(); !inV2 && len(v1) == 0 {
 		// No cgroup at all: Place only remembers the process (pidfd).
 		if err := s.group.Place(s.cmd.Process.Pid); err != nil {
@@ -271,6 +289,14 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
+	if s.groups != nil {
+		// Rootless with supplementary groups: the maps are written after
+		// the start (writeMaps), the init's uid and gid are then the
+		// caller's as 65534 inside with no setuid, and it drops the
+		// groups itself (CAP_SETGID, in its namespace only).
+		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
+	}
 	if s.hole == initproc.HoleNetNS {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
@@ -300,12 +326,18 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if tasks > 0 {
 		args = append(args, initproc.TasksArg+strconv.Itoa(tasks))
 	}
+	if s.groups != nil {
+		args = append(args, initproc.MapsArg)
+	}
 	if s.hole != "" {
 		// A test hole is honoured only by an init that knows it runs
 		// in a test binary, which takes the testing package: Init.
 		args = append(args, initproc.LateArg)
 	}
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1"}
+	// GOTRACEBACK=none: should the init crash all the same, its stderr
+	// (the target's, in a single run) gets no stack trace, whose frames
+	// name the host's build paths.
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
@@ -322,6 +354,53 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
 	}
+}
+
+// checkGroups refuses a rootless run whose caller has supplementary
+// groups that cannot be dropped, and otherwise remembers how to drop
+// them (package idmap; docs/sandbox.md, "Groups").
+func (s *Sandbox) checkGroups() error {
+	if os.Geteuid() == 0 {
+		s.receipt["groups"] = "none: the init's credentials set an empty group list"
+		return nil
+	}
+	g, err := idmap.Inspect()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := g.Refusal(); err != nil {
+		return fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
+	}
+	s.receipt["groups"] = "none: the caller has no supplementary groups"
+	if g.CanDrop() {
+		s.groups = &g
+	}
+	return nil
+}
+
+// writeMaps writes the init's user namespace maps: the uid map itself
+// (the caller's uid as the one uid inside, which an unprivileged process
+// may write), the gid map with newgidmap (the caller's gid and one
+// subordinate gid, which keeps setgroups allowed); then it tells the init
+// on the setup pipe w, before the config.
+func (s *Sandbox) writeMaps(w *os.File) error {
+	pid := s.cmd.Process.Pid
+	inside := initproc.SandboxID
+	if s.hole == initproc.HoleUID {
+		inside = 0
+	}
+	uidMap := fmt.Sprintf("%d %d 1\n", inside, os.Getuid())
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/uid_map", []byte(uidMap), 0); err != nil {
+		return fmt.Errorf("sandbox: write the init's uid map: %w", err)
+	}
+	if out, err := exec.Command(s.groups.NewGIDMap, s.groups.MapArgs(pid, inside)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("sandbox: newgidmap: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	if _, err := w.Write([]byte{initproc.MapsWritten}); err != nil {
+		return fmt.Errorf("sandbox: tell the init its maps are written: %w", err)
+	}
+	s.receipt["groups"] = "caller's supplementary groups dropped: newgidmap with a subordinate gid of " + s.groups.User
+	return nil
 }
 
 // writeSetup sends the init its config and, if any, the workspace.
@@ -456,10 +535,16 @@ func (s *Sandbox) Wait() (Result, error) {
 // Kill ends the run now: it kills the init (and with it the pid
 // namespace) and every process of the group, then tears down as Wait.
 func (s *Sandbox) Kill() error {
-	s.cmd.Process.Kill()
+	s.killInit()
 	s.group.KillAll()
 	_, err := s.Wait()
 	return err
+}
+
+// killInit kills the init on airlock's own behalf.
+func (s *Sandbox) killInit() {
+	s.killed.Store(true)
+	s.cmd.Process.Kill()
 }
 
 // finish is Wait's body.
@@ -512,6 +597,12 @@ func (s *Sandbox) finish() (Result, error) {
 				res.Signal = int(ws.Signal())
 			}
 		}
+		if res.KilledBy == "" && !s.killed.Load() {
+			// Nothing of airlock's killed it: the init crashed, or
+			// something inside got a signal through to it.
+			res.InitDied = initDeath(waitErr)
+			res.Signal = 0
+		}
 	}
 	if res.KilledBy == "" {
 		// An rlimit's kill: RLIMIT_FSIZE, or RLIMIT_CPU (its SIGXCPU, or
@@ -530,6 +621,23 @@ func (s *Sandbox) finish() (Result, error) {
 		err = fmt.Errorf("sandbox: read the group's stats: %w", statsErr)
 	}
 	return res, err
+}
+
+// initDeath says how the init died, from its wait status.
+func initDeath(waitErr error) string {
+	how := "without reporting the target's end"
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				how = "of signal " + strconv.Itoa(int(ws.Signal())) + " (" + unix.SignalName(ws.Signal()) + ")"
+			case ws.Exited():
+				how = "with exit status " + strconv.Itoa(ws.ExitStatus()) + " before the target ended"
+			}
+		}
+	}
+	return "the sandbox's init died " + how + ": the sandbox's integrity is not assured"
 }
 
 // fullReceipt merges the group's mechanisms with the init's.
@@ -582,7 +690,7 @@ func (s *Sandbox) abort() {
 		s.dst.discard()
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
+		s.killInit()
 		if s.group != nil {
 			s.group.KillAll()
 		}

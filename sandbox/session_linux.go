@@ -169,8 +169,7 @@ func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			ss.end()
-			return nil, fmt.Errorf("%w: probes: the init is gone: %w", ErrSessionEnded, err)
+			return nil, ss.initGone("probes", err)
 		}
 		if m.Kind == initproc.MsgProbed {
 			return m.Probes, nil
@@ -229,13 +228,23 @@ func (ss *Session) recvStep(n int) (initproc.Message, error) {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			ss.end()
-			return m, fmt.Errorf("%w: step %d: the init is gone: %w", ErrSessionEnded, n, err)
+			return m, ss.initGone(fmt.Sprintf("step %d", n), err)
 		}
 		if m.Step == n {
 			return m, nil
 		}
 	}
+}
+
+// initGone ends the session after its control socket broke (err) during
+// what, and says why: ErrInitDied too unless airlock ended the init.
+func (ss *Session) initGone(what string, err error) error {
+	died := !ss.sb.killed.Load()
+	ss.end()
+	if died {
+		return fmt.Errorf("%w: %w: %s: %w", ErrSessionEnded, ErrInitDied, what, err)
+	}
+	return fmt.Errorf("%w: %s: the init is gone: %w", ErrSessionEnded, what, err)
 }
 
 // stepWatch enforces one step's wall-clock and CPU caps and the session's
@@ -356,7 +365,7 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 // fails with ErrSessionEnded, and Close tears down.
 func (ss *Session) end() {
 	ss.ended.Store(true)
-	ss.sb.cmd.Process.Kill()
+	ss.sb.killInit()
 	ss.sb.group.KillAll()
 }
 

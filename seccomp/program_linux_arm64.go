@@ -4,7 +4,7 @@ package seccomp
 
 import "golang.org/x/sys/unix"
 
-// native is airlock's filter for aarch64 (GOARCH arm64), 139 instructions,
+// native is airlock's filter for aarch64 (GOARCH arm64), 140 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.
 var native = target{
 	arch:       "aarch64",
@@ -65,10 +65,11 @@ var native = target{
 		{Syscall: "fanotify_init", Errno: unix.EPERM, Why: "watches filesystem events beyond the sandbox"},
 		{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM, Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
 		{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM, Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-		{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-		{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
-		{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES, Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+		{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)", Errno: unix.EPROTONOSUPPORT, Why: "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
@@ -88,131 +89,132 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     // 10: jneq #21532,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 11: ret #327681
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 12: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc6},       // 13: jneq #198,5
+		{Code: 0x0015, Jt: 0, Jf: 22, K: 0xc6},      // 13: jneq #198,22
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 14: ld [16]
 		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 15: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 16: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 17: jeq #10,1
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 16: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa},        // 17: jeq #10,2
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 18: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 19: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc6},       // 20: jneq #198,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 21: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 22: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 23: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 24: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 25: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 26: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc7},       // 27: jneq #199,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 28: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 29: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 30: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 31: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 32: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 33: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc7},       // 34: jneq #199,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 35: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 36: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 37: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 38: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 39: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 40: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xce},       // 41: jneq #206,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 42: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 43: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 44: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 45: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xd3},       // 46: jneq #211,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 47: ld [32]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 48: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 49: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 50: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x10d},      // 51: jneq #269,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 52: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 53: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 54: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 55: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x5c},       // 56: jneq #92,7
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 57: ld [16]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 58: jeq #0,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 59: jeq #8,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 60: jeq #131072,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 61: jeq #131080,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 62: jeq #4294967295,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 63: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 64: ld [0]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x75},       // 65: jeq #117,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x10e},      // 66: jeq #270,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x10f},      // 67: jeq #271,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 68: jeq #440,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 69: jeq #438,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x110},      // 70: jneq #272,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 71: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x68},       // 72: jeq #104,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x126},      // 73: jeq #294,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x8e},       // 74: jneq #142,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 75: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x69},       // 76: jeq #105,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x111},      // 77: jeq #273,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6a},       // 78: jneq #106,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 79: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x118},      // 80: jeq #280,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf1},       // 81: jeq #241,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11a},      // 82: jneq #282,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 83: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xd9},       // 84: jeq #217,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 85: jeq #218,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xdb},       // 86: jneq #219,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 87: ret #327681
-		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x28},      // 88: jeq #40,11
-		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x27},      // 89: jeq #39,10
-		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 90: jeq #429,9
-		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 91: jeq #428,8
-		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 92: jeq #467,7
-		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 93: jeq #430,6
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 94: jeq #432,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 95: jeq #431,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 96: jeq #433,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 97: jeq #442,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x29},       // 98: jeq #41,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x33},       // 99: jneq #51,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 100: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x61},       // 101: jeq #97,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x10c},      // 102: jneq #268,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 103: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 104: jneq #435,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 105: ret #327718
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 106: jeq #425,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 107: jeq #426,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 108: jneq #427,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 109: ret #327718
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xe0},       // 110: jeq #224,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xe1},       // 111: jneq #225,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 112: ret #327681
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xaa},       // 113: jeq #170,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x70},       // 114: jeq #112,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x10a},      // 115: jeq #266,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xab},       // 116: jneq #171,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 117: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x59},       // 118: jeq #89,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3c},       // 119: jeq #60,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 120: jneq #443,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 121: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x109},      // 122: jeq #265,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12},       // 123: jneq #18,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 124: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x74},       // 125: jneq #116,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 126: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2a},       // 127: jeq #42,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3a},       // 128: jneq #58,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 129: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x106},      // 130: jneq #262,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 131: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xdc},       // 132: jneq #220,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 133: ld [20]
-		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 134: jset #0,2
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 135: ld [16]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 136: jset #2114060288,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 137: ret #327681
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 138: ret #2147418112
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 19: ret #327693
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 20: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 21: and #15
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1},        // 22: jeq #1,5
+		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x2},        // 23: jeq #2,8
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x3},        // 24: jeq #3,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 25: jeq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 26: ret #327773
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 27: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 28: ld [32]
+		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x0},        // 29: jeq #0,6
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x6},        // 30: jeq #6,5
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 31: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 32: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 33: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x11},       // 34: jeq #17,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 35: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 36: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xc7},       // 37: jneq #199,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 38: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 39: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 40: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 41: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xce},       // 42: jneq #206,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 43: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 44: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 45: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 46: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xd3},       // 47: jneq #211,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 48: ld [32]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 49: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 50: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 51: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x10d},      // 52: jneq #269,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 53: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 54: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 55: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 56: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x5c},       // 57: jneq #92,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 58: ld [16]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 59: jeq #0,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 60: jeq #8,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 61: jeq #131072,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 62: jeq #131080,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 63: jeq #4294967295,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 64: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 65: ld [0]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x75},       // 66: jeq #117,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x10e},      // 67: jeq #270,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x10f},      // 68: jeq #271,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 69: jeq #440,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 70: jeq #438,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x110},      // 71: jneq #272,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 72: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x68},       // 73: jeq #104,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x126},      // 74: jeq #294,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x8e},       // 75: jneq #142,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 76: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x69},       // 77: jeq #105,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x111},      // 78: jeq #273,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6a},       // 79: jneq #106,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 80: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x118},      // 81: jeq #280,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf1},       // 82: jeq #241,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11a},      // 83: jneq #282,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 84: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xd9},       // 85: jeq #217,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 86: jeq #218,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xdb},       // 87: jneq #219,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 88: ret #327681
+		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x28},      // 89: jeq #40,11
+		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x27},      // 90: jeq #39,10
+		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 91: jeq #429,9
+		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 92: jeq #428,8
+		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 93: jeq #467,7
+		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 94: jeq #430,6
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 95: jeq #432,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 96: jeq #431,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 97: jeq #433,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 98: jeq #442,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x29},       // 99: jeq #41,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x33},       // 100: jneq #51,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 101: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x61},       // 102: jeq #97,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x10c},      // 103: jneq #268,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 104: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 105: jneq #435,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 106: ret #327718
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 107: jeq #425,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 108: jeq #426,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 109: jneq #427,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 110: ret #327718
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xe0},       // 111: jeq #224,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xe1},       // 112: jneq #225,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 113: ret #327681
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xaa},       // 114: jeq #170,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x70},       // 115: jeq #112,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x10a},      // 116: jeq #266,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xab},       // 117: jneq #171,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 118: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x59},       // 119: jeq #89,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3c},       // 120: jeq #60,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 121: jneq #443,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 122: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x109},      // 123: jeq #265,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12},       // 124: jneq #18,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 125: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x74},       // 126: jneq #116,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 127: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2a},       // 128: jeq #42,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3a},       // 129: jneq #58,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 130: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x106},      // 131: jneq #262,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 132: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xdc},       // 133: jneq #220,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 134: ld [20]
+		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 135: jset #0,2
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 136: ld [16]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 137: jset #2114060288,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 138: ret #327681
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 139: ret #2147418112
 	},
 }

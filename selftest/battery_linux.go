@@ -129,11 +129,12 @@ func selfBind() sandbox.Bind {
 	return c.Binds[0]
 }
 
-// execute makes one run of req and observes it.
-func (b *battery) execute(ctx context.Context, req enforcer.Request) *observation {
+// execute makes one run of req, with binds besides airlock's binary, and
+// observes it.
+func (b *battery) execute(ctx context.Context, req enforcer.Request, binds ...sandbox.Bind) *observation {
 	g := &guard{}
 	enf, err := enforcer.New(b.pol, b.log, enforcer.Options{
-		Resolver: b.fx.resolver, Dialer: g, Binds: []sandbox.Bind{selfBind()}, OnEvent: b.collect,
+		Resolver: b.fx.resolver, Dialer: g, Binds: append([]sandbox.Bind{selfBind()}, binds...), OnEvent: b.collect,
 	})
 	if err != nil {
 		return &observation{err: err, res: enforcer.Result{ExitCode: enforcer.ExitSetup}}
@@ -304,7 +305,7 @@ func (b *battery) judged(ctx context.Context, a *attempt, r *Result) verdict {
 			return broken("the first run did not do its part: " + why)
 		}
 	}
-	o := b.execute(ctx, p.req)
+	o := b.execute(ctx, p.req, p.binds...)
 	r.RunID = o.res.RunID
 	return p.judge(o)
 }

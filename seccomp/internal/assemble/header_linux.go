@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -86,15 +87,21 @@ func header(info *arch.Info) ([]bpf.Instruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	h = append(h, denyLowIn(ioctl, 1, 0, refusedIoctls, retErrno(unix.EPERM))...)
-	for _, name := range []string{"socket", "socketpair"} {
-		n, err := nr(name)
-		if err != nil {
-			return nil, err
-		}
-		h = append(h, allowLowIn(n, 0, allowedFamilies, retErrno(unix.EAFNOSUPPORT))...)
-		h = append(h, denyLowIn(n, 1, sockTypeMask, refusedSocketTypes, retErrno(unix.EPERM))...)
+	h = append(h, denyLowIn(ioctl, 1, refusedIoctls, retErrno(unix.EPERM))...)
+	sock, err := nr("socket")
+	if err != nil {
+		return nil, err
 	}
+	block, err := socketBlock(sock)
+	if err != nil {
+		return nil, err
+	}
+	h = append(h, block...)
+	pair, err := nr("socketpair")
+	if err != nil {
+		return nil, err
+	}
+	h = append(h, allowLowIn(pair, 0, socketpairFamilies, retErrno(unix.EAFNOSUPPORT))...)
 	// TCP Fast Open connects from sendto/sendmsg without connect(2), so
 	// Landlock's connect rule (only the proxy's port) never sees it.
 	for _, c := range fastOpenCalls {
@@ -118,17 +125,129 @@ func loadArgLow(arg uint32) bpf.Instruction {
 	return bpf.LoadAbsolute{Off: offArgs + 8*arg, Size: 4}
 }
 
-// denyLowIn returns a block that, for syscall nr, returns ret when the low
-// 32 bits of argument arg (ANDed with mask when mask is not 0) equal one of
-// vals, and otherwise falls through to the next block:
+// socketBlock returns the block of socket(2)'s allowlist: AF_UNIX is
+// refused with EACCES; an inet family passes only with a (type,
+// protocol) pair of socketInetTypes, else raw and packet types get EPERM
+// and the rest EPROTONOSUPPORT; every other family gets EAFNOSUPPORT. An
+// allowed call falls through to the next block:
 //
-//	ld nr; jne nr -> next; ld arg.lo; [and mask]; jeq v1 -> ret; ...; jne vn -> next; ret
-func denyLowIn(nr, arg, mask uint32, vals []uint32, ret uint32) []bpf.Instruction {
-	var body []bpf.Instruction
-	body = append(body, loadArgLow(arg))
-	if mask != 0 {
-		body = append(body, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mask})
+//	ld nr; jne socket -> next
+//	ld family; jeq AF_UNIX -> eacces; jeq AF_INET -> inet; jeq AF_INET6 -> inet; ret EAFNOSUPPORT
+//	eacces: ret EACCES
+//	inet: ld type; and SOCK_TYPE_MASK; jeq SOCK_STREAM -> t0; jeq SOCK_DGRAM -> t1
+//	      jeq SOCK_RAW -> eperm; jeq SOCK_PACKET -> eperm; ret EPROTONOSUPPORT
+//	eperm: ret EPERM
+//	t0: ld protocol; jeq 0 -> next; jeq IPPROTO_TCP -> next; ret EPROTONOSUPPORT
+//	t1: ld protocol; jeq 0 -> next; jeq IPPROTO_UDP -> next; ret EPROTONOSUPPORT
+//	next:
+func socketBlock(nr uint32) ([]bpf.Instruction, error) {
+	const next = "next"
+	var b labelled
+	b.add(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	b.jump(bpf.JumpEqual, nr, "", next)
+	b.add(loadArgLow(0))
+	b.jump(bpf.JumpEqual, unix.AF_UNIX, "eacces", "")
+	for i, f := range socketInetFamilies {
+		if i < len(socketInetFamilies)-1 {
+			b.jump(bpf.JumpEqual, f, "inet", "")
+		} else {
+			b.jump(bpf.JumpEqual, f, "inet", "eafnosupport")
+		}
 	}
+	b.label("eafnosupport")
+	b.add(bpf.RetConstant{Val: retErrno(unix.EAFNOSUPPORT)})
+	b.label("eacces")
+	b.add(bpf.RetConstant{Val: retErrno(unix.EACCES)})
+	b.label("inet")
+	b.add(loadArgLow(1), bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
+	for i, t := range socketInetTypes {
+		b.jump(bpf.JumpEqual, t.typ, "type"+strconv.Itoa(i), "")
+	}
+	for _, t := range refusedSocketTypes {
+		b.jump(bpf.JumpEqual, t, "eperm", "")
+	}
+	b.add(bpf.RetConstant{Val: retErrno(unix.EPROTONOSUPPORT)})
+	b.label("eperm")
+	b.add(bpf.RetConstant{Val: retErrno(unix.EPERM)})
+	for i, t := range socketInetTypes {
+		b.label("type" + strconv.Itoa(i))
+		b.add(loadArgLow(2))
+		for _, p := range t.protocols {
+			b.jump(bpf.JumpEqual, p, next, "")
+		}
+		b.add(bpf.RetConstant{Val: retErrno(unix.EPROTONOSUPPORT)})
+	}
+	b.label(next)
+	return b.resolve()
+}
+
+// labelled is a block of instructions whose jumps name forward labels,
+// resolved into short skips by resolve. The library's assembler has
+// labels too, but no ALU instruction (the type mask).
+type labelled struct {
+	ins    []bpf.Instruction
+	labels map[string]int
+	jumps  []labelledJump
+}
+
+// labelledJump is a jump at index at to the labels t (true) and f
+// (false); "" is the next instruction.
+type labelledJump struct {
+	at   int
+	t, f string
+}
+
+func (b *labelled) add(ins ...bpf.Instruction) { b.ins = append(b.ins, ins...) }
+
+func (b *labelled) label(name string) {
+	if b.labels == nil {
+		b.labels = map[string]int{}
+	}
+	b.labels[name] = len(b.ins)
+}
+
+func (b *labelled) jump(cond bpf.JumpTest, val uint32, t, f string) {
+	b.jumps = append(b.jumps, labelledJump{at: len(b.ins), t: t, f: f})
+	b.add(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+// resolve sets every jump's skips; a label that is unknown, behind the
+// jump or beyond a short jump's reach is an error.
+func (b *labelled) resolve() ([]bpf.Instruction, error) {
+	skip := func(at int, name string) (uint8, error) {
+		if name == "" {
+			return 0, nil
+		}
+		to, ok := b.labels[name]
+		switch {
+		case !ok:
+			return 0, fmt.Errorf("assemble: jump to unknown label %q", name)
+		case to <= at || to-at-1 > 255:
+			return 0, fmt.Errorf("assemble: jump from %d to label %q at %d is not a short forward jump", at, name, to)
+		}
+		return uint8(to - at - 1), nil
+	}
+	for _, j := range b.jumps {
+		ins := b.ins[j.at].(bpf.JumpIf)
+		var err error
+		if ins.SkipTrue, err = skip(j.at, j.t); err != nil {
+			return nil, err
+		}
+		if ins.SkipFalse, err = skip(j.at, j.f); err != nil {
+			return nil, err
+		}
+		b.ins[j.at] = ins
+	}
+	return b.ins, nil
+}
+
+// denyLowIn returns a block that, for syscall nr, returns ret when the low
+// 32 bits of argument arg equal one of vals, and otherwise falls through
+// to the next block:
+//
+//	ld nr; jne nr -> next; ld arg.lo; jeq v1 -> ret; ...; jne vn -> next; ret
+func denyLowIn(nr, arg uint32, vals []uint32, ret uint32) []bpf.Instruction {
+	body := []bpf.Instruction{loadArgLow(arg)}
 	for i, v := range vals {
 		if i < len(vals)-1 {
 			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - 1 - i)})

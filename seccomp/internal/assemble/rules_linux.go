@@ -124,13 +124,39 @@ var archOptional = map[string]bool{
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// allowedFamilies are the socket families the sandbox may create.
-var allowedFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
+// socketInetFamilies are the families socket(2) may create a socket of,
+// with the (type, protocol) pairs of socketInetTypes only: TCP to reach
+// the proxy (and loopback inside), UDP, which in the sandbox's empty
+// network namespace reaches nothing but its own lo.
+var socketInetFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
 
-// refusedSocketTypes are refused for every allowed family. The type
-// argument carries SOCK_NONBLOCK and SOCK_CLOEXEC in its high bits; the
-// kernel masks it with SOCK_TYPE_MASK.
+// socketType is one allowed socket type and the protocols it may carry
+// (0 asks the kernel for the type's default, TCP or UDP).
+type socketType struct {
+	typ       uint32
+	protocols []uint32
+}
+
+// socketInetTypes are the allowed (type, protocol) pairs of the inet
+// families. Everything else is refused: MPTCP (IPPROTO_MPTCP on a stream
+// socket, which Landlock's TCP connect rule does not cover), SCTP,
+// UDP-Lite, ICMP "ping" sockets, DCCP and any protocol a later kernel
+// adds. The type argument carries SOCK_NONBLOCK and SOCK_CLOEXEC in its
+// high bits; the kernel masks it with SOCK_TYPE_MASK, and so does the
+// filter.
+var socketInetTypes = []socketType{
+	{typ: unix.SOCK_STREAM, protocols: []uint32{0, unix.IPPROTO_TCP}},
+	{typ: unix.SOCK_DGRAM, protocols: []uint32{0, unix.IPPROTO_UDP}},
+}
+
+// refusedSocketTypes are refused with EPERM, as the kernel refuses them
+// to a process without CAP_NET_RAW, rather than EPROTONOSUPPORT.
 var refusedSocketTypes = []uint32{unix.SOCK_RAW, unix.SOCK_PACKET}
+
+// socketpairFamilies are the families socketpair(2) may create: unix
+// only (a connected pair reaches nothing but itself; the kernel supports
+// no other family there).
+var socketpairFamilies = []uint32{unix.AF_UNIX}
 
 // sockTypeMask is the kernel's SOCK_TYPE_MASK.
 const sockTypeMask = 0xf
@@ -162,14 +188,17 @@ var argRules = []Rule{
 		Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
 	{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
 		Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-	{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
-		Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-	{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
+	{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES,
+		Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+	{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT,
+		Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+	{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
 		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-	{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
+	{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)",
+		Errno: unix.EPROTONOSUPPORT,
+		Why:   "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+	{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT,
 		Why: "creating the socket loads the family's kernel module"},
-	{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
-		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
 	{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
 		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 	{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
