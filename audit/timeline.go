@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // TimelineOptions configures Timeline.
@@ -129,12 +129,12 @@ func FormatEvent(ev Event, loc *time.Location) string {
 		who = "-"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), clean(who, 24))
-	b.WriteString(clean(subject(ev), 72))
+	fmt.Fprintf(&b, "%s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), termtext.Clip(who, 24))
+	b.WriteString(termtext.Clip(subject(ev), 72))
 	if v := verdict(ev); v != "" {
 		b.WriteString(" " + v)
 	}
-	b.WriteString(": " + clean(ev.Reason, 400))
+	b.WriteString(": " + termtext.Clip(ev.Reason, 400))
 	return b.String()
 }
 
@@ -208,37 +208,4 @@ func commandLine(c *Context) string {
 		parts = append(parts, a)
 	}
 	return strings.Join(parts, " ")
-}
-
-// clean escapes control characters, invalid UTF-8 and the bidirectional
-// overrides that can disguise text (CVE-2021-42574), and cuts s to at
-// most n runes with an ellipsis.
-func clean(s string, n int) string {
-	var b strings.Builder
-	count := 0
-	for i := 0; i < len(s); {
-		if count == n {
-			b.WriteString("…")
-			break
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || isBidi(r):
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteRune(r)
-		}
-		i += size
-		count++
-	}
-	return b.String()
-}
-
-// isBidi reports the bidirectional embedding, override and isolate
-// characters.
-func isBidi(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
 }
