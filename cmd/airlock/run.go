@@ -53,12 +53,12 @@ end the sandbox cleanly: every process in it is killed and it is torn down).`,
 			res, err := runOnce(cmd, req, auditFile)
 			flush(req.Stdout)
 			flush(req.Stderr)
+			reportOutcome(cmd, res, err)
 			if resultOut != "" {
-				if werr := writeResult(resultOut, res); werr != nil && err == nil {
-					err = werr
+				if werr := writeResult(resultOut, res); werr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: result: error: %v\n", werr)
 				}
 			}
-			reportOutcome(cmd, res, err)
 			return &exitError{Code: res.ExitCode}
 		},
 	}
@@ -172,5 +172,5 @@ func writeResult(path string, res enforcer.Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return hostfile.WriteFile(path, append(b, '\n'), 0o644)
 }

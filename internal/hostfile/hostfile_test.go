@@ -38,7 +38,7 @@ func TestOpen(t *testing.T) {
 		file:        "",
 		fifo:        fifo + " is a named pipe (FIFO), not a regular file",
 		link:        link + " is a named pipe (FIFO), not a regular file",
-		sock:        "no such device or address", // open(2) of a socket: ENXIO
+		sock:        sock + " is a socket, not a regular file",
 		dir:         dir + " is a directory, not a regular file",
 		"/dev/null": "/dev/null is a character device, not a regular file",
 	} {
@@ -63,6 +63,45 @@ func TestOpen(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("Open(%s) blocked", path)
+		}
+	}
+}
+
+// TestWriteFile: a regular file is written (and truncated); a FIFO with
+// no reader, a directory or a device is refused at once and left alone.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("longer old content"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		file:                      "",
+		filepath.Join(dir, "new"): "",
+		fifo:                      fifo + " is a named pipe (FIFO), not a regular file",
+		dir:                       "is a directory",
+		"/dev/null":               "/dev/null is a character device, not a regular file",
+	} {
+		done := make(chan error, 1)
+		go func() { done <- WriteFile(path, []byte("new"), 0o644) }()
+		select {
+		case err := <-done:
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("WriteFile(%s): %v", path, err)
+			case want == "":
+				if b, _ := os.ReadFile(path); string(b) != "new" {
+					t.Errorf("%s holds %q", path, b)
+				}
+			case err == nil || !strings.Contains(err.Error(), want):
+				t.Errorf("WriteFile(%s): %v, want %q", path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("WriteFile(%s) blocked", path)
 		}
 	}
 }

@@ -13,3 +13,8 @@ import (
 func Open(path string) (*os.File, fs.FileInfo, error) {
 	return nil, nil, &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}
 }
+
+// WriteFile fails closed, as Open does.
+func WriteFile(path string, _ []byte, _ os.FileMode) error {
+	return &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}
+}

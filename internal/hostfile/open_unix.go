@@ -16,9 +16,9 @@ import (
 // could say why. Anything but a regular file is refused, named as what it
 // is. The returned file is in blocking mode.
 func Open(path string) (*os.File, fs.FileInfo, error) {
-	fd, err := openNonblock(path)
+	fd, err := openFlags(path, unix.O_RDONLY, 0)
 	if err != nil {
-		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, nil, openError(path, err)
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -42,9 +42,53 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	return f, fi, nil
 }
 
-func openNonblock(path string) (int, error) {
+// WriteFile writes data to the file at path, creating it with perm, as
+// os.WriteFile does, but without blocking on a FIFO (with no reader, or
+// any other special file) and only into a regular file, which it
+// truncates once it knows that is what it is.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT, uint32(perm.Perm()))
+	if err != nil {
+		return openError(path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// openError is the error of a failed open: ENXIO, which open(2) gives
+// for a socket and, written to, for a FIFO with no reader, is said as
+// what the file is.
+func openError(path string, err error) error {
+	if err == unix.ENXIO {
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return notRegular(path, fi.Mode())
+		}
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: err}
+}
+
+// openFlags opens path with flags, never blocking and never making it
+// the controlling terminal.
+func openFlags(path string, flags int, perm uint32) (int, error) {
 	for {
-		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+		fd, err := unix.Open(path, flags|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, perm)
 		if err != unix.EINTR {
 			return fd, err
 		}
