@@ -166,7 +166,7 @@ func refuse(reason error, format string, args ...any) error {
 
 func checkID(id string) error {
 	if !validID(id) {
-		return refuse(ErrUnknown, "\"%s\" is not an approval id: airlock mints them as apr- and 32 hex digits; check that it was copied whole", termtext.Clean(id, 80))
+		return refuse(ErrUnknown, "\"%s\" is not an approval id: airlock mints them as apr- and 32 hex digits; check that it was copied whole", termtext.Clip(id, 80))
 	}
 	return nil
 }

@@ -129,12 +129,12 @@ func FormatEvent(ev Event, loc *time.Location) string {
 		who = "-"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), termtext.Clean(who, 24))
-	b.WriteString(termtext.Clean(subject(ev), 72))
+	fmt.Fprintf(&b, "%s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), termtext.Clip(who, 24))
+	b.WriteString(termtext.Clip(subject(ev), 72))
 	if v := verdict(ev); v != "" {
 		b.WriteString(" " + v)
 	}
-	b.WriteString(": " + termtext.Clean(ev.Reason, 400))
+	b.WriteString(": " + termtext.Clip(ev.Reason, 400))
 	return b.String()
 }
 

@@ -109,7 +109,8 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	}
 	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
-	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
+	info := e.pol.Info()
+	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Policy: &info}
 	// The decision is recorded first, and is durable before the action
 	// it allows: for an allowed command its write and fsync overlap the
 	// building of the sandbox, and every later step waits for them
@@ -185,7 +186,6 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		Root:      rootfs,
 		ReadWrite: fs.ReadWrite,
 		Binds:     e.opts.Binds,
-		Hide:      e.hidden(),
 		Caps:      caps.Limits(),
 		Proxy:     true,
 		Require:   e.pol.Require,
@@ -200,6 +200,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	if rootfs == "" {
 		cfg.ReadOnly = fs.ReadOnly
 	}
+	cfg.HideFiles(e.hidden()...)
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
 		return rec.setupFailed(res, base, err)
@@ -316,17 +317,11 @@ func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
 	return nil
 }
 
-// hidden lists the host files the sandbox must not see even when they sit
-// in a bound tree: the policy and the audit log.
+// hidden lists the host files the sandbox must not see even where a tree
+// it shows holds them, however they were named (sandbox.Config.HideFiles):
+// the policy and the audit log's files (audit.Files).
 func (e *Enforcer) hidden() []string {
-	var h []string
-	if e.pol.Source != policy.EmbeddedName && strings.HasPrefix(e.pol.Source, "/") {
-		h = append(h, e.pol.Source)
-	}
-	if p := e.log.Path(); strings.HasPrefix(p, "/") {
-		h = append(h, p)
-	}
-	return h
+	return append(audit.Files(e.log.Path()), e.pol.HostFile())
 }
 
 // NewRunID returns a fresh random run id.

@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // Exit statuses of a run (PRODUCT.md, "Command line").
@@ -59,6 +60,9 @@ type Result struct {
 	CPUMs  int64 `json:"cpuMs"`
 	// PeakMemoryBytes is the run's peak memory, 0 when unknown.
 	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
+	// Policy is the policy that decided: where it came from (its file,
+	// real path and how it was chosen) and its digest.
+	Policy *policy.Info `json:"policy,omitempty"`
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt"`
 	// Interrupted is true when the caller ended the run before the child

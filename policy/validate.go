@@ -51,7 +51,7 @@ func checkToolNames(p *Policy) []*Error {
 		errs = append(errs, strict.Problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
 	}
 	for _, tool := range sortedKeys(p.ToolScopes) {
-		if tool == "" || !strict.PlainText(tool) {
+		if !strict.Name(tool) {
 			errs = append(errs, strict.Problem(strict.Field("toolScopes", tool),
 				fmt.Sprintf("tool name %q is empty or has white space or control characters", tool), ""))
 		}
@@ -86,7 +86,7 @@ func checkRules(p *Policy) []*Error {
 
 func checkRule(at string, r CommandPattern) []*Error {
 	var errs []*Error
-	if r.Name == "" || !strict.PlainText(r.Name) {
+	if !strict.Name(r.Name) {
 		errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
 	}
 	switch {

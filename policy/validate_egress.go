@@ -26,7 +26,7 @@ func checkEgress(p *Policy) []*Error {
 		blocked[strings.ToLower(strings.TrimSuffix(b, "."))] = true
 	}
 	for _, task := range sortedKeys(p.Egress.TaskAllowlist) {
-		if task == "" || !strict.PlainText(task) {
+		if !strict.Name(task) {
 			errs = append(errs, strict.Problem(strict.Field("egress.taskAllowlist", task),
 				fmt.Sprintf("task name %q is empty or has white space or control characters", task), ""))
 		}

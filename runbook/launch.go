@@ -121,7 +121,8 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
 	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
-	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings}
+	info := opts.Policy.Info()
+	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings, Policy: &info}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
 	return l, nil
 }

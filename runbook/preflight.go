@@ -3,7 +3,6 @@ package runbook
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -128,17 +127,9 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 	return c
 }
 
-// hidden lists the host files the sandbox must not see even where they
-// sit in a bound tree: the policy, the audit log and the plan.
+// hidden lists the host files the sandbox must not see even where a tree
+// it shows holds them, however they were named (sandbox.Config.HideFiles):
+// the policy, the audit log's files (audit.Files) and the plan.
 func (l *launch) hidden() []string {
-	var h []string
-	for _, p := range []string{l.opts.Policy.Source, l.opts.Log.Path(), l.opts.PlanFile} {
-		if p == "" || p == policy.EmbeddedName {
-			continue
-		}
-		if abs, err := filepath.Abs(p); err == nil {
-			h = append(h, abs)
-		}
-	}
-	return h
+	return append(audit.Files(l.opts.Log.Path()), l.opts.Policy.HostFile(), l.opts.PlanFile)
 }

@@ -2,6 +2,7 @@ package runbook
 
 import (
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -89,6 +90,9 @@ type Result struct {
 	// FindingsSkipped what was not copied, with why.
 	Findings        string   `json:"findings,omitempty"`
 	FindingsSkipped []string `json:"findingsSkipped,omitempty"`
+	// Policy is the policy that decided: where it came from (its file,
+	// real path and how it was chosen) and its digest.
+	Policy *policy.Info `json:"policy,omitempty"`
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt,omitempty"`
 	// Error is why airlock could not launch or tear down, when it could

@@ -30,7 +30,6 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		Findings:  l.opts.Findings,
 		ReadWrite: l.fs.ReadWrite,
 		Binds:     l.opts.Binds,
-		Hide:      l.hidden(),
 		Caps:      l.caps,
 		Proxy:     true,
 		Require:   l.opts.Policy.Require,
@@ -41,6 +40,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	} else {
 		cfg.ReadOnly = l.fs.ReadOnly
 	}
+	cfg.HideFiles(l.hidden()...)
 	if !canProbe() {
 		// The session cannot report probe results: let it run the
 		// start-up probes itself, failing the start on any failure.

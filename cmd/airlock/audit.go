@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/monitor"
 )
 
@@ -101,7 +102,7 @@ prints somewhere the log's writers cannot change, and later pass it with
 			if head != "" && !isHexHash(head) {
 				return usageError{errors.New("audit verify: --head must be a 64-digit lower-case hex hash")}
 			}
-			f, err := os.Open(file)
+			f, _, err := hostfile.Open(file)
 			if err != nil {
 				return auditFailed("verify", file, err)
 			}
@@ -227,11 +228,12 @@ interrupted; it waits for the file when it does not exist yet.`,
 	return cmd
 }
 
-// openLog opens file; with wait, it waits for a missing file to appear,
-// and returns nil, nil when ctx ends first.
+// openLog opens file, a regular file (hostfile.Open: a FIFO neither hangs
+// the command nor keeps it from seeing SIGTERM); with wait, it waits for a
+// missing file to appear, and returns nil, nil when ctx ends first.
 func openLog(ctx context.Context, file string, wait bool) (*os.File, error) {
 	for {
-		f, err := os.Open(file)
+		f, _, err := hostfile.Open(file)
 		if err == nil || !wait || !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
@@ -273,7 +275,7 @@ audit_repaired. alerts does not check the chain; run "airlock audit verify".`,
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(file)
+			f, _, err := hostfile.Open(file)
 			if err != nil {
 				return auditFailed("alerts", file, err)
 			}
@@ -301,6 +303,7 @@ audit_repaired. alerts does not check the chain; run "airlock audit verify".`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: recorded, recomputed and missing alerts")
 	cmd.Flags().BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
+	policyFlag(cmd)
 	return cmd
 }
 

@@ -65,11 +65,13 @@ command gate refused a step (nothing was run). See docs/cli.md, "Exit codes".`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			opts.Stdout, opts.Stderr = stdout, stderr
+			opts.Stdout, opts.Stderr = childOutput(stdout), childOutput(stderr)
 			if asJSON {
-				opts.Stdout = stderr // stdout carries the result alone
+				opts.Stdout = opts.Stderr // stdout carries the result alone
 			}
 			res, err := launchPlan(cmd, planFile, auditFile, opts)
+			flush(opts.Stdout)
+			flush(opts.Stderr)
 			if asJSON {
 				if perr := printLaunchJSON(stdout, res); perr != nil && err == nil {
 					err = perr
@@ -87,6 +89,7 @@ command gate refused a step (nothing was run). See docs/cli.md, "Exit codes".`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&opts.EvidenceDir, "evidence", "", "where a suspected escape's evidence goes (default: $XDG_STATE_HOME/airlock/evidence)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout (the steps' output goes to stderr)")
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -105,7 +108,13 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Opt
 	if err != nil {
 		return fail(err)
 	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	if auditFile, err = auditPath(auditFile); err != nil {
+		return fail(err)
+	}
+	if err := outsideSandbox(pol, auditFile, opts.Workspace, opts.Findings); err != nil {
+		return fail(err)
+	}
+	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
 	if err != nil {
 		return fail(err)
 	}

@@ -76,6 +76,7 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	policyFlag(cmd)
 	return cmd
 }
 

@@ -12,7 +12,9 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func newRunCmd() *cobra.Command {
@@ -53,14 +55,16 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Command, req.Args = args[0], args[1:]
-			req.Stdin, req.Stdout, req.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
 			res, err := runOnce(cmd, req, auditFile)
+			flush(req.Stdout)
+			flush(req.Stderr)
+			reportOutcome(cmd, res, err)
 			if resultOut != "" {
-				if werr := writeResult(resultOut, res); werr != nil && err == nil {
-					err = werr
+				if werr := writeResult(resultOut, res); werr != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: result: error: %v\n", werr)
 				}
 			}
-			reportOutcome(cmd, res, err)
 			return &exitError{Code: res.ExitCode}
 		},
 	}
@@ -73,6 +77,7 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 	f.StringVar(&resultOut, "result", "", "write the run's result as one JSON object to this file")
 	f.StringArrayVar(&req.Env, "env", nil, "add NAME=VALUE to the child's environment (repeatable)")
 	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST (an OCI layout or a docker-archive tarball), verified before anything runs")
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -86,7 +91,13 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 	if err != nil {
 		return fail(err)
 	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	if auditFile, err = auditPath(auditFile); err != nil {
+		return fail(err)
+	}
+	if err := outsideSandbox(pol, auditFile, req.Workspace, req.Findings); err != nil {
+		return fail(err)
+	}
+	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
 	if err != nil {
 		return fail(err)
 	}
@@ -105,16 +116,40 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 	return e.Run(ctx, req)
 }
 
-// openAudit opens the audit file named by --audit or the default, with the
-// monitor watching every event written to it.
-func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
-	if file == "" {
-		var err error
-		if file, err = audit.DefaultPath(); err != nil {
-			return nil, err
+// auditPath returns the audit file named by --audit, else the default.
+func auditPath(file string) (string, error) {
+	if file != "" {
+		return file, nil
+	}
+	return audit.DefaultPath()
+}
+
+// outsideSandbox refuses a run whose policy or audit log lies in its
+// --workspace or --findings directory, compared by real paths
+// (docs/policy.md): the sandbox gets a copy of the workspace, so it would
+// read them, and findings are copied out, so it could write over them.
+func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) error {
+	log, err := hostfile.Real(auditFile)
+	if err != nil {
+		return fmt.Errorf("audit: %s: %w", auditFile, err)
+	}
+	for _, d := range []struct{ flag, dir string }{{"--workspace", workspace}, {"--findings", findings}} {
+		if d.dir == "" {
+			continue
+		}
+		if err := pol.Outside(d.flag, d.dir); err != nil {
+			return err
+		}
+		dir, err := hostfile.Real(d.dir)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", d.flag, d.dir, err)
+		}
+		if hostfile.Within(log, dir) {
+			return fmt.Errorf("audit: the log %s is inside the run's %s directory %s, which the sandbox can read or write: "+
+				"keep the audit log outside it", auditFile, d.flag, d.dir)
 		}
 	}
-	return audit.Open(file, audit.WithHook(m))
+	return nil
 }
 
 // reportOutcome prints the one stderr line PRODUCT.md gives for every
@@ -149,5 +184,5 @@ func writeResult(path string, res enforcer.Result) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return hostfile.WriteFile(path, append(b, '\n'), 0o644)
 }

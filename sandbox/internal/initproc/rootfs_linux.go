@@ -317,12 +317,15 @@ func makeMountPoint(dst string, dir bool) error {
 }
 
 // hide masks each Hide path that is visible inside: an empty read-only
-// tmpfs over a directory, the empty file over a file.
+// tmpfs over a directory, the empty file over a file. A path the init
+// cannot reach (a bound tree's directory closed to its uid) is left: the
+// init has the target's uid and groups, so the target cannot reach it
+// either.
 func (s *initState) hide(root string) error {
 	for _, p := range s.cfg.Hide {
 		dst := root + p
 		st, err := os.Lstat(dst)
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			continue
 		}
 		if err != nil {
