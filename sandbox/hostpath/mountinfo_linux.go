@@ -17,6 +17,9 @@ type mount struct {
 
 // parseMountinfo parses a mountinfo table (proc(5)): "id parent
 // major:minor root point options [optional...] - fstype source super".
+// A root is a path within the filesystem, except for a namespace file
+// bound somewhere (`ip netns add` binds nsfs files under /run/netns:
+// root "net:[4026532179]"), which is kept as it is.
 // Written by hand: the fields needed are five, and the mount libraries
 // (moby/sys/mountinfo) would add a package to the sandbox's init.
 func parseMountinfo(b []byte) ([]mount, error) {
@@ -37,7 +40,7 @@ func parseMountinfo(b []byte) ([]mount, error) {
 			}
 		}
 		id, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil || sep < 0 || sep+1 >= len(f) || !strings.Contains(f[2], ":") || f[3] == "" || f[3][0] != '/' || f[4][0] != '/' {
+		if err != nil || sep < 0 || sep+1 >= len(f) || !strings.Contains(f[2], ":") || f[3] == "" || f[4][0] != '/' {
 			return nil, fmt.Errorf("hostpath: mount table line %d: malformed: %q", n+1, line)
 		}
 		out = append(out, mount{id: id, dev: f[2], root: unescape(f[3]), point: unescape(f[4]), fstype: f[sep+1]})
