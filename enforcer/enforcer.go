@@ -223,6 +223,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 			}
 			return nil
 		},
+		// Nothing the sandbox does grows airlock's own process without
+		// bound: its connections are counted against its openFiles cap.
+		Limits: proxy.SandboxLimits(int(caps.OpenFiles)),
 	})
 	if err != nil {
 		_ = sb.Kill()
@@ -230,9 +233,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 	}
 	go func() { _ = px.Serve(sb.Listener()) }()
 	defer func() {
+		// Open tunnels get a moment to finish, then are cut: nothing of
+		// the run's proxy outlives it.
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = px.Shutdown(sctx)
+		_ = px.Close()
 	}()
 
 	if err := rec.decided(); err != nil {

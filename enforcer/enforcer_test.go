@@ -247,8 +247,14 @@ type fakeResolver struct {
 func (r *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netipAddr, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.asked[host]++
-	return parseAddrs(r.t, r.addrs[host]), nil
+	// The proxy asks for fully qualified names ("name."): the table is
+	// written without the dot.
+	name, ok := strings.CutSuffix(host, ".")
+	if !ok {
+		r.t.Errorf("the proxy asked for %q, not fully qualified", host)
+	}
+	r.asked[name]++
+	return parseAddrs(r.t, r.addrs[name]), nil
 }
 
 // TestLabEgressCasesFromInside runs the six cases of lab 3.3 from code

@@ -155,7 +155,7 @@ func TestLaunchEgress(t *testing.T) {
 	var out bytes.Buffer
 	e.opts.Stdout = &out
 	res, err := runbook.Launch(context.Background(), plan("T-egress",
-		self("allowed", "http-get", "http://localhost:"+itoa(port)+"/"),
+		self("allowed", "http-get", "http://upstream.test:"+itoa(port)+"/"),
 		self("refused", "http-get", "http://127.0.0.2:"+itoa(port)+"/"),
 	), e.opts)
 	if err != nil || res.ExitCode != runbook.ExitOK {

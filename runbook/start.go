@@ -116,6 +116,8 @@ func (l *launch) announce(context.Context) bool {
 		Resolver: l.opts.Resolver,
 		Dialer:   l.opts.Dialer,
 		Record:   l.recordEgress,
+		// The sandbox's connections are counted against its openFiles cap.
+		Limits: proxy.SandboxLimits(int(l.caps.OpenFiles)),
 	})
 	if err != nil {
 		return l.refuse(err.Error(), l.res.Probes)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -56,6 +58,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The egress gate watches the host's addresses with one descriptor
+	// for the life of the process (egress.HostAddrs): open before the
+	// snapshot, it is not a run's residue.
+	egress.HostAddrs().Contains(netip.IPv6Unspecified())
 	before := takeSnapshot()
 	fx, err := newFixtures()
 	if err != nil {

@@ -43,7 +43,8 @@ func explainEgress(ctx context.Context, w io.Writer, pol *policy.Loaded, task, h
 	if resolve && d.Allowed() && !t.IsIP() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", t.Name)
+		// Fully qualified, as the proxy resolves it: no search domain.
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", t.Name+".")
 		if err != nil {
 			return fmt.Errorf("explain: resolve %s: %w", t.Name, err)
 		}

@@ -9,10 +9,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
@@ -119,11 +121,14 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Opt
 		return fail(err)
 	}
 	defer log.Close()
-	stderr := cmd.ErrOrStderr()
+	// Alerts come from the proxy's decisions too: a stderr nobody reads
+	// must not stop them (linelog drops and counts instead).
+	stderr := linelog.New(cmd.ErrOrStderr())
+	defer stderr.Close(time.Second)
 	opts.Policy, opts.Log, opts.PlanFile = pol, log, planFile
 	opts.OnEvent = func(ev audit.Event) {
 		if ev.Kind == audit.KindBehavioral {
-			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
+			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

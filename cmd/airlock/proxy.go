@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
@@ -27,8 +26,12 @@ var errNotRecorded = errors.New("the audit log could not record it")
 // proxyGrace is how long a stopping proxy lets open tunnels finish.
 const proxyGrace = 10 * time.Second
 
-// proxyDialer replaces the proxy's dialer in tests (nil: a net.Dialer).
-var proxyDialer proxy.Dialer
+// proxyDialer and proxyResolver replace the proxy's dialer and resolver
+// in tests (nil: a net.Dialer, the system's resolver).
+var (
+	proxyDialer   proxy.Dialer
+	proxyResolver proxy.Resolver
+)
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
@@ -90,7 +93,10 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+	// Lines on stderr never wait for a reader: a full pipe drops lines
+	// (counted) rather than stopping the proxy; the audit log is the record.
+	stderr := linelog.New(cmd.ErrOrStderr())
+	defer stderr.Close(time.Second)
 	path := o.audit
 	if path == "" {
 		if path, err = audit.DefaultPath(); err != nil {
@@ -98,7 +104,7 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		}
 	}
 	rec, err := monitor.Open(path, monitor.ThresholdsFor(pol.Policy), func(a audit.Event) {
-		fmt.Fprintf(stderr, "airlock: monitor: alert: %s\n", a.Reason)
+		stderr.Printf("airlock: monitor: alert: %s", a.Reason)
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
@@ -110,9 +116,10 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		}
 	}()
 	px, err := proxy.New(proxy.Config{
-		Task:   o.task,
-		Gate:   gate,
-		Dialer: proxyDialer,
+		Task:     o.task,
+		Gate:     gate,
+		Dialer:   proxyDialer,
+		Resolver: proxyResolver,
 		Record: func(ev proxy.Event) error {
 			printProxyEvent(stderr, ev)
 			record := rec.Record
@@ -138,7 +145,7 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	fmt.Fprintf(stderr, "airlock: proxy: task %q: serving HTTP and SOCKS5 on %s\n", o.task, ln.Addr())
+	stderr.Printf("airlock: proxy: task %q: serving HTTP and SOCKS5 on %s", o.task, ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- px.Serve(ln) }()
 	select {
@@ -147,37 +154,25 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		return fmt.Errorf("proxy: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(stderr, "airlock: proxy: stopping: open tunnels have %s to finish\n", proxyGrace)
+	stderr.Printf("airlock: proxy: stopping: open tunnels have %s to finish", proxyGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
 	defer cancel()
 	if err := px.Shutdown(sctx); err != nil {
-		fmt.Fprintf(stderr, "airlock: proxy: closing the tunnels still open: %v\n", err)
+		stderr.Printf("airlock: proxy: closing the tunnels still open: %v", err)
 	}
 	px.Close()
 	<-served
 	return nil
 }
 
-// printProxyEvent prints one line per decision, and one per allowed
-// connection that then failed.
-func printProxyEvent(w io.Writer, ev proxy.Event) {
+// printProxyEvent prints one line per decision and refusal, and one per
+// allowed connection that then failed. The line writer escapes what the
+// client chose.
+func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
 	switch {
-	case ev.Stage == proxy.StageDecided:
-		fmt.Fprintf(w, "airlock: %s (%s from %s)\n", ev.Decision, ev.Protocol, ev.Client)
+	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected:
+		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, ev.Client)
 	case ev.Err != nil:
-		fmt.Fprintf(w, "airlock: egress: error: %s (%s from %s)\n",
-			proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
+		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
 	}
-}
-
-// lockedWriter serialises the lines that the proxy's connections print.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }

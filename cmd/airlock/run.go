@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -102,10 +104,13 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 		return fail(err)
 	}
 	defer log.Close()
-	stderr := cmd.ErrOrStderr()
+	// Alerts come from the proxy's decisions too: a stderr nobody reads
+	// must not stop them (linelog drops and counts instead).
+	stderr := linelog.New(cmd.ErrOrStderr())
+	defer stderr.Close(time.Second)
 	e, err := enforcer.New(pol, log, enforcer.Options{OnEvent: func(ev audit.Event) {
 		if ev.Kind == audit.KindBehavioral {
-			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
+			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestArgv checks that what Argv prints has nothing a terminal interprets,
@@ -12,7 +13,7 @@ func TestArgv(t *testing.T) {
 	argv := []string{"git", "push", "it's", "a b", "", "$(id)", "\x1b]0;title\x07", "ab\u202ecd", "\xff\xfe", "é", "new\nline"}
 	line := Argv(argv)
 	for _, r := range line {
-		if r < 0x20 || r == 0x7f || isBidi(r) || r == 0xfffd {
+		if !unicode.IsPrint(r) || r == 0xfffd {
 			t.Fatalf("Argv printed %U raw: %q", r, line)
 		}
 	}

@@ -1,9 +1,10 @@
 // Package termtext makes text that an agent or the contained code chose
 // safe to show on a terminal: control characters (C0, DEL and C1, the
-// 8-bit CSI 0x9b among them), invalid UTF-8 and the bidirectional
-// overrides that can disguise text (CVE-2021-42574) are written as Go
-// escapes (\x1b, \u009b, \u202e), so that no byte of it can move the
-// cursor, set a window title or rewrite what the reader sees.
+// 8-bit CSI 0x9b among them), invalid UTF-8, and every other character
+// that does not print — the bidirectional overrides that can disguise
+// text (CVE-2021-42574), zero-width and tag characters — are written as
+// Go escapes (\x1b, \u009b, \u202e, \U000e0041), so that no byte of it
+// can move the cursor, set a window title or hide what the reader sees.
 //
 // Every line airlock prints for people goes through Escape or a Writer,
 // and so does a child's output when it goes to a terminal; to a pipe or a
@@ -147,7 +148,7 @@ func escape(b *strings.Builder, s string, n int, lines bool) {
 			fmt.Fprintf(b, `\x%02x`, s[i])
 		case lines && (r == '\n' || r == '\t'):
 			b.WriteRune(r)
-		case unicode.IsControl(r) || isBidi(r):
+		case !unicode.IsPrint(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -158,8 +159,3 @@ func escape(b *strings.Builder, s string, n int, lines bool) {
 	}
 }
 
-// isBidi reports the bidirectional embedding, override, isolate and mark
-// characters.
-func isBidi(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
-}

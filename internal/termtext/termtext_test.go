@@ -107,7 +107,7 @@ func assertSafe(t *testing.T, s string, lines bool) {
 		if lines && (r == '\n' || r == '\t') {
 			continue
 		}
-		if unicode.IsControl(r) || isBidi(r) {
+		if !unicode.IsPrint(r) {
 			t.Fatalf("%U let through: %q", r, s)
 		}
 	}
