@@ -31,6 +31,8 @@ const testPolicy = `{
       {"name": "pip-install", "command": "pip", "argPatterns": [["install", "-r", "requirements.txt"]], "allowExtraArgs": false}]},
     "read_file": {"allow": [{"name": "cat", "command": "cat", "argPatterns": [], "allowExtraArgs": true}]},
     "agent_code": {"allow": [{"name": "payload", "command": "/.airlock/self", "argPatterns": [["payload"]], "allowExtraArgs": true}],
+                   "escalate": [{"name": "ask-first", "command": "/.airlock/self", "argPatterns": [["payload", "echo", "ask"]], "allowExtraArgs": true,
+                                 "justification": "this one needs a person"}],
                    "caps": {"cpuSeconds": 1, "wallSeconds": 3, "memoryMb": 128, "processCount": 32}}
   },
   "egress": {
@@ -46,6 +48,7 @@ const testPolicy = `{
 
 type fixture struct {
 	enf   *enforcer.Enforcer
+	pol   *policy.Loaded
 	log   *audit.Log
 	path  string
 	mu    sync.Mutex
@@ -53,13 +56,13 @@ type fixture struct {
 	dials []string
 }
 
-func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
+func newFixture(t *testing.T, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
 	t.Helper()
 	pol, err := policy.Parse("test.json", []byte(testPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	f := &fixture{pol: pol, path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	f.log, err = audit.Open(f.path)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +71,7 @@ func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 	var self sandbox.Config
 	self.BindSelf()
 	dial := testutil.LoopbackDialer(t)
-	f.enf, err = enforcer.New(pol, f.log, enforcer.Options{
+	opts := enforcer.Options{
 		Binds:    self.Binds,
 		Resolver: resolver,
 		Dialer: proxy.DialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -82,7 +85,11 @@ func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 			defer f.mu.Unlock()
 			f.seen = append(f.seen, ev)
 		},
-	})
+	}
+	for _, a := range adjust {
+		a(&opts)
+	}
+	f.enf, err = enforcer.New(pol, f.log, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +123,7 @@ func (f *fixture) verify(t *testing.T) audit.Report {
 }
 
 // TestLabCommandCases runs the five cases of lab 1.4 through Run: each
-// refusal exits 126 with its reason, is audited, and spawns nothing.
+// refusal exits 77 with its reason, is audited, and spawns nothing.
 func TestLabCommandCases(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, c := range []struct {
@@ -133,7 +140,7 @@ func TestLabCommandCases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.ExitCode != enforcer.ExitGate || res.Decision != decision.Deny || res.Reason != c.reason || res.Path != "" {
+		if res.ExitCode != enforcer.ExitDenied || res.Decision != decision.Deny || res.Reason != c.reason || res.Path != "" {
 			t.Errorf("%s %s: got exit %d %s %q path %q", c.tool, c.cmd, res.ExitCode, res.Decision, res.Reason, res.Path)
 		}
 		evs := f.events(res.RunID)

@@ -23,7 +23,6 @@ func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Resu
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
-	res.Receipt = map[string]string{}
 	for k, v := range out.Receipt {
 		res.Receipt[k] = v
 	}
@@ -60,8 +59,10 @@ func killReason(killedBy string, c policy.EffectiveCaps) string {
 	return "killed by the " + killedBy + " cap; every process was killed"
 }
 
-// recordOutcome writes the resource outcome and the teardown.
-func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
+// recordOutcome writes the resource outcome and, for a run, the teardown.
+// A step's outcome is not synced: the next step's decision, or the
+// session's teardown, syncs it.
+func (e *Enforcer) recordOutcome(sc *scribe, base audit.Context, res Result, teardown bool) {
 	ctx := base
 	ctx.ExitCode = &res.ExitCode
 	ctx.Signal = res.Signal
@@ -75,9 +76,15 @@ func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
 			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
 	// Synced by the teardown record that follows at once.
-	_ = e.recordLazy(ev)
+	_ = sc.recordLazy(ev)
+	if teardown {
+		e.recordTeardown(sc, base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
+	}
+}
+
+// recordTeardown writes the sandbox_torn_down record, synced.
+func (e *Enforcer) recordTeardown(sc *scribe, base audit.Context, reason string) {
 	down := base
 	down.Event = audit.EventSandboxTornDown
-	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "every process of the sandbox ended; its cgroup, mounts and namespaces are gone", Context: down})
+	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: down})
 }

@@ -64,7 +64,7 @@ type prepared struct {
 //
 //  1. every step is decided at the command gate and the decision
 //     recorded; one denied or escalated step refuses the whole plan
-//     (ExitGate) before anything starts;
+//     (ExitDenied, ExitEscalated) before anything starts;
 //  2. the image, when given, is verified against its pinned digest and
 //     unpacked; every allowed command is resolved;
 //  3. one sandbox starts, and the start-up probes run inside it: uid,

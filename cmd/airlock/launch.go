@@ -47,8 +47,8 @@ under --evidence, records escape_suspected, and marks the findings UNTRUSTED.
 Exit status: 0 when every step passed (or failed with continueOnFailure); 1
 when a step failed and halted the plan; 121 when an escape was suspected; 125
 when airlock could not launch (bad plan or policy, failed probe, image
-mismatch; nothing was run); 126 when the command gate refused a step (nothing
-was run).`,
+mismatch; nothing was run); 77 when the command gate denied a step, 75 when
+it escalated one and denied none (nothing was run).`,
 		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -136,8 +136,10 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		if err != nil {
 			fmt.Fprintf(w, "airlock: teardown: error: %v\n", err)
 		}
-	case runbook.ExitGate:
+	case runbook.ExitDenied:
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
+	case runbook.ExitEscalated:
+		fmt.Fprintf(w, "airlock: command: escalate: %s\n", res.Reason)
 	case runbook.ExitSetup:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
 	case runbook.ExitEscape:
