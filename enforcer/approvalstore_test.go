@@ -104,3 +104,8 @@ func (f *fakeApprover) Approve(_ context.Context, r approval.Request) (approval.
 	}
 	return approval.Answer{Allow: f.allow, By: "test approver", Reason: "checked by the test"}, nil
 }
+
+// approvalAllow is an operator's approval.
+func approvalAllow() approval.Answer {
+	return approval.Answer{Allow: true, By: "operator via airlock approve", At: time.Now()}
+}

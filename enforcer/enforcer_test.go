@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -30,6 +31,9 @@ const testPolicy = `{
     "install_deps": {"allow": [
       {"name": "pip-install", "command": "pip", "argPatterns": [["install", "-r", "requirements.txt"]], "allowExtraArgs": false}]},
     "read_file": {"allow": [{"name": "cat", "command": "cat", "argPatterns": [], "allowExtraArgs": true}]},
+    "shell": {"allow": [{"name": "sh", "command": "sh", "argPatterns": [["-c"]], "allowExtraArgs": true}],
+              "deny": [{"name": "no-rm", "command": "rm", "allowExtraArgs": true, "justification": "use git to undo changes"}],
+              "escalate": [{"name": "sh-approved", "command": "sh", "argPatterns": [["-c", "echo approved"]]}]},
     "agent_code": {"allow": [{"name": "payload", "command": "/.airlock/self", "argPatterns": [["payload"]], "allowExtraArgs": true}],
                    "escalate": [{"name": "ask-first", "command": "/.airlock/self", "argPatterns": [["payload", "echo", "ask"]], "allowExtraArgs": true,
                                  "justification": "this one needs a person"}],
@@ -58,12 +62,23 @@ type fixture struct {
 
 func newFixture(t *testing.T, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
 	t.Helper()
-	pol, err := policy.Parse("test.json", []byte(testPolicy))
+	return newFixtureWith(t, testPolicy, false, resolver, adjust...)
+}
+
+// newFixtureWith is newFixture for another policy, with the monitor
+// watching the log when monitored.
+func newFixtureWith(t *testing.T, src string, monitored bool, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
+	t.Helper()
+	pol, err := policy.Parse("test.json", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &fixture{pol: pol, path: filepath.Join(t.TempDir(), "audit.jsonl")}
-	f.log, err = audit.Open(f.path)
+	var hooks []audit.Option
+	if monitored {
+		hooks = append(hooks, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
+	}
+	f.log, err = audit.Open(f.path, hooks...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,10 @@ const (
 	DefaultSessionIdleSeconds  = 600
 )
 
+// NoTask is the egress task of a session started without one: no policy
+// may name a task so, so it allows no destination.
+const NoTask = "(none)"
+
 // EffectiveSession is the session section with every default applied.
 type EffectiveSession struct {
 	MemoryMB     int64   `json:"memoryMb"`
@@ -52,11 +56,15 @@ func seconds(v float64) time.Duration { return time.Duration(v * float64(time.Se
 const maxSessionSeconds = 7 * 86400
 
 func checkSession(p *Policy) []*Error {
+	var errs []*Error
+	if _, ok := p.EgressConfig().TaskAllowlist[NoTask]; ok {
+		errs = append(errs, strict.Problem(strict.Field("egress.taskAllowlist", NoTask),
+			fmt.Sprintf("task name %q is reserved for sessions started without a task, which may reach nothing", NoTask), "rename the task"))
+	}
 	s := p.Session
 	if s == nil {
-		return nil
+		return errs
 	}
-	var errs []*Error
 	for _, f := range []struct {
 		name string
 		v    *int64

@@ -26,6 +26,7 @@ func TestSessionCapsDefaults(t *testing.T) {
 func TestSessionAndJustificationErrors(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`{"toolScopes": {}, "session": {"processCount": 0}}`, "session.processCount: processCount must be in [1, 65536], got 0"},
+		{`{"toolScopes": {}, "egress": {"taskAllowlist": {"(none)": ["example.com"]}}}`, `task name "(none)" is reserved`},
 		{`{"toolScopes": {}, "session": {"wallSeconds": 700000}}`, "session.wallSeconds: wallSeconds must be in (0, 604800], got 700000"},
 		{`{"toolScopes": {}, "session": {"idleSeconds": -1}}`, "session.idleSeconds: idleSeconds must be in (0, 604800], got -1"},
 		{`{"toolScopes": {"t": {"escalate": [{"name": "x", "command": "x", "justification": "a\u001b[2Jb"}]}}}`,

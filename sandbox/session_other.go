@@ -39,3 +39,9 @@ func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir:
 
 // Probe fails closed.
 func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, ErrUnsupported }
+
+// Receipt returns nil.
+func (ss *Session) Receipt() map[string]string { return nil }
+
+// SetFindings fails closed.
+func (ss *Session) SetFindings(dir string) error { return ErrUnsupported }
