@@ -42,13 +42,13 @@ type entry struct {
 // arguments must start with Args, and equal them unless ExtraArgs.
 type Signature struct {
 	// Rule is the allow rule's name; Command its command.
-	Rule    string `json:"rule"`
-	Command string `json:"command"`
+	Rule    string `json:"rule" jsonschema:"required"`
+	Command string `json:"command" jsonschema:"required"`
 	// Args is the signature; empty with ExtraArgs false means no
 	// arguments at all.
-	Args []string `json:"args"`
+	Args []string `json:"args" jsonschema:"required"`
 	// ExtraArgs says whether more arguments may follow Args.
-	ExtraArgs bool `json:"extraArgs"`
+	ExtraArgs bool `json:"extraArgs" jsonschema:"required"`
 }
 
 // rule is a compiled CommandPattern with its decision prepared, so the

@@ -41,6 +41,7 @@ func TestDeniedRefusalForAnAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkResult(t, res)
 	r := res.Refusal
 	if res.ExitCode != enforcer.ExitDenied || r == nil || r.Retryable || r.Decision != "deny" || r.Reason != res.Reason || r.Approval != nil {
 		t.Fatalf("result %+v refusal %+v", res, r)
@@ -87,6 +88,7 @@ func TestEscalationRequestsAndRedeems(t *testing.T) {
 		req.Rule != want.Rule || req.Reason != want.Reason || req.Justification != want.Justification {
 		t.Fatalf("request %+v\nwant    %+v", req, want)
 	}
+	checkResult(t, res)
 	r := res.Refusal
 	if res.ExitCode != enforcer.ExitEscalated || r == nil || !r.Retryable || r.Approval == nil || r.Approval.ID != req.ID ||
 		!strings.Contains(r.Approval.How, "airlock approve "+req.ID) || out.Len() != 0 {
@@ -130,6 +132,7 @@ func TestEscalationRequestsAndRedeems(t *testing.T) {
 		strings.TrimSpace(out.String()) != "ask ran" {
 		t.Fatalf("approved: %+v %+v output %q", ok, ok.Refusal, out.String())
 	}
+	checkResult(t, ok)
 	if got := f.eventNames(ok.RunID); !slices.Equal(got[:2], []string{"command:escalate:", "command:allow:" + enforcer.EventApprovalRedeemed}) {
 		t.Errorf("approved run's events %q", got)
 	}

@@ -38,7 +38,7 @@ const ResultSchemaVersion = 1
 // writes. Its JSON Schema is ResultSchema (`airlock schema result`).
 type Result struct {
 	// SchemaVersion is ResultSchemaVersion.
-	SchemaVersion int `json:"schemaVersion" jsonschema:"required,const=1"`
+	SchemaVersion int `json:"schemaVersion" jsonschema:"required,enum=1"`
 	// RunID names the run in the audit stream: the run's id, or the
 	// session's for a step.
 	RunID string `json:"runId" jsonschema:"required"`
@@ -55,7 +55,7 @@ type Result struct {
 	// Refusal is set when the command did not run because it was refused
 	// (by the command gate, or for want of an approval): why, and what the
 	// agent can do about it. It is null when the command ran.
-	Refusal *Refusal `json:"refusal" jsonschema:"required"`
+	Refusal *Refusal `json:"refusal" jsonschema:"required,nullable"`
 	// Approval is the approval that let an escalated command run, if one
 	// did.
 	Approval *ApprovalUse `json:"approval,omitempty"`
@@ -69,7 +69,7 @@ type Result struct {
 	// KilledBy names the cap that killed the command (wall, cpu, memory,
 	// pids, disk, or session-wall for the session's own wall clock), or is
 	// null.
-	KilledBy *string `json:"killedBy" jsonschema:"required"`
+	KilledBy *string `json:"killedBy" jsonschema:"required,nullable"`
 	// KillReason says which cap killed the command and at what limit.
 	KillReason string `json:"killReason,omitempty"`
 	// StartedAt is when the command gate was asked; WallMs and CPUMs are

@@ -68,6 +68,7 @@ func TestSessionSteps(t *testing.T) {
 		if err != nil {
 			t.Fatalf("step %+v: %v", st, err)
 		}
+		checkResult(t, res)
 		return res
 	}
 	r1 := step(shStep(`cat requirements.txt > /tmp/installed; echo built > build.txt; sleep 1000 & echo $! > /tmp/pid`, &out))
@@ -152,6 +153,7 @@ func TestSessionStepCapsAndEgress(t *testing.T) {
 	if err != nil || len(res.Egress) != 1 || res.Egress[0].Decision != "deny" || res.Egress[0].Host != "metadata.google.internal" {
 		t.Fatalf("egress step: %+v %v (%s)", res.Egress, err, out.String())
 	}
+	checkResult(t, res)
 	if line := notices.String(); !strings.HasPrefix(line, "airlock: egress: deny: ") || strings.Count(line, "\n") != 1 {
 		t.Errorf("notices %q", line)
 	}
@@ -190,6 +192,7 @@ func TestSessionTimeouts(t *testing.T) {
 	if err != nil || res.KilledBy == nil || *res.KilledBy != enforcer.KilledBySession || res.ExitCode != 137 {
 		t.Fatalf("step at the session's wall clock: %+v %v", res, err)
 	}
+	checkResult(t, res)
 	<-busy.Done()
 	if sum, _ := busy.Summary(); sum.Ended != enforcer.EndedWall {
 		t.Errorf("wall summary %+v", sum)

@@ -95,6 +95,7 @@ hash-chained audit stream.`,
 		newProxyCmd(),
 		newSelftestCmd(),
 		newLaunchCmd(),
+		newSchemaCmd(),
 	)
 	strictUsage(root)
 	return root
