@@ -145,12 +145,12 @@ type Session struct {
 // the audit stream under its id.
 func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Session, error) {
 	if req.ID == "" {
-		req.ID = newSessionID()
+		req.ID = NewSessionID()
 	}
 	if req.Task == "" {
 		req.Task = policy.NoTask
 	}
-	if !validSessionID(req.ID) {
+	if !ValidSessionID(req.ID) {
 		return nil, fmt.Errorf("enforcer: session id %q: use 1 to 48 letters, digits, '.', '_' or '-' (not %q)", req.ID, RunScope)
 	}
 	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
@@ -443,9 +443,9 @@ func (s *Session) openFailed(err error) error {
 	return fmt.Errorf("enforcer: session: %w", err)
 }
 
-// validSessionID reports whether id may name a session: a sandbox, a
-// cgroup and a socket are named for it.
-func validSessionID(id string) bool {
+// ValidSessionID reports whether id may name a session: a sandbox, a
+// cgroup and a holder's socket are named for it.
+func ValidSessionID(id string) bool {
 	if id == "" || len(id) > 48 || id == RunScope {
 		return false
 	}
@@ -457,8 +457,8 @@ func validSessionID(id string) bool {
 	return id[0] != '.' && id[0] != '-'
 }
 
-// newSessionID returns a fresh random session id.
-func newSessionID() string {
+// NewSessionID returns a fresh random session id.
+func NewSessionID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "ses-" + hex.EncodeToString(b[:])

@@ -32,11 +32,7 @@ func (f *resultFlags) capture(stdout, stderr *io.Writer) func(*enforcer.Result) 
 	}
 	out, errs := enforcer.NewCapture(0), enforcer.NewCapture(0)
 	*stdout, *stderr = out, errs
-	return func(res *enforcer.Result) {
-		if res.Path != "" {
-			res.Stdout, res.Stderr = out.Output(), errs.Output()
-		}
-	}
+	return func(res *enforcer.Result) { res.Stdout, res.Stderr = out.Output(), errs.Output() }
 }
 
 // finishResult writes the result where the flags say, prints the stderr

@@ -96,6 +96,7 @@ hash-chained audit stream.`,
 		newSelftestCmd(),
 		newLaunchCmd(),
 		newSchemaCmd(),
+		newSessionCmd(),
 	)
 	strictUsage(root)
 	return root
