@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
@@ -497,5 +499,28 @@ func checkNoStaleCanary(t *testing.T) {
 				t.Errorf("stale canary directory left: %s", d)
 			}
 		}
+	}
+}
+
+// TestStartLeaksNothingOfTheCaller: a descriptor that the caller of
+// session start leaked (not close-on-exec, as a harness may) is not kept
+// open by the session's watchdog or holder, which live on.
+func TestStartLeaksNothingOfTheCaller(t *testing.T) {
+	testutil.RequireRoot(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETFD, 0); err != nil { // inheritable
+		t.Fatal(err)
+	}
+	dir := privateDir(t)
+	info := start(t, dir, filepath.Join(t.TempDir(), "audit.jsonl"))
+	defer stop(dir, info.ID)
+	w.Close()
+	r.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("the caller's pipe is still held open after start: %v", err)
 	}
 }

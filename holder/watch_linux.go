@@ -29,8 +29,10 @@ const argv0 = "airlock"
 // sandbox init's parent-death signal) and is reaped here, and the
 // watchdog removes what is left — the session's cgroups and probe canary
 // (whose owner locks died with the holder), its socket and lock — and
-// records the teardown in the audit stream.
+// records the teardown in the audit stream. Descriptors it inherited
+// from the caller beyond its stdio are closed first.
 func Watch(in io.Reader, ready *os.File) error {
+	closeInherited()
 	var cfg Config
 	if err := json.NewDecoder(io.LimitReader(in, maxConfig)).Decode(&cfg); err != nil {
 		ready.Close()
