@@ -370,12 +370,16 @@ func (e *Enforcer) newScribe(t *tally) *scribe {
 }
 
 // setupFailed records, after the decision (decided), that airlock could
-// not run the command.
+// not run the command: ExitSetup, or ExitNotFound for a command that is
+// not installed.
 func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decided func() error, err error) (Result, error) {
 	if derr := decided(); derr != nil && derr != err {
 		err = errors.Join(err, derr)
 	}
 	res.ExitCode = ExitSetup
+	if errors.Is(err, cmdgate.ErrNotInstalled) {
+		res.ExitCode = ExitNotFound
+	}
 	res.Error = err.Error()
 	ev := base
 	ev.Event = audit.EventStartupRefused

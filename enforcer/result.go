@@ -15,6 +15,9 @@ const (
 	// ExitCannotExec is returned when the command was found but could not
 	// be executed inside the sandbox.
 	ExitCannotExec = 126
+	// ExitNotFound is returned when the command gate allowed a command
+	// that is not installed (in the image, with one); nothing ran.
+	ExitNotFound = 127
 	// ExitDenied is returned when the command gate denied the command, or
 	// a person or decider denied its escalation (EX_NOPERM). Retrying the
 	// same command cannot help.

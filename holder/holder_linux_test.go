@@ -524,3 +524,26 @@ func TestStartLeaksNothingOfTheCaller(t *testing.T) {
 		t.Fatalf("the caller's pipe is still held open after start: %v", err)
 	}
 }
+
+// TestHolderEndsWithItsSession: a session that passes its idle timeout is
+// closed, and its holder and watchdog exit, leaving nothing.
+func TestHolderEndsWithItsSession(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, auditFile := privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
+	pol := strings.TrimSuffix(testPolicy, "}") + `, "session": {"idleSeconds": 0.3}}`
+	info, err := holder.Start(context.Background(), holder.Config{Dir: dir, PolicyName: "test.json", Policy: []byte(pol), Audit: auditFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(dir, info.ID)
+	waitGone(t, info.Pid)
+	waitGone(t, info.Watchdog)
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left in the runtime directory: %v", entries)
+	}
+	testutil.CheckNoSandboxLeft(t, info.ID)
+	b, _ := os.ReadFile(auditFile)
+	if !strings.Contains(string(b), "no command for idleSeconds 0.3") {
+		t.Errorf("no idle teardown record in\n%s", b)
+	}
+}

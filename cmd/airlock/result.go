@@ -71,7 +71,7 @@ func (f resultFlags) write(stdout io.Writer, res enforcer.Result) error {
 // refusal, kill and setup failure.
 func reportOutcome(w io.Writer, res enforcer.Result, err error) {
 	switch {
-	case err != nil && res.ExitCode == enforcer.ExitSetup:
+	case err != nil && (res.ExitCode == enforcer.ExitSetup || res.ExitCode == enforcer.ExitNotFound):
 		fmt.Fprintf(w, "airlock: setup: error: %v\n", err)
 	case res.Refusal != nil:
 		fmt.Fprintln(w, refusalLine(res.Refusal))

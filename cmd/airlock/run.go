@@ -37,7 +37,7 @@ request an operator approved (airlock approve ID).
 
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 77 when the command gate denied it; 75 when it escalated and no
-approval let it run; 126 when it could not be executed; 125 when airlock
+approval let it run; 127 when it is not installed; 125 when airlock
 could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
 end the sandbox cleanly: every process in it is killed and it is torn down).`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release

@@ -169,8 +169,8 @@ variable; --env K passes K's value from here.
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
-could not be executed; 125 airlock could not run it (no such session); 130
-interrupted.`,
+could not be executed; 127 not installed; 125 airlock could not run it (no
+such session); 130 interrupted.`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -221,7 +221,7 @@ func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest) (enforcer.
 	if res.SchemaVersion == 0 {
 		res = enforcer.SetupResult(id, id, 1, err)
 	}
-	if err != nil && res.ExitCode != enforcer.ExitSetup {
+	if err != nil && res.ExitCode != enforcer.ExitSetup && res.ExitCode != enforcer.ExitNotFound {
 		err = nil // a result that says what happened: not airlock's failure
 	}
 	return res, err
