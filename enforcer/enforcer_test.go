@@ -284,12 +284,20 @@ func TestLabEgressCasesFromInside(t *testing.T) {
 		// Allowed by name, then rebinding: the answer is the metadata address.
 		{"web_search", "http://search.example-corp.net/", "deny", "always blocked"},
 	} {
-		var out bytes.Buffer
+		var out, stderr bytes.Buffer
 		r, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "agent_code", Task: c.task, Command: sandbox.SelfPath,
-			Args: []string{"payload", "http-get", c.url}, Stdout: &out})
+			Args: []string{"payload", "http-get", c.url}, Stdout: &out, Stderr: &stderr})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Not silent: one stderr line as it happened, and the result's entry.
+		if line := stderr.String(); !strings.HasPrefix(line, "airlock: egress: deny: ") || !strings.Contains(line, c.reason) || strings.Count(line, "\n") != 1 {
+			t.Errorf("%s %s: stderr %q, want one egress refusal line", c.task, c.url, line)
+		}
+		if len(r.Egress) != 1 || r.Egress[0].Decision != "deny" || !strings.Contains(r.Egress[0].Reason, c.reason) {
+			t.Errorf("%s %s: result's egress %+v", c.task, c.url, r.Egress)
+		}
+		checkResult(t, r)
 		if !strings.HasPrefix(out.String(), "HTTP/1.1 403") {
 			t.Errorf("%s %s: payload saw %q, want a 403", c.task, c.url, out.String())
 		}
