@@ -73,6 +73,16 @@ func start(t *testing.T, dir, auditFile string) holder.Info {
 	return info
 }
 
+// newSession starts a session in a fresh runtime directory with a fresh
+// audit log, stopped at cleanup if it is still there.
+func newSession(t *testing.T) (dir, auditFile string, info holder.Info) {
+	t.Helper()
+	dir, auditFile = privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
+	info = start(t, dir, auditFile)
+	t.Cleanup(func() { stop(dir, info.ID) })
+	return dir, auditFile, info
+}
+
 // stop stops a session if it is still there.
 func stop(dir, id string) {
 	if c, err := holder.Dial(dir, id); err == nil {
@@ -88,9 +98,7 @@ func sh(script string, out *bytes.Buffer) enforcer.StepRequest {
 // stream their output and stdin, and the session stops cleanly.
 func TestHolderRoundTrip(t *testing.T) {
 	testutil.RequireRoot(t)
-	dir, auditFile := privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
-	info := start(t, dir, auditFile)
-	defer stop(dir, info.ID)
+	dir, _, info := newSession(t)
 	c, err := holder.Dial(dir, info.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -128,9 +136,7 @@ func TestHolderRoundTrip(t *testing.T) {
 // canary — and the teardown is in the audit stream, whose chain holds.
 func TestHolderKilled(t *testing.T) {
 	testutil.RequireRoot(t)
-	dir, auditFile := privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
-	info := start(t, dir, auditFile)
-	defer stop(dir, info.ID)
+	dir, auditFile, info := newSession(t)
 	c, err := holder.Dial(dir, info.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +168,9 @@ func TestHolderKilled(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left in the runtime directory: %v", entries)
 	}
-	checkNoStaleCanary(t)
+	if stale := testutil.StaleCanaries(); len(stale) > 0 {
+		t.Errorf("stale canary directories left: %v", stale)
+	}
 	f, err := os.Open(auditFile)
 	if err != nil {
 		t.Fatal(err)
@@ -183,9 +191,7 @@ func TestHolderKilled(t *testing.T) {
 // answers no connection of root's.
 func TestTwoUsers(t *testing.T) {
 	testutil.RequireRoot(t)
-	dir, auditFile := privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
-	info := start(t, dir, auditFile)
-	defer stop(dir, info.ID)
+	dir, _, info := newSession(t)
 	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, "AIRLOCK_TEST_OTHER="+info.Socket, "XDG_RUNTIME_DIR="))
 	cmd.Args = append(cmd.Args, "-test.run=^TestOtherUserInner$", "-test.v")
 	stdin, err := cmd.StdinPipe()
@@ -222,12 +228,18 @@ func TestTwoUsers(t *testing.T) {
 	if werr != nil || !strings.Contains(out.String(), "--- PASS: TestOtherUserInner") {
 		t.Fatalf("as nobody: %v %q\n%s", werr, cmd.Args, out.String())
 	}
-	c, err := holder.Dial(dir, info.ID)
-	if err != nil {
-		t.Fatal(err)
+	checkAnswers(t, dir, info.ID)
+}
+
+// checkAnswers fails t unless session id's holder still answers.
+func checkAnswers(t *testing.T, dir, id string) {
+	t.Helper()
+	c, err := holder.Dial(dir, id)
+	if err == nil {
+		_, err = c.Info()
 	}
-	if _, err := c.Info(); err != nil {
-		t.Fatalf("root's session after: %v", err)
+	if err != nil {
+		t.Fatalf("session %s after the attempt: %v", id, err)
 	}
 }
 
@@ -291,9 +303,7 @@ func rawInfo(sock string) (int, error) {
 // user, even one that can reach its socket.
 func TestHolderRefusesOtherUsers(t *testing.T) {
 	testutil.RequireRoot(t)
-	dir, auditFile := privateDir(t), filepath.Join(t.TempDir(), "audit.jsonl")
-	info := start(t, dir, auditFile)
-	defer stop(dir, info.ID)
+	dir, _, info := newSession(t)
 	// Open the way to the socket, as a mistaken chmod would.
 	openWay(t, dir)
 	if err := os.Chmod(info.Socket, 0o666); err != nil {
@@ -305,15 +315,8 @@ func TestHolderRefusesOtherUsers(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestDialAsNobody") {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
-	// The session is untouched.
 	os.Chmod(dir, 0o700)
-	c, err := holder.Dial(dir, info.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Info(); err != nil {
-		t.Fatalf("info after the attempt: %v", err)
-	}
+	checkAnswers(t, dir, info.ID)
 }
 
 // TestDialAsNobody runs as uid 65534 for TestHolderRefusesOtherUsers:
@@ -482,26 +485,6 @@ func pidsIn(pidns string) []string {
 	return out
 }
 
-// checkNoStaleCanary fails t if a probe canary whose owner is gone is
-// left in the places canaries are made.
-func checkNoStaleCanary(t *testing.T) {
-	t.Helper()
-	for _, parent := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm", os.TempDir()} {
-		dirs, _ := filepath.Glob(filepath.Join(parent, "airlock-canary-*"))
-		for _, d := range dirs {
-			f, err := os.Open(filepath.Join(d, ".owner"))
-			if err != nil {
-				continue
-			}
-			free := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
-			f.Close()
-			if free {
-				t.Errorf("stale canary directory left: %s", d)
-			}
-		}
-	}
-}
-
 // TestStartLeaksNothingOfTheCaller: a descriptor that the caller of
 // session start leaked (not close-on-exec, as a harness may) is not kept
 // open by the session's watchdog or holder, which live on.
@@ -515,9 +498,7 @@ func TestStartLeaksNothingOfTheCaller(t *testing.T) {
 	if _, err := unix.FcntlInt(w.Fd(), unix.F_SETFD, 0); err != nil { // inheritable
 		t.Fatal(err)
 	}
-	dir := privateDir(t)
-	info := start(t, dir, filepath.Join(t.TempDir(), "audit.jsonl"))
-	defer stop(dir, info.ID)
+	newSession(t)
 	w.Close()
 	r.SetReadDeadline(time.Now().Add(2 * time.Second))
 	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {

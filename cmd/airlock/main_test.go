@@ -11,11 +11,11 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -123,19 +123,8 @@ func cmdNoStaleCanaries(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 0 || neg {
 		ts.Fatalf("usage: nocanaries")
 	}
-	for _, parent := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm", os.TempDir()} {
-		dirs, _ := filepath.Glob(filepath.Join(parent, "airlock-canary-*"))
-		for _, d := range dirs {
-			f, err := os.Open(filepath.Join(d, ".owner"))
-			if err != nil {
-				continue
-			}
-			free := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
-			f.Close()
-			if free {
-				ts.Fatalf("stale canary directory left: %s", d)
-			}
-		}
+	if stale := testutil.StaleCanaries(ts.Getenv("XDG_RUNTIME_DIR")); len(stale) > 0 {
+		ts.Fatalf("stale canary directory left: %s", stale[0])
 	}
 }
 
