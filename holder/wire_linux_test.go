@@ -38,7 +38,9 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	go writeMsg(a, request{Op: opExec, Exec: &execRequest{Tool: "t", Command: "c", Args: []string{"a"}}}, r, w, r, w)
+	if err := writeMsg(a, request{Op: opExec, Exec: &execRequest{Tool: "t", Command: "c", Args: []string{"a"}}}, r, w, r, w); err != nil {
+		t.Fatal(err)
+	}
 	var got request
 	files, err := readMsg(b, &got, maxRequest)
 	if err != nil || got.Op != opExec || got.Exec.Command != "c" || len(files) != 4 {
@@ -61,7 +63,9 @@ func TestMessageLimits(t *testing.T) {
 	}
 	r, w, _ := os.Pipe()
 	defer r.Close()
-	go writeMsg(a, request{Op: opInfo}, r, r, r, r, r)
+	if err := writeMsg(a, request{Op: opInfo}, r, r, r, r, r); err != nil {
+		t.Fatal(err)
+	}
 	if files, err := readMsg(b, &request{}, maxRequest); err == nil || files != nil {
 		t.Errorf("five descriptors were accepted: %v", err)
 	}
