@@ -115,6 +115,7 @@ type Session struct {
 	canary  *runbook.Canary
 	canaryN int64  // the canary's accepted connections seen so far; under mu
 	canaryA string // the canary listener's address
+	life    context.Context // ends when the session ends
 	cancel  context.CancelFunc
 	sc      *scribe
 	base    audit.Context
@@ -181,7 +182,7 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		cancel()
 		return nil, s.openFailed(errors.Join(err, ctx.Err()))
 	}
-	s.ss, s.canary, s.canaryA, s.cancel = ss, canary, probes.CanaryAddr, cancel
+	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
 	s.px, err = e.serveProxy(s.sc, s.task, s.base, ss.Listener())
 	if err != nil {
 		s.abort()
@@ -249,6 +250,10 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	s.idle.Stop()
 	defer s.rearm()
+	// The session's end ends the step too, an approver's wait included.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
 	s.steps++
 	t := newTally(orWriter(st.Notices, st.Stderr))
 	s.sc.cur.Store(t)
@@ -282,6 +287,8 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart):
 		res.ExitCode, res.Error = ExitCannotExec, err.Error()
+	case err != nil && s.ending.Load() != nil:
+		return s.stepLost(res, base, err) // the session ended under the step
 	case err != nil && ctx.Err() != nil:
 		res = withOutcome(res, out, caps)
 		res.Interrupted, res.ExitCode = true, ExitInterrupted
@@ -395,11 +402,11 @@ func (s *Session) end(why string) {
 		s.wall.Stop()
 		s.idle.Stop()
 		td, err := s.ss.Close() // kills a step in flight
-		s.mu.Lock()             // which has returned now
+		s.cancel()              // and ends an approver's wait
+		s.mu.Lock()             // so the step has returned now
 		defer s.mu.Unlock()
 		stopProxy(s.px)
 		s.canary.Close()
-		s.cancel()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/approval"
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
@@ -261,4 +262,37 @@ func TestSessionApprovalBoundToSession(t *testing.T) {
 		t.Fatalf("replayed: %+v %+v", res, res.Refusal)
 	}
 	closeAll(t, a, b)
+}
+
+// TestSessionCloseEndsAnApproversWait: closing a session while an
+// approver is still deciding one of its steps does not wait for the
+// approver, and the step does not run.
+func TestSessionCloseEndsAnApproversWait(t *testing.T) {
+	testutil.RequireRoot(t)
+	asked := make(chan struct{})
+	f := newFixture(t, nil, func(o *enforcer.Options) {
+		o.Approver = approval.ApproverFunc(func(ctx context.Context, r approval.Request) (approval.Answer, error) {
+			close(asked)
+			<-ctx.Done()
+			return approval.Answer{}, ctx.Err()
+		})
+	})
+	s := openSession(t, f, enforcer.SessionRequest{})
+	var out bytes.Buffer
+	done := make(chan enforcer.Result, 1)
+	go func() {
+		res, _ := s.Exec(context.Background(), shStep("echo approved", &out))
+		done <- res
+	}()
+	<-asked
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Close(ctx); err != nil {
+		t.Fatalf("Close waited for the approver: %v", err)
+	}
+	res := <-done
+	if res.ExitCode != enforcer.ExitEscalated || out.Len() != 0 || !strings.Contains(res.Refusal.Reason, "gave no answer") {
+		t.Fatalf("step: %+v %+v %q", res, res.Refusal, out.String())
+	}
+	closeAll(t, s)
 }
