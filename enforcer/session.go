@@ -113,8 +113,8 @@ type Session struct {
 	ss      *sandbox.Session
 	px      *proxy.Proxy
 	canary  *runbook.Canary
-	canaryN int64  // the canary's accepted connections seen so far; under mu
-	canaryA string // the canary listener's address
+	canaryN int64           // the canary's accepted connections seen so far; under mu
+	canaryA string          // the canary listener's address
 	life    context.Context // ends when the session ends
 	cancel  context.CancelFunc
 	sc      *scribe
