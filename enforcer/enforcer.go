@@ -46,7 +46,10 @@ type Options struct {
 	// demo and the self-test bind airlock's own binary as their payload).
 	Binds []sandbox.Bind
 	// Hide are more host paths every sandbox must not see even where they
-	// sit in a bound tree (the policy and the audit log always are).
+	// sit in a bound tree (the policy and the audit log always are); a
+	// workspace that holds one is refused, since it is copied in whole.
+	// The command line gives the approval store and the holders' runtime
+	// directory.
 	Hide []string
 	// OnEvent, when not nil, is called with every event this Enforcer
 	// writes to the audit stream, and with the alerts the log's monitor
@@ -151,6 +154,9 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 		if !ok {
 			return res, nil
 		}
+	}
+	if err := e.checkWorkspace(req.Workspace); err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
 	}
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {

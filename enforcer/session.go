@@ -158,6 +158,9 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.base = audit.Context{RunID: s.id, Task: s.task}
+	if err := e.checkWorkspace(req.Workspace); err != nil {
+		return nil, s.openFailed(err)
+	}
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
 		return nil, s.openFailed(fmt.Errorf("image integrity: %w", err))

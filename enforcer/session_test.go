@@ -296,3 +296,38 @@ func TestSessionCloseEndsAnApproversWait(t *testing.T) {
 	}
 	closeAll(t, s)
 }
+
+// TestWorkspaceHoldingAHiddenPath: a workspace that holds a path no
+// sandbox may see (an approval store, through a link too) is refused by
+// Run and OpenSession before anything is copied in.
+func TestWorkspaceHoldingAHiddenPath(t *testing.T) {
+	ws := t.TempDir()
+	store := filepath.Join(ws, ".local", "state", "airlock", "approvals")
+	if err := os.MkdirAll(store, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "ws-link")
+	if err := os.Symlink(ws, link); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, nil, func(o *enforcer.Options) { o.Hide = []string{store} })
+	for _, w := range []string{ws, link, filepath.Join(ws, ".local")} {
+		res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "read_file", Command: "cat", Args: []string{"x"}, Workspace: w})
+		if err == nil || res.ExitCode != enforcer.ExitSetup || !strings.Contains(res.Error, "which no sandbox may see") {
+			t.Errorf("run with workspace %s: exit %d, %v", w, res.ExitCode, err)
+		}
+		if s, err := f.enf.OpenSession(context.Background(), enforcer.SessionRequest{Workspace: w}); err == nil || !strings.Contains(err.Error(), "which no sandbox may see") {
+			if s != nil {
+				s.Close(context.Background())
+			}
+			t.Errorf("session with workspace %s: %v", w, err)
+		}
+	}
+	// A workspace beside it is fine.
+	other := t.TempDir()
+	if s, err := f.enf.OpenSession(context.Background(), enforcer.SessionRequest{Workspace: other}); err == nil {
+		closeAll(t, s)
+	} else if os.Geteuid() == 0 {
+		t.Errorf("session with workspace %s: %v", other, err)
+	}
+}
