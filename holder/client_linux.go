@@ -291,6 +291,10 @@ func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 	return *resp.Changes, nil
 }
 
+// ErrNoPatch is matched by Stop's error when the session was stopped but
+// the patch asked for could not be made.
+var ErrNoPatch = errors.New("the session was stopped, but its patch could not be made")
+
 // Stop ends the session: its patch first, to patch when not nil, and its
 // findings to findings when not nil (else where the start said).
 func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
@@ -304,8 +308,11 @@ func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary
 	if resp.Summary != nil {
 		sum = *resp.Summary
 	}
-	if err == nil && resp.Summary == nil {
+	switch {
+	case err == nil && resp.Summary == nil:
 		err = errors.New("holder: no summary in the answer")
+	case err == nil && resp.PatchError != "":
+		err = fmt.Errorf("%w: %s", ErrNoPatch, resp.PatchError)
 	}
 	return sum, resp.Changes, err
 }

@@ -187,11 +187,9 @@ func (h *holder) answer(c *net.UnixConn, req request, files []*os.File) response
 				return response{Error: "holder: want one descriptor for the patch"}
 			}
 			resp = h.changes(files[0])
-			if resp.Error != "" && req.Op == opChanges {
-				return resp
-			}
 		}
 		if req.Op == opStop {
+			resp.PatchError, resp.Error = resp.Error, ""
 			return h.stop(req, resp)
 		}
 		return resp

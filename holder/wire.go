@@ -72,6 +72,9 @@ type response struct {
 	// because the session has ended.
 	Error string `json:"error,omitempty"`
 	Ended bool   `json:"ended,omitempty"`
+	// PatchError is why a stop's patch could not be made; the session
+	// was stopped all the same.
+	PatchError string `json:"patchError,omitempty"`
 	// Result answers opExec, Changes opChanges (and opStop with a patch),
 	// Summary opStop and Info opInfo.
 	Result  *enforcer.Result         `json:"result,omitempty"`

@@ -333,6 +333,10 @@ func quoteIfNeeded(s string) string {
 	return s
 }
 
+// exitPatchLost is session stop's status when the session stopped but
+// the patch asked for could not be made (EX_CANTCREAT).
+const exitPatchLost = 73
+
 func newSessionStopCmd() *cobra.Command {
 	var (
 		findings, patch string
@@ -344,7 +348,10 @@ func newSessionStopCmd() *cobra.Command {
 		Long: `stop writes the session's patch to --patch FILE (see airlock session changes),
 kills every process of the session, copies /findings to --findings (else where
 start said), tears the sandbox down, and prints what the session did (with
---json, one object).`,
+--json, one object).
+
+Exit status 0; 73 when the session stopped but the patch could not be made;
+125 when there is no such session.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -369,20 +376,28 @@ start said), tears the sandbox down, and prints what the session did (with
 			if derr := done(); err == nil {
 				err = derr
 			}
+			var lost error
+			if errors.Is(err, holder.ErrNoPatch) {
+				lost, err = err, nil // stopped: say so, then that the patch is lost
+			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
 			if asJSON {
-				return printJSON(cmd, struct {
+				err = printJSON(cmd, struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch})
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
+				for _, s := range sum.FindingsSkipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", quoteIfNeeded(s))
+				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
-			for _, s := range sum.FindingsSkipped {
-				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", quoteIfNeeded(s))
+			if lost != nil {
+				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
 			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&findings, "findings", "", "host directory that receives /findings (default: the one start was given)")
