@@ -291,10 +291,6 @@ func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 	return *resp.Changes, nil
 }
 
-// ErrNoPatch is matched by Stop's error when the session was stopped but
-// the patch asked for could not be made.
-var ErrNoPatch = errors.New("the session was stopped, but its patch could not be made")
-
 // Stop ends the session: its patch first, to patch when not nil, and its
 // findings to findings when not nil (else where the start said).
 func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {

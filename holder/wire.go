@@ -14,6 +14,10 @@ var ErrNoSession = errors.New("no such session")
 // ErrEnded is matched by a Client's errors when the session has ended.
 var ErrEnded = enforcer.ErrSessionEnded
 
+// ErrNoPatch is matched by Stop's error when the session was stopped but
+// the patch asked for could not be made.
+var ErrNoPatch = errors.New("the session was stopped, but its patch could not be made")
+
 // Info describes a live session and its holder.
 type Info struct {
 	// ID is the session's id; Task the egress task its proxy serves.
