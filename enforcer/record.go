@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -19,14 +18,13 @@ func egressBase(base audit.Context) audit.Context {
 }
 
 // withOutcome copies the sandbox's result into res and sets the exit
-// status PRODUCT.md gives.
+// status docs/cli.md gives.
 func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Result {
 	res.Signal = out.Signal
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
-	res.FindingsSkipped = out.FindingsSkipped
-	res.Receipt = map[string]string{}
+	res.FindingsSkipped = append(res.FindingsSkipped, out.FindingsSkipped...)
 	for k, v := range out.Receipt {
 		res.Receipt[k] = v
 	}
@@ -71,86 +69,13 @@ var ErrAudit = errors.New("a record of the run could not be written to the audit
 
 // errNotRecorded is what the proxy tells a client whose connection it
 // refused because its decision could not be recorded: the log's path and
-// error stay out of the sandbox (the run's AuditError has them).
+// error stay out of the sandbox (the command's AuditError has them).
 var errNotRecorded = errors.New("the audit log could not record it")
 
-// records writes one run's records and keeps the first one the audit log
-// refused: a record that cannot be written is never silent
-// (docs/audit.md, "Durability and failures").
-type records struct {
-	e       *Enforcer
-	decided func() error // waits for the decision's record
-	mu      sync.Mutex
-	failed  error
-}
-
-// newRecords starts writing the run's decision, durably; decided waits
-// for it. Its write and fsync overlap the building of the sandbox, and
-// every later step waits for them before it records anything or releases
-// the command.
-func (e *Enforcer) newRecords(decision audit.Event) *records {
-	r := &records{e: e}
-	done := make(chan error, 1)
-	go func() { done <- r.record(decision) }()
-	r.decided = sync.OnceValue(func() error { return <-done })
-	return r
-}
-
-// record appends ev durably (Enforcer.record).
-func (r *records) record(ev audit.Event) error { return r.note(ev, r.e.record(ev)) }
-
-// recordLazy appends ev, synced by the next record (Enforcer.recordLazy).
-func (r *records) recordLazy(ev audit.Event) error { return r.note(ev, r.e.recordLazy(ev)) }
-
-// note keeps err, the failure to write ev, when it is the run's first.
-func (r *records) note(ev audit.Event, err error) error {
-	if err == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.failed == nil {
-		r.failed = audit.NotWritten(ev, err)
-	}
-	return err
-}
-
-// setupFailed records, after the decision, that airlock could not run the
-// command.
-func (r *records) setupFailed(res Result, base audit.Context, err error) (Result, error) {
-	if derr := r.decided(); derr != nil && derr != err {
-		err = errors.Join(err, derr)
-	}
-	res.ExitCode = ExitSetup
-	res.Error = err.Error()
-	ev := base
-	ev.Event = audit.EventStartupRefused
-	_ = r.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
-		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
-	res, _ = r.finish(res)
-	return res, err
-}
-
-// finish sets the result of a run whose records were not all written:
-// AuditError, and ExitAudit when the command ran (the status it would
-// have had kept in CommandExitCode). The error wraps ErrAudit.
-func (r *records) finish(res Result) (Result, error) {
-	r.mu.Lock()
-	failed := r.failed
-	r.mu.Unlock()
-	if failed == nil {
-		return res, nil
-	}
-	res.AuditError = failed.Error()
-	if res.ExitCode != ExitSetup && res.ExitCode != ExitGate {
-		code := res.ExitCode
-		res.CommandExitCode, res.ExitCode = &code, ExitAudit
-	}
-	return res, fmt.Errorf("enforcer: %w: %w", ErrAudit, failed)
-}
-
-// outcome writes the resource outcome and the teardown.
-func (r *records) outcome(base audit.Context, res Result) {
+// recordOutcome writes the resource outcome and, for a run, the teardown.
+// A step's outcome is not synced: the next step's decision, or the
+// session's teardown, syncs it.
+func (e *Enforcer) recordOutcome(sc *scribe, base audit.Context, res Result, teardown bool) {
 	ctx := base
 	ctx.ExitCode = &res.ExitCode
 	ctx.Signal = res.Signal
@@ -164,9 +89,15 @@ func (r *records) outcome(base audit.Context, res Result) {
 			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
 	// Synced by the teardown record that follows at once.
-	_ = r.recordLazy(ev)
+	_ = sc.recordLazy(ev)
+	if teardown {
+		e.recordTeardown(sc, base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
+	}
+}
+
+// recordTeardown writes the sandbox_torn_down record, synced.
+func (e *Enforcer) recordTeardown(sc *scribe, base audit.Context, reason string) {
 	down := base
 	down.Event = audit.EventSandboxTornDown
-	_ = r.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "every process of the sandbox ended; its cgroup, mounts and namespaces are gone", Context: down})
+	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: down})
 }

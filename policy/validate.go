@@ -26,6 +26,7 @@ var checks = []check{
 	checkRequire,
 	checkMonitor,
 	checkApprovals,
+	checkSession,
 }
 
 func validate(p *Policy) Errors {
@@ -84,6 +85,9 @@ func checkRules(p *Policy) []*Error {
 	return errs
 }
 
+// maxJustification is the longest justification a rule may carry.
+const maxJustification = 1024
+
 func checkRule(at string, r CommandPattern) []*Error {
 	var errs []*Error
 	if !strict.Name(r.Name) {
@@ -98,6 +102,10 @@ func checkRule(at string, r CommandPattern) []*Error {
 	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
 		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
 			`use a bare name resolved through commandSearchPath, or an absolute path such as "/usr/bin/git"`))
+	}
+	if r.Justification != "" && (!strict.PlainText(r.Justification) || len(r.Justification) > maxJustification) {
+		errs = append(errs, strict.Problem(at+".justification", fmt.Sprintf("justification is longer than %d bytes, or has control characters, invalid UTF-8 or white space at its ends", maxJustification),
+			"it is shown to agents and on terminals: write one plain line"))
 	}
 	for i, sig := range r.ArgPatterns {
 		for j, a := range sig {

@@ -43,7 +43,7 @@ func TestLaunchOnFullDisk(t *testing.T) {
 		}
 	}()
 	port := up.Addr().(*net.TCPAddr).Port
-	pol := parsePolicy(t, strings.Replace(testPolicy, `"t": ["localhost"]`, fmt.Sprintf(`"t": ["127.0.0.1:%d"]`, port), 1))
+	pol := parsePolicy(t, strings.Replace(testPolicy, `"t": ["upstream.test"]`, fmt.Sprintf(`"t": ["127.0.0.1:%d"]`, port), 1))
 	steps := func(first runbook.Step) []runbook.Step {
 		return []runbook.Step{first, sh("two", "echo two > /findings/two")}
 	}

@@ -64,7 +64,7 @@ type prepared struct {
 //
 //  1. every step is decided at the command gate and the decision
 //     recorded; one denied or escalated step refuses the whole plan
-//     (ExitGate) before anything starts;
+//     (ExitDenied, ExitEscalated) before anything starts;
 //  2. the image, when given, is verified against its pinned digest and
 //     unpacked; every allowed command is resolved;
 //  3. one sandbox starts, and the start-up probes run inside it: uid,
@@ -153,7 +153,7 @@ func (l *launch) finish(err error) (Result, error) {
 	}
 	l.res.AuditError = (*p).Error()
 	switch l.res.ExitCode {
-	case ExitSetup, ExitGate, ExitEscape:
+	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
 	default:
 		if l.res.Outcome == OutcomePassed {
 			l.res.Reason = "every step of the plan ran, but a record of the launch could not be written to the audit log"

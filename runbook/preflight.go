@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -39,7 +40,12 @@ func (l *launch) decide() bool {
 		return true
 	}
 	first := refused[0]
-	l.res.ExitCode, l.res.Outcome = ExitGate, OutcomeDenied
+	l.res.ExitCode, l.res.Outcome = ExitEscalated, OutcomeDenied
+	for _, i := range refused {
+		if l.steps[i].d.Verdict != decision.Escalate {
+			l.res.ExitCode = ExitDenied
+		}
+	}
 	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.steps[first].d.Why())
 	if len(refused) > 1 {
 		l.res.Reason += fmt.Sprintf(" (and %d more refused steps)", len(refused)-1)

@@ -30,9 +30,13 @@ const (
 	// start-up probe, an image that does not verify, a missing
 	// mechanism, a command that is not installed); nothing was run.
 	ExitSetup = 125
-	// ExitGate: the command gate denied or escalated a step of the plan;
-	// nothing was run.
-	ExitGate = 126
+	// ExitDenied: the command gate denied a step of the plan; nothing was
+	// run.
+	ExitDenied = 77
+	// ExitEscalated: the command gate escalated a step of the plan and
+	// denied none; nothing was run (a plan has no approval path: allow
+	// the step in the policy, or run it in a session).
+	ExitEscalated = 75
 )
 
 // Outcomes of a launch, in Result.Outcome.

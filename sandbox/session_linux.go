@@ -27,6 +27,8 @@ type Session struct {
 	ended  atomic.Bool
 	frozen atomic.Pointer[freezeState]
 
+	closing bool // under fdMu: Close's teardown has begun
+
 	closeOnce sync.Once
 	teardown  Teardown
 	closeErr  error
@@ -361,6 +363,9 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 	}
 }
 
+// sessionReceipt is how a session's caps hold, for its receipt.
+const sessionReceipt = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
+
 // end kills the session's every process, the init included; Exec then
 // fails with ErrSessionEnded, and Close tears down.
 func (ss *Session) end() {
@@ -386,6 +391,7 @@ func (ss *Session) Close() (Teardown, error) {
 func (ss *Session) close() (Teardown, error) {
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
+	ss.closing = true
 	s := ss.sb
 	td := Teardown{Steps: ss.steps, Frozen: ss.frozen.Load() != nil}
 	var errs []error
@@ -412,7 +418,7 @@ func (ss *Session) close() (Teardown, error) {
 		}
 	}
 	td.Receipt = s.fullReceipt()
-	td.Receipt["session"] = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
+	td.Receipt["session"] = sessionReceipt
 	if err := s.teardownErr(nil); err != nil {
 		errs = append(errs, err)
 	}

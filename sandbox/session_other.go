@@ -42,3 +42,9 @@ func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, 
 
 // MarkFindings fails closed: there are no findings on this system.
 func MarkFindings(dir, name string, body []byte) error { return ErrUnsupported }
+
+// Receipt returns nil.
+func (ss *Session) Receipt() map[string]string { return nil }
+
+// SetFindings fails closed.
+func (ss *Session) SetFindings(dir string) error { return ErrUnsupported }

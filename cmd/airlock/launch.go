@@ -52,8 +52,9 @@ when a step failed and halted the plan; 121 when an escape was suspected; 73
 when --findings were not all kept; 74 when steps ran but a record of the launch
 could not be written to the audit log (a full disk): no later step was run; 125
 when airlock could not launch (bad plan or policy, failed probe, image
-mismatch, a --findings path that will not do; nothing was run); 126 when the
-command gate refused a step (nothing was run). See docs/cli.md, "Exit codes".`,
+mismatch, a --findings path that will not do; nothing was run); 77 when the
+command gate denied a step, 75 when it escalated one and denied none (nothing
+was run). See docs/cli.md, "Exit codes".`,
 		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -153,8 +154,10 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		if err != nil {
 			fmt.Fprintf(w, "airlock: teardown: error: %v\n", err)
 		}
-	case runbook.ExitGate:
+	case runbook.ExitDenied:
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
+	case runbook.ExitEscalated:
+		fmt.Fprintf(w, "airlock: command: escalate: %s\n", res.Reason)
 	case runbook.ExitSetup:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
 	case runbook.ExitFindings:

@@ -14,12 +14,13 @@ import (
 
 // Exit statuses shared by the commands (README.md, "Using it").
 const (
-	exitOK      = 0
-	exitFailed  = 1   // a check failed (policy check, audit verify, demo, selftest)
-	exitUsage   = 2   // bad flags or arguments
-	exitGate    = 126 // run: the command gate denied or escalated
-	exitSetup   = 125 // run: airlock itself could not run the command
-	exitSignal0 = 128 // run: 128+N when the child died of signal N
+	exitOK        = 0
+	exitFailed    = 1   // a check failed (policy check, audit verify, demo, selftest)
+	exitUsage     = 2   // bad flags or arguments
+	exitDenied    = 77  // run, session exec: the command gate denied
+	exitEscalated = 75  // run, session exec: escalated, and no approval let it run
+	exitSetup     = 125 // run: airlock itself could not run the command
+	exitSignal0   = 128 // run: 128+N when the child died of signal N
 )
 
 // exitError carries a specific exit status out of a command. A nil Err
@@ -104,6 +105,8 @@ hash-chained audit stream.`,
 		newSelftestCmd(),
 		newLaunchCmd(),
 		newApproveCmd(),
+		newSchemaCmd(),
+		newSessionCmd(),
 	)
 	strictUsage(root)
 	return root

@@ -28,7 +28,7 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"policy", "check"}, exitOK},
 		{[]string{"policy", "check", "bad.json"}, exitFailed},
 		{[]string{"--policy", "bad.json", "explain", "--tool", "t", "--", "ls"}, exitFailed},
-		{[]string{"run", "--tool", "run_tests", "--audit", "a.jsonl", "--", "git", "clone", "x"}, exitGate},
+		{[]string{"run", "--tool", "run_tests", "--audit", "a.jsonl", "--", "git", "clone", "x"}, exitDenied},
 		{[]string{"--policy", "bad.json", "run", "--tool", "t", "--audit", "a.jsonl", "--", "ls"}, exitSetup},
 		{[]string{"--policy", "missing.json", "run", "--tool", "t", "--audit", "a.jsonl", "--", "ls"}, exitSetup},
 	} {

@@ -114,7 +114,7 @@ func TestNotUTF8Paths(t *testing.T) {
  "egress": {"taskAllowlist": {"ci": ["allowed.test"]}}}`)
 
 	// The command line: a denied tool, command and argument.
-	if code, _, stderr := airlockCmd(t, "--policy", pol, "run", "--tool", "t\xff", "--audit", logFile, "--", "x\xfe", "\xff"); code != exitGate {
+	if code, _, stderr := airlockCmd(t, "--policy", pol, "run", "--tool", "t\xff", "--audit", logFile, "--", "x\xfe", "\xff"); code != exitDenied {
 		t.Fatalf("run of a denied command: exit %d\n%s", code, stderr)
 	}
 	want := map[string]bool{"tool t\xff": false, "command x\xfe": false, "arg \xff": false,
@@ -188,8 +188,8 @@ func TestNotUTF8Paths(t *testing.T) {
 	if os.Geteuid() == 0 && runRecords != 4 {
 		t.Errorf("%d records of the run carry its argument, want 4 (decision, launch, outcome, teardown)", runRecords)
 	}
-	if code, _, stderr := airlockCmd(t, "--policy", pol, "run", "--tool", "t\xff", "--audit", logFile, "--", "ls"); code != exitGate {
-		t.Errorf("the next run: exit %d, want %d\n%s", code, exitGate, stderr)
+	if code, _, stderr := airlockCmd(t, "--policy", pol, "run", "--tool", "t\xff", "--audit", logFile, "--", "ls"); code != exitDenied {
+		t.Errorf("the next run: exit %d, want %d\n%s", code, exitDenied, stderr)
 	}
 	_, stop = startProxy(t, pol, "ci", logFile)
 	stop()

@@ -158,4 +158,3 @@ func escape(b *strings.Builder, s string, n int, lines bool) {
 		count++
 	}
 }
-
