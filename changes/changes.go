@@ -52,9 +52,10 @@ type Entry struct {
 // Tree is one side of a comparison.
 type Tree interface {
 	// List returns every entry of the tree, directories included, in any
-	// order, at most max of them: a tree with more fails with an error
-	// matching ErrTooLarge.
-	List(max int) ([]Entry, error)
+	// order: at most lim.Entries of them, their paths and link targets at
+	// most lim.NameBytes bytes together. A tree with more fails with an
+	// error matching ErrTooLarge, having kept no more than that.
+	List(lim Limits) ([]Entry, error)
 	// Open opens for reading the regular file at p, a path that List
 	// returned as a File. Diff reads at most the Size that List gave.
 	Open(p string) (io.ReadCloser, error)
@@ -76,6 +77,9 @@ type Limits struct {
 	// past it Diff fails with an error matching ErrTooLarge, since what
 	// it cannot list it cannot compare.
 	Entries int
+	// NameBytes bounds the bytes of the paths and link targets of each
+	// tree together, as Entries bounds their number.
+	NameBytes int64
 	// ReadBytes bounds the bytes read from both trees together to compare
 	// and hash them (the diffs of what changed read those files once
 	// more). A file that no longer fits is not compared or hashed.
@@ -89,6 +93,7 @@ func DefaultLimits() Limits {
 		FileBytes:  4 << 20,
 		Files:      10000,
 		Entries:    100000,
+		NameBytes:  64 << 20,
 		ReadBytes:  1 << 30,
 	}
 }
@@ -96,7 +101,7 @@ func DefaultLimits() Limits {
 // normalize fills in the defaults and refuses negative limits.
 func (l Limits) normalize() (Limits, error) {
 	d := DefaultLimits()
-	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.Entries < 0 || l.ReadBytes < 0 {
+	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 {
 		return l, errors.New("changes: limits: a limit may not be negative (zero means the default)")
 	}
 	if l.PatchBytes == 0 {
@@ -111,6 +116,9 @@ func (l Limits) normalize() (Limits, error) {
 	if l.Entries == 0 {
 		l.Entries = d.Entries
 	}
+	if l.NameBytes == 0 {
+		l.NameBytes = d.NameBytes
+	}
 	if l.ReadBytes == 0 {
 		l.ReadBytes = d.ReadBytes
 	}
@@ -118,8 +126,34 @@ func (l Limits) normalize() (Limits, error) {
 }
 
 // ErrTooLarge is matched by the error of Diff (and of a Tree's List)
-// when a tree holds more entries than Limits.Entries.
+// when a tree holds more entries than Limits.Entries, or longer names
+// than Limits.NameBytes.
 var ErrTooLarge = errors.New("too many entries to compare")
+
+// Listing counts what a Tree's List keeps against lim: call Add for each
+// entry before keeping it.
+type Listing struct {
+	lim   Limits
+	n     int
+	bytes int64
+}
+
+// NewListing starts counting a listing against lim.
+func NewListing(lim Limits) *Listing { return &Listing{lim: lim} }
+
+// Add counts one more entry, of a path and link target of these lengths,
+// and fails with an error matching ErrTooLarge past the limits.
+func (l *Listing) Add(pathLen, targetLen int) error {
+	l.n++
+	l.bytes += int64(pathLen + targetLen)
+	switch {
+	case l.n > l.lim.Entries:
+		return fmt.Errorf("%w: more than %d entries (Limits.Entries)", ErrTooLarge, l.lim.Entries)
+	case l.bytes > l.lim.NameBytes:
+		return fmt.Errorf("%w: paths and link targets of more than %d bytes (Limits.NameBytes)", ErrTooLarge, l.lim.NameBytes)
+	}
+	return nil
+}
 
 // ErrIncomplete is matched by the error of Patch.Incomplete.
 var ErrIncomplete = errors.New("the patch does not carry every change")

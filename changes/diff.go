@@ -34,10 +34,10 @@ func Diff(old, new Tree, lim Limits) (Patch, error) {
 		return Patch{}, err
 	}
 	d := &differ{lim: lim, readLeft: lim.ReadBytes, patchLeft: lim.PatchBytes}
-	if d.a, err = index(old, "original", lim.Entries); err != nil {
+	if d.a, err = index(old, "original", lim); err != nil {
 		return Patch{}, err
 	}
-	if d.b, err = index(new, "current", lim.Entries); err != nil {
+	if d.b, err = index(new, "current", lim); err != nil {
 		return Patch{}, err
 	}
 	cs := d.compare()
@@ -58,18 +58,23 @@ type tree struct {
 	leaves []string
 }
 
+// maxPath is the longest path a system call takes (PATH_MAX, with its
+// NUL): git apply could not write a longer one.
+const maxPath = 4095
+
 // index lists t and checks what it returned: clean relative paths, each
-// once, each beneath a listed directory.
-func index(t Tree, name string, max int) (*tree, error) {
-	list, err := t.List(max)
+// once, each beneath a listed directory, within the limits.
+func index(t Tree, name string, lim Limits) (*tree, error) {
+	list, err := t.List(lim)
 	if err != nil {
 		return nil, fmt.Errorf("changes: list the %s tree: %w", name, err)
 	}
-	if len(list) > max {
-		return nil, fmt.Errorf("changes: the %s tree: %w: more than %d (Limits.Entries)", name, ErrTooLarge, max)
-	}
+	count := NewListing(lim)
 	tr := &tree{t: t, name: name, m: make(map[string]Entry, len(list))}
 	for _, e := range list {
+		if err := count.Add(len(e.Path), len(e.Target)); err != nil {
+			return nil, fmt.Errorf("changes: the %s tree: %w", name, err)
+		}
 		if !validPath(e.Path) {
 			return nil, fmt.Errorf("changes: the %s tree lists a bad path %s", name, QuotePath(e.Path))
 		}
@@ -84,6 +89,9 @@ func index(t Tree, name string, max int) (*tree, error) {
 		}
 		if e.Type == Other && e.Skipped == "" {
 			e.Skipped = "not a regular file, directory or symbolic link"
+		}
+		if len(e.Path) > maxPath && e.Skipped == "" {
+			e.Skipped = fmt.Sprintf("its path is longer than %d bytes, more than git apply can write", maxPath)
 		}
 		tr.m[e.Path] = e
 		if e.Type != Dir {
@@ -272,7 +280,7 @@ func (d *differ) side(t *tree, e Entry) side {
 		return s
 	}
 	if e.Size > d.readLeft {
-		s.unread = fmt.Sprintf("not read: the read budget of %d bytes is spent (Limits.ReadBytes)", d.lim.ReadBytes)
+		s.unread = fmt.Sprintf("not read: larger than what is left of the read budget of %d bytes (Limits.ReadBytes)", d.lim.ReadBytes)
 		return s
 	}
 	d.readLeft -= e.Size
@@ -357,11 +365,11 @@ func (d *differ) content(t *tree, s side) ([]byte, string) {
 	if s.e.Type == Symlink {
 		return []byte(s.e.Target), ""
 	}
-	if s.unread != "" {
-		return nil, s.unread
-	}
 	if s.e.Size > d.lim.FileBytes {
 		return nil, fmt.Sprintf("over the per-file limit of %d bytes (Limits.FileBytes)", d.lim.FileBytes)
+	}
+	if s.unread != "" {
+		return nil, s.unread
 	}
 	buf := make([]byte, 0, s.e.Size)
 	if err := readExactly(t, s.e, func(chunk []byte) { buf = append(buf, chunk...) }); err != nil {
@@ -592,17 +600,18 @@ func (d *differ) resolve(cs []*change) {
 }
 
 // blocker says what keeps a file from being created at p, if anything:
-// an original file or link that stays above it or beneath it, or an
-// original link above it that loops. git apply looks at p on disk before
-// it removes the link (apply.c's check_to_create) and stops at ELOOP.
+// an original file or link that stays above it or beneath it, or links
+// of the original that loop on the way to it. git apply looks at p on
+// disk before it removes the links the patch deletes (apply.c's
+// check_to_create) and stops at ELOOP.
 func (d *differ) blocker(p string, stays func(string) bool) string {
 	for q := path.Dir(p); q != "."; q = path.Dir(q) {
 		if stays(q) {
 			return "it needs " + QuotePath(q) + " of the original removed, which the patch leaves out"
 		}
-		if d.a.m[q].Type == Symlink && d.a.loops(q) {
-			return "it lies beneath " + QuotePath(q) + ", a symbolic link of the original that loops, where git apply cannot look"
-		}
+	}
+	if dir := path.Dir(p); dir != "." && d.a.loops(dir) {
+		return "on the way to it the original's symbolic links loop, where git apply cannot look"
 	}
 	prefix := p + "/"
 	i, _ := slices.BinarySearch(d.a.leaves, prefix)

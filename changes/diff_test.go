@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,11 +170,15 @@ func TestDiffCases(t *testing.T) {
 		{
 			// git apply --check looks at loop/x on disk before it removes
 			// the link loop, and stops at ELOOP: x is left out.
-			name:    "looping link replaced by a directory",
-			orig:    map[string]node{"loop": link("loop"), "l2": link("l3"), "l3": link("l2"), "ok": link("d"), "d/f": file("f\n")},
-			mod:     map[string]node{"loop/x": file("x\n"), "l2/y": file("y\n"), "l3": link("l2"), "ok/z": file("z\n"), "d/f": file("f\n")},
-			kinds:   map[string]Kind{"loop": Deleted, "loop/x": Added, "l2": Deleted, "l2/y": Added, "ok": Deleted, "ok/z": Added},
-			omitted: []string{"loop/x", "l2/y"},
+			name: "looping link replaced by a directory",
+			orig: map[string]node{"loop": link("loop"), "l2": link("l3"), "l3": link("l2"), "ok": link("d"), "d/f": file("f\n"),
+				"a/a": link("a"), "s": link("a")},
+			mod: map[string]node{"loop/x": file("x\n"), "l2/y": file("y\n"), "l3": link("l2"), "ok/z": file("z\n"), "d/f": file("f\n"),
+				"a/a": link("a"), "s/a/x": file("x\n")},
+			kinds: map[string]Kind{"loop": Deleted, "loop/x": Added, "l2": Deleted, "l2/y": Added, "ok": Deleted, "ok/z": Added,
+				"s": Deleted, "s/a/x": Added},
+			// s leads to a, whose a/a loops.
+			omitted: []string{"loop/x", "l2/y", "s/a/x"},
 		},
 		{
 			name: "paths git refuses",
@@ -311,6 +316,10 @@ func TestEntriesLimit(t *testing.T) {
 	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{Entries: 4}); err != nil {
 		t.Fatalf("Diff at the limit: %v", err)
 	}
+	_, err = Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{NameBytes: 5})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "NameBytes") {
+		t.Fatalf("Diff with 6 bytes of names and a limit of 5: %v, want ErrTooLarge naming NameBytes", err)
+	}
 	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{Files: -1}); err == nil {
 		t.Fatal("a negative limit was accepted")
 	}
@@ -353,7 +362,7 @@ func TestBadTree(t *testing.T) {
 // listTree is a Tree that lists what it is given and opens nothing.
 type listTree []Entry
 
-func (l listTree) List(int) ([]Entry, error) { return l, nil }
+func (l listTree) List(Limits) ([]Entry, error) { return l, nil }
 func (l listTree) Open(string) (io.ReadCloser, error) {
 	return nil, os.ErrNotExist
 }
@@ -372,5 +381,23 @@ func TestDeepTree(t *testing.T) {
 	checkApplies(t, orig, mod, p)
 	if filepath.Base(last.Path) != "d" {
 		t.Fatalf("skipped %q", last.Path)
+	}
+}
+
+// TestLongPath: a path longer than a system call takes is skipped (git
+// apply could not write it), with what is beneath it.
+func TestLongPath(t *testing.T) {
+	long := strings.Repeat("d", 200) + strings.Repeat("/"+strings.Repeat("d", 200), 20)
+	var list listTree
+	for p := long; p != "."; p = path.Dir(p) {
+		list = append(list, Entry{Path: p, Type: Dir})
+	}
+	list = append(list, Entry{Path: long + "/f", Type: File})
+	p, err := Diff(listTree(nil), list, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Files) != 1 || p.Files[0].Kind != Skipped || !strings.Contains(p.Files[0].Omitted, "longer than 4095") || len(p.Diff) != 0 {
+		t.Fatalf("manifest %+v", p.Files)
 	}
 }

@@ -22,8 +22,9 @@ func FSTree(fsys fs.FS) Tree { return fsTree{fsys} }
 
 type fsTree struct{ fsys fs.FS }
 
-func (t fsTree) List(max int) ([]Entry, error) {
+func (t fsTree) List(lim Limits) ([]Entry, error) {
 	var out []Entry
+	count := NewListing(lim)
 	at := map[string]int{}
 	err := fs.WalkDir(t.fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if p == "." {
@@ -37,11 +38,11 @@ func (t fsTree) List(max int) ([]Entry, error) {
 			}
 			return err
 		}
-		if len(out) >= max {
-			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, max)
-		}
 		e, err := t.entry(p, d)
 		if err != nil {
+			return err
+		}
+		if err := count.Add(len(e.Path), len(e.Target)); err != nil {
 			return err
 		}
 		at[p] = len(out)
