@@ -32,6 +32,9 @@ type Sandbox struct {
 	port    int
 	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
 	work    int // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	// orig keeps a session's workspace stream as sent, for Changes
+	// (changes_linux.go); nil for a single run or without a workspace.
+	orig    *os.File
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
@@ -72,6 +75,11 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 		return nil, err
 	}
 	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h}
+	if session && cfg.Workspace != "" {
+		if s.orig, err = openOriginal(); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
 		return nil, err
@@ -336,7 +344,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return sendWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
 }
@@ -543,6 +551,9 @@ func (s *Sandbox) teardownErr(first error) error {
 	if s.work >= 0 {
 		unix.Close(s.work)
 		s.work = -1
+	}
+	if s.orig != nil {
+		s.orig.Close() // the field stays: writeSetup may still hold it
 	}
 	if s.lis != nil {
 		s.lis.Close()

@@ -1,0 +1,320 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+func init() {
+	// Registered here, not in payload_linux_test.go: only these tests use
+	// it.
+	payloads["tree"] = func(skip []string) int {
+		m, err := describeTree(WorkspaceDir, skip)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		json.NewEncoder(os.Stdout).Encode(m)
+		return 0
+	}
+}
+
+// describeTree lists every file and link under dir as git sees it (type,
+// executable bit, SHA-256 of the content or the target), leaving out
+// skip and what is beneath.
+func describeTree(dir string, skip []string) (map[string]string, error) {
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		for _, s := range skip {
+			if rel == s || strings.HasPrefix(rel, s+"/") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		info, err := d.Info()
+		if err != nil || rel == "." || info.IsDir() {
+			return err
+		}
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			out[rel] = "link " + l
+			return err
+		case info.Mode().IsRegular():
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err != nil {
+				return err
+			}
+			out[rel] = fmt.Sprintf("file x=%v %s", info.Mode()&0o100 != 0, hex.EncodeToString(h.Sum(nil)))
+		default:
+			out[rel] = "other " + info.Mode().String()
+		}
+		return nil
+	})
+	return out, err
+}
+
+// changesIn runs Changes, failing the test if it does not return within
+// a minute (a fifo opened, a sparse file read whole).
+func changesIn(t *testing.T, ss *Session, lim changes.Limits) changes.Patch {
+	t.Helper()
+	type result struct {
+		p   changes.Patch
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := ss.Changes(lim)
+		ch <- result{p, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("Changes: %v", r.err)
+		}
+		return r.p
+	case <-time.After(time.Minute):
+		t.Fatal("Changes did not return within a minute")
+	}
+	return changes.Patch{}
+}
+
+func manifestEntry(t *testing.T, p changes.Patch, path string) changes.FileChange {
+	t.Helper()
+	for _, f := range p.Files {
+		if f.Path == path {
+			return f
+		}
+	}
+	t.Fatalf("%q is not in the manifest %+v", path, p.Files)
+	return changes.FileChange{}
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// TestSessionChanges: a real session, steps that edit, add, delete,
+// chmod and link (links to /etc/shadow, .. and /), a fifo, a 2 GB sparse
+// file and a file over the per-file limit; then Changes, and git apply of
+// its patch to a copy of the original gives the sandbox's tree, but for
+// what the manifest says it left out.
+func TestSessionChanges(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git (.ci/run installs it)")
+	}
+	ws := t.TempDir()
+	for name, content := range map[string]string{
+		"edit.txt": "one\ntwo\nthree\n", "del.txt": "gone\n", "mode.sh": "#!/bin/sh\n", "ren.txt": "moved\n",
+		"dir/nested.txt": "n\n", "sp ace.txt": "s\n", "bin.dat": "a\x00b", "keep.txt": "keep\n",
+		"tree/a": "a\n", "tree/b": "b\n",
+	} {
+		os.MkdirAll(filepath.Join(ws, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink("keep.txt", filepath.Join(ws, "link"))
+	orig := filepath.Join(t.TempDir(), "orig")
+	if out, err := exec.Command("cp", "-a", ws, orig).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	caps := testCaps()
+	caps.DiskWriteBytes = 3 << 30 // room for a 2 GB sparse file (RLIMIT_FSIZE)
+	ss := startSession(t, Config{Workspace: ws, Caps: caps})
+	// What the host directory does after the copy-in is not the original.
+	os.WriteFile(filepath.Join(ws, "keep.txt"), []byte("changed on the host\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "host-only"), []byte("x\n"), 0o644)
+
+	res, out := execOut(t, ss, shellStep(`set -e
+		printf 'one\nTWO\nthree\nfour\n' > edit.txt
+		rm del.txt
+		chmod +x mode.sh
+		mv ren.txt renamed.txt
+		rm link && echo 'now a file' > link
+		ln -s /etc/shadow shadow
+		ln -s .. up
+		ln -s / root
+		mkdir -p new/deep && echo x > new/deep/f
+		echo 'S' >> 'sp ace.txt'
+		printf 'q' > 'q"uote'
+		printf 'x\000y\001' > bin.dat
+		rm -r tree && ln -s /etc tree
+		mkfifo fifo
+		truncate -s 2G sparse
+		head -c 100000 /dev/zero | tr '\0' a > big.txt
+		echo done`))
+	if res.ExitCode != 0 || !strings.Contains(out, "done") {
+		t.Fatalf("step: %+v %q", res, out)
+	}
+	// A second step: the changes are the whole session's.
+	if res, out := execOut(t, ss, shellStep("echo more >> edit.txt; touch empty")); res.ExitCode != 0 {
+		t.Fatalf("step 2: %+v %q", res, out)
+	}
+
+	lim := changes.Limits{FileBytes: 64 << 10}
+	p := changesIn(t, ss, lim)
+	if again := changesIn(t, ss, lim); string(again.Diff) != string(p.Diff) || len(again.Files) != len(p.Files) {
+		t.Fatal("a second Changes gave another patch")
+	}
+
+	// Links are what they are: never followed, on either side.
+	for path, target := range map[string]string{"shadow": "/etc/shadow", "up": "..", "root": "/", "tree": "/etc"} {
+		f := manifestEntry(t, p, path)
+		if f.NewMode != changes.ModeSymlink || f.NewSize != int64(len(target)) || f.NewSHA256 != sha256Hex(target) {
+			t.Errorf("%s: %+v, want a link to %s", path, f, target)
+		}
+	}
+	for path, kind := range map[string]changes.Kind{
+		"edit.txt": changes.Modified, "del.txt": changes.Deleted, "mode.sh": changes.ModeChanged,
+		"renamed.txt": changes.Renamed, "link": changes.TypeChanged, "new/deep/f": changes.Added,
+		"sp ace.txt": changes.Modified, "q\"uote": changes.Added, "bin.dat": changes.Modified,
+		"tree/a": changes.Deleted, "tree": changes.Added, "fifo": changes.Skipped, "sparse": changes.Added,
+		"big.txt": changes.Added, "empty": changes.Added,
+	} {
+		if f := manifestEntry(t, p, path); f.Kind != kind {
+			t.Errorf("%s: %+v, want %s", path, f, kind)
+		}
+	}
+	for _, path := range []string{"keep.txt", "host-only"} {
+		for _, f := range p.Files {
+			if f.Path == path {
+				t.Errorf("%s is in the manifest: the host's later change was taken for the sandbox's", path)
+			}
+		}
+	}
+	if f := manifestEntry(t, p, "fifo"); !strings.Contains(f.Omitted, "fifo") {
+		t.Errorf("fifo: %+v", f)
+	}
+	if f := manifestEntry(t, p, "sparse"); f.NewSize != 2<<30 || f.Omitted == "" || f.NewSHA256 != "" {
+		t.Errorf("sparse: %+v, want 2 GiB, left out and not read", f)
+	}
+	if f := manifestEntry(t, p, "big.txt"); !strings.Contains(f.Omitted, "per-file limit") {
+		t.Errorf("big.txt: %+v", f)
+	}
+	if p.Complete || !errors.Is(p.Incomplete(), changes.ErrIncomplete) {
+		t.Errorf("Complete %v with omitted paths", p.Complete)
+	}
+
+	// git apply of the patch to a copy of the original gives the sandbox's
+	// tree, less what was left out.
+	var skip []string
+	for _, f := range p.Files {
+		if f.Omitted != "" {
+			skip = append(skip, f.Path)
+		}
+	}
+	patch := filepath.Join(t.TempDir(), "changes.patch")
+	os.WriteFile(patch, p.Diff, 0o644)
+	for _, args := range [][]string{{"apply", "--check", patch}, {"apply", patch}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = orig
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + orig, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+			"GIT_CEILING_DIRECTORIES=" + filepath.Dir(orig)}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s\n%s", args, err, out, p.Diff)
+		}
+	}
+	applied, err := describeTree(orig, skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := payloadStep("tree", skip...)
+	res, out = execOut(t, ss, st)
+	var inside map[string]string
+	if res.ExitCode != 0 || json.Unmarshal([]byte(out), &inside) != nil {
+		t.Fatalf("tree payload: %+v %q", res, out)
+	}
+	if a, b := fmt.Sprint(applied), fmt.Sprint(inside); a != b {
+		t.Fatalf("git apply gives\n%s\nthe sandbox has\n%s\npatch:\n%s", a, b, p.Diff)
+	}
+
+	// Frozen, it reads at once; closed, it fails.
+	if _, err := ss.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if frozen := changesIn(t, ss, lim); string(frozen.Diff) != string(p.Diff) {
+		t.Error("Changes on the frozen session gave another patch")
+	}
+	fd := int(ss.sb.orig.Fd())
+	kept, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !strings.HasSuffix(kept, "(deleted)") {
+		t.Errorf("the original is kept in %q (%v), want an unnamed file", kept, err)
+	}
+	if info, err := ss.sb.orig.Stat(); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the original's file: %v %v, want mode 0600", info.Mode(), err)
+	}
+	if _, err := ss.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && l == kept {
+		t.Error("the original's file is still open after Close")
+	}
+	if _, err := ss.Changes(lim); !errors.Is(err, ErrSessionEnded) {
+		t.Fatalf("Changes after Close: %v, want ErrSessionEnded", err)
+	}
+}
+
+// TestSessionChangesNoWorkspace: without a workspace the original is an
+// empty tree.
+func TestSessionChangesNoWorkspace(t *testing.T) {
+	testutil.RequireRoot(t)
+	ss := startSession(t, Config{})
+	if ss.sb.orig != nil {
+		t.Error("a session without a workspace keeps an original")
+	}
+	if res, out := execOut(t, ss, shellStep("echo hi > made; ln -s made l")); res.ExitCode != 0 {
+		t.Fatalf("%+v %q", res, out)
+	}
+	p := changesIn(t, ss, changes.Limits{})
+	if len(p.Files) != 2 || p.Files[0].Path != "l" || p.Files[1].Path != "made" || !p.Complete {
+		t.Fatalf("manifest %+v", p.Files)
+	}
+}
+
+// TestSessionChangesEntries: a directory of more entries (or longer
+// names) than the limits fails Changes with ErrTooLarge.
+func TestSessionChangesEntries(t *testing.T) {
+	testutil.RequireRoot(t)
+	ss := startSession(t, Config{})
+	if res, out := execOut(t, ss, shellStep("mkdir d && cd d && i=0; while [ $i -lt 2000 ]; do : > f$i; i=$((i+1)); done")); res.ExitCode != 0 {
+		t.Fatalf("%+v %q", res, out)
+	}
+	if _, err := ss.Changes(changes.Limits{Entries: 1000}); !errors.Is(err, changes.ErrTooLarge) {
+		t.Fatalf("Changes over the entries limit: %v, want ErrTooLarge", err)
+	}
+	if _, err := ss.Changes(changes.Limits{NameBytes: 4000}); !errors.Is(err, changes.ErrTooLarge) {
+		t.Fatalf("Changes over the names limit: %v, want ErrTooLarge", err)
+	}
+	if p := changesIn(t, ss, changes.Limits{Entries: 3000}); len(p.Files) != 2000 {
+		t.Fatalf("%d changed paths, want 2000", len(p.Files))
+	}
+}
