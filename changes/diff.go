@@ -239,13 +239,14 @@ func (d *differ) sameContent(c *change, ea, eb Entry) bool {
 }
 
 // underSkipped reports whether a directory above p, in either tree, was
-// skipped: nothing beneath it is compared.
+// skipped: nothing beneath it is compared. (Beneath a skipped fifo in one
+// tree, what the other has is compared, and resolve leaves it out.)
 func (d *differ) underSkipped(p string) bool {
 	for q := path.Dir(p); q != "."; q = path.Dir(q) {
-		if e, ok := d.a.m[q]; ok && e.Skipped != "" {
+		if e := d.a.m[q]; e.Type == Dir && e.Skipped != "" {
 			return true
 		}
-		if e, ok := d.b.m[q]; ok && e.Skipped != "" {
+		if e := d.b.m[q]; e.Type == Dir && e.Skipped != "" {
 			return true
 		}
 	}

@@ -191,12 +191,12 @@ func TestDiffCases(t *testing.T) {
 		},
 		{
 			name:  "fifo",
-			orig:  map[string]node{"was": file("w\n"), "k": file("k\n")},
-			mod:   map[string]node{"was": {fifo: true}, "new": {fifo: true}, "k": file("K\n")},
-			kinds: map[string]Kind{"was": Skipped, "new": Skipped, "k": Modified},
+			orig:  map[string]node{"was": file("w\n"), "k": file("k\n"), "p": {fifo: true}, "d/f": file("f\n")},
+			mod:   map[string]node{"was": {fifo: true}, "new": {fifo: true}, "k": file("K\n"), "p/x": file("x\n"), "d": {fifo: true}},
+			kinds: map[string]Kind{"was": Skipped, "new": Skipped, "k": Modified, "p": Skipped, "p/x": Added, "d": Skipped, "d/f": Deleted},
 			// A fifo is never opened (this would block): the original's
-			// file stays.
-			omitted: []string{"was", "new"},
+			// file stays, and nothing is made beneath the original's fifo.
+			omitted: []string{"was", "new", "p", "p/x", "d"},
 		},
 		{
 			name:    "patch size limit",

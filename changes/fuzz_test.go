@@ -47,7 +47,9 @@ func (g *gen) text() string {
 }
 
 func (g *gen) node() node {
-	switch g.n(8) {
+	switch g.n(9) {
+	case 8:
+		return node{fifo: true}
 	case 0:
 		return link(fuzzTargets[g.n(len(fuzzTargets))])
 	case 1:
@@ -62,7 +64,7 @@ func (g *gen) node() node {
 
 // edit changes a file's lines a little, or its mode, or its type.
 func (g *gen) edit(n node) node {
-	if n.link != "" || g.n(6) == 0 {
+	if n.link != "" || n.fifo || g.n(6) == 0 {
 		return g.node()
 	}
 	switch g.n(5) {

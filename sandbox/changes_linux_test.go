@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -317,4 +319,96 @@ func TestSessionChangesEntries(t *testing.T) {
 	if p := changesIn(t, ss, changes.Limits{Entries: 3000}); len(p.Files) != 2000 {
 		t.Fatalf("%d changed paths, want 2000", len(p.Files))
 	}
+}
+
+// signalWriter closes started at its first write.
+type signalWriter struct {
+	once    sync.Once
+	started chan struct{}
+}
+
+func (w *signalWriter) Write(b []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	return len(b), nil
+}
+
+// TestSessionChangesBetweenSteps: Changes called while a step runs waits
+// for it to end, so it never reads a tree that is being written.
+func TestSessionChangesBetweenSteps(t *testing.T) {
+	testutil.RequireRoot(t)
+	ss := startSession(t, Config{})
+	w := &signalWriter{started: make(chan struct{})}
+	st := shellStep("echo started; sleep 1; echo late > late")
+	st.Stdout = w
+	done := make(chan error, 1)
+	go func() {
+		_, err := ss.Exec(context.Background(), st)
+		done <- err
+	}()
+	<-w.started
+	p := changesIn(t, ss, changes.Limits{})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Files) != 1 || p.Files[0].Path != "late" {
+		t.Fatalf("Changes during a step gave %+v, want the step's whole work (late)", p.Files)
+	}
+}
+
+const changesRootlessEnv = "AIRLOCK_TEST_CHANGES_ROOTLESS"
+
+// TestSessionChangesRootless re-runs the test binary as uid 65534, where
+// airlock cannot read what the contained code made unreadable: those
+// paths are left out, said so, and the rest of the patch applies.
+func TestSessionChangesRootless(t *testing.T) {
+	testutil.RequireRoot(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("needs git (.ci/run installs it)")
+	}
+	out := testutil.RunTestAsNobody(t, "TestSessionChangesRootlessInner", changesRootlessEnv+"=1")
+	t.Logf("rootless run:\n%s", out)
+}
+
+func TestSessionChangesRootlessInner(t *testing.T) {
+	testutil.RequireNonRoot(t)
+	if os.Getenv(changesRootlessEnv) == "" {
+		t.Skip("run by TestSessionChangesRootless")
+	}
+	testMemory = 1 << 44
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, "secret"), []byte("s\n"), 0o644)
+	os.Mkdir(filepath.Join(ws, "closed"), 0o755)
+	os.WriteFile(filepath.Join(ws, "closed", "in"), []byte("i\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "edit"), []byte("e\n"), 0o644)
+	orig := filepath.Join(t.TempDir(), "orig")
+	if out, err := exec.Command("cp", "-a", ws, orig).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	ss := startSession(t, Config{Workspace: ws})
+	if res, out := execOut(t, ss, shellStep("chmod 000 secret closed; echo E > edit; ln -s /etc/shadow l")); res.ExitCode != 0 {
+		t.Fatalf("%+v %q", res, out)
+	}
+	p := changesIn(t, ss, changes.Limits{})
+	if f := manifestEntry(t, p, "secret"); !strings.Contains(f.Omitted, "permission denied") {
+		t.Errorf("secret: %+v", f)
+	}
+	if f := manifestEntry(t, p, "closed"); f.Kind != changes.Skipped || !strings.Contains(f.Omitted, "permission denied") {
+		t.Errorf("closed: %+v", f)
+	}
+	if f := manifestEntry(t, p, "edit"); f.Omitted != "" || manifestEntry(t, p, "l").Omitted != "" {
+		t.Errorf("manifest %+v", p.Files)
+	}
+	patch := filepath.Join(t.TempDir(), "changes.patch")
+	os.WriteFile(patch, p.Diff, 0o644)
+	cmd := exec.Command("git", "apply", patch)
+	cmd.Dir = orig
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + orig, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s\n%s", err, out, p.Diff)
+	}
+	if b, _ := os.ReadFile(filepath.Join(orig, "edit")); string(b) != "E\n" {
+		t.Errorf("edit after git apply: %q", b)
+	}
+	// Let the test's cleanup remove what the step closed.
+	execOut(t, ss, shellStep("chmod 755 secret closed"))
 }
