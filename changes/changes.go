@@ -100,29 +100,25 @@ func DefaultLimits() Limits {
 
 // normalize fills in the defaults and refuses negative limits.
 func (l Limits) normalize() (Limits, error) {
-	d := DefaultLimits()
 	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 {
 		return l, errors.New("changes: limits: a limit may not be negative (zero means the default)")
 	}
-	if l.PatchBytes == 0 {
-		l.PatchBytes = d.PatchBytes
+	d := DefaultLimits()
+	return Limits{
+		PatchBytes: orDefault(l.PatchBytes, d.PatchBytes),
+		FileBytes:  orDefault(l.FileBytes, d.FileBytes),
+		Files:      orDefault(l.Files, d.Files),
+		Entries:    orDefault(l.Entries, d.Entries),
+		NameBytes:  orDefault(l.NameBytes, d.NameBytes),
+		ReadBytes:  orDefault(l.ReadBytes, d.ReadBytes),
+	}, nil
+}
+
+func orDefault[T int | int64](v, d T) T {
+	if v == 0 {
+		return d
 	}
-	if l.FileBytes == 0 {
-		l.FileBytes = d.FileBytes
-	}
-	if l.Files == 0 {
-		l.Files = d.Files
-	}
-	if l.Entries == 0 {
-		l.Entries = d.Entries
-	}
-	if l.NameBytes == 0 {
-		l.NameBytes = d.NameBytes
-	}
-	if l.ReadBytes == 0 {
-		l.ReadBytes = d.ReadBytes
-	}
-	return l, nil
+	return v
 }
 
 // ErrTooLarge is matched by the error of Diff (and of a Tree's List)

@@ -3,10 +3,12 @@ package changes
 import (
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -229,11 +231,11 @@ func TestDiffCases(t *testing.T) {
 					omitted = append(omitted, f.Path)
 				}
 			}
-			if !mapsEqual(kindStrings(got), kindStrings(tc.kinds)) {
+			if !maps.Equal(got, tc.kinds) {
 				t.Errorf("kinds %v, want %v", got, tc.kinds)
 			}
-			if strings.Join(omitted, ",") != strings.Join(sorted(tc.omitted), ",") {
-				t.Errorf("omitted %q, want %q (manifest %+v)", omitted, sorted(tc.omitted), p.Files)
+			if want := slices.Sorted(slices.Values(tc.omitted)); !slices.Equal(omitted, want) {
+				t.Errorf("omitted %q, want %q (manifest %+v)", omitted, want, p.Files)
 			}
 			if p.Complete != (len(tc.omitted) == 0) {
 				t.Errorf("Complete %v with %d omitted", p.Complete, len(omitted))
@@ -253,26 +255,6 @@ func TestDiffCases(t *testing.T) {
 			checkApplies(t, orig, mod, p)
 		})
 	}
-}
-
-func kindStrings(m map[string]Kind) map[string]string {
-	out := map[string]string{}
-	for k, v := range m {
-		out[k] = string(v)
-	}
-	return out
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 // TestManifest checks a manifest entry field by field.

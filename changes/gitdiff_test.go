@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
 // headerLines keeps a patch's header lines: everything but hunks and
@@ -29,7 +31,7 @@ func headerLines(patch string) []string {
 // -M100%): names quoted the same way, the same modes, object names and
 // renames.
 func TestHeadersMatchGit(t *testing.T) {
-	requireGit(t)
+	testutil.RequireGit(t)
 	orig := map[string]node{
 		"sp ace": file("1\n"), "q\"uote": file("2\n"), "back\\slash": file("3\n"), "tab\there": file("4\n"),
 		"new\nline": file("5\n"), "caf\u00e9": file("6\n"), "ctl\x01\x1f\x7f": file("7\n"), "dir with space/f": file("8\n"),
@@ -53,7 +55,7 @@ func TestHeadersMatchGit(t *testing.T) {
 	}
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := gitCmd(repo, args...).Output()
+		out, err := testutil.GitCmd(repo, args...).Output()
 		if err != nil {
 			t.Fatalf("git %v: %v", args, err)
 		}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +24,7 @@ func init() {
 	// Registered here, not in payload_linux_test.go: only these tests use
 	// it.
 	payloads["tree"] = func(skip []string) int {
-		m, err := describeTree(WorkspaceDir, skip)
+		m, err := testutil.DescribeTree(WorkspaceDir, skip)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -34,52 +32,6 @@ func init() {
 		json.NewEncoder(os.Stdout).Encode(m)
 		return 0
 	}
-}
-
-// describeTree lists every file and link under dir as git sees it (type,
-// executable bit, SHA-256 of the content or the target), leaving out
-// skip and what is beneath.
-func describeTree(dir string, skip []string) (map[string]string, error) {
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		for _, s := range skip {
-			if rel == s || strings.HasPrefix(rel, s+"/") {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-		}
-		info, err := d.Info()
-		if err != nil || rel == "." || info.IsDir() {
-			return err
-		}
-		switch {
-		case info.Mode()&fs.ModeSymlink != 0:
-			l, err := os.Readlink(p)
-			out[rel] = "link " + l
-			return err
-		case info.Mode().IsRegular():
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			h := sha256.New()
-			if _, err := io.Copy(h, f); err != nil {
-				return err
-			}
-			out[rel] = fmt.Sprintf("file x=%v %s", info.Mode()&0o100 != 0, hex.EncodeToString(h.Sum(nil)))
-		default:
-			out[rel] = "other " + info.Mode().String()
-		}
-		return nil
-	})
-	return out, err
 }
 
 // changesIn runs Changes, failing the test if it does not return within
@@ -130,9 +82,7 @@ func sha256Hex(s string) string {
 // what the manifest says it left out.
 func TestSessionChanges(t *testing.T) {
 	testutil.RequireRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git (.ci/run installs it)")
-	}
+	testutil.RequireGit(t)
 	ws := t.TempDir()
 	for name, content := range map[string]string{
 		"edit.txt": "one\ntwo\nthree\n", "del.txt": "gone\n", "mode.sh": "#!/bin/sh\n", "ren.txt": "moved\n",
@@ -237,15 +187,11 @@ func TestSessionChanges(t *testing.T) {
 	patch := filepath.Join(t.TempDir(), "changes.patch")
 	os.WriteFile(patch, p.Diff, 0o644)
 	for _, args := range [][]string{{"apply", "--check", patch}, {"apply", patch}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = orig
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + orig, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-			"GIT_CEILING_DIRECTORIES=" + filepath.Dir(orig)}
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := testutil.GitCmd(orig, args...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s\n%s", args, err, out, p.Diff)
 		}
 	}
-	applied, err := describeTree(orig, skip)
+	applied, err := testutil.DescribeTree(orig, skip)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,9 +308,7 @@ const changesRootlessEnv = "AIRLOCK_TEST_CHANGES_ROOTLESS"
 // paths are left out, said so, and the rest of the patch applies.
 func TestSessionChangesRootless(t *testing.T) {
 	testutil.RequireRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git (.ci/run installs it)")
-	}
+	testutil.RequireGit(t)
 	out := testutil.RunTestAsNobody(t, "TestSessionChangesRootlessInner", changesRootlessEnv+"=1")
 	t.Logf("rootless run:\n%s", out)
 }
@@ -400,10 +344,7 @@ func TestSessionChangesRootlessInner(t *testing.T) {
 	}
 	patch := filepath.Join(t.TempDir(), "changes.patch")
 	os.WriteFile(patch, p.Diff, 0o644)
-	cmd := exec.Command("git", "apply", patch)
-	cmd.Dir = orig
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + orig, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := testutil.GitCmd(orig, "apply", patch).CombinedOutput(); err != nil {
 		t.Fatalf("git apply: %v\n%s\n%s", err, out, p.Diff)
 	}
 	if b, _ := os.ReadFile(filepath.Join(orig, "edit")); string(b) != "E\n" {
