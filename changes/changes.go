@@ -232,16 +232,17 @@ type FileChange struct {
 	Omitted string `json:"omitted,omitempty"`
 }
 
-// Patch is what Diff found.
+// Patch is what Diff found. In JSON it is the manifest alone: the patch
+// is written to a file of its own.
 type Patch struct {
 	// Diff is the patch in git's format, applicable with git apply at the
 	// original tree's root. It is untrusted: see docs/changes.md.
-	Diff []byte
+	Diff []byte `json:"-"`
 	// Files lists every changed path, sorted by Path, each carried by Diff
 	// unless Omitted says why not.
-	Files []FileChange
+	Files []FileChange `json:"files"`
 	// Complete is true when Diff carries every change in Files.
-	Complete bool
+	Complete bool `json:"complete"`
 }
 
 // Incomplete returns nil when the patch carries every change, else an

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"path"
@@ -26,8 +27,8 @@ import (
 // changed files again, while the patch stays within its limits; a change
 // it cannot carry is marked Omitted with why, and so is a change that
 // would not apply without one left out (a file added where the patch
-// leaves another). It fails only when a tree cannot be listed or holds
-// more than lim.Entries entries.
+// leaves another). It fails only when a tree cannot be listed, lists
+// bad paths, or is over lim.Entries or lim.NameBytes (ErrTooLarge).
 func Diff(old, new Tree, lim Limits) (Patch, error) {
 	lim, err := lim.normalize()
 	if err != nil {
@@ -51,9 +52,8 @@ func Diff(old, new Tree, lim Limits) (Patch, error) {
 
 // tree is one side, listed.
 type tree struct {
-	t    Tree
-	name string
-	m    map[string]Entry
+	t Tree
+	m map[string]Entry
 	// leaves are the sorted paths of every entry but directories.
 	leaves []string
 }
@@ -70,7 +70,7 @@ func index(t Tree, name string, lim Limits) (*tree, error) {
 		return nil, fmt.Errorf("changes: list the %s tree: %w", name, err)
 	}
 	count := NewListing(lim)
-	tr := &tree{t: t, name: name, m: make(map[string]Entry, len(list))}
+	tr := &tree{t: t, m: make(map[string]Entry, len(list))}
 	for _, e := range list {
 		if err := count.Add(len(e.Path), len(e.Target)); err != nil {
 			return nil, fmt.Errorf("changes: the %s tree: %w", name, err)
@@ -303,10 +303,7 @@ func (d *differ) side(t *tree, e Entry) side {
 // git's default object format (a patch's "index" line names the objects
 // so, and git apply checks a binary patch against them); it is no
 // integrity claim of airlock's, which is the manifest's SHA-256.
-func blobHash(size int64) interface {
-	io.Writer
-	Sum([]byte) []byte
-} {
+func blobHash(size int64) hash.Hash {
 	g := sha1.New()
 	g.Write([]byte("blob " + strconv.FormatInt(size, 10) + "\x00"))
 	return g
