@@ -12,7 +12,12 @@ import (
 // "index", "rename from", ...) are written here by hand: go-udiff (and
 // every other Go diff library) writes plain unified diffs, without git's
 // extended headers, its quoting of names or its binary patches. The line
-// diff itself is go-udiff's.
+// diff itself is go-udiff's: the Go team's Myers diff (x/tools'
+// internal/diff, which gopls uses) exported, with no dependencies, whose
+// search depth is bounded, so contained code cannot make it quadratic.
+// (sergi/go-diff bounds its work by a wall-clock timeout instead, which
+// makes the patch depend on the machine's load; pmezard/go-difflib is
+// unmaintained; go-git's diff is sergi/go-diff.)
 
 // zeroID is git's object name of an absent side.
 const zeroID = "0000000000000000000000000000000000000000"
