@@ -1,44 +1,43 @@
 package enforcer
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Changes is what changed in a session's /workspace since it was copied
 // in. It is an untrusted artifact, written by whatever ran inside:
-// airlock never applies it (docs/sessions.md).
+// airlock never applies it (docs/changes.md).
 type Changes struct {
 	// Patch is a unified diff in git's format, applicable with `git apply`
 	// on the original tree.
 	Patch []byte `json:"-"`
-	// Files lists the changed paths, relative to /workspace, each with how
-	// it changed.
-	Files []ChangedFile `json:"files"`
-	// Incomplete says why Patch does not hold every change (too large),
-	// "" when it does.
+	// Files lists every changed path, relative to /workspace, with how it
+	// changed; one the patch does not carry says why (Omitted).
+	Files []changes.FileChange `json:"files"`
+	// Incomplete says why Patch does not hold every change (a limit, or a
+	// path git could not take), "" when it does.
 	Incomplete string `json:"incomplete,omitempty"`
 }
 
-// ChangedFile is one path of a Changes manifest.
-type ChangedFile struct {
-	// Path is relative to /workspace.
-	Path string `json:"path"`
-	// Change is added, modified, deleted, renamed, mode or type.
-	Change string `json:"change"`
-}
-
-// ErrNoChanges is returned by Session.Changes when this build cannot
-// compute a session's changes.
-var ErrNoChanges = errors.New("enforcer: this build of airlock cannot compute a session's workspace changes")
-
 // workspaceChanges computes the changes of a live sandbox session: the
 // sandbox session's own diff of its /workspace against what was copied
-// in (package changes).
+// in, within the changes package's default limits.
 var workspaceChanges = func(ss *sandbox.Session) (Changes, error) {
-	return Changes{}, ErrNoChanges
+	p, err := ss.Changes(changes.Limits{})
+	if err != nil {
+		return Changes{}, err
+	}
+	c := Changes{Patch: p.Diff, Files: p.Files}
+	if c.Files == nil {
+		c.Files = []changes.FileChange{}
+	}
+	if err := p.Incomplete(); err != nil {
+		c.Incomplete = err.Error()
+	}
+	return c, nil
 }
 
 // Changes returns what changed in /workspace since the session started,

@@ -57,12 +57,14 @@ type Options struct {
 	OnEvent func(audit.Event)
 	// Approver, when not nil, is asked to answer every escalated command
 	// that comes without an approval; the command runs once if it allows.
+	// Nil means the policy's decider (approvals.decider), if it names one.
 	Approver approval.Approver
 	// Approvals, when not nil, keeps approval requests, so that an
 	// operator can answer them (`airlock approve`) and a later request
 	// can redeem the approval (Request.Approval, StepRequest.Approval).
 	Approvals ApprovalStore
-	// ApprovalTTL is how long a request lives; 0 means DefaultApprovalTTL.
+	// ApprovalTTL is how long a request lives; 0 means the policy's
+	// approvals.ttlSeconds, else DefaultApprovalTTL.
 	ApprovalTTL time.Duration
 }
 
@@ -75,6 +77,15 @@ func New(pol *policy.Loaded, log *audit.Log, opts Options) (*Enforcer, error) {
 	eg, err := egress.Compile(pol.EgressConfig())
 	if err != nil {
 		return nil, fmt.Errorf("enforcer: %w", err)
+	}
+	// The policy's approvals section: its decider answers when the
+	// caller brought no Approver, and its ttl when the caller set none.
+	ac := pol.ApprovalConfig()
+	if opts.Approver == nil && ac.Decider != nil {
+		opts.Approver = &approval.Decider{Argv: ac.Decider, Timeout: ac.DeciderTimeout}
+	}
+	if opts.ApprovalTTL == 0 && pol.Approvals != nil && pol.Approvals.TTLSeconds != nil {
+		opts.ApprovalTTL = ac.TTL
 	}
 	return &Enforcer{pol: pol, cmd: cmdgate.Compile(pol.Policy), egress: eg, log: log, opts: opts}, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/approval"
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -217,7 +218,7 @@ func TestSessionChanges(t *testing.T) {
 	var calls int
 	defer enforcer.SetWorkspaceChanges(func(*sandbox.Session) (enforcer.Changes, error) {
 		calls++
-		return enforcer.Changes{Patch: []byte("diff --git a/x b/x\n"), Files: []enforcer.ChangedFile{{Path: "x", Change: "added"}}}, nil
+		return enforcer.Changes{Patch: []byte("diff --git a/x b/x\n"), Files: []changes.FileChange{{Path: "x", Kind: changes.Added}}}, nil
 	})()
 	f := newFixture(t, nil)
 	s := openSession(t, f, enforcer.SessionRequest{})

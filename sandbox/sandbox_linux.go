@@ -35,6 +35,9 @@ type Sandbox struct {
 	finds   int           // descriptor of the sandbox's /findings tmpfs, -1 when closed
 	dst     *findingsDest // the host's findings directory, nil without Config.Findings
 	work    int           // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	// orig keeps a session's workspace stream as sent, for Changes
+	// (changes_linux.go); nil for a single run or without a workspace.
+	orig    *os.File
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
@@ -86,6 +89,12 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
 		if s.dst, err = openFindingsDest(cfg.Findings); err != nil {
+			return nil, err
+		}
+	}
+	if session && cfg.Workspace != "" {
+		if s.orig, err = openOriginal(); err != nil {
+			s.abort()
 			return nil, err
 		}
 	}
@@ -426,7 +435,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return sendWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
 }
@@ -671,6 +680,9 @@ func (s *Sandbox) teardownErr(first error) error {
 	if s.work >= 0 {
 		unix.Close(s.work)
 		s.work = -1
+	}
+	if s.orig != nil {
+		s.orig.Close() // the field stays: writeSetup may still hold it
 	}
 	if s.lis != nil {
 		s.lis.Close()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -16,9 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -313,25 +314,24 @@ func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) 
 	return f, f.Close, nil
 }
 
-// printManifest lists the changed paths, one a line, escaped.
+// printManifest lists the changed paths, one a line, quoted as git
+// quotes them (nothing a terminal interprets).
 func printManifest(w io.Writer, ch enforcer.Changes) {
 	for _, c := range ch.Files {
-		fmt.Fprintf(w, "%s %s\n", c.Change, quoteIfNeeded(c.Path))
+		switch {
+		case c.OldPath != "":
+			fmt.Fprintf(w, "%s %s -> %s", c.Kind, changes.QuotePath(c.OldPath), changes.QuotePath(c.Path))
+		default:
+			fmt.Fprintf(w, "%s %s", c.Kind, changes.QuotePath(c.Path))
+		}
+		if c.Omitted != "" {
+			fmt.Fprintf(w, " (not in the patch: %s)", termtext.Escape(c.Omitted))
+		}
+		fmt.Fprintln(w)
 	}
 	if ch.Incomplete != "" {
-		fmt.Fprintf(w, "incomplete: %s\n", quoteIfNeeded(ch.Incomplete))
+		fmt.Fprintf(w, "incomplete: %s\n", termtext.Escape(ch.Incomplete))
 	}
-}
-
-// quoteIfNeeded quotes s when it has anything but printable ASCII other
-// than a space: a path chosen inside the sandbox is printed safely.
-func quoteIfNeeded(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }
 
 // exitPatchLost is session stop's status when the session stopped but
@@ -392,7 +392,7 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
 				for _, s := range sum.FindingsSkipped {
-					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", quoteIfNeeded(s))
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
 			}
 			if lost != nil {
@@ -431,7 +431,7 @@ func newSessionListCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")
 			for _, i := range infos {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", i.ID, quoteIfNeeded(i.Task), i.Pid, i.Started.Local().Format(time.DateTime))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", i.ID, termtext.Escape(i.Task), i.Pid, i.Started.Local().Format(time.DateTime))
 			}
 			return tw.Flush()
 		},
