@@ -46,6 +46,12 @@ type Log struct {
 	// and parse the last line again. knownSize is -1 when unknown.
 	known     tail
 	knownSize int64
+	// signer signs checkpoints (WithSigner); appended is set when this
+	// Log appended since its last checkpoint, so that Close signs one.
+	// chainID is the log's, once read.
+	signer   *Signer
+	appended bool
+	chainID  string
 }
 
 // Option configures a Log.
@@ -130,8 +136,9 @@ func syncDir(dir string) error {
 // Path returns the file the Log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Close makes any line AppendLazy wrote durable and closes the file.
-// Appends after Close return ErrClosed.
+// Close makes any line AppendLazy wrote durable, signs a checkpoint when
+// the Log has a signer and appended since its last one, and closes the
+// file. Appends after Close return ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -139,7 +146,13 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	var err error
-	if l.unsynced {
+	if l.signer != nil && l.appended {
+		if err = lockFile(l.f); err == nil {
+			_, err = l.checkpoint()
+			unlockFile(l.f)
+		}
+	}
+	if l.unsynced && err == nil {
 		if err = syncData(l.f); err != nil {
 			err = fmt.Errorf("audit: sync %s: %w", l.path, err)
 		}
@@ -255,6 +268,7 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 		return nil, 0, err
 	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
+	l.appended = true
 	if l.hook != nil {
 		l.seen = size + int64(len(b.buf))
 	}
