@@ -52,6 +52,10 @@ type Log struct {
 	signer   *Signer
 	appended bool
 	chainID  string
+	// runs are the live runs claimed through this Log (BeginRun); swept
+	// is set once its first append has swept the abandoned ones.
+	runs  map[string]*RunClaim
+	swept bool
 }
 
 // Option configures a Log.
@@ -258,17 +262,30 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 			Context: Context{Event: EventAuditRepaired, RepairedBytes: int64(len(t.damaged)),
 				RepairedSHA256: hex.EncodeToString(sum[:])}})
 	}
+	var held []*os.File
+	if !l.swept {
+		var abandoned []Event
+		abandoned, held = l.sweepRuns()
+		for _, a := range abandoned {
+			b.add(a)
+		}
+	}
 	at := b.add(ev)
+	if b.err == nil {
+		b.err = l.write(b.buf, size, sync)
+	}
+	sweptRuns(held, b.err == nil)
 	if b.err != nil {
 		l.forget()
 		return nil, 0, b.err
 	}
-	if err := l.write(b.buf, size, sync); err != nil {
-		l.forget()
-		return nil, 0, err
-	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
-	l.appended = true
+	l.appended, l.swept = true, true
+	for _, w := range b.out {
+		if c := l.runs[w.Context.RunID]; c != nil && w.Context.RunID != "" {
+			c.seen(w)
+		}
+	}
 	if l.hook != nil {
 		l.seen = size + int64(len(b.buf))
 	}

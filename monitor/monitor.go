@@ -67,9 +67,10 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 		case RuleMetadataAccess:
 			a.Context.Host, a.Context.Port, a.Context.Addresses = c.Host, c.Port, c.Addresses
 		case RuleResourceKill:
-			a.Context.KilledBy, a.Context.Command, a.Context.Args = c.KilledBy, c.Command, c.Args
+			a.Context.KilledBy = c.KilledBy
+			a.Context.Command, a.Context.Args, a.Context.ArgvSHA256, a.Context.Tails = c.Command, c.Args, c.ArgvSHA256, c.Tails
 		case RuleCommandDenyRepeat:
-			a.Context.Command, a.Context.Args = c.Command, c.Args
+			a.Context.Command, a.Context.Args, a.Context.ArgvSHA256, a.Context.Tails = c.Command, c.Args, c.ArgvSHA256, c.Tails
 		}
 		alerts = append(alerts, a)
 	}
