@@ -65,6 +65,10 @@ type Report struct {
 	// Checkpoints are the signed checkpoints found consistent with the
 	// log: its first Size events have the checkpoint's root.
 	Checkpoints []CheckedCheckpoint `json:"checkpoints,omitempty"`
+	// Unhashed counts the events with a command but no argvSha256:
+	// written by an airlock before it kept the hash of the whole command
+	// line, so a shortened one is not provable from them.
+	Unhashed int `json:"unhashed,omitempty"`
 }
 
 // CheckedCheckpoint is a signed checkpoint that the log extends.
@@ -201,6 +205,9 @@ func (v *Verifier) Line(line []byte) (Event, bool, error) {
 	v.rep.Head, v.rep.HeadSeq = ev.Hash, ev.Seq
 	if err := v.leaf(n, line, &ev); err != nil {
 		return Event{}, false, err
+	}
+	if (ev.Context.Command != "" || len(ev.Context.Args) > 0) && ev.Context.ArgvSHA256 == "" {
+		v.rep.Unhashed++
 	}
 	if legacy {
 		v.rep.Lossy++

@@ -100,14 +100,29 @@ func (e *Enforcer) Decide(req Request) decision.Decision {
 // run whose command ran could not be written (Result.ExitCode is then
 // ExitAudit, Result.AuditError names the record, and the error wraps
 // ErrAudit); refusals and kills are results.
+//
+// The run is claimed on the audit log while it lives (a run whose airlock
+// dies is recorded as abandoned by the next writer), and ended with a
+// signed checkpoint and the proofs of its records (Result.Audit) when the
+// log has a signer (docs/audit.md).
 func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
+	claim, err := e.log.BeginRun(req.RunID)
+	if err != nil {
+		return Result{RunID: req.RunID, ExitCode: ExitSetup, Error: err.Error()}, fmt.Errorf("enforcer: %w", err)
+	}
+	res, err := e.run(ctx, req)
+	return sealRun(claim, res, err)
+}
+
+// run is Run once the run is claimed.
+func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args, Env: req.Env}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
 	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
 	// The decision is recorded first, and is durable before the action
@@ -301,7 +316,8 @@ func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
 }
 
 // hidden lists the host files the sandbox must not see even when they sit
-// in a bound tree: the policy and the audit log.
+// in a bound tree: the policy, the audit log, the files beside it and the
+// signing key's directory.
 func (e *Enforcer) hidden() []string {
 	var h []string
 	if e.pol.Source != policy.EmbeddedName && strings.HasPrefix(e.pol.Source, "/") {
@@ -310,7 +326,7 @@ func (e *Enforcer) hidden() []string {
 	if p := e.log.Path(); strings.HasPrefix(p, "/") {
 		h = append(h, p)
 	}
-	return h
+	return append(h, e.log.PrivatePaths()...)
 }
 
 // NewRunID returns a fresh random run id.

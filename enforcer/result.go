@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 )
 
@@ -67,4 +68,8 @@ type Result struct {
 	// CommandExitCode is the status the run would have exited with (the
 	// child's own, 128+N, 137 or 130) when ExitAudit replaced it.
 	CommandExitCode *int `json:"commandExitCode,omitempty"`
+	// Audit proves the run's records: the checkpoint signed at the end of
+	// the run and each record's inclusion proof in it (docs/audit.md,
+	// "Proofs"); absent when the audit log has no signing key.
+	Audit *audit.RunProof `json:"audit,omitempty"`
 }

@@ -22,8 +22,8 @@ import (
 
 func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "audit (verify|timeline|alerts) [FILE]",
-		Short: "Check the audit log's hash chain, show its timeline, or its alerts",
+		Use:   "audit (verify|timeline|alerts|checkpoint|prove|verify-proof|pubkey) [FILE]",
+		Short: "Check the audit log's chain, tree and checkpoints, sign and prove, show its timeline or alerts",
 		Long: `audit reads an airlock audit log: FILE, else $AIRLOCK_AUDIT, else
 $XDG_STATE_HOME/airlock/audit.jsonl (~/.local/state/airlock/audit.jsonl when
 XDG_STATE_HOME is unset).`,
@@ -32,14 +32,17 @@ XDG_STATE_HOME is unset).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageError{errors.New("audit: give a subcommand: verify, timeline or alerts")}
+				return usageError{errors.New("audit: give a subcommand: " + auditSubcommands)}
 			}
-			return usageError{fmt.Errorf("audit: unknown subcommand %q (want verify, timeline or alerts)", args[0])}
+			return usageError{fmt.Errorf("audit: unknown subcommand %q (want %s)", args[0], auditSubcommands)}
 		},
 	}
-	cmd.AddCommand(newAuditVerifyCmd(), newAuditTimelineCmd(), newAuditAlertsCmd())
+	cmd.AddCommand(newAuditVerifyCmd(), newAuditTimelineCmd(), newAuditAlertsCmd(),
+		newAuditCheckpointCmd(), newAuditProveCmd(), newAuditVerifyProofCmd(), newAuditPubkeyCmd())
 	return cmd
 }
+
+const auditSubcommands = "verify, timeline, alerts, checkpoint, prove, verify-proof or pubkey"
 
 // atMostOneFile is the Args check of the subcommands.
 func atMostOneFile(sub string) cobra.PositionalArgs {
@@ -76,21 +79,30 @@ func auditFailed(sub, file string, err error) error {
 
 func newAuditVerifyCmd() *cobra.Command {
 	var (
-		head   string
-		asJSON bool
+		head, key   string
+		checkpoints []string
+		asJSON      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify [--head HASH] [--json] [FILE]",
-		Short: "Check the hash chain; exit 1 naming the first bad line",
+		Use:   "verify [--head HASH] [--key PUBKEY [--checkpoint FILE]...] [--json] [FILE]",
+		Short: "Check the hash chain, the Merkle tree and signed checkpoints; exit 1 naming the first bad line",
 		Long: `verify checks every line of the audit log and the chain that binds each line to
-the one before it. It exits 0 and prints the number of events and the head
-hash, or exits 1 naming the first bad line and why: an edit, a deletion, an
-insertion, a reordering, a cut in the middle, a duplicated or damaged line.
+the one before it, and computes the Merkle tree over its records. It exits 0
+and prints the number of events, the head hash, the tree and the guarantees
+the log has, or exits 1 naming the first bad line and why: an edit, a
+deletion, an insertion, a reordering, a cut in the middle, a duplicated or
+damaged line.
 
-A chain cannot show lines cut from its end. Keep the head hash that verify
-prints somewhere the log's writers cannot change, and later pass it with
---head: verify then also fails unless the log still holds that line.`,
+A chain alone cannot show lines cut from its end, nor a log rewritten from
+scratch. With --key (the public key, NAME+HASH+KEY, or a file holding it:
+"airlock audit pubkey" prints it) verify also checks signed checkpoints: each
+--checkpoint FILE, else the latest one kept beside the log (FILE.checkpoint).
+It fails unless each is signed by that key, names this log, and the log's
+first records still have its root: a truncation, a rewind or a rewrite of
+what a checkpoint covers is caught by anyone who kept it. --head HASH checks a
+head hash kept earlier the same way, without a key.`,
 		Example: `  airlock audit verify
+  airlock audit verify --key "$(cat ~/.local/state/airlock/audit-key/signing.pub)" --checkpoint kept.checkpoint
   airlock audit verify --head 9f2c…e1 /var/log/airlock/audit.jsonl`,
 		Args: atMostOneFile("verify"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -101,12 +113,32 @@ prints somewhere the log's writers cannot change, and later pass it with
 			if head != "" && !isHexHash(head) {
 				return usageError{errors.New("audit verify: --head must be a 64-digit lower-case hex hash")}
 			}
+			if len(checkpoints) > 0 && key == "" {
+				return usageError{errors.New("audit verify: --checkpoint needs --key, the public key that signed it")}
+			}
+			vkey, err := publicKey(key)
+			if err != nil {
+				return err
+			}
+			opts := audit.VerifyOptions{Head: head}
+			if vkey != "" {
+				if len(checkpoints) == 0 {
+					checkpoints = []string{file + audit.CheckpointSuffix}
+				}
+				for _, c := range checkpoints {
+					cp, err := audit.ReadCheckpointFile(c, vkey)
+					if err != nil {
+						return auditFailed("verify", c, err)
+					}
+					opts.Checkpoints = append(opts.Checkpoints, cp)
+				}
+			}
 			f, err := os.Open(file)
 			if err != nil {
 				return auditFailed("verify", file, err)
 			}
 			defer f.Close()
-			rep, verr := audit.VerifyHead(f, head)
+			rep, verr := audit.VerifyWith(f, opts)
 			if asJSON {
 				printVerifyJSON(cmd.OutOrStdout(), file, rep, verr)
 				if verr != nil {
@@ -128,12 +160,36 @@ prints somewhere the log's writers cannot change, and later pass it with
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d events, chain %s, head %s (seq %d)\n",
 				file, rep.Events, rep.ChainID, rep.Head, rep.HeadSeq)
+			printGuarantees(cmd.OutOrStdout(), rep, head != "")
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&head, "head", "", "fail unless the log holds a line with this hash (recorded earlier)")
+	cmd.Flags().StringVar(&key, "key", "", "the public key that signs checkpoints (NAME+HASH+KEY, or a file holding it)")
+	cmd.Flags().StringArrayVar(&checkpoints, "checkpoint", nil, "a checkpoint kept earlier (repeatable; default: FILE.checkpoint)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
+}
+
+// printGuarantees says what the verified log proves, and what it cannot.
+func printGuarantees(w io.Writer, rep audit.Report, anchored bool) {
+	fmt.Fprintf(w, "  chain: every line up to the head is as written: an edit, deletion, insertion or reordering would show\n")
+	fmt.Fprintf(w, "  tree: %d records, root %s (RFC 6962): any record can be proven in a checkpoint of this size\n", rep.TreeSize, rep.TreeRoot)
+	switch {
+	case len(rep.Checkpoints) > 0:
+		last := rep.Checkpoints[len(rep.Checkpoints)-1]
+		fmt.Fprintf(w, "  signed: consistent with %d %s signed by %s, the last at size %d: "+
+			"a cut, rewind or rewrite of what they cover would show\n", len(rep.Checkpoints),
+			plural(len(rep.Checkpoints), "checkpoint"), strings.TrimSuffix(last.Origin, "/"+rep.ChainID), last.Size)
+	case anchored:
+		fmt.Fprintf(w, "  anchored: the head given with --head is in the log\n")
+	default:
+		fmt.Fprintf(w, "  unsigned: no checkpoint was checked: a cut from the end or a rewrite from scratch would not show (use --key)\n")
+	}
+	if rep.Unhashed > 0 {
+		fmt.Fprintf(w, "  argv: %d %s with a command carry no argvSha256 (written by an older airlock): "+
+			"a shortened command line in them is not provable\n", rep.Unhashed, plural(rep.Unhashed, "record"))
+	}
 }
 
 // warnLossy names the lines that an older airlock wrote with bytes that

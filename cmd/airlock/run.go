@@ -102,7 +102,8 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 }
 
 // openAudit opens the audit file named by --audit or the default, with the
-// monitor watching every event written to it.
+// monitor watching every event written to it and the signing key
+// (loadSigner) signing a checkpoint at the end of every run.
 func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
 	if file == "" {
 		var err error
@@ -110,7 +111,11 @@ func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
 			return nil, err
 		}
 	}
-	return audit.Open(file, audit.WithHook(m))
+	signer, err := loadSigner()
+	if err != nil {
+		return nil, err
+	}
+	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer))
 }
 
 // reportOutcome prints the one stderr line PRODUCT.md gives for every
