@@ -56,6 +56,9 @@ type Log struct {
 	// is set once its first append has swept the abandoned ones.
 	runs  map[string]*RunClaim
 	swept bool
+	// co counts repeated refusals (coalesce.go), when coalesce is set.
+	co       coalescer
+	coalesce bool
 }
 
 // Option configures a Log.
@@ -63,6 +66,11 @@ type Option func(*Log)
 
 // WithClock makes the Log stamp events with now() instead of the time.
 func WithClock(now func() time.Time) Option { return func(l *Log) { l.now = now } }
+
+// WithCoalescing makes the Log count a run's repeated refusals instead of
+// writing each (docs/audit.md, "Floods"). Close, or the run's End, writes
+// the last counts: a Log that coalesces must be closed.
+func WithCoalescing() Option { return func(l *Log) { l.coalesce = true } }
 
 // WithHook makes the Log show every event to h and write what h adds.
 func WithHook(h Hook) Option { return func(l *Log) { l.hook = h } }
@@ -144,13 +152,18 @@ func (l *Log) Path() string { return l.path }
 // the Log has a signer and appended since its last one, and closes the
 // file. Appends after Close return ErrClosed.
 func (l *Log) Close() error {
+	ferr := l.flushCounts(true, "")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return ErrClosed
 	}
-	var err error
-	if l.signer != nil && l.appended {
+	if l.co.timer != nil {
+		l.co.timer.Stop()
+		l.co.timer = nil
+	}
+	err := ferr
+	if l.signer != nil && l.appended && err == nil {
 		if err = lockFile(l.f); err == nil {
 			_, err = l.checkpoint()
 			unlockFile(l.f)
@@ -172,12 +185,14 @@ func (l *Log) Close() error {
 // Seq, TS, Prev and Hash set. When Append returns nil, the event is on
 // disk. The caller fills in Kind, Decision, Reason and Context; an event
 // with an unknown kind or decision, or without a reason, is refused.
+//
+// With WithCoalescing, a refusal that repeats one its run made within the
+// second is counted instead of written (docs/audit.md, "Floods"): Append
+// then returns ev as given, with Seq 0, and its count is written in a
+// later count record.
 func (l *Log) Append(ev Event) (Event, error) {
-	evs, at, err := l.append(ev, true)
-	if err != nil {
-		return Event{}, err
-	}
-	return evs[at], nil
+	ev, _, err := l.AppendAll(ev)
+	return ev, err
 }
 
 // AppendAll is Append that also returns every line the call wrote, in
@@ -186,8 +201,11 @@ func (l *Log) Append(ev Event) (Event, error) {
 // the events the hook added after each of them (alerts, for the monitor).
 func (l *Log) AppendAll(ev Event) (Event, []Event, error) {
 	evs, at, err := l.append(ev, true)
-	if err != nil {
+	switch {
+	case err != nil:
 		return Event{}, nil, err
+	case at < 0:
+		return ev, evs, nil
 	}
 	return evs[at], evs, nil
 }
@@ -208,18 +226,34 @@ func (l *Log) AppendLazy(ev Event) (Event, []Event, error) {
 		return Event{}, nil, ErrDecisionNotLazy
 	}
 	evs, at, err := l.append(ev, false)
-	if err != nil {
+	switch {
+	case err != nil:
 		return Event{}, nil, err
+	case at < 0:
+		return ev, evs, nil
 	}
 	return evs[at], evs, nil
 }
 
 // append writes ev, synced unless lazy, and returns the lines written and
-// ev's index in them.
+// ev's index in them, or -1 when ev was a refusal counted for a later
+// count record (see coalesce.go).
 func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 	if err := checkNew(&ev); err != nil {
 		return nil, 0, err
 	}
+	return l.do(&ev, sync, false, "")
+}
+
+// flushCounts writes the pending count records (all of them with force,
+// else those whose second is over; only run's when run is not "").
+func (l *Log) flushCounts(force bool, run string) error {
+	_, _, err := l.do(nil, false, force, run)
+	return err
+}
+
+// do is one append: ev, when not nil, after the count records due.
+func (l *Log) do(ev *Event, sync, force bool, run string) ([]Event, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
@@ -229,6 +263,16 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 		return nil, 0, fmt.Errorf("audit: lock %s: %w", l.path, err)
 	}
 	defer unlockFile(l.f)
+	defer l.arm()
+	now := l.now().UTC()
+	counted, fresh := false, (*bucket)(nil)
+	if ev != nil && l.coalesce && coalescable(ev) {
+		counted, fresh = l.co.count(ev, now)
+	}
+	dues, due := l.co.due(now, force, run)
+	if (ev == nil || counted) && len(dues) == 0 {
+		return nil, -1, nil
+	}
 	fi, err := l.f.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit: %w", err)
@@ -240,7 +284,6 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 			return nil, 0, fmt.Errorf("%w (in %s)", err, l.path)
 		}
 	}
-	now := l.now().UTC()
 	if err := l.catchUp(size, now); err != nil {
 		return nil, 0, err
 	}
@@ -270,14 +313,25 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 			b.add(a)
 		}
 	}
-	at := b.add(ev)
+	for _, d := range dues {
+		b.add(d)
+	}
+	at := -1
+	if ev != nil && !counted {
+		at = b.add(*ev)
+	}
 	if b.err == nil {
 		b.err = l.write(b.buf, size, sync)
 	}
 	sweptRuns(held, b.err == nil)
 	if b.err != nil {
+		l.co.failed(fresh)
 		l.forget()
 		return nil, 0, b.err
+	}
+	due()
+	if fresh != nil {
+		fresh.first = b.out[at]
 	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
 	l.appended, l.swept = true, true
@@ -290,6 +344,20 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 		l.seen = size + int64(len(b.buf))
 	}
 	return b.out, at, nil
+}
+
+// arm sets the timer that writes the count records of a second that no
+// later append writes. It runs with l.mu held.
+func (l *Log) arm() {
+	if l.f == nil || l.co.timer != nil || !l.co.pending() {
+		return
+	}
+	l.co.timer = time.AfterFunc(coalesceWindow, func() {
+		l.mu.Lock()
+		l.co.timer = nil
+		l.mu.Unlock()
+		_ = l.flushCounts(false, "")
+	})
 }
 
 // write appends buf with one write and, with sync, syncs it (and every

@@ -146,6 +146,9 @@ func (c *RunClaim) records() ([]Event, int) {
 // written. Without a signer it returns nil and no error.
 func (c *RunClaim) End() (*RunProof, error) {
 	l := c.l
+	if err := l.flushCounts(true, c.id); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	if c.closed {
 		l.mu.Unlock()

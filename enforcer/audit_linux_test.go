@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,8 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -175,5 +178,73 @@ func TestKilledRunRecordedAbandoned(t *testing.T) {
 	}
 	if abandoned != 1 || outcome != 0 {
 		t.Fatalf("%d run_abandoned and %d outcome records for the killed run", abandoned, outcome)
+	}
+}
+
+// TestEgressFloodCounted floods the proxy from inside a real sandbox with
+// refused CONNECTs (airlock's connect-flood payload), identical and all
+// different, and checks that the log stays small, the alerts few, and
+// that every refusal is counted: the records without a count plus the
+// counts add up exactly to the refusals the payload saw.
+func TestEgressFloodCounted(t *testing.T) {
+	testutil.RequireRoot(t)
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		maxRecords int
+	}{
+		{"identical refusals", []string{"3000", "evil.attacker.example:443"}, 30},
+		{"all different", []string{"1000", "evil.attacker.example:443", "distinct"}, 120},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.jsonl")
+			log, err := audit.Open(path, audit.WithCoalescing(),
+				audit.WithHook(monitor.New(monitor.Thresholds{EgressDenyBurst: 5, Window: 10 * time.Second})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer log.Close()
+			pol, _ := policy.Parse("test.json", []byte(testPolicy))
+			var self sandbox.Config
+			self.BindSelf()
+			e, err := enforcer.New(pol, log, enforcer.Options{Binds: self.Binds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			res, err := e.Run(context.Background(), enforcer.Request{Tool: "agent_code", Command: sandbox.SelfPath,
+				Args: append([]string{"payload", "connect-flood"}, tc.args...), Stdout: &out, Stderr: &out})
+			if err != nil || res.ExitCode != 0 {
+				t.Fatalf("run: %v %+v\n%s", err, res, out.String())
+			}
+			reps := payload.Parse(out.Bytes())
+			if len(reps) != 1 || reps[0].Detail["refused"] != tc.args[0] {
+				t.Fatalf("the payload: %s", out.String())
+			}
+			refused, _ := strconv.Atoi(reps[0].Detail["refused"])
+			f, _ := os.Open(path)
+			defer f.Close()
+			var full, counted, records, alerts int
+			for ev, err := range audit.Events(f) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case ev.Kind == audit.KindEgress && ev.Decision == audit.DecisionDeny && ev.Context.Count > 0:
+					counted += ev.Context.Count
+					records++
+				case ev.Kind == audit.KindEgress && ev.Decision == audit.DecisionDeny:
+					full++
+					records++
+				case ev.Kind == audit.KindBehavioral:
+					alerts++
+				}
+			}
+			if full+counted != refused || records > tc.maxRecords || alerts > 3 {
+				t.Fatalf("%d refusals: %d written in full + %d counted, in %d records (at most %d), %d alerts",
+					refused, full, counted, records, tc.maxRecords, alerts)
+			}
+			t.Logf("%d refusals: %d records (%d in full), %d alerts", refused, records, full, alerts)
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -62,8 +63,7 @@ func runPayload(name string, args []string) int {
 		c.Close()
 		fmt.Println("connected")
 	default:
-		fmt.Fprintln(os.Stderr, "unknown payload", name)
-		return 2
+		return payload.Run(name, args) // airlock's own attack programs
 	}
 	return 0
 }

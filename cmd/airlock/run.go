@@ -115,7 +115,7 @@ func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer))
+	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer), audit.WithCoalescing())
 }
 
 // reportOutcome prints the one stderr line PRODUCT.md gives for every
