@@ -221,4 +221,3 @@ func newAuditPubkeyCmd() *cobra.Command {
 	keyFileFlag(cmd, &keyFile)
 	return cmd
 }
-
