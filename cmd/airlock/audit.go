@@ -241,18 +241,31 @@ func printVerifyJSON(w io.Writer, file string, rep audit.Report, verr error) {
 }
 
 func newAuditTimelineCmd() *cobra.Command {
-	var follow, utc bool
+	var (
+		follow, utc, absolute, asJSON bool
+		filter                        audit.Filter
+		kinds                         []string
+		since                         string
+	)
 	cmd := &cobra.Command{
-		Use:   "timeline [--follow] [--utc] [FILE]",
+		Use:   "timeline [--follow] [--run ID] [--session ID] [--tool T] [--kind K] [--since T] [--json] [FILE]",
 		Short: "One readable line per event; --follow shows events as they are written",
-		Long: `timeline prints one line per event of the audit log: time, tool or task,
-subject, what was decided where, and the reason. It checks the chain as it
-reads: at the first bad line it prints "!! line N: why", marks every later
-event "?", and exits 1.
+		Long: `timeline prints one line per event of the audit log: time, how long ago, run
+(or session), tool or task, subject, what was decided where, and the reason,
+byte counts in IEC units (1.0 MiB). It checks the chain as it reads: at the
+first bad line it prints "!! line N: why", marks every later event "?", and
+exits 1.
+
+--run, --session, --tool, --kind (command, egress, resource, behavioral,
+lifecycle; repeatable or comma-separated) and --since (a duration such as
+10m, or an RFC 3339 time) select the events shown; every line is still
+verified. --json prints one JSON object per event shown instead:
+{"line":N,"verified":true,"event":{…}}.
 
 --follow keeps reading as airlock appends (the live view of a run), until
 interrupted; it waits for the file when it does not exist yet.`,
-		Example: `  airlock audit timeline
+		Example: `  airlock audit timeline --since 1h --kind egress
+  airlock audit timeline --run run-3f2a9c81d0e4 --json
   airlock audit timeline --follow &
   airlock run --tool run_tests -- pytest -v`,
 		Args: atMostOneFile("timeline"),
@@ -260,6 +273,19 @@ interrupted; it waits for the file when it does not exist yet.`,
 			file, err := auditFile(args)
 			if err != nil {
 				return err
+			}
+			for _, k := range kinds {
+				for _, one := range strings.Split(k, ",") {
+					if !audit.Kind(one).Valid() {
+						return usageError{fmt.Errorf("audit timeline: --kind %q: want command, egress, resource, behavioral or lifecycle", one)}
+					}
+					filter.Kinds = append(filter.Kinds, audit.Kind(one))
+				}
+			}
+			if since != "" {
+				if filter.Since, err = parseSince(since, time.Now()); err != nil {
+					return usageError{fmt.Errorf("audit timeline: --since: %w", err)}
+				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -271,16 +297,38 @@ interrupted; it waits for the file when it does not exist yet.`,
 				return nil // interrupted while waiting for the file
 			}
 			defer f.Close()
-			opts := audit.TimelineOptions{Follow: follow, Location: location(utc)}
+			opts := audit.TimelineOptions{Follow: follow, Location: location(utc), Filter: filter, JSON: asJSON}
+			if !absolute {
+				opts.Now = time.Now
+			}
 			if _, err := audit.Timeline(ctx, cmd.OutOrStdout(), f, opts); err != nil {
 				return auditFailed("timeline", file, err)
 			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep showing events as they are appended")
-	cmd.Flags().BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
+	fl := cmd.Flags()
+	fl.BoolVarP(&follow, "follow", "f", false, "keep showing events as they are appended")
+	fl.BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
+	fl.BoolVar(&absolute, "absolute", false, "leave out how long ago each event was")
+	fl.BoolVar(&asJSON, "json", false, "print one JSON object per event")
+	fl.StringVar(&filter.Run, "run", "", "show only the events of this run")
+	fl.StringVar(&filter.Session, "session", "", "show only the events of this session")
+	fl.StringVar(&filter.Tool, "tool", "", "show only the events of this tool")
+	fl.StringArrayVar(&kinds, "kind", nil, "show only events of this kind (repeatable)")
+	fl.StringVar(&since, "since", "", "show only events since this long ago (10m, 2h) or this RFC 3339 time")
 	return cmd
+}
+
+// parseSince reads --since: a duration before now, or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (10m, 2h) nor an RFC 3339 time", s)
 }
 
 // openLog opens file; with wait, it waits for a missing file to appear,
