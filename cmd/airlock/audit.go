@@ -22,7 +22,7 @@ import (
 
 func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "audit (verify|timeline|alerts|checkpoint|prove|verify-proof|pubkey) [FILE]",
+		Use:   "audit (verify|timeline|alerts|checkpoint|prove|verify-proof|pubkey|export) [FILE]",
 		Short: "Check the audit log's chain, tree and checkpoints, sign and prove, show its timeline or alerts",
 		Long: `audit reads an airlock audit log: FILE, else $AIRLOCK_AUDIT, else
 $XDG_STATE_HOME/airlock/audit.jsonl (~/.local/state/airlock/audit.jsonl when
@@ -38,11 +38,11 @@ XDG_STATE_HOME is unset).`,
 		},
 	}
 	cmd.AddCommand(newAuditVerifyCmd(), newAuditTimelineCmd(), newAuditAlertsCmd(),
-		newAuditCheckpointCmd(), newAuditProveCmd(), newAuditVerifyProofCmd(), newAuditPubkeyCmd())
+		newAuditCheckpointCmd(), newAuditProveCmd(), newAuditVerifyProofCmd(), newAuditPubkeyCmd(), newAuditExportCmd())
 	return cmd
 }
 
-const auditSubcommands = "verify, timeline, alerts, checkpoint, prove, verify-proof or pubkey"
+const auditSubcommands = "verify, timeline, alerts, checkpoint, prove, verify-proof, pubkey or export"
 
 // atMostOneFile is the Args check of the subcommands.
 func atMostOneFile(sub string) cobra.PositionalArgs {
@@ -243,9 +243,7 @@ func printVerifyJSON(w io.Writer, file string, rep audit.Report, verr error) {
 func newAuditTimelineCmd() *cobra.Command {
 	var (
 		follow, utc, absolute, asJSON bool
-		filter                        audit.Filter
-		kinds                         []string
-		since                         string
+		sel                           selection
 	)
 	cmd := &cobra.Command{
 		Use:   "timeline [--follow] [--run ID] [--session ID] [--tool T] [--kind K] [--since T] [--json] [FILE]",
@@ -274,18 +272,9 @@ interrupted; it waits for the file when it does not exist yet.`,
 			if err != nil {
 				return err
 			}
-			for _, k := range kinds {
-				for _, one := range strings.Split(k, ",") {
-					if !audit.Kind(one).Valid() {
-						return usageError{fmt.Errorf("audit timeline: --kind %q: want command, egress, resource, behavioral or lifecycle", one)}
-					}
-					filter.Kinds = append(filter.Kinds, audit.Kind(one))
-				}
-			}
-			if since != "" {
-				if filter.Since, err = parseSince(since, time.Now()); err != nil {
-					return usageError{fmt.Errorf("audit timeline: --since: %w", err)}
-				}
+			filter, err := sel.filter("timeline")
+			if err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -312,12 +301,44 @@ interrupted; it waits for the file when it does not exist yet.`,
 	fl.BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
 	fl.BoolVar(&absolute, "absolute", false, "leave out how long ago each event was")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object per event")
-	fl.StringVar(&filter.Run, "run", "", "show only the events of this run")
-	fl.StringVar(&filter.Session, "session", "", "show only the events of this session")
-	fl.StringVar(&filter.Tool, "tool", "", "show only the events of this tool")
-	fl.StringArrayVar(&kinds, "kind", nil, "show only events of this kind (repeatable)")
-	fl.StringVar(&since, "since", "", "show only events since this long ago (10m, 2h) or this RFC 3339 time")
+	sel.add(cmd)
 	return cmd
+}
+
+// selection is the event filter flags of timeline and export.
+type selection struct {
+	f     audit.Filter
+	kinds []string
+	since string
+}
+
+func (s *selection) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&s.f.Run, "run", "", "only the events of this run")
+	fl.StringVar(&s.f.Session, "session", "", "only the events of this session")
+	fl.StringVar(&s.f.Tool, "tool", "", "only the events of this tool")
+	fl.StringArrayVar(&s.kinds, "kind", nil, "only events of this kind: command, egress, resource, behavioral, lifecycle (repeatable)")
+	fl.StringVar(&s.since, "since", "", "only events since this long ago (10m, 2h) or this RFC 3339 time")
+}
+
+// filter checks the flags and returns the filter they make.
+func (s *selection) filter(sub string) (audit.Filter, error) {
+	f := s.f
+	for _, k := range s.kinds {
+		for _, one := range strings.Split(k, ",") {
+			if !audit.Kind(one).Valid() {
+				return f, usageError{fmt.Errorf("audit %s: --kind %q: want command, egress, resource, behavioral or lifecycle", sub, one)}
+			}
+			f.Kinds = append(f.Kinds, audit.Kind(one))
+		}
+	}
+	if s.since != "" {
+		var err error
+		if f.Since, err = parseSince(s.since, time.Now()); err != nil {
+			return f, usageError{fmt.Errorf("audit %s: --since: %w", sub, err)}
+		}
+	}
+	return f, nil
 }
 
 // parseSince reads --since: a duration before now, or an RFC 3339 time.
