@@ -100,7 +100,10 @@ type lastSigned struct {
 	Note   string `json:"note"`
 	Offset int64  `json:"offset"`
 	Head   string `json:"head"`
-	cp     Checkpoint
+	// Start is the number of records before the file Offset is in: 0 for
+	// the log's first file, N for the file a rotation began after seq N.
+	Start int64 `json:"start"`
+	cp    Checkpoint
 }
 
 // lastName is the file of a log's last checkpoint in the key's directory.
@@ -127,7 +130,7 @@ func (s *Signer) last(chainID string) (*lastSigned, error) {
 
 // sign signs a checkpoint of the tree t of the log chainID, and keeps it
 // durably as the last one, before anyone is given it.
-func (s *Signer) sign(chainID string, t *sideTree) (Checkpoint, error) {
+func (s *Signer) sign(chainID string, t *sideTree, start int64) (Checkpoint, error) {
 	root, err := t.root(t.n)
 	if err != nil {
 		return Checkpoint{}, err
@@ -137,7 +140,7 @@ func (s *Signer) sign(chainID string, t *sideTree) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: sign the checkpoint: %w", err)
 	}
-	state, _ := json.Marshal(lastSigned{Note: string(b), Offset: t.off, Head: hexHash(t.head)})
+	state, _ := json.Marshal(lastSigned{Note: string(b), Offset: t.off, Head: hexHash(t.head), Start: start})
 	if err := privstate.Replace(s.dir, lastName(chainID), state); err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: keep the checkpoint: %w", err)
 	}
@@ -169,8 +172,8 @@ func (l *Log) Checkpoint() (Checkpoint, error) {
 	if l.f == nil {
 		return Checkpoint{}, ErrClosed
 	}
-	if err := lockFile(l.f); err != nil {
-		return Checkpoint{}, fmt.Errorf("audit: lock %s: %w", l.path, err)
+	if err := l.lockCurrent(); err != nil {
+		return Checkpoint{}, err
 	}
 	defer unlockFile(l.f)
 	return l.checkpoint()
@@ -195,19 +198,23 @@ func (l *Log) checkpoint() (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	t, err := openSideTree(l.path)
+	t, err := openSideTree(l.path, chainID)
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	defer t.close()
-	if err := extendSigned(l.f, size, t, last); err != nil {
+	start, first, err := fileStart(l.f)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if err := extendSigned(l.f, size, t, last, start, first); err != nil {
 		return Checkpoint{}, fmt.Errorf("%w (in %s)", err, l.path)
 	}
 	l.appended = false
 	if last != nil && t.n == last.cp.Size {
 		return last.cp, nil
 	}
-	cp, err := l.signer.sign(chainID, t)
+	cp, err := l.signer.sign(chainID, t, start)
 	if err != nil {
 		l.appended = true
 		return Checkpoint{}, err
@@ -223,15 +230,24 @@ func (l *Log) checkpoint() (Checkpoint, error) {
 // (else t is rebuilt from the log, and must then), and the records after
 // them are read again from the log, from where the checkpoint's last
 // record ends, chained onto it. With no last checkpoint, t is rebuilt
-// from the whole log.
-func extendSigned(f *os.File, size int64, t *sideTree, last *lastSigned) error {
+// from the whole log. start and first are the current file's (fileStart):
+// a checkpoint signed in the file before a rotation, at its end, goes on
+// from the start of this one.
+func extendSigned(f *os.File, size int64, t *sideTree, last *lastSigned, start int64, first *Event) error {
 	if last == nil {
 		return syncTree(f, size, t, true)
 	}
 	n := last.cp.Size
 	matches := func() bool { r, err := t.root(n); return err == nil && r == last.cp.Root }
-	if matches() {
-		if err := t.cut(n, last.Offset, parseHexHash(last.Head)); err != nil {
+	off := last.Offset
+	if last.Start != start {
+		off = -1
+		if n == start && first.Prev == last.Head {
+			off = 0
+		}
+	}
+	if off >= 0 && matches() {
+		if err := t.cut(n, off, parseHexHash(last.Head)); err != nil {
 			return err
 		}
 		err := t.extend(f, size)

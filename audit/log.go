@@ -132,6 +132,39 @@ func (l *Log) check(created bool) error {
 	return nil
 }
 
+// lockCurrent locks the log's file, and when the file at the log's path
+// is no longer the one this Log has open (the log was rotated, see
+// Rotate), opens and locks that one instead: every writer follows a
+// rotation at its next append.
+func (l *Log) lockCurrent() error {
+	for range 16 {
+		if err := lockFile(l.f); err != nil {
+			return fmt.Errorf("audit: lock %s: %w", l.path, err)
+		}
+		mine, err := l.f.Stat()
+		if err != nil {
+			unlockFile(l.f)
+			return fmt.Errorf("audit: %w", err)
+		}
+		now, err := os.Lstat(l.path)
+		if err != nil || os.SameFile(mine, now) {
+			return nil // gone: keep the file we hold (nothing here deletes a log)
+		}
+		unlockFile(l.f)
+		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|noFollow, 0)
+		if err != nil {
+			return fmt.Errorf("audit: reopen the rotated log: %w", err)
+		}
+		if l.unsynced {
+			_ = syncData(l.f)
+			l.unsynced = false
+		}
+		l.f.Close()
+		l.f, l.knownSize, l.seen = f, -1, -1
+	}
+	return fmt.Errorf("audit: %s keeps being replaced", l.path)
+}
+
 // syncDir makes a new file's name durable in its directory.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -164,7 +197,7 @@ func (l *Log) Close() error {
 	}
 	err := ferr
 	if l.signer != nil && l.appended && err == nil {
-		if err = lockFile(l.f); err == nil {
+		if err = l.lockCurrent(); err == nil {
 			_, err = l.checkpoint()
 			unlockFile(l.f)
 		}
@@ -259,8 +292,8 @@ func (l *Log) do(ev *Event, sync, force bool, run string) ([]Event, int, error) 
 	if l.f == nil {
 		return nil, 0, ErrClosed
 	}
-	if err := lockFile(l.f); err != nil {
-		return nil, 0, fmt.Errorf("audit: lock %s: %w", l.path, err)
+	if err := l.lockCurrent(); err != nil {
+		return nil, 0, err
 	}
 	defer unlockFile(l.f)
 	defer l.arm()

@@ -107,8 +107,8 @@ func (l *Log) locked(fn func(size int64) error) error {
 	if l.f == nil {
 		return ErrClosed
 	}
-	if err := lockFile(l.f); err != nil {
-		return fmt.Errorf("audit: lock %s: %w", l.path, err)
+	if err := l.lockCurrent(); err != nil {
+		return err
 	}
 	defer unlockFile(l.f)
 	fi, err := l.f.Stat()
@@ -121,7 +121,7 @@ func (l *Log) locked(fn func(size int64) error) error {
 // proveLines proves lines (without newlines) of the log f in the tree of
 // cp, from the log's tree file, rebuilt once when it gives a wrong proof.
 func proveLines(f *os.File, size int64, path string, cp Checkpoint, lines [][]byte) ([]RecordProof, error) {
-	t, err := openSideTree(path)
+	t, err := openSideTree(path, OriginChain(cp.Origin))
 	if err != nil {
 		return nil, err
 	}

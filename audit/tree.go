@@ -100,7 +100,9 @@ const (
 
 // sideTree is a log's tree kept in its sidecar file.
 type sideTree struct {
-	f    *os.File
+	f       *os.File
+	path    string // the log's
+	chainID string // the log's, when known
 	n    int64     // leaves covered
 	off  int64     // the log's size up to the end of leaf n's line
 	head tlog.Hash // leaf n's chain hash (zero for n == 0)
@@ -111,12 +113,12 @@ type sideTree struct {
 
 // openSideTree opens (creating, 0600) the sidecar of the log at path and
 // reads its header; a header that is not one yields an empty tree.
-func openSideTree(path string) (*sideTree, error) {
+func openSideTree(path, chainID string) (*sideTree, error) {
 	f, err := os.OpenFile(path+sidecarSuffix, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: tree: %w", err)
 	}
-	t := &sideTree{f: f}
+	t := &sideTree{f: f, path: path, chainID: chainID}
 	var h [sidecarHeader]byte
 	if _, err := f.ReadAt(h[:], 0); err == nil && string(h[:16]) == sidecarMagic {
 		t.n, t.off = int64(be64(h[16:])), int64(be64(h[24:]))
@@ -223,18 +225,40 @@ func syncTree(f *os.File, size int64, t *sideTree, scratch bool) error {
 	if !scratch && t.n > 0 && !t.endsAt(f, size) {
 		scratch = true
 	}
-	if scratch {
-		t.reset()
-	}
-	err := t.extend(f, size)
-	if errors.Is(err, errLogChanged) && !scratch {
-		t.reset()
+	err := errLogChanged
+	if !scratch {
 		err = t.extend(f, size)
+	}
+	if errors.Is(err, errLogChanged) {
+		err = t.rebuild(f, size)
 	}
 	if err != nil {
 		return err
 	}
 	return t.flush()
+}
+
+// rebuild makes t again from the log's files: its earlier files (rotated,
+// see Rotate) as far back as they are at hand, then f.
+func (t *sideTree) rebuild(f *os.File, size int64) error {
+	t.reset()
+	for _, p := range predecessors(t.path) {
+		pf, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("audit: tree: %w", err)
+		}
+		fi, err := pf.Stat()
+		if err == nil {
+			t.off = 0
+			err = t.extend(pf, fi.Size())
+		}
+		pf.Close()
+		if err != nil {
+			return fmt.Errorf("%w (in %s)", err, p)
+		}
+	}
+	t.off = 0
+	return t.extend(f, size)
 }
 
 // endsAt reports whether the log, of the given size, has at t.off the end
@@ -256,7 +280,7 @@ func (t *sideTree) endsAt(f *os.File, size int64) bool {
 func (t *sideTree) extend(f *os.File, size int64) error {
 	v := NewVerifier("")
 	if t.n > 0 {
-		v = resumeVerifier(uint64(t.n), hexHash(t.head))
+		v = resumeVerifier(uint64(t.n), hexHash(t.head), t.chainID)
 	}
 	off := t.off
 	if off > size {
@@ -284,6 +308,14 @@ func (t *sideTree) extend(f *os.File, size int64) error {
 		if !ok {
 			continue // damaged: the next line must be its repair
 		}
+		if isContinuation(&ev) {
+			if err := t.continued(&ev); err != nil {
+				return fmt.Errorf("audit: tree: %w: %w", errLogChanged, err)
+			}
+		}
+		if t.chainID == "" {
+			t.chainID = v.rep.ChainID
+		}
 		if int64(ev.Seq) != t.n+1 {
 			return fmt.Errorf("audit: tree: %w: seq %d follows leaf %d", errLogChanged, ev.Seq, t.n)
 		}
@@ -291,6 +323,36 @@ func (t *sideTree) extend(f *os.File, size int64) error {
 			return err
 		}
 	}
+}
+
+// continued checks a chain_continued record against the tree, or, for a
+// tree that starts with it (the earlier files are not at hand), seeds the
+// tree with the frontier it carries: every root from then on is right,
+// and the proofs that need hashes of the earlier files fail their check.
+func (t *sideTree) continued(ev *Event) error {
+	fr, err := continuedFrontier(ev)
+	if err != nil {
+		return err
+	}
+	n := int64(ev.Seq) - 1
+	if t.n == 0 && n > 0 {
+		t.buf = make([]tlog.Hash, tlog.StoredHashCount(n))
+		for i, h := range fr {
+			t.buf[i] = h
+		}
+		t.n, t.bufAt, t.chainID = n, 0, ev.Context.ChainID
+		return nil
+	}
+	have, err := t.ReadHashes(frontierIndexes(n))
+	if err != nil {
+		return err
+	}
+	for i, x := range frontierIndexes(n) {
+		if have[i] != fr[x] {
+			return fmt.Errorf("the continuation at seq %d carries another tree than the records before it", ev.Seq)
+		}
+	}
+	return nil
 }
 
 // hexHash writes a chain hash as the log does: 64 lower-case hex digits.

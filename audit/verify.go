@@ -65,6 +65,11 @@ type Report struct {
 	// Checkpoints are the signed checkpoints found consistent with the
 	// log: its first Size events have the checkpoint's root.
 	Checkpoints []CheckedCheckpoint `json:"checkpoints,omitempty"`
+	// ContinuedFrom is the seq of the first event when the log read
+	// starts with a rotated log's continuation (chain_continued): what
+	// came before is in earlier files, and is checked only through the
+	// tree frontier it carries.
+	ContinuedFrom uint64 `json:"continuedFrom,omitempty"`
 	// Unhashed counts the events with a command but no argvSha256:
 	// written by an airlock before it kept the hash of the whole command
 	// line, so a shortened one is not provable from them.
@@ -107,9 +112,9 @@ type Verifier struct {
 // resumeVerifier returns a Verifier that checks lines following the
 // event with the given seq and hash (the tree's catch-up reads from the
 // middle of a log).
-func resumeVerifier(seq uint64, head string) *Verifier {
+func resumeVerifier(seq uint64, head, chainID string) *Verifier {
 	v := &Verifier{resumed: true}
-	v.rep.HeadSeq, v.rep.Head = seq, head
+	v.rep.HeadSeq, v.rep.Head, v.rep.ChainID = seq, head, chainID
 	return v
 }
 
@@ -245,6 +250,12 @@ func (v *Verifier) repairs(n int, ev *Event) error {
 
 // chain checks ev's seq and prev against the last valid event.
 func (v *Verifier) chain(n int, ev *Event) error {
+	if v.rep.Events == 0 && !v.resumed && isContinuation(ev) {
+		// The first file at hand is a rotated log's continuation: the
+		// chain and the tree carry on from its prev and frontier.
+		v.rep.ChainID, v.rep.ContinuedFrom = ev.Context.ChainID, ev.Seq
+		return nil
+	}
 	if v.rep.Events == 0 && !v.resumed {
 		switch {
 		case ev.Seq != 1:
@@ -267,6 +278,8 @@ func (v *Verifier) chain(n int, ev *Event) error {
 		return v.fail(n, fmt.Sprintf("seq jumps from %d to %d: lines were removed or moved", v.rep.HeadSeq, ev.Seq))
 	case ev.Prev != v.rep.Head:
 		return v.fail(n, fmt.Sprintf("prev does not match the hash of line %d: a line was edited, inserted or moved", v.prevLineNo))
+	case isContinuation(ev) && ev.Context.ChainID == v.rep.ChainID:
+		return nil // the next file of a rotated log
 	case ev.Context.ChainID != "":
 		return v.fail(n, "a chain id after the first event: another log was spliced in")
 	}
@@ -278,6 +291,20 @@ func (v *Verifier) chain(n int, ev *Event) error {
 func (v *Verifier) leaf(n int, line []byte, ev *Event) error {
 	if v.tree == nil {
 		return nil // resumed: the caller keeps the tree
+	}
+	if isContinuation(ev) {
+		fr, err := continuedFrontier(ev)
+		if err != nil {
+			return v.fail(n, err.Error())
+		}
+		if v.tree.n == 0 {
+			v.tree.n, v.tree.h = int64(ev.Seq)-1, fr
+		}
+		for x, h := range fr {
+			if v.tree.h[x] != h {
+				return v.fail(n, "the continuation's tree frontier is not that of the records before it")
+			}
+		}
 	}
 	if err := v.tree.add(LeafHash(line)); err != nil {
 		return v.fail(n, err.Error())

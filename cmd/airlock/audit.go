@@ -22,7 +22,7 @@ import (
 
 func newAuditCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "audit (verify|timeline|alerts|checkpoint|prove|verify-proof|pubkey|export) [FILE]",
+		Use:   "audit (verify|timeline|alerts|checkpoint|prove|verify-proof|pubkey|export|rotate) [FILE]",
 		Short: "Check the audit log's chain, tree and checkpoints, sign and prove, show its timeline or alerts",
 		Long: `audit reads an airlock audit log: FILE, else $AIRLOCK_AUDIT, else
 $XDG_STATE_HOME/airlock/audit.jsonl (~/.local/state/airlock/audit.jsonl when
@@ -38,11 +38,11 @@ XDG_STATE_HOME is unset).`,
 		},
 	}
 	cmd.AddCommand(newAuditVerifyCmd(), newAuditTimelineCmd(), newAuditAlertsCmd(),
-		newAuditCheckpointCmd(), newAuditProveCmd(), newAuditVerifyProofCmd(), newAuditPubkeyCmd(), newAuditExportCmd())
+		newAuditCheckpointCmd(), newAuditProveCmd(), newAuditVerifyProofCmd(), newAuditPubkeyCmd(), newAuditExportCmd(), newAuditRotateCmd())
 	return cmd
 }
 
-const auditSubcommands = "verify, timeline, alerts, checkpoint, prove, verify-proof, pubkey or export"
+const auditSubcommands = "verify, timeline, alerts, checkpoint, prove, verify-proof, pubkey, export or rotate"
 
 // atMostOneFile is the Args check of the subcommands.
 func atMostOneFile(sub string) cobra.PositionalArgs {
@@ -84,7 +84,7 @@ func newAuditVerifyCmd() *cobra.Command {
 		asJSON      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "verify [--head HASH] [--key PUBKEY [--checkpoint FILE]...] [--json] [FILE]",
+		Use:   "verify [--head HASH] [--key PUBKEY [--checkpoint FILE]...] [--json] [FILE...]",
 		Short: "Check the hash chain, the Merkle tree and signed checkpoints; exit 1 naming the first bad line",
 		Long: `verify checks every line of the audit log and the chain that binds each line to
 the one before it, and computes the Merkle tree over its records. It exits 0
@@ -100,16 +100,25 @@ scratch. With --key (the public key, NAME+HASH+KEY, or a file holding it:
 It fails unless each is signed by that key, names this log, and the log's
 first records still have its root: a truncation, a rewind or a rewrite of
 what a checkpoint covers is caught by anyone who kept it. --head HASH checks a
-head hash kept earlier the same way, without a key.`,
+head hash kept earlier the same way, without a key.
+
+A rotated log ("airlock audit rotate") is verified across its files given in
+order, oldest first (FILE.N… then FILE); its newest file alone also verifies,
+its first line carrying on the chain and the tree of the files before it.`,
 		Example: `  airlock audit verify
   airlock audit verify --key "$(cat ~/.local/state/airlock/audit-key/signing.pub)" --checkpoint kept.checkpoint
   airlock audit verify --head 9f2c…e1 /var/log/airlock/audit.jsonl`,
-		Args: atMostOneFile("verify"),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, err := auditFile(args)
-			if err != nil {
-				return err
+			files := args
+			if len(files) == 0 {
+				file, err := auditFile(nil)
+				if err != nil {
+					return err
+				}
+				files = []string{file}
 			}
+			file := files[len(files)-1]
 			if head != "" && !isHexHash(head) {
 				return usageError{errors.New("audit verify: --head must be a 64-digit lower-case hex hash")}
 			}
@@ -133,12 +142,20 @@ head hash kept earlier the same way, without a key.`,
 					opts.Checkpoints = append(opts.Checkpoints, cp)
 				}
 			}
-			f, err := os.Open(file)
+			r, err := openFiles(files)
 			if err != nil {
-				return auditFailed("verify", file, err)
+				return auditFailed("verify", r.current(), err)
 			}
-			defer f.Close()
-			rep, verr := audit.VerifyWith(f, opts)
+			defer r.Close()
+			rep, verr := audit.VerifyWith(r, opts)
+			if len(files) > 1 {
+				var e *audit.Error
+				if errors.As(verr, &e) && e.Line > 0 {
+					var name string
+					name, e.Line = r.locate(e.Line)
+					file = name
+				}
+			}
 			if asJSON {
 				printVerifyJSON(cmd.OutOrStdout(), file, rep, verr)
 				if verr != nil {
