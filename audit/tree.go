@@ -101,11 +101,11 @@ const (
 // sideTree is a log's tree kept in its sidecar file.
 type sideTree struct {
 	f       *os.File
-	path    string // the log's
-	chainID string // the log's, when known
-	n    int64     // leaves covered
-	off  int64     // the log's size up to the end of leaf n's line
-	head tlog.Hash // leaf n's chain hash (zero for n == 0)
+	path    string    // the log's
+	chainID string    // the log's, when known
+	n       int64     // leaves covered
+	off     int64     // the log's size up to the end of leaf n's line
+	head    tlog.Hash // leaf n's chain hash (zero for n == 0)
 	// buf holds hashes from index bufAt on, not yet written.
 	bufAt int64
 	buf   []tlog.Hash
