@@ -14,7 +14,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 
-	"github.com/airlock-sandbox/airlock/internal/privstate"
 )
 
 // Checkpoint is a signed statement of a log's tree: its origin (the
@@ -104,6 +103,7 @@ type lastSigned struct {
 	// the log's first file, N for the file a rotation began after seq N.
 	Start int64 `json:"start"`
 	cp    Checkpoint
+	n     uint64 // its counter in the kept file
 }
 
 // lastName is the file of a log's last checkpoint in the key's directory.
@@ -111,7 +111,7 @@ func lastName(chainID string) string { return chainID + ".checkpoint" }
 
 // last returns the last checkpoint s signed for the log chainID, or nil.
 func (s *Signer) last(chainID string) (*lastSigned, error) {
-	b, err := privstate.ReadPrivate(filepath.Join(s.dir, lastName(chainID)), maxNote*2)
+	b, n, err := readKept(filepath.Join(s.dir, lastName(chainID)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -119,18 +119,19 @@ func (s *Signer) last(chainID string) (*lastSigned, error) {
 		return nil, fmt.Errorf("audit: the last checkpoint signed: %w", err)
 	}
 	var ls lastSigned
-	if err := json.Unmarshal(b, &ls); err != nil || !isHash(ls.Head) || ls.Offset <= 0 {
+	if err := json.Unmarshal(b, &ls); err != nil || !isHash(ls.Head) || ls.Offset < 0 {
 		return nil, fmt.Errorf("audit: the last checkpoint signed (%s) is damaged", lastName(chainID))
 	}
 	if ls.cp, err = ParseCheckpoint([]byte(ls.Note), s.vkey); err != nil {
 		return nil, fmt.Errorf("audit: the last checkpoint signed (%s): %w", lastName(chainID), err)
 	}
+	ls.n = n
 	return &ls, nil
 }
 
 // sign signs a checkpoint of the tree t of the log chainID, and keeps it
-// durably as the last one, before anyone is given it.
-func (s *Signer) sign(chainID string, t *sideTree, start int64) (Checkpoint, error) {
+// durably as the last one (kept.go), before anyone is given it.
+func (s *Signer) sign(chainID string, t *sideTree, start int64, last *lastSigned) (Checkpoint, error) {
 	root, err := t.root(t.n)
 	if err != nil {
 		return Checkpoint{}, err
@@ -141,7 +142,11 @@ func (s *Signer) sign(chainID string, t *sideTree, start int64) (Checkpoint, err
 		return Checkpoint{}, fmt.Errorf("audit: sign the checkpoint: %w", err)
 	}
 	state, _ := json.Marshal(lastSigned{Note: string(b), Offset: t.off, Head: hexHash(t.head), Start: start})
-	if err := privstate.Replace(s.dir, lastName(chainID), state); err != nil {
+	var n uint64
+	if last != nil {
+		n = last.n + 1
+	}
+	if err := writeKept(s.dir, lastName(chainID), state, n); err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: keep the checkpoint: %w", err)
 	}
 	return Checkpoint{Origin: origin, Size: t.n, Root: root, Note: string(b)}, nil
@@ -186,10 +191,14 @@ func (l *Log) checkpoint() (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("audit: %w", err)
 	}
 	size := fi.Size()
-	if err := syncData(l.f); err != nil {
-		return Checkpoint{}, fmt.Errorf("audit: sync %s: %w", l.path, err)
+	// Every record the checkpoint covers must be on disk first. When the
+	// file is as this Log's last synced append left it, it is.
+	if size != l.knownSize || l.unsynced {
+		if err := syncData(l.f); err != nil {
+			return Checkpoint{}, fmt.Errorf("audit: sync %s: %w", l.path, err)
+		}
+		l.unsynced = false
 	}
-	l.unsynced = false
 	chainID, err := l.chain()
 	if err != nil {
 		return Checkpoint{}, err
@@ -214,7 +223,7 @@ func (l *Log) checkpoint() (Checkpoint, error) {
 	if last != nil && t.n == last.cp.Size {
 		return last.cp, nil
 	}
-	cp, err := l.signer.sign(chainID, t, start)
+	cp, err := l.signer.sign(chainID, t, start, last)
 	if err != nil {
 		l.appended = true
 		return Checkpoint{}, err

@@ -333,3 +333,40 @@ func TestSignerKeyFiles(t *testing.T) {
 		t.Fatalf("default: %v", err)
 	}
 }
+
+// TestKeptCheckpointSurvivesATornWrite: the last signed checkpoint is kept
+// in two slots written in turn; a slot torn by a crash leaves the other,
+// an older checkpoint that the log still extends.
+func TestKeptCheckpointSurvivesATornWrite(t *testing.T) {
+	s := testSigner(t)
+	l, path, first := signedLog(t, s, 2)
+	if _, err := l.Append(denial("x", "y")); err != nil {
+		t.Fatal(err)
+	}
+	second, err := l.Checkpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(s.Dir(), lastName(mustChain(t, path)))
+	got, err := s.last(mustChain(t, path))
+	if err != nil || got.cp.Note != second.Note || got.n != 1 {
+		t.Fatalf("kept: %+v %v", got, err)
+	}
+	b, _ := os.ReadFile(kept)
+	b[keptSlot+keptHead+3] ^= 0xff // the second slot, torn
+	writeFile(t, kept, b)
+	if got, err := s.last(mustChain(t, path)); err != nil || got.cp.Note != first.Note {
+		t.Fatalf("after a torn write: %+v %v", got, err)
+	}
+	if _, err := l.Append(denial("x", "z")); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := l.Checkpoint(); err != nil || cp.Size != 5 {
+		t.Fatalf("signing on from the older checkpoint: %+v %v", cp, err)
+	}
+	b[0] ^= 0xff // both slots torn: not a state airlock signs on from
+	writeFile(t, kept, b)
+	if _, err := s.last(mustChain(t, path)); err == nil {
+		t.Fatal("a kept file with no intact slot was accepted")
+	}
+}

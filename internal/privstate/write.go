@@ -55,18 +55,3 @@ func WriteOnce(dir, name string, data []byte) error {
 	}
 	return SyncDir(dir)
 }
-
-// Replace writes data to dir/name through a temporary file renamed into
-// place, and makes it durable: a reader sees the old contents or the new,
-// never a mix, even after a crash.
-func Replace(dir, name string, data []byte) error {
-	tmp, err := writeTemp(dir, data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return SyncDir(dir)
-}
