@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
-
 )
 
 // Checkpoint is a signed statement of a log's tree: its origin (the
