@@ -248,3 +248,65 @@ func TestEgressFloodCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditStateHiddenFromSandbox binds a directory holding the audit
+// log, its tree file and the signing key's directory read-only into the
+// sandbox, with their modes opened to everyone, and reads them from
+// inside: the enforcer hides every one (the key must never be readable
+// from a sandbox, even when file modes would let it be).
+func TestAuditStateHiddenFromSandbox(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("/var/tmp", "airlock-hidden-") // the sandbox makes its own /tmp
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	keyDir := filepath.Join(dir, "key")
+	os.Mkdir(keyDir, 0o700)
+	s, err := audit.LoadSigner(filepath.Join(keyDir, audit.KeyFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "audit.jsonl")
+	log, err := audit.Open(path, audit.WithSigner(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	pol, err := policy.Parse("test.json", []byte(`{"toolScopes": {"agent_code": {
+		"allow": [{"name": "payload", "command": "/.airlock/self", "argPatterns": [["payload"]], "allowExtraArgs": true}],
+		"filesystem": {"readOnly": ["/usr", "/bin", "/lib", "/lib64", "/etc", "`+dir+`"]}}},
+		"egress": {"default": "deny"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var self sandbox.Config
+	self.BindSelf()
+	e, err := enforcer.New(pol, log, enforcer.Options{Binds: self.Binds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []payload.Report {
+		var out bytes.Buffer
+		res, err := e.Run(context.Background(), enforcer.Request{Tool: "agent_code", Command: sandbox.SelfPath,
+			Args: append([]string{"payload"}, args...), Stdout: &out})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("run %v: %v %+v", args, err, res)
+		}
+		return payload.Parse(out.Bytes())
+	}
+	run("list-dir", dir) // a first run makes the tree file and the kept checkpoint
+	for _, p := range []string{keyDir, path, path + ".tree", path + ".checkpoint"} {
+		os.Chmod(p, 0o755)
+	}
+	os.Chmod(filepath.Join(keyDir, audit.KeyFileName), 0o644)
+	defer os.Chmod(filepath.Join(keyDir, audit.KeyFileName), 0o600)
+	defer os.Chmod(keyDir, 0o700)
+	for _, p := range []string{filepath.Join(keyDir, audit.KeyFileName), path + ".tree", path + ".checkpoint", path} {
+		r := run("read-file", p)
+		if len(r) != 1 || r[0].Succeeded && r[0].Detail["bytes"] != "0" {
+			t.Errorf("%s was readable from the sandbox: %+v", p, r)
+		}
+	}
+}
