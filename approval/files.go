@@ -32,8 +32,4 @@ func checkDir(dir string) error {
 	return nil
 }
 
-var (
-	readPrivate = privstate.ReadPrivate
-	createExcl  = privstate.CreateExcl
-	syncDir     = privstate.SyncDir
-)
+var readPrivate = privstate.ReadPrivate

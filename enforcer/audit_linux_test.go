@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -79,7 +78,10 @@ func TestRunProofCheckedUpstream(t *testing.T) {
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command, to build the upstream checker: %v", err)
+	}
 	check := exec.Command(goTool, "run", "../audit/testdata/checkproof", res.Audit.PublicKey, file)
 	got, err := check.CombinedOutput()
 	if err != nil || strings.Count(string(got), "ok airlock/") != 4 {
