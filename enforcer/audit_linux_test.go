@@ -206,7 +206,13 @@ func TestEgressFloodCounted(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer log.Close()
-			pol, _ := policy.Parse("test.json", []byte(testPolicy))
+			// Caps that leave room for the flood under the race detector.
+			pol, err := policy.Parse("test.json", []byte(`{"toolScopes": {"flood": {
+				"allow": [{"name": "payload", "command": "/.airlock/self", "argPatterns": [["payload"]], "allowExtraArgs": true}],
+				"caps": {"cpuSeconds": 60, "wallSeconds": 120}}}, "egress": {"default": "deny"}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
 			var self sandbox.Config
 			self.BindSelf()
 			e, err := enforcer.New(pol, log, enforcer.Options{Binds: self.Binds})
@@ -214,7 +220,7 @@ func TestEgressFloodCounted(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			res, err := e.Run(context.Background(), enforcer.Request{Tool: "agent_code", Command: sandbox.SelfPath,
+			res, err := e.Run(context.Background(), enforcer.Request{Tool: "flood", Command: sandbox.SelfPath,
 				Args: append([]string{"payload", "connect-flood"}, tc.args...), Stdout: &out, Stderr: &out})
 			if err != nil || res.ExitCode != 0 {
 				t.Fatalf("run: %v %+v\n%s", err, res, out.String())

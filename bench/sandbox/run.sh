@@ -46,7 +46,7 @@ if ((${#need[@]})); then
 fi
 out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p "$state"
+mkdir -p -m 700 "$state" # private, as airlock keeps it (its signing key lives beside)
 audit="$state/bench-audit-$$.jsonl"
 shm_audit="/dev/shm/airlock-bench-audit-$$.jsonl"
 # The signing key that signs a checkpoint at the end of every run, in a
