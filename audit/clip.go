@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"unicode/utf8"
@@ -24,6 +26,7 @@ const (
 // escaped, bytes that are not UTF-8 four thirds in base64), makes a line
 // shortened, never one that cannot be written.
 func encodeFitting(ev *Event) ([]byte, error) {
+	hashArgv(&ev.Context)
 	if rawSize(ev) <= MaxEventBytes { // else skip encoding megabytes first
 		if line, err := encodeLine(ev); err != nil || len(line) <= MaxEventBytes {
 			return line, err
@@ -40,30 +43,53 @@ func encodeFitting(ev *Event) ([]byte, error) {
 	return nil, fmt.Errorf("audit: event is over the %d byte limit even shortened", MaxEventBytes)
 }
 
+// hashArgv sets c's ArgvSHA256 and EnvSHA256 from the whole command line
+// and environment, unless the caller set them (an alert that copies a
+// shortened command keeps the hash of the whole).
+func hashArgv(c *Context) {
+	if c.ArgvSHA256 == "" && (c.Command != "" || len(c.Args) > 0) {
+		c.ArgvSHA256 = nulHash(append([]string{c.Command}, c.Args...))
+	}
+	if c.EnvSHA256 == "" && len(c.Env) > 0 {
+		c.EnvSHA256 = nulHash(c.Env)
+	}
+}
+
+// nulHash is the hex SHA-256 of each string followed by a NUL byte.
+func nulHash(ss []string) string {
+	h := sha256.New()
+	for _, s := range ss {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // clip shortens ev's long fields to the limits divided by div, and marks
-// it Truncated. What is kept is a prefix of each field, so the reader
-// still sees what was asked for. The caller's slices and maps are not
-// changed.
+// it Truncated. A command, an argument or an environment entry keeps its
+// start in place and its end in Context.Tails, and the hashes cover the
+// whole (hashArgv); any other field keeps its start. The caller's slices
+// and maps are not changed.
 func clip(ev *Event, div int) {
 	field, args, entries := clipField/div, clipArgs/div, max(clipEntries/div, 1)
 	ev.Reason = clipString(ev.Reason, field)
 	c := &ev.Context
-	for _, s := range []*string{&c.RunID, &c.Tool, &c.Task, &c.Rule, &c.Event, &c.Command,
+	c.Tails = slices.Clone(c.Tails)
+	c.Command = c.clipEnds("command", c.Command, field)
+	for _, s := range []*string{&c.RunID, &c.Tool, &c.Task, &c.Rule, &c.Event,
 		&c.Path, &c.Host, &c.Protocol, &c.KilledBy, &c.Alert, &c.ChainID, &c.RepairedSHA256} {
 		*s = clipString(*s, field)
 	}
 	c.Gate = decision.Gate(clipString(string(c.Gate), field))
-	c.Args = slices.Clone(c.Args)
+	c.Args = c.clipList("args", c.Args, field, args, entries)
+	c.Env = c.clipList("env", c.Env, field, args, entries)
 	c.Addresses = slices.Clone(c.Addresses)
-	budget := args
-	for i, a := range c.Args {
-		a = clipString(a, min(field, budget))
-		c.Args[i] = a
-		budget -= len(a)
-		if budget <= 0 || i+1 == entries {
-			c.Args = c.Args[:i+1]
-			break
-		}
+	if len(c.Tails) > 2*entries+2 {
+		c.Tails = append(c.Tails[:2*entries+1], c.Tails[len(c.Tails)-1])
+	}
+	for i := range c.Tails {
+		c.Tails[i].Field = clipString(c.Tails[i].Field, field)
+		c.Tails[i].Tail = clipString(c.Tails[i].Tail, field)
 	}
 	if len(c.Addresses) > entries {
 		c.Addresses = c.Addresses[:entries]
@@ -89,12 +115,60 @@ func clip(ev *Event, div int) {
 	c.Truncated = true
 }
 
+// clipList shortens a list of strings named name to budget bytes and
+// entries entries, each to field bytes, keeping both ends of each (see
+// clipEnds). When entries are dropped, the end of the last one is kept.
+func (c *Context) clipList(name string, list []string, field, budget, entries int) []string {
+	out := slices.Clone(list)
+	for i, a := range out {
+		a = c.clipEnds(fmt.Sprintf("%s.%d", name, i), a, min(field, max(budget, 2)))
+		out[i] = a
+		budget -= len(a)
+		if (budget <= 0 || i+1 == entries) && i+1 < len(out) {
+			last := len(list) - 1
+			c.Tails = append(c.Tails, Tail{Field: fmt.Sprintf("%s.%d", name, last), Bytes: len(list[last]),
+				Tail: tailString(list[last], field/2)})
+			return out[:i+1]
+		}
+	}
+	return out
+}
+
+// clipEnds returns the first half of s when it is longer than n, and keeps
+// its last n/2 bytes in c.Tails under name.
+func (c *Context) clipEnds(name, s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head := clipString(s, n/2)
+	c.Tails = append(c.Tails, Tail{Field: name, Bytes: len(s), Tail: tailString(s, n-len(head))})
+	return head
+}
+
+// tailString returns at most the last n bytes of s; a valid UTF-8 string
+// is cut at a rune boundary.
+func tailString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - max(n, 0)
+	if utf8.ValidString(s) {
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+	}
+	return s[i:]
+}
+
 // rawSize is a lower bound of the length of ev's line: the length of its
 // strings, unescaped.
 func rawSize(ev *Event) int {
 	c := &ev.Context
 	n := len(ev.Reason) + len(c.Command) + len(c.Path) + len(c.Host)
 	for _, a := range c.Args {
+		n += len(a)
+	}
+	for _, a := range c.Env {
 		n += len(a)
 	}
 	for _, a := range c.Addresses {

@@ -71,12 +71,25 @@
 //
 // A chain detects any change before its last line, but not the removal of
 // lines from its end, nor a wholesale rewrite by someone who recomputes
-// every hash: both leave a valid, shorter or different chain. To detect
-// them, record the head hash that Verify reports (with "airlock audit
+// every hash: both leave a valid, shorter or different chain. Signed
+// checkpoints detect them (see below); without a key, record the head hash that Verify reports (with "airlock audit
 // verify", which prints it) somewhere the sandboxed code and whoever might
 // tamper with the log cannot write — a ticket, a CI artifact, a remote log
 // — and later run "airlock audit verify --head HASH FILE": it fails unless
 // the log still holds a line with that hash, and still verifies up to it.
+//
+// # Tree, checkpoints and proofs
+//
+// Over the chain, the records are the leaves of an RFC 6962 Merkle tree
+// (golang.org/x/mod/sumdb/tlog; leaf i is the line of seq i+1), kept in a
+// tree file beside the log that is only a cache, checked against the log
+// before it is used. A Signer signs C2SP checkpoints of the tree (signed
+// notes, Ed25519) and never one inconsistent with the last it signed for
+// the log (Log.Checkpoint); VerifyWith checks a log against checkpoints
+// kept earlier, which catches a cut, a rewind or a rewrite of what they
+// cover. A run's records are proven in its checkpoint (RunClaim.End,
+// Log.Prove), and VerifyRunProof checks a proof offline. See
+// docs/audit.md.
 //
 // # Writers
 //

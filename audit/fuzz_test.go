@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +111,7 @@ func FuzzAppendVerify(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := Context{Tool: string(tool), Task: string(tool), Command: string(command),
-			Args: []string{string(arg0), string(arg1)}, Host: string(host), Addresses: []string{string(requested)},
+			Args: []string{string(arg0), string(arg1)}, Env: []string{string(quoted)}, Host: string(host), Addresses: []string{string(requested)},
 			Details: map[string]string{"requested": string(requested)}}
 		reason := "refused " + string(quoted)
 		ev := FromDecision(decision.Decision{Gate: decision.GateEgress, Verdict: decision.Deny, Reason: reason}, ctx)
@@ -160,6 +161,20 @@ func FuzzAppendVerify(f *testing.F) {
 			checkField(t, "arg 0", c.Truncated, c.Args[0], ctx.Args[0])
 			checkField(t, "arg 1", c.Truncated, c.Args[1], ctx.Args[1])
 			checkField(t, "address", c.Truncated, c.Addresses[0], ctx.Addresses[0])
+			if c.ArgvSHA256 != nulHash(append([]string{ctx.Command}, ctx.Args...)) || c.EnvSHA256 != nulHash(ctx.Env) {
+				t.Fatalf("the argv or env hash is not that of the whole")
+			}
+			whole := map[string]string{"command": ctx.Command, "args.0": ctx.Args[0], "args.1": ctx.Args[1], "env.0": ctx.Env[0]}
+			kept := map[string]string{"command": c.Command, "args.0": c.Args[0], "args.1": c.Args[1]}
+			if len(c.Env) > 0 {
+				kept["env.0"] = c.Env[0]
+			}
+			for _, tl := range c.Tails {
+				w, ok := whole[tl.Field]
+				if !ok || tl.Bytes != len(w) || !strings.HasSuffix(w, tl.Tail) || !strings.HasPrefix(w, kept[tl.Field]) {
+					t.Fatalf("tail %+v does not end %s", tl, tl.Field)
+				}
+			}
 		}
 		if n != 3 {
 			t.Fatalf("read %d events, wrote 3", n)
@@ -174,4 +189,47 @@ func checkField(t *testing.T, name string, truncated bool, got, want string) {
 	if got != want && !(truncated && strings.HasPrefix(want, got)) {
 		t.Fatalf("%s: read back %q, wrote %q", name, got, want)
 	}
+}
+
+// FuzzParseCheckpoint feeds arbitrary notes to the checkpoint parser: it
+// must never panic, and what it accepts was signed by the key.
+func FuzzParseCheckpoint(f *testing.F) {
+	s := testSigner(f)
+	_, _, cp := signedLog(f, s, 2)
+	f.Add([]byte(cp.Note))
+	f.Add([]byte("airlock/x/00\n1\nAAAA\n\n— airlock/x AAAA\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := ParseCheckpoint(b, s.PublicKey())
+		if err == nil && (got.Size < 0 || !strings.HasPrefix(string(b), got.Origin+"\n")) {
+			t.Fatalf("accepted %q as %+v", b, got)
+		}
+	})
+}
+
+// FuzzVerifyRunProof feeds arbitrary proofs (as JSON) to the offline
+// checker and arbitrary bytes to the kept-checkpoint reader: neither may
+// panic, and a proof it accepts holds only intact lines.
+func FuzzVerifyRunProof(f *testing.F) {
+	s := testSigner(f)
+	l, _, _ := signedLog(f, s, 3)
+	w, _ := l.Append(denial("a", "b"))
+	cp, _ := l.Checkpoint()
+	recs, _ := l.Prove(cp, []Event{w})
+	good, _ := json.Marshal(RunProof{Checkpoint: cp.Note, Records: recs})
+	f.Add(good)
+	f.Add([]byte(`{"checkpoint":"x","records":[{"index":-1,"line":"","proof":null}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var p RunProof
+		if json.Unmarshal(b, &p) != nil {
+			return
+		}
+		if _, evs, err := VerifyRunProof(p, s.PublicKey()); err == nil {
+			for i, ev := range evs {
+				if _, err := ParseLine([]byte(p.Records[i].Line)); err != nil || ev.Seq == 0 {
+					t.Fatalf("accepted a record that is not an intact line")
+				}
+			}
+		}
+		parseSlot(append(b, make([]byte, keptSlot)...)[:keptSlot])
+	})
 }

@@ -80,6 +80,12 @@ func sameEvent(a, b *Event) bool {
 		if len(c.Addresses) == 0 {
 			c.Addresses = nil
 		}
+		if len(c.Env) == 0 {
+			c.Env = nil
+		}
+		if len(c.Tails) == 0 {
+			c.Tails = nil
+		}
 		if len(c.TriggerSeqs) == 0 {
 			c.TriggerSeqs = nil
 		}

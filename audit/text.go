@@ -150,12 +150,17 @@ func allUTF8(ev *Event) bool {
 	c := &ev.Context
 	for _, s := range [...]string{string(ev.Kind), ev.Decision, ev.Reason, ev.Prev, c.RunID, c.Tool, c.Task,
 		string(c.Gate), c.Rule, c.Event, c.Command, c.Path, c.Host, c.Protocol, c.KilledBy, c.Alert, c.ChainID,
-		c.RepairedSHA256} {
+		c.RepairedSHA256, c.ArgvSHA256, c.EnvSHA256} {
 		if !utf8.ValidString(s) {
 			return false
 		}
 	}
-	for _, l := range [...][]string{c.Args, c.Addresses} {
+	for _, t := range c.Tails {
+		if !utf8.ValidString(t.Field) || !utf8.ValidString(t.Tail) {
+			return false
+		}
+	}
+	for _, l := range [...][]string{c.Args, c.Env, c.Addresses} {
 		for _, s := range l {
 			if !utf8.ValidString(s) {
 				return false
@@ -199,6 +204,10 @@ type wireContext struct {
 	Command         text            `json:"command,omitempty"`
 	Path            text            `json:"path,omitempty"`
 	Args            []text          `json:"args,omitempty"`
+	Env             []text          `json:"env,omitempty"`
+	ArgvSHA256      text            `json:"argvSha256,omitempty"`
+	EnvSHA256       text            `json:"envSha256,omitempty"`
+	Tails           []wireTail      `json:"tails,omitempty"`
 	Host            text            `json:"host,omitempty"`
 	Port            uint16          `json:"port,omitempty"`
 	Protocol        text            `json:"protocol,omitempty"`
@@ -219,6 +228,35 @@ type wireContext struct {
 	RepairedSHA256  text            `json:"repairedSha256,omitempty"`
 	Truncated       bool            `json:"truncated,omitempty"`
 	Details         map[string]text `json:"details,omitempty"`
+}
+
+// wireTail is Tail with its strings texts.
+type wireTail struct {
+	Field text `json:"field"`
+	Bytes int  `json:"bytes"`
+	Tail  text `json:"tail"`
+}
+
+func toWireTails(ts []Tail) []wireTail {
+	if ts == nil {
+		return nil
+	}
+	out := make([]wireTail, len(ts))
+	for i, t := range ts {
+		out[i] = wireTail{text(t.Field), t.Bytes, text(t.Tail)}
+	}
+	return out
+}
+
+func fromWireTails(ws []wireTail) []Tail {
+	if ws == nil {
+		return nil
+	}
+	out := make([]Tail, len(ws))
+	for i, w := range ws {
+		out[i] = Tail{string(w.Field), w.Bytes, string(w.Tail)}
+	}
+	return out
 }
 
 func toTexts(ss []string) []text {
@@ -257,6 +295,7 @@ func toWire(c *Context) wireContext {
 	w := wireContext{
 		RunID: text(c.RunID), Tool: text(c.Tool), Task: text(c.Task), Gate: text(c.Gate), Rule: text(c.Rule),
 		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: toTexts(c.Args),
+		Env: toTexts(c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: toWireTails(c.Tails),
 		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: toTexts(c.Addresses),
 		KilledBy: text(c.KilledBy), ExitCode: c.ExitCode, Signal: c.Signal,
 		WallMs: c.WallMs, CPUMs: c.CPUMs, PeakMemoryBytes: c.PeakMemoryBytes, PID: c.PID,
@@ -277,7 +316,8 @@ func (w *wireContext) context() Context {
 	c := Context{
 		RunID: string(w.RunID), Tool: string(w.Tool), Task: string(w.Task), Gate: decision.Gate(w.Gate),
 		Rule: string(w.Rule), Event: string(w.Event), Command: string(w.Command), Path: string(w.Path),
-		Args: fromTexts(w.Args), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
+		Args: fromTexts(w.Args), Env: fromTexts(w.Env), ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
+		Tails: fromWireTails(w.Tails), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
 		Addresses: fromTexts(w.Addresses), KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
 		WallMs: w.WallMs, CPUMs: w.CPUMs, PeakMemoryBytes: w.PeakMemoryBytes, PID: w.PID,
 		Alert: string(w.Alert), Count: w.Count, WindowSeconds: w.WindowSeconds, TriggerSeqs: w.TriggerSeqs,

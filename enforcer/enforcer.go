@@ -139,17 +139,33 @@ func (e *Enforcer) Decide(req Request) decision.Decision {
 // could not be written (Result.ExitCode is then ExitAudit,
 // Result.AuditError names the record, and the error wraps ErrAudit);
 // refusals and kills are results.
+//
+// The run is claimed on the audit log while it lives (a run whose airlock
+// dies is recorded as abandoned by the next writer), and ended with a
+// signed checkpoint and the proofs of its records (Result.Audit) when the
+// log has a signer (docs/audit.md).
 func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	t := newTally(orWriter(req.Notices, req.Stderr))
+	claim, err := e.log.BeginRun(req.RunID)
+	if err != nil {
+		err = fmt.Errorf("enforcer: %w", err)
+		return SetupResult(req.RunID, "", 1, err), err
+	}
+	res, err := e.run(ctx, req)
+	return sealRun(claim, res, err)
+}
+
+// run is Run once the run is claimed.
+func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
 	defer t.end()
 	sc := e.newScribe(t)
-	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
+	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args, Env: req.Env}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
 	res := newResult(req.RunID, "", 1, d, time.Now())
 	info := e.pol.Info()
@@ -444,9 +460,12 @@ func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decid
 
 // hidden lists the host files the sandbox must not see even where a tree
 // it shows holds them, however they were named (sandbox.Config.HideFiles):
-// the policy, the audit log's files (audit.Files) and Options.Hide.
+// the policy, the audit log's files (audit.Files), those beside it and the
+// signing key's directory (Log.PrivatePaths), and Options.Hide.
 func (e *Enforcer) hidden() []string {
-	return append(append(audit.Files(e.log.Path()), e.pol.HostFile()), e.opts.Hide...)
+	h := append(audit.Files(e.log.Path()), e.pol.HostFile())
+	h = append(h, e.log.PrivatePaths()...)
+	return append(h, e.opts.Hide...)
 }
 
 // argv is a command and its arguments as one list.
@@ -454,12 +473,38 @@ func argv(command string, args []string) []string {
 	return append([]string{command}, args...)
 }
 
-// orWriter is w, or else if w is nil.
-func orWriter(w, orElse io.Writer) io.Writer {
-	if w != nil {
-		return w
+// noticesTo returns where a command's notices go: notices, or else its
+// stderr, which then goes through one lock with the child's own output
+// (the sandbox writes that from a goroutine of its own); a stdout that is
+// the same writer stays the same writer.
+func noticesTo(notices io.Writer, stdout, stderr *io.Writer) io.Writer {
+	if notices != nil || *stderr == nil {
+		return notices
 	}
-	return orElse
+	lw := &lockedWriter{w: *stderr}
+	if sameWriter(*stdout, *stderr) {
+		*stdout = lw
+	}
+	*stderr = lw
+	return lw
+}
+
+// sameWriter reports whether a and b are one writer.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { _ = recover() }() // uncomparable dynamic types
+	return a == b
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // NewRunID returns a fresh random run id.

@@ -17,6 +17,9 @@ import (
 // "/.airlock/self payload NAME ARG...".
 func TestMain(m *testing.M) {
 	sandbox.Init()
+	if path := os.Getenv(runnerEnv); path != "" {
+		os.Exit(runnerMain(path, "run-killed"))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "payload" {
 		os.Exit(runPayload(os.Args[2], os.Args[3:]))
 	}

@@ -13,7 +13,7 @@ import (
 // egressBase is the context of a run's egress events: the run, tool and
 // task, without the command.
 func egressBase(base audit.Context) audit.Context {
-	base.Command, base.Path, base.Args = "", "", nil
+	base.Command, base.Path, base.Args, base.Env = "", "", nil, nil
 	return base
 }
 

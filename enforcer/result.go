@@ -3,6 +3,7 @@ package enforcer
 import (
 	"time"
 
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -141,6 +142,10 @@ type Result struct {
 	// CommandExitCode is the status the run would have exited with (the
 	// child's own, 128+N, 137 or 130) when ExitAudit replaced it.
 	CommandExitCode *int `json:"commandExitCode,omitempty"`
+	// Audit proves the run's records: the checkpoint signed at the end of
+	// the run and each record's inclusion proof in it (docs/audit.md,
+	// "Proofs"); absent when the audit log has no signing key.
+	Audit *audit.RunProof `json:"audit,omitempty"`
 }
 
 // Refusal says why a command did not run and what can be done about it,

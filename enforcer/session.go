@@ -87,9 +87,14 @@ type SessionSummary struct {
 	// Error is what went wrong in the teardown, if anything.
 	Error string `json:"error,omitempty"`
 	// AuditError is the first record outside the session's commands (its
-	// start and teardown) that the audit log refused, and why; "" when
-	// every one was written (docs/audit.md, "Durability and failures").
+	// start and teardown) that the audit log refused, or why its
+	// checkpoint was not signed; "" when every one was written
+	// (docs/audit.md, "Durability and failures").
 	AuditError string `json:"auditError,omitempty"`
+	// Audit proves the session's records: the checkpoint signed at its end
+	// and each record's inclusion proof in it (docs/audit.md, "Proofs");
+	// absent when the audit log has no signing key.
+	Audit *audit.RunProof `json:"audit,omitempty"`
 }
 
 // Why a session ended (SessionSummary.Ended).
@@ -123,6 +128,7 @@ type Session struct {
 	cancel  context.CancelFunc
 	sc      *scribe
 	base    audit.Context
+	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	rootfs  string
 	fs      policy.Filesystem
 	caps    policy.EffectiveSession
@@ -162,6 +168,13 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.base = audit.Context{RunID: s.id, Task: s.task}
+	// The session is claimed on the audit log while it lives: one whose
+	// holder dies is recorded as abandoned by the log's next writer.
+	claim, err := e.log.BeginRun(s.id)
+	if err != nil {
+		return nil, fmt.Errorf("enforcer: session: %w", err)
+	}
+	s.claim = claim
 	if err := e.checkWorkspace(req.Workspace); err != nil {
 		return nil, s.openFailed(err)
 	}
@@ -262,7 +275,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)()
 	s.steps++
-	t := newTally(orWriter(st.Notices, st.Stderr))
+	t := newTally(noticesTo(st.Notices, &st.Stdout, &st.Stderr))
 	defer t.end()
 	s.sc.cur.Store(t)
 	defer s.sc.cur.Store(nil)
@@ -426,7 +439,15 @@ func (s *Session) end(why string) {
 		}
 		s.e.recordTeardown(s.sc, s.base, fmt.Sprintf("session %s ended (%s) after %d commands; every process of its sandbox ended; its cgroup, mounts and namespaces are gone",
 			s.id, endedWhy(why, s.caps), s.steps))
-		if failed := s.sc.sessionFailed(); failed != nil {
+		// The session's end: a signed checkpoint, and the proofs of its
+		// records in it, when the log has a signer.
+		proof, perr := s.claim.End()
+		s.summary.Audit = proof
+		failed := s.sc.sessionFailed()
+		if failed == nil && perr != nil {
+			failed = fmt.Errorf("the session's checkpoint was not signed: %w", perr)
+		}
+		if failed != nil {
 			s.summary.AuditError = failed.Error()
 			s.closeErr = errors.Join(s.closeErr, fmt.Errorf("enforcer: %w: %w", ErrAudit, failed))
 		}
@@ -463,6 +484,7 @@ func (s *Session) openFailed(err error) error {
 	ev.Event = audit.EventStartupRefused
 	_ = s.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
 		Reason: "airlock could not start the session: " + err.Error(), Context: ev})
+	_, _ = s.claim.End()
 	return fmt.Errorf("enforcer: session: %w", err)
 }
 

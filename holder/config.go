@@ -17,6 +17,11 @@ type Config struct {
 	Policy     []byte `json:"policy"`
 	// Audit is the audit log's absolute path.
 	Audit string `json:"audit"`
+	// Sign, when set, has the session's end sign a checkpoint of the log
+	// (docs/audit.md) with the key at AuditKey: "" for the default key
+	// (audit.LoadSigner).
+	Sign     bool   `json:"sign,omitempty"`
+	AuditKey string `json:"auditKey,omitempty"`
 	// Session is the session to open; its ID must be set.
 	Session enforcer.SessionRequest `json:"session"`
 	// Self is the argv, after argv[0], that re-executes airlock as the

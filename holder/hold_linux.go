@@ -93,7 +93,16 @@ func open(cfg Config, adjust func(*enforcer.Options) error) (*holder, error) {
 	if err != nil {
 		return fail(err)
 	}
-	h.log, err = audit.Open(cfg.Audit, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
+	logOpts := []audit.Option{audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))), audit.WithCoalescing()}
+	if cfg.Sign {
+		// The session's end signs a checkpoint, as a run's does.
+		signer, err := audit.LoadSigner(cfg.AuditKey)
+		if err != nil {
+			return fail(err)
+		}
+		logOpts = append(logOpts, audit.WithSigner(signer))
+	}
+	h.log, err = audit.Open(cfg.Audit, logOpts...)
 	if err != nil {
 		return fail(err)
 	}

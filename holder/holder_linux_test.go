@@ -205,6 +205,13 @@ func TestTwoUsers(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A child that fails before it prints its session must not leave the
+	// scan below waiting: its end closes the pipe.
+	waited := make(chan error, 1)
+	go func() {
+		waited <- cmd.Wait()
+		pw.Close()
+	}()
 	var otherDir, otherID, otherSock string
 	sc := bufio.NewScanner(pr)
 	for sc.Scan() {
@@ -223,8 +230,7 @@ func TestTwoUsers(t *testing.T) {
 		}
 	}
 	stdin.Close()
-	werr := cmd.Wait()
-	pw.Close()
+	werr := <-waited
 	if werr != nil || !strings.Contains(out.String(), "--- PASS: TestOtherUserInner") {
 		t.Fatalf("as nobody: %v %q\n%s", werr, cmd.Args, out.String())
 	}

@@ -117,7 +117,7 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Opt
 	if err := outsideSandbox(pol, auditFile, opts.Workspace, opts.Findings); err != nil {
 		return fail(err)
 	}
-	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
+	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
 	if err != nil {
 		return fail(err)
 	}

@@ -185,7 +185,9 @@ func checkProxyAudit(t *testing.T, logFile, stderr string) {
 			alerts++
 		}
 	}
-	if allow < 3 || deny < 2 || closed != allow || alerts < 2 {
+	// Two metadata attempts, one alert: the monitor raises a rule once a
+	// window for a run (docs/audit.md, "Floods").
+	if allow < 3 || deny < 2 || closed != allow || alerts != 1 {
 		t.Errorf("audit: %d allow, %d deny, %d closed, %d alerts\n%s", allow, deny, closed, alerts, stderr)
 	}
 	if n := strings.Count(stderr, "airlock: egress: "); n != allow+deny {

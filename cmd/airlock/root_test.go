@@ -8,6 +8,7 @@ import (
 // TestExitStatuses pins the exit statuses of the command line's contract
 // for the cases that need no sandbox.
 func TestExitStatuses(t *testing.T) {
+	privateKey(t)
 	t.Setenv("AIRLOCK_POLICY", "")
 	t.Chdir(t.TempDir())
 	if err := os.WriteFile("bad.json", []byte(`{"toolScopes": {}, "bogus": 1}`), 0o644); err != nil {

@@ -118,7 +118,7 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string) (*en
 	if err := outsideSandbox(pol, auditFile, workspace, findings); err != nil {
 		return nil, nil, err
 	}
-	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
+	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,4 +180,15 @@ func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) e
 		}
 	}
 	return nil
+}
+
+// openAudit opens the audit file, with the monitor watching every event
+// written to it, repeated refusals coalesced, and the signing key
+// (loadSigner) signing a checkpoint at the end of every run.
+func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
+	signer, err := loadSigner()
+	if err != nil {
+		return nil, err
+	}
+	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer), audit.WithCoalescing())
 }

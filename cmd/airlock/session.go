@@ -115,8 +115,13 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 	if err != nil {
 		return holder.Info{}, err
 	}
+	// The holder signs with the key a run would (loadSigner): checked
+	// here, so that a key that will not do fails the start, not the end.
+	if _, err := loadSigner(); err != nil {
+		return holder.Info{}, err
+	}
 	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Session: req,
-		Self: []string{"session"}})
+		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
 }
 
 // policySource is the policy the command line would use, checked, with

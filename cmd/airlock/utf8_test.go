@@ -22,6 +22,7 @@ import (
 // status and output.
 func airlockCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	privateKey(t)
 	root := newRootCmd()
 	root.SetArgs(args)
 	var out, errb bytes.Buffer
