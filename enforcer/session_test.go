@@ -332,3 +332,16 @@ func TestWorkspaceHoldingAHiddenPath(t *testing.T) {
 		t.Errorf("session with workspace %s: %v", other, err)
 	}
 }
+
+// TestWorkspaceHoldingTheAuditLog: a workspace that holds the audit log's
+// directory (its tree and run claims, and beside them, by default, the
+// signing key's) is refused though Options.Hide names nothing: a copy of
+// the workspace would hand them to the sandbox.
+func TestWorkspaceHoldingTheAuditLog(t *testing.T) {
+	f := newFixture(t, nil)
+	ws := filepath.Dir(f.path)
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "read_file", Command: "cat", Args: []string{"x"}, Workspace: ws})
+	if err == nil || res.ExitCode != enforcer.ExitSetup || !strings.Contains(res.Error, "which no sandbox may see") {
+		t.Errorf("run with the log's directory as workspace: exit %d, %v", res.ExitCode, err)
+	}
+}

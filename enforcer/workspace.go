@@ -1,41 +1,42 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
+	"io/fs"
+	"os"
+
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 )
 
-// checkWorkspace refuses a workspace that holds one of Options.Hide: the
-// workspace is copied into the sandbox whole, so a store of approvals (its
-// sealing key) or a holder's sockets inside it would be handed to the
-// code the policy contains. Both sides are compared with their links
-// resolved.
+// checkWorkspace refuses a workspace that holds one of the files no
+// sandbox may see (hidden: the policy, the audit log and what lies beside
+// it, the signing key's directory, Options.Hide such as the approval
+// store and the holders' sockets): the workspace is copied into the
+// sandbox whole, so hiding them in its view would not keep them out.
+// Both sides are compared with their links resolved.
 func (e *Enforcer) checkWorkspace(ws string) error {
-	if ws == "" || len(e.opts.Hide) == 0 {
+	if ws == "" {
 		return nil
 	}
-	root, err := realPath(ws)
+	root, err := hostfile.Real(ws)
 	if err != nil {
 		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	for _, h := range e.opts.Hide {
-		p, err := realPath(h)
-		if err != nil {
+	for _, h := range e.hidden() {
+		if h == "" {
+			continue
+		}
+		if _, err := os.Lstat(h); errors.Is(err, fs.ErrNotExist) {
 			continue // not there: nothing to copy
 		}
-		if p == root || strings.HasPrefix(p, root+string(filepath.Separator)) || root == "/" {
+		p, err := hostfile.Real(h)
+		if err != nil {
+			continue
+		}
+		if hostfile.Within(p, root) {
 			return fmt.Errorf("workspace %s holds %s, which no sandbox may see: give a narrower workspace", ws, h)
 		}
 	}
 	return nil
-}
-
-// realPath is p absolute, with every link resolved.
-func realPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	return filepath.EvalSymlinks(abs)
 }
