@@ -124,6 +124,9 @@ type Request struct {
 	RunID string
 }
 
+// Policy returns the policy the Enforcer decides under.
+func (e *Enforcer) Policy() *policy.Loaded { return e.pol }
+
 // Decide is the command gate's decision on req, without running anything.
 func (e *Enforcer) Decide(req Request) decision.Decision {
 	return e.cmd.Decide(req.Tool, req.Command, req.Args)

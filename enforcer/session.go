@@ -41,6 +41,10 @@ type SessionRequest struct {
 	Workspace, Findings string
 	// Image and ImageCache are as in Request.
 	Image, ImageCache string
+	// Details are added to the details of every audit record of the
+	// session; `airlock mcp` puts the MCP session's id under "session",
+	// which `audit timeline --session` matches (docs/mcp.md).
+	Details map[string]string
 }
 
 // StepRequest is one command of a session.
@@ -167,7 +171,7 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
-	s.base = audit.Context{RunID: s.id, Task: s.task}
+	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
 	// The session is claimed on the audit log while it lives: one whose
 	// holder dies is recorded as abandoned by the log's next writer.
 	claim, err := e.log.BeginRun(s.id)
@@ -281,7 +285,11 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	defer s.sc.cur.Store(nil)
 	base := s.base
 	base.Tool, base.Command, base.Args = st.Tool, st.Command, st.Args
-	base.Details = map[string]string{"step": strconv.Itoa(s.steps)}
+	base.Details = maps.Clone(s.base.Details)
+	if base.Details == nil {
+		base.Details = map[string]string{}
+	}
+	base.Details["step"] = strconv.Itoa(s.steps)
 	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args)
 	res := newResult(s.id, s.id, s.steps, d, time.Now())
 	res.Receipt = maps.Clone(s.receipt)
