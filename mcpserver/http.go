@@ -1,0 +1,109 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MinTokenLen is the shortest bearer token Handler takes.
+const MinTokenLen = 32
+
+// Handler serves the streamable HTTP transport: one MCP session per
+// client, each with sandbox sessions of its own. Every request must carry
+// "Authorization: Bearer " and token (compared in constant time), else it
+// is answered 401; one whose Origin is not the server's own, or that a
+// browser marks cross-site, is answered 403; and the SDK's DNS-rebinding
+// protection answers 403 to a request that reached a loopback address
+// under another host name. An HTTP session with no request for the
+// policy's idle timeout ends, and its sandbox session with it.
+func (s *Server) Handler(token string) (http.Handler, error) {
+	if len(token) < MinTokenLen {
+		return nil, fmt.Errorf("mcpserver: the bearer token must be at least %d bytes", MinTokenLen)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.caps.Idle()})
+	want := []byte(token)
+	verify := func(_ context.Context, got string, _ *http.Request) (*auth.TokenInfo, error) {
+		if subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: "airlock mcp bearer"}, nil
+	}
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return sameOrigin(http.NewCrossOriginProtection().Handler(authed)), nil
+}
+
+// sameOrigin answers 403 to a request whose Origin header names another
+// origin than the one it was sent to, whatever its method (the standard
+// library's cross-origin protection leaves GET alone).
+func sameOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || u.Host != r.Host || (u.Scheme != "http" && u.Scheme != "https") {
+				http.Error(w, "cross-origin request refused", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Listen listens on TCP address addr, which must be a loopback address
+// (an IP of 127.0.0.0/8 or ::1, or "localhost", which means 127.0.0.1)
+// unless remote says otherwise: an MCP server that runs commands is for
+// the clients of this host.
+func Listen(addr string, remote bool) (net.Listener, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: listen address %q: %w", addr, err)
+	}
+	if host == "localhost" {
+		host = "127.0.0.1"
+	}
+	ip := net.ParseIP(host)
+	if !remote && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("mcpserver: listen address %q is not a loopback address: airlock mcp serves this host's clients only "+
+			"(use 127.0.0.1:PORT; --allow-remote serves other hosts too, with the bearer token their only guard)", addr)
+	}
+	return net.Listen("tcp", net.JoinHostPort(host, port))
+}
+
+// NewToken returns a fresh bearer token: 32 random bytes, base64url.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// WriteToken writes token to the file path, mode 0600: to a new file in
+// the same directory, renamed over path, so the token is never in a file
+// another user could read, and a link at path is replaced, not followed.
+func WriteToken(path, token string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".airlock-token-*")
+	if err != nil {
+		return fmt.Errorf("mcpserver: token file: %w", err)
+	}
+	_, err = f.WriteString(token + "\n")
+	err = errors.Join(err, f.Sync(), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("mcpserver: token file %s: %w", path, err)
+	}
+	return nil
+}
