@@ -107,6 +107,7 @@ hash-chained audit stream.`,
 		newApproveCmd(),
 		newSchemaCmd(),
 		newSessionCmd(),
+		newMCPCmd(),
 	)
 	strictUsage(root)
 	return root

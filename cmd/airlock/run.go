@@ -106,8 +106,9 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 
 // newEnforcer loads the policy and the audit log, refuses either when it
 // lies in the run's workspace or findings directory, and returns an
-// Enforcer that prints the monitor's alerts on stderr as they are raised.
-func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string) (*enforcer.Enforcer, func(), error) {
+// Enforcer that prints the monitor's alerts on stderr as they are raised;
+// adjust, if given, changes its options last (airlock mcp's approver).
+func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adjust ...func(*policy.Loaded, *enforcer.Options)) (*enforcer.Enforcer, func(), error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return nil, nil, err
@@ -137,6 +138,9 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string) (*en
 	if err := approvalOptions(&opts); err != nil {
 		closeAll()
 		return nil, nil, err
+	}
+	for _, f := range adjust {
+		f(pol, &opts)
 	}
 	e, err := enforcer.New(pol, log, opts)
 	if err != nil {
