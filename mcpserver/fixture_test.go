@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,9 +83,27 @@ func must(t testing.TB, err error) {
 	}
 }
 
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // build makes the Server of s, as airlock mcp does: elicitation as the
 // approver, the approval store that airlock approve answers.
-func build(s setup, notices *bytes.Buffer) (*mcpserver.Server, func(), error) {
+func build(s setup, notices io.Writer) (*mcpserver.Server, func(), error) {
 	pol, err := policy.Load(s.Policy)
 	if err != nil {
 		return nil, nil, err

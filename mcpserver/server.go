@@ -113,21 +113,8 @@ func earlier(idle time.Duration) time.Duration {
 }
 
 // resultSchema is a command tool's output schema: the result contract's
-// generated schema (docs/result.md), without its "$schema" (MCP's default
-// dialect is the same draft 2020-12, and clients that validate with an
-// older default refuse the key).
-var resultSchema = func() json.RawMessage {
-	var m map[string]any
-	if err := json.Unmarshal(enforcer.ResultSchema(), &m); err != nil {
-		panic(err)
-	}
-	delete(m, "$schema")
-	b, err := json.Marshal(m)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+// generated schema (docs/result.md), as `airlock schema result` prints it.
+var resultSchema = json.RawMessage(enforcer.ResultSchema())
 
 // Connect serves one client over t (an in-memory transport, a test's
 // pipe) until the client goes or ctx ends; its sandbox sessions are closed

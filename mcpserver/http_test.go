@@ -1,0 +1,136 @@
+package mcpserver_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-sandbox/airlock/approval"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/mcpserver"
+)
+
+// TestHTTPClientsApart: two clients at once over the streamable HTTP
+// transport, each in a sandbox of its own: what one writes the other never
+// sees, though both write the same path.
+func TestHTTPClientsApart(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, testPolicy)
+	url, token := f.httpServer(t)
+	a, b := httpClient(t, url, token, nil), httpClient(t, url, token, nil)
+	var wg sync.WaitGroup
+	ids := make([]string, 2)
+	for i, cs := range []*mcp.ClientSession{a, b} {
+		wg.Go(func() {
+			r, res := run(t, cs, "shell", "sh", "-c", fmt.Sprintf("test ! -e /workspace/mine && echo %d > /workspace/mine && cat /workspace/mine", i))
+			if r.IsError || res.Stdout.Text != fmt.Sprintf("%d\n", i) {
+				t.Errorf("client %d: %+v\n%s", i, res, text(r))
+			}
+			ids[i] = sessionOf(t, r)
+		})
+	}
+	wg.Wait()
+	if ids[0] == ids[1] {
+		t.Fatalf("two clients, one MCP session %s", ids[0])
+	}
+	for i, cs := range []*mcp.ClientSession{a, b} {
+		if r, res := run(t, cs, "shell", "sh", "-c", "cat /workspace/mine"); res.Stdout.Text != fmt.Sprintf("%d\n", i) || sessionOf(t, r) != ids[i] {
+			t.Errorf("client %d reads %q in %s", i, res.Stdout.Text, sessionOf(t, r))
+		}
+	}
+	must(t, a.Close())
+	must(t, b.Close())
+	for _, id := range ids {
+		if evs := f.events(t, id); len(evs) == 0 {
+			t.Errorf("no records of %s", id)
+		}
+	}
+}
+
+// TestHTTPGuards: without the bearer token, with a wrong one, from a
+// page of another origin, or under a host name other than loopback's
+// (DNS rebinding), the endpoint answers no MCP at all.
+func TestHTTPGuards(t *testing.T) {
+	f := newFixture(t, testPolicy)
+	url, token := f.httpServer(t)
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
+	post := func(auth, origin, host string) int {
+		req, err := http.NewRequest("POST", url, strings.NewReader(init))
+		must(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	self := strings.TrimSuffix(url, "/")
+	for _, c := range []struct {
+		name               string
+		auth, origin, host string
+		want               int
+	}{
+		{"no token", "", "", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer " + strings.Repeat("x", len(token)), "", "", http.StatusUnauthorized},
+		{"token of another scheme", "Basic " + token, "", "", http.StatusUnauthorized},
+		{"another origin", "Bearer " + token, "https://evil.example", "", http.StatusForbidden},
+		{"another origin, no token", "", "http://attacker.test", "", http.StatusForbidden},
+		{"rebound host name", "Bearer " + token, "", "attacker.test", http.StatusForbidden},
+		{"the token, same origin", "Bearer " + token, self, "", http.StatusOK},
+	} {
+		if got := post(c.auth, c.origin, c.host); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+	if _, err := mcpserver.Listen("0.0.0.0:0", false); err == nil {
+		t.Error("Listen took a non-loopback address")
+	}
+	if _, err := (&mcpserver.Server{}).Handler("short"); err == nil {
+		t.Error("Handler took a short token")
+	}
+}
+
+// TestOutOfBandApproval: a client without elicitation gets the refusal
+// that says approval is needed and how; an operator answers the request
+// in the store (airlock approve), and the same call with "approval" runs
+// once, and not twice.
+func TestOutOfBandApproval(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, testPolicy)
+	url, token := f.httpServer(t)
+	cs := httpClient(t, url, token, nil)
+	r, res := run(t, cs, "read_file", "cat", "/etc/hostname")
+	ref := res.Refusal
+	if !r.IsError || ref == nil || !ref.Retryable || ref.Approval == nil || !strings.Contains(ref.Reason, "declared no form elicitation") {
+		t.Fatalf("escalation without elicitation: %+v", ref)
+	}
+	id := ref.Approval.ID
+	if !strings.Contains(text(r), "airlock approve "+id) || !strings.Contains(text(r), `the "approval" argument `+id) {
+		t.Errorf("the refusal does not say how:\n%s", text(r))
+	}
+	store, err := approval.OpenStore(f.Approvals)
+	must(t, err)
+	must(t, store.Answer(id, approval.Answer{Allow: true, By: "operator uid 0 via airlock approve"}))
+	in := map[string]any{"command": "cat", "args": []string{"/etc/hostname"}, "approval": id}
+	if r, res := callTool(t, context.Background(), cs, "read_file", in); r.IsError || res.ExitCode != 0 || res.Approval == nil || res.Approval.ID != id {
+		t.Fatalf("approved out of band: %+v\n%s", res, text(r))
+	}
+	if r, res := callTool(t, context.Background(), cs, "read_file", in); !r.IsError || res.ExitCode != enforcer.ExitEscalated {
+		t.Fatalf("the approval ran twice: %+v", res)
+	}
+}

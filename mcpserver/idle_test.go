@@ -1,0 +1,63 @@
+package mcpserver_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
+)
+
+// TestIdleSessionClosed: a sandbox session with no call for (a little
+// less than) the policy's idle timeout is closed by the server, its patch
+// and findings written; the client's next call runs in a new sandbox
+// session, whose result says so, and whose records carry the same MCP
+// session's id.
+func TestIdleSessionClosed(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, strings.Replace(testPolicy, `"toolScopes"`, `"session": {"idleSeconds": 2}, "toolScopes"`, 1))
+	var notes syncBuffer
+	srv, done, err := build(f.setup, &notes)
+	must(t, err)
+	defer done()
+	st, ct := mcp.NewInMemoryTransports()
+	_, err = srv.Connect(context.Background(), st)
+	must(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "in-memory", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	must(t, err)
+	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state")
+	id := sessionOf(t, r)
+	patch := filepath.Join(f.dir, "out", "agent."+id+".patch")
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(notes.String(), "closed (idle)"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no idle close after 20s: %s", notes.String())
+		}
+	}
+	if _, err := os.Stat(patch); err != nil {
+		t.Fatal(err)
+	}
+	testutil.CheckNoSandboxLeft(t, id)
+	r, res := run(t, cs, "shell", "sh", "-c", "cat /workspace/state 2>&1; true")
+	if !strings.Contains(text(r), "was closed after 1s without a call") || !strings.Contains(text(r), patch) ||
+		res.Session != id+".2" || !strings.Contains(res.Stdout.Text, "No such file") {
+		t.Fatalf("the call after the idle close: %+v\n%s", res, text(r))
+	}
+	must(t, cs.Close())
+	must(t, srv.Close(context.Background()))
+	if _, err := os.Stat(filepath.Join(f.dir, "out", "agent."+id+".2.patch")); err != nil {
+		t.Error(err)
+	}
+	sessions := map[string]bool{}
+	for _, ev := range f.events(t, id) {
+		sessions[ev.Context.RunID] = true
+	}
+	if len(sessions) != 2 || !sessions[id] || !sessions[id+".2"] {
+		t.Errorf("the MCP session's records are of the sandbox sessions %v", sessions)
+	}
+	t.Log(notes.String())
+}
