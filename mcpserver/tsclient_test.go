@@ -35,9 +35,9 @@ type tsReport struct {
 		Annotations     map[string]any
 	}
 	Allowed, Kept, Denied, Approved, Forged, Other, After tsSeen
-	Asked                                                []struct{ Message, ID string }
-	Cancelled                                            struct{ Error string }
-	CancelledAfterMs, AfterCancelMs                      int64
+	Asked                                                 []struct{ Message, ID string }
+	Cancelled                                             struct{ Error string }
+	CancelledAfterMs, AfterCancelMs                       int64
 }
 
 // TestTypeScriptClient runs the official TypeScript SDK's client (Node)
