@@ -56,7 +56,9 @@ func (s *Server) client(ss *mcp.ServerSession) (*client, error) {
 	_, _ = rand.Read(b[:])
 	c := &client{srv: s, id: "mcp-" + hex.EncodeToString(b[:]), name: "an unnamed client"}
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
-		c.name = strconv.Quote(p.ClientInfo.Name + " " + p.ClientInfo.Version)
+		// The client chose it: kept short and printable for the
+		// records and notices it goes into.
+		c.name = strconv.Quote(termtext.Clip(p.ClientInfo.Name+" "+p.ClientInfo.Version, 64))
 	}
 	c.idle = time.AfterFunc(math.MaxInt64, c.idleClose)
 	s.clients[ss] = c

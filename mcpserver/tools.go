@@ -122,7 +122,7 @@ func describe(pol *policy.Loaded, name string, hosts []string, caps policy.Effec
 			b.WriteString(line)
 		}
 	}
-	section("Allowed (command, then its arguments; … means any further arguments):\n", sc.Allow)
+	section("Allowed (the command with exactly these arguments; … means more may follow):\n", sc.Allow)
 	section("Needs a person's approval first (escalate):\n", sc.Escalate)
 	section("Denied, whatever else matches:\n", sc.Deny)
 	if n > 0 {

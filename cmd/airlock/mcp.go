@@ -28,10 +28,10 @@ func newMCPCmd() *cobra.Command {
 		cfg                 mcpserver.Config
 		auditFile, httpAddr string
 		tokenFile           string
-		remote              bool
+		remote, noElicit    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--http ADDR --token-file FILE] [--audit FILE]",
+		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--http ADDR --token-file FILE] [--no-elicitation] [--audit FILE]",
 		Short: "Serve the policy's tools to an agent over the Model Context Protocol",
 		Long: `mcp serves every tool scope of the policy as an MCP tool of the same name, on
 stdin and stdout (or, with --http, the streamable HTTP transport on a loopback
@@ -39,8 +39,8 @@ address). Each call runs one command in the client's own sandbox session,
 decided at the command gate against that tool and recorded in the audit
 stream; /workspace (a copy of --workspace) and /tmp are kept between a
 client's calls, never shared with another client. An escalated command asks
-the person at the client through MCP elicitation, or waits for
-airlock approve ID. When a client goes, after the policy's idle timeout, or
+the person at the client through MCP elicitation (unless the policy names a
+decider, or --no-elicitation), or waits for airlock approve ID. When a client goes, after the policy's idle timeout, or
 on SIGTERM or SIGINT, its sandbox session is closed: its /findings copied to
 --findings/ID and its patch written to --patch with .ID before the extension.
 
@@ -66,7 +66,7 @@ not start; 2 for a mistake in the command line.`,
 					return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: --patch %s: its directory must exist", cfg.Patch)}
 				}
 			}
-			if err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote); err != nil {
+			if err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote, noElicit); err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: %w", err)}
 			}
 			return nil
@@ -80,17 +80,18 @@ not start; 2 for a mistake in the command line.`,
 	f.StringVar(&httpAddr, "http", "", "serve the streamable HTTP transport on this loopback address (host:port) instead of stdio")
 	f.StringVar(&tokenFile, "token-file", "", "with --http: write a fresh bearer token to this file, mode 0600 (default: take $"+tokenEnv+")")
 	f.BoolVar(&remote, "allow-remote", false, "with --http: listen on an address that is not loopback (the bearer token is then the only guard)")
+	f.BoolVar(&noElicit, "no-elicitation", false, "never ask the client's person: escalated commands wait for airlock approve ID")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	policyFlag(cmd)
 	return cmd
 }
 
 // serveMCP builds the enforcer, with MCP elicitation as its approver
-// unless the policy names a decider, and serves until the client goes or
-// a signal comes.
-func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tokenFile string, remote bool) error {
+// unless the policy names a decider or --no-elicitation says not to, and
+// serves until the client goes or a signal comes.
+func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tokenFile string, remote, noElicit bool) error {
 	elicit := func(pol *policy.Loaded, opts *enforcer.Options) {
-		if pol.ApprovalConfig().Decider == nil {
+		if pol.ApprovalConfig().Decider == nil && !noElicit {
 			opts.Approver = mcpserver.Elicitation{}
 		}
 	}

@@ -23,7 +23,8 @@ import (
 
 const mcpTestPolicy = `{"toolScopes": {
   "shell": {"allow": [{"name": "sh", "command": "sh", "argPatterns": [["-c"]], "allowExtraArgs": true}]},
-  "read_file": {"allow": [{"name": "cat", "command": "cat", "argPatterns": [["/workspace/README"]]}]}}}`
+  "read_file": {"allow": [{"name": "cat", "command": "cat", "argPatterns": [["/workspace/README"]]}],
+                "escalate": [{"name": "hostname", "command": "cat", "argPatterns": [["/etc/hostname"]]}]}}}`
 
 // mcpDir lays out a policy, a workspace and an output directory, and
 // returns airlock's path and the environment its runs get (their own
@@ -210,6 +211,29 @@ func TestMCPFlags(t *testing.T) {
 		if cmd.ProcessState.ExitCode() != c.code || !strings.Contains(string(out), c.says) {
 			t.Errorf("airlock mcp %v: exit %d, want %d saying %q:\n%s", c.args, cmd.ProcessState.ExitCode(), c.code, c.says, out)
 		}
+	}
+}
+
+// TestMCPNoElicitation: with --no-elicitation a client that could be
+// asked is not; the refusal says how an operator approves the request.
+func TestMCPNoElicitation(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	cmd := exec.Command(bin, "mcp", "--policy", "policy.json", "--audit", "audit.jsonl", "--no-elicitation")
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, os.Stderr
+	asked := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		t.Error("asked through elicitation despite --no-elicitation")
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: asked}).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	r, res := mcpCall(t, cs, "read_file", "cat", "/etc/hostname")
+	if !r.IsError || res.Refusal == nil || res.Refusal.Approval == nil || !strings.Contains(res.Refusal.Approval.How, "airlock approve "+res.Refusal.Approval.ID) {
+		t.Fatalf("escalated with --no-elicitation: %+v", res.Refusal)
 	}
 }
 
