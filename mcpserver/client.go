@@ -119,8 +119,12 @@ func (c *client) sandbox(ctx context.Context) (*enforcer.Session, string, error)
 	if cfg.Findings != "" {
 		req.Findings = filepath.Join(cfg.Findings, id)
 	}
+	if err := c.srv.reserve(); err != nil {
+		return nil, "", err
+	}
 	sess, err := c.srv.enf.OpenSession(ctx, req)
 	if err != nil {
+		c.srv.release()
 		return nil, "", err
 	}
 	c.sess = sess
@@ -131,10 +135,11 @@ func (c *client) sandbox(ctx context.Context) (*enforcer.Session, string, error)
 	return sess, note, nil
 }
 
-// watch says when a sandbox session ends by itself: its wall clock, its
-// idle timeout, or an escape signal.
+// watch gives the session's place back when it ends, and says when it
+// ended by itself: its wall clock, its idle timeout, or an escape signal.
 func (c *client) watch(sess *enforcer.Session) {
 	sum, _ := sess.Summary()
+	c.srv.release()
 	if sum.Ended != enforcer.EndedClosed {
 		c.srv.notice("%s: sandbox session %s ended by itself (%s) after %d commands", c.id, sess.ID(), sum.Ended, sum.Steps)
 		c.mu.Lock()

@@ -50,6 +50,7 @@ const testPolicy = `{
 // setup is what a server is built from; a stdio child gets it as JSON.
 type setup struct {
 	Policy, Audit, Approvals, Workspace, Findings, Patch string
+	MaxSessions                                          int
 }
 
 // fixture is one test's files: policy, audit log, approval store,
@@ -122,7 +123,7 @@ func build(s setup, notices io.Writer) (*mcpserver.Server, func(), error) {
 		log.Close()
 		return nil, nil, err
 	}
-	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, Version: "test"}
+	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, MaxSessions: s.MaxSessions, Version: "test"}
 	if notices != nil {
 		cfg.Notices = notices
 	} else {
@@ -175,6 +176,17 @@ func (f *fixture) stdioClient(t *testing.T, opts *mcp.ClientOptions) *mcp.Client
 	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: f.serverCommand(t), TerminateDuration: time.Minute}, nil)
 	must(t, err)
 	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// memoryClient connects a client to srv in memory.
+func memoryClient(t *testing.T, srv *mcpserver.Server, name string) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	_, err := srv.Connect(context.Background(), st)
+	must(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	must(t, err)
 	return cs
 }
 

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
@@ -25,11 +23,7 @@ func TestIdleSessionClosed(t *testing.T) {
 	srv, done, err := build(f.setup, &notes)
 	must(t, err)
 	defer done()
-	st, ct := mcp.NewInMemoryTransports()
-	_, err = srv.Connect(context.Background(), st)
-	must(t, err)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "in-memory", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-	must(t, err)
+	cs := memoryClient(t, srv, "in-memory")
 	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state")
 	id := sessionOf(t, r)
 	patch := filepath.Join(f.dir, "out", "agent."+id+".patch")
@@ -60,4 +54,33 @@ func TestIdleSessionClosed(t *testing.T) {
 		t.Errorf("the MCP session's records are of the sandbox sessions %v", sessions)
 	}
 	t.Log(notes.String())
+}
+
+// TestMaxSessions: past Config.MaxSessions sandbox sessions open at
+// once, a call is refused (a tool error, not a protocol error) until a
+// client goes.
+func TestMaxSessions(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, testPolicy)
+	f.MaxSessions = 1
+	srv, done, err := build(f.setup, nil)
+	must(t, err)
+	defer done()
+	defer srv.Close(context.Background())
+	a, b := memoryClient(t, srv, "a"), memoryClient(t, srv, "b")
+	if r, _ := run(t, a, "shell", "sh", "-c", "true"); r.IsError {
+		t.Fatalf("the first client: %s", text(r))
+	}
+	if r, _ := run(t, b, "shell", "sh", "-c", "true"); !r.IsError || !strings.Contains(text(r), "1 sandbox sessions are open") {
+		t.Fatalf("a second sandbox session past MaxSessions 1: %s", text(r))
+	}
+	must(t, a.Close())
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _ := run(t, b, "shell", "sh", "-c", "true"); !r.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the place of the client that went was not given back")
+		}
+	}
 }

@@ -35,6 +35,10 @@ type Config struct {
 	// written, when the server closes it, to this name with ".ID" put
 	// before its extension (PatchPath), never over an existing file.
 	Patch string
+	// MaxSessions bounds the sandbox sessions open at once, of all
+	// clients together; a call that would open one more is refused. 0
+	// means DefaultMaxSessions.
+	MaxSessions int
 	// Version is the server's version, as the clients are told it.
 	Version string
 	// Notices receives one line when a client's sandbox session opens or
@@ -56,9 +60,14 @@ type Server struct {
 
 	mu      sync.Mutex
 	clients map[*mcp.ServerSession]*client
+	open    int // sandbox sessions open
 	closed  bool
 	wg      sync.WaitGroup // the clients' watchers
 }
+
+// DefaultMaxSessions is Config.MaxSessions when it is 0: a client that
+// opens MCP sessions in a loop gets no more sandboxes than this.
+const DefaultMaxSessions = 16
 
 // sessionVersions are the protocol versions the server speaks: every
 // version the SDK has before 2026-07-28, whose stateless protocol has no
@@ -81,6 +90,9 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	pol := enf.Policy()
 	if cfg.Task == "" {
 		cfg.Task = policy.NoTask
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
 	}
 	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{}}
 	s.idle = earlier(s.caps.Idle())
@@ -164,6 +176,25 @@ func (s *Server) Close(ctx context.Context) error {
 		s.notes.Close(time.Second)
 	}
 	return nil
+}
+
+// reserve takes one of the MaxSessions places for a sandbox session;
+// release gives it back.
+func (s *Server) reserve() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open >= s.cfg.MaxSessions {
+		return fmt.Errorf("mcpserver: %d sandbox sessions are open, as many as this server runs at once: "+
+			"try again when a client has gone or been idle", s.open)
+	}
+	s.open++
+	return nil
+}
+
+func (s *Server) release() {
+	s.mu.Lock()
+	s.open--
+	s.mu.Unlock()
 }
 
 // notice writes one line to Config.Notices.
