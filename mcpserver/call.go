@@ -43,7 +43,7 @@ func (s *Server) runTool(tool string) mcp.ToolHandlerFor[Input, enforcer.Result]
 	return func(ctx context.Context, req *mcp.CallToolRequest, in Input) (*mcp.CallToolResult, enforcer.Result, error) {
 		c, err := s.client(req.Session)
 		if err != nil {
-			return failed(enforcer.SetupResult("", "", 1, err), "", err)
+			return toolResult(enforcer.SetupResult("", "", 1, err), "", err)
 		}
 		c.begin()
 		defer c.end()
@@ -60,7 +60,7 @@ func (s *Server) runTool(tool string) mcp.ToolHandlerFor[Input, enforcer.Result]
 		if res.Refusal != nil && res.Refusal.Approval != nil {
 			res.Refusal.Approval.How = mcpHow(res.Refusal.Approval.How)
 		}
-		r, res, _ := failed(res, note, err)
+		r, res, _ := toolResult(res, note, err)
 		r.Meta = mcp.Meta{MetaSession: c.id}
 		return r, res, nil
 	}
@@ -137,11 +137,12 @@ func mcpHow(how string) string {
 	return strings.ReplaceAll(how, "with --approval ", `with the "approval" argument `)
 }
 
-// failed is a command tool's result for res: an error result when airlock
-// refused the command or could not run it (a command that ran and failed
-// is a result, not an error), with text for the model.
-func failed(res enforcer.Result, note string, err error) (*mcp.CallToolResult, enforcer.Result, error) {
-	isErr := err != nil || res.Refusal != nil || res.Error != "" || res.EscapeSuspected != ""
+// toolResult is a command tool's result for res: an error result when
+// airlock refused the command, could not run it or could not record it (a
+// command that ran and failed is a result, not an error), with text for
+// the model.
+func toolResult(res enforcer.Result, note string, err error) (*mcp.CallToolResult, enforcer.Result, error) {
+	isErr := err != nil || res.Refusal != nil || res.Error != "" || res.EscapeSuspected != "" || res.AuditError != ""
 	text := describeResult(res, err)
 	if note != "" {
 		text = note + "\n" + text
@@ -157,11 +158,11 @@ func describeResult(res enforcer.Result, err error) string {
 	case res.Refusal != nil:
 		writeRefusal(&b, res.Refusal)
 		return b.String()
-	case err != nil && res.Error == "":
-		fmt.Fprintf(&b, "airlock could not run the command: %v\n", err)
-		return b.String()
-	case res.Error != "" && res.ExitCode == enforcer.ExitSetup:
+	case res.ExitCode == enforcer.ExitSetup && res.Error != "":
 		fmt.Fprintf(&b, "airlock could not run the command: %s\n", res.Error)
+		return b.String()
+	case res.ExitCode == enforcer.ExitSetup && err != nil:
+		fmt.Fprintf(&b, "airlock could not run the command: %v\n", err)
 		return b.String()
 	}
 	fmt.Fprintf(&b, "exit code %d", res.ExitCode)
@@ -176,6 +177,9 @@ func describeResult(res enforcer.Result, err error) string {
 	fmt.Fprintf(&b, "; %d ms\n", res.WallMs)
 	if res.Error != "" {
 		fmt.Fprintf(&b, "airlock: %s\n", res.Error)
+	}
+	if res.AuditError != "" {
+		fmt.Fprintf(&b, "airlock: the audit log could not record this command's run: %s\n", res.AuditError)
 	}
 	if res.EscapeSuspected != "" {
 		fmt.Fprintf(&b, "airlock: escape suspected: %s; this MCP session runs nothing more\n", res.EscapeSuspected)

@@ -66,14 +66,13 @@ func findingsTool() *mcp.Tool {
 }
 
 // live is the client's sandbox session if it has one; a session tool
-// opens none.
+// opens none, and is no activity for the idle timeout (which counts from
+// the last command, as the sandbox session's own does).
 func (s *Server) live(req *mcp.CallToolRequest) (*enforcer.Session, error) {
 	c, err := s.client(req.Session)
 	if err != nil {
 		return nil, err
 	}
-	c.begin()
-	defer c.end()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sess, nil
