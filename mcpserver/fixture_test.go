@@ -60,7 +60,7 @@ type fixture struct {
 	dir string
 }
 
-func newFixture(t *testing.T, pol string) *fixture {
+func newFixture(t testing.TB, pol string) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{dir: dir, setup: setup{
