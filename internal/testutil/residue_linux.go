@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // sandboxInitArg0 is the name a sandbox's init runs under (the sandbox
@@ -77,14 +78,26 @@ func CheckNoCgroupLeft(t testing.TB, id string) {
 }
 
 // CheckNoProcessIn fails t if a process of the pid namespace pidns (as
-// /proc/PID/ns/pid reads, "pid:[N]") is still alive.
+// /proc/PID/ns/pid reads, "pid:[N]") is still alive after a few seconds:
+// a process SIGKILLed with its namespace's init is gone only once the
+// kernel has torn it down, a moment after its killer returns.
 func CheckNoProcessIn(t testing.TB, pidns string) {
 	t.Helper()
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == pidns {
-			t.Errorf("process %s of the sandbox's pid namespace survived", p.Name())
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		left = left[:0]
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			if ns, err := os.Readlink("/proc/" + p.Name() + "/ns/pid"); err == nil && ns == pidns {
+				left = append(left, p.Name())
+			}
 		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, p := range left {
+		t.Errorf("process %s of the sandbox's pid namespace survived", p)
 	}
 }
 
