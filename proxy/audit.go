@@ -79,7 +79,7 @@ func closedReason(ev Event) string {
 
 // EventBudgetReached is the Context.Event of the record of a budget's
 // cap reached (StageBudget), on which the monitor alerts.
-const EventBudgetReached = "egress_budget_reached"
+const EventBudgetReached = audit.EventEgressBudgetReached
 
 // reasonFailedLead opens the record of an allowed connection that failed.
 const reasonFailedLead = "allowed by the egress gate; "
