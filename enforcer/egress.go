@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -61,7 +62,8 @@ type egressKit struct {
 // inspection, credentials or budgets.
 func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, life time.Duration, session bool) (*egressKit, error) {
 	k := &egressKit{}
-	if err := k.credentials(e, task); err != nil {
+	var err error
+	if k.creds, k.env, k.hide, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
 	}
 	k.budgets = budgetsFor(e.pol, task, session)
@@ -162,21 +164,23 @@ func (k *egressKit) proxyConfig(cfg *proxy.Config) {
 	cfg.CA, cfg.Credentials, cfg.Budgets = k.ca, k.creds, k.budgets
 }
 
-// credentials reads the values of the credentials task may use, from
-// airlock's own environment or files, and makes their placeholders. An
-// error names the credential and where its value should be, never a
-// value.
-func (k *egressKit) credentials(e *Enforcer, task string) error {
-	if e.pol.Egress == nil {
-		return nil
+// credentials reads the values of the credentials task may use (those
+// for a host an inspected entry of task reaches), from airlock's own
+// environment or files, and makes their placeholders: it returns them
+// with the variables that set the placeholders inside the sandbox and
+// the files to hide from it. An error names the credential and where its
+// value should be, never a value.
+func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy.Credential, env, files []string, err error) {
+	if pol.Egress == nil {
+		return nil, nil, nil, nil
 	}
-	for _, c := range e.pol.Egress.Credentials {
-		if len(c.Tasks) > 0 && !slices.Contains(c.Tasks, task) || !inspects(e, task, c.Host) {
+	for _, c := range pol.Egress.Credentials {
+		if len(c.Tasks) > 0 && !slices.Contains(c.Tasks, task) || !inspects(g, task, c.Host) {
 			continue
 		}
 		v, err := credentialValue(c)
 		if err != nil {
-			return fmt.Errorf("egress: credential %q: %w", c.Name, err)
+			return nil, nil, nil, fmt.Errorf("egress: credential %q: %w", c.Name, err)
 		}
 		pc := proxy.Credential{Name: c.Name, Header: "Authorization", Placeholder: placeholder(c.Name)}
 		switch c.Scheme {
@@ -187,24 +191,35 @@ func (k *egressKit) credentials(e *Enforcer, task string) error {
 		default:
 			pc.Header, pc.Value = c.Header, v
 		}
-		k.creds = append(k.creds, pc)
+		creds = append(creds, pc)
 		if c.SandboxEnv != "" {
-			k.env = append(k.env, c.SandboxEnv+"="+pc.Placeholder)
+			env = append(env, c.SandboxEnv+"="+pc.Placeholder)
 		}
 		if c.FromFile != "" {
-			k.hide = append(k.hide, c.FromFile)
+			files = append(files, c.FromFile)
 		}
 	}
-	return nil
+	return creds, env, files, nil
+}
+
+// ProxyEgress returns what airlock proxy, serving task on its own, needs
+// beyond the gate g: the credentials' values (read from this process's
+// environment and files) and the task's budget, for the proxy's life.
+func ProxyEgress(pol *policy.Loaded, g *egress.Gate, task string) ([]proxy.Credential, []proxy.Budget, error) {
+	creds, _, _, err := credentials(pol, g, task)
+	if err != nil {
+		return nil, nil, err
+	}
+	return creds, budgetsFor(pol, task, false), nil
 }
 
 // inspects reports whether an inspected entry of task reaches host
 // ("name" or "name:port"): only then is a credential for it used.
-func inspects(e *Enforcer, task, host string) bool {
+func inspects(g *egress.Gate, task, host string) bool {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = strings.Trim(h, "[]")
 	}
-	for _, inspected := range e.egress.Reaches(task, host) {
+	for _, inspected := range g.Reaches(task, host) {
 		if inspected {
 			return true
 		}
