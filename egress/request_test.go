@@ -58,6 +58,8 @@ func TestCheckRequest(t *testing.T) {
 		{method: "POST", path: "/upload/x", reason: "no rule"},
 		{method: "POST", path: "/upload/x", query: "kind=patch;x", reason: "query is malformed"},
 		{method: "GET", path: "/repos/acme/x/admin/users", rule: "no-admin", reason: "deny rules win"},
+		{method: "GET", path: "/admin/users", rule: "no-admin", reason: "deny rules win"},
+		{method: "GET", path: "/repos/acme/admin", allow: true, rule: "read"},
 		{method: "GET", path: "/repos/acme/x", header: map[string][]string{"X-Debug": {"1"}}, rule: "no-debug", reason: "deny rule"},
 		{method: "GET", path: "/ws", upgrade: "websocket", allow: true, rule: "socket"},
 		{method: "GET", path: "/plain", upgrade: "websocket", rule: "plain", reason: "not its WebSocket upgrade"},
@@ -177,6 +179,37 @@ func FuzzCanonicalPath(f *testing.F) {
 			if seg == "." || seg == ".." {
 				t.Fatalf("%q -> %q keeps a dot segment", s, p)
 			}
+		}
+	})
+}
+
+// FuzzCheckRequest decides arbitrary requests under rules and checks the
+// invariants: an allowed request has a canonical path, was allowed by an
+// allow rule that matches it, and no deny rule matches it.
+func FuzzCheckRequest(f *testing.F) {
+	g, err := Compile(Config{TaskAllowlist: map[string][]string{"t": {"a.example"}},
+		Entries: map[string]map[string]EntryConfig{"t": {"a.example": repoRules}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	e := g.Entry("t", "a.example")
+	f.Add("GET", "/repos/acme/x", "", "")
+	f.Add("POST", "/upload/a", "kind=diff", "")
+	f.Add("GET", "/repos/acme/x/%61dmin/y", "", "websocket")
+	f.Fuzz(func(t *testing.T, method, path, query, upgrade string) {
+		d := e.CheckRequest(&Request{Method: method, Path: path, RawQuery: query, Upgrade: upgrade})
+		if !d.Allowed() {
+			return
+		}
+		p, err := CanonicalPath(path)
+		if err != nil {
+			t.Fatalf("%s %q allowed with a path that is not canonical: %v", method, path, err)
+		}
+		if strings.Contains(p, "/admin/") || strings.HasPrefix(p, "/admin/") {
+			t.Fatalf("%s %q allowed past the deny rule (%s)", method, path, d.Reason)
+		}
+		if d.Rule == "" || d.Rule == "no-admin" || d.Rule == "no-debug" {
+			t.Fatalf("%s %q allowed by %q", method, path, d.Rule)
 		}
 	})
 }

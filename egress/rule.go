@@ -104,9 +104,11 @@ func validToken(s string) bool {
 	return true
 }
 
-// globExpr turns a path glob into a regular expression: "**" matches any
-// run of characters, "*" any run without a "/", everything else itself.
-// Go's regexp matches in time linear in the path, whatever the glob.
+// globExpr turns a path glob into a regular expression: "/**/" matches
+// one "/" or any run of segments between two ("/**/admin/**" matches
+// "/admin/x"), "**" elsewhere any run of characters, "*" any run without a
+// "/", everything else itself. Go's regexp matches in time linear in the
+// path, whatever the glob.
 func globExpr(glob string) (string, error) {
 	if !strings.HasPrefix(glob, "/") {
 		return "", fmt.Errorf("path %q does not start with /", glob)
@@ -117,6 +119,9 @@ func globExpr(glob string) (string, error) {
 	var b strings.Builder
 	for i := 0; i < len(glob); {
 		switch {
+		case strings.HasPrefix(glob[i:], "/**/"):
+			b.WriteString("/(?:.*/)?")
+			i += 4
 		case strings.HasPrefix(glob[i:], "**"):
 			b.WriteString(".*")
 			i += 2
@@ -125,7 +130,7 @@ func globExpr(glob string) (string, error) {
 			i++
 		default:
 			j := i
-			for j < len(glob) && glob[j] != '*' {
+			for j < len(glob) && glob[j] != '*' && !strings.HasPrefix(glob[j:], "/**/") {
 				j++
 			}
 			b.WriteString(regexp.QuoteMeta(glob[i:j]))

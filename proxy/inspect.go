@@ -94,7 +94,11 @@ func (p *Proxy) inspect(ev *Event, client net.Conn, buffered []byte, up net.Conn
 		conn.Close()
 		return ErrClosed
 	}
-	<-ins.done
+	select {
+	case <-ins.done:
+	case <-p.ctx.Done(): // Close: its connections are being cut
+		conn.Close()
+	}
 	ev.BytesUp, ev.BytesDown = ins.up.Load(), ins.down.Load()
 	return nil
 }
