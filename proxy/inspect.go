@@ -118,7 +118,7 @@ func (p *Proxy) newInspection(ev *Event, up net.Conn, secure bool) (*inspection,
 	}
 	ins.tr = &http.Transport{
 		DialContext:         ins.dial,
-		TLSClientConfig:     &tls.Config{ServerName: ev.Target.Host(), RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     &tls.Config{ServerName: ev.Target.Host(), RootCAs: roots, MinVersion: tls.VersionTLS12, ClientSessionCache: p.sessions},
 		ForceAttemptHTTP2:   true,
 		MaxConnsPerHost:     maxInspectedConns,
 		MaxIdleConnsPerHost: maxInspectedConns,

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"io"
@@ -46,6 +47,7 @@ type Proxy struct {
 	iln           *connListener // hands the inspected connections to is
 	inspections   sync.Map      // the connection handed to is -> *inspection
 	pools         map[string]*x509.CertPool
+	sessions      tls.ClientSessionCache // upstream TLS sessions, resumed by later tunnels to the same host
 
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
@@ -87,6 +89,7 @@ func New(cfg Config) (*Proxy, error) {
 		creds:         creds,
 		iln:           newConnListener(),
 		pools:         map[string]*x509.CertPool{},
+		sessions:      tls.NewLRUClientSessionCache(256),
 		task:          cfg.Task,
 		gate:          cfg.Gate,
 		resolver:      cfg.Resolver,
