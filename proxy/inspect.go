@@ -136,8 +136,10 @@ func (p *Proxy) newInspection(ev *Event, up net.Conn, secure bool) (*inspection,
 			pr.Out.URL.Scheme, pr.Out.URL.Host = scheme, authority
 			pr.Out.Host = pr.In.Host
 		},
-		Transport:     ins.tr,
-		FlushInterval: -1,
+		Transport: ins.tr,
+		// Buffered as the server's writer buffers; a streamed response
+		// (no length, or text/event-stream) is flushed at once anyway.
+		FlushInterval: 0,
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ErrorHandler:  p.forwardError,
 	}
