@@ -90,12 +90,11 @@ func sniffKind(b []byte) (firstKind, bool) {
 // maxSniff bounds what sniff reads before it is sure.
 const maxSniff = 4096
 
-// helloConn replays the bytes read so far, then reads the client,
-// recording every byte; it discards what crypto/tls writes back.
+// helloConn reads r (what was read so far, then the client, recorded);
+// it discards what crypto/tls writes back.
 type helloConn struct {
 	net.Conn
-	r    io.Reader
-	data *bytes.Buffer
+	r io.Reader
 }
 
 func (c *helloConn) Read(b []byte) (int, error)  { return c.r.Read(b) }

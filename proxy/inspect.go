@@ -48,7 +48,7 @@ type inspKey struct{}
 // its first bytes must be TLS naming the tunnel's host, or plain HTTP.
 func (p *Proxy) inspect(ev *Event, client net.Conn, buffered []byte, up net.Conn) error {
 	if p.ca == nil { // open refuses it first; fail closed all the same
-		return errors.New(fmt.Sprintf(reasonNoCA, ev.Target))
+		return fmt.Errorf(reasonNoCA, ev.Target)
 	}
 	_ = client.SetReadDeadline(time.Now().Add(p.limits.HandshakeTimeout))
 	f, err := sniff(client, buffered)
