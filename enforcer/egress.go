@@ -51,7 +51,6 @@ type egressKit struct {
 	dir     string         // holds the bundle until the sandbox has bound it
 	binds   []sandbox.Bind // the bundle, at CABundlePath and over the system's
 	env     []string       // the bundle's variables and the placeholders
-	hide    []string       // the credentials' files
 	creds   []proxy.Credential
 	budgets []proxy.Budget
 }
@@ -63,7 +62,7 @@ type egressKit struct {
 func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, life time.Duration, session bool) (*egressKit, error) {
 	k := &egressKit{}
 	var err error
-	if k.creds, k.env, k.hide, err = credentials(e.pol, e.egress, task); err != nil {
+	if k.creds, k.env, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
 	}
 	k.budgets = budgetsFor(e.pol, task, session)
@@ -153,10 +152,10 @@ func (k *egressKit) close() {
 	}
 }
 
-// apply adds the kit to a sandbox's configuration.
+// apply adds the kit to a sandbox's configuration. (The credentials'
+// files are among Enforcer.hidden, for every sandbox.)
 func (k *egressKit) apply(cfg *sandbox.Config) {
 	cfg.Binds = append(cfg.Binds, k.binds...)
-	cfg.HideFiles(k.hide...)
 }
 
 // proxyConfig adds the kit to a proxy's configuration.
@@ -167,12 +166,12 @@ func (k *egressKit) proxyConfig(cfg *proxy.Config) {
 // credentials reads the values of the credentials task may use (those
 // for a host an inspected entry of task reaches), from airlock's own
 // environment or files, and makes their placeholders: it returns them
-// with the variables that set the placeholders inside the sandbox and
-// the files to hide from it. An error names the credential and where its
-// value should be, never a value.
-func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy.Credential, env, files []string, err error) {
+// with the variables that set the placeholders inside the sandbox. An
+// error names the credential and where its value should be, never a
+// value.
+func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy.Credential, env []string, err error) {
 	if pol.Egress == nil {
-		return nil, nil, nil, nil
+		return nil, nil, nil
 	}
 	for _, c := range pol.Egress.Credentials {
 		if len(c.Tasks) > 0 && !slices.Contains(c.Tasks, task) || !inspects(g, task, c.Host) {
@@ -180,7 +179,7 @@ func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy
 		}
 		v, err := credentialValue(c)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("egress: credential %q: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("egress: credential %q: %w", c.Name, err)
 		}
 		pc := proxy.Credential{Name: c.Name, Header: "Authorization", Placeholder: placeholder(c.Name)}
 		switch c.Scheme {
@@ -195,18 +194,15 @@ func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy
 		if c.SandboxEnv != "" {
 			env = append(env, c.SandboxEnv+"="+pc.Placeholder)
 		}
-		if c.FromFile != "" {
-			files = append(files, c.FromFile)
-		}
 	}
-	return creds, env, files, nil
+	return creds, env, nil
 }
 
 // ProxyEgress returns what airlock proxy, serving task on its own, needs
 // beyond the gate g: the credentials' values (read from this process's
 // environment and files) and the task's budget, for the proxy's life.
 func ProxyEgress(pol *policy.Loaded, g *egress.Gate, task string) ([]proxy.Credential, []proxy.Budget, error) {
-	creds, _, _, err := credentials(pol, g, task)
+	creds, _, err := credentials(pol, g, task)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -430,3 +430,39 @@ func TestEgressBudgetsInSession(t *testing.T) {
 		t.Errorf("the sink received %v, want [800 400]", s.sunk)
 	}
 }
+
+// TestCredentialFileHidden: a credential's file is never seen by a
+// sandbox, even in a tree it binds, and a workspace holding it (which
+// would be copied in whole) is refused.
+func TestCredentialFileHidden(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, err := os.MkdirTemp("/var/tmp", "airlock-cred-") // not under /tmp, which the sandbox makes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // readable by the sandbox's uid, but for the hiding
+		t.Fatal(err)
+	}
+	token := filepath.Join(dir, "token")
+	secret := "file-secret-" + randomHex(t)
+	if err := os.WriteFile(token, []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`{
+  "toolScopes": {"sh": {"allow": [{"name": "sh", "command": "sh", "argPatterns": [["-c"]], "allowExtraArgs": true}],
+    "filesystem": {"readOnly": ["/usr", "/bin", "/lib", "/lib64", "/etc", %[1]q]}}},
+  "egress": {"taskAllowlist": {"sh": [{"host": "api.example.com", "inspect": true}]},
+    "credentials": [{"name": "c", "host": "api.example.com", "scheme": "bearer", "fromFile": %[2]q}]}
+}`, dir, token)
+	f := newFixtureWith(t, src, false, standInResolver{})
+	res, out := f.runIn(t, "sh", "sh", "sh", "-c", "cat "+token+"; echo END")
+	if res.ExitCode != 0 || !strings.Contains(out, "END") || strings.Contains(out, secret) {
+		t.Errorf("exit %d: %q", res.ExitCode, out)
+	}
+	var o bytes.Buffer
+	res, err = f.enf.Run(context.Background(), enforcer.Request{Tool: "sh", Command: "sh", Args: []string{"-c", "true"}, Workspace: dir, Stdout: &o, Stderr: &o})
+	if err == nil || res.ExitCode != enforcer.ExitSetup || !strings.Contains(err.Error(), "which no sandbox may see") {
+		t.Errorf("a workspace holding the credential's file: exit %d, %v", res.ExitCode, err)
+	}
+}

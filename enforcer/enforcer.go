@@ -479,6 +479,7 @@ func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decid
 func (e *Enforcer) hidden() []string {
 	h := append(audit.Files(e.log.Path()), e.pol.HostFile())
 	h = append(h, e.log.PrivatePaths()...)
+	h = append(h, e.pol.CredentialFiles()...)
 	return append(h, e.opts.Hide...)
 }
 

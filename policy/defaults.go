@@ -157,6 +157,20 @@ func (p *Policy) EgressConfig() egress.Config {
 	return cfg
 }
 
+// CredentialFiles lists the files credentials' values are read from:
+// no sandbox may see them (nor a workspace hold one, since it is copied).
+func (p *Policy) CredentialFiles() []string {
+	var files []string
+	if p.Egress != nil {
+		for _, c := range p.Egress.Credentials {
+			if c.FromFile != "" {
+				files = append(files, c.FromFile)
+			}
+		}
+	}
+	return files
+}
+
 // config is e's options in the egress gate's terms.
 func (e AllowEntry) config() egress.EntryConfig {
 	c := egress.EntryConfig{Inspect: e.Inspect, UpstreamCA: e.UpstreamCA, Protocol: egress.Protocol(e.Protocol)}
