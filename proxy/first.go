@@ -52,10 +52,7 @@ func sniff(c net.Conn, prefix []byte) (first, error) {
 		n, err := c.Read(buf)
 		f.data = append(f.data, buf[:n]...)
 		if err != nil {
-			if kind, _ := sniffKind(f.data); kind == firstHTTP && errors.Is(err, io.EOF) {
-				f.kind = firstHTTP
-			}
-			return f, err
+			return f, err // the client ended (or broke) before it was clear
 		}
 	}
 }

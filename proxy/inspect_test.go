@@ -399,6 +399,11 @@ func TestOpaqueProtocol(t *testing.T) {
 		t.Error("TLS into an HTTP entry passed")
 	}
 	_, c = connect(t, h.addr, "web.test:"+port)
+	io.WriteString(c, "GET /zero HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+	if r, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || r.StatusCode != 403 || !strings.Contains(r.Header.Get(ReasonHeader), `names host "evil.test"`) {
+		t.Errorf("a first request naming another host: %v %v", r, err)
+	}
+	_, c = connect(t, h.addr, "web.test:"+port)
 	io.WriteString(c, "GET /one HTTP/1.1\r\nHost: web.test\r\n\r\nGET /two HTTP/1.1\r\nHost: evil.test\r\n\r\n")
 	br := bufio.NewReader(c)
 	if r, err := http.ReadResponse(br, nil); err != nil || r.StatusCode != 200 {
@@ -407,8 +412,8 @@ func TestOpaqueProtocol(t *testing.T) {
 	if _, err := http.ReadResponse(br, nil); err == nil {
 		t.Error("the second, fronted request was answered")
 	}
-	evs := h.events.wait(t, StageRefused, 3)
-	if r := evs[2].Decision.Reason; !strings.Contains(r, `names host "evil.test"`) {
+	evs := h.events.wait(t, StageRefused, 4)
+	if r := evs[3].Decision.Reason; !strings.Contains(r, `names host "evil.test"`) {
 		t.Errorf("refusal: %s", r)
 	}
 	mu.Lock()

@@ -73,9 +73,14 @@ func (p *Proxy) relayRequests(ev *Event, up, client net.Conn, first []byte, abor
 			return n
 		}
 		if why := hostMismatch(ev.Target, req.Host); why != "" {
+			p.refused(ev, why)
+			if n == 0 { // nothing went up, so nothing comes back: answer it
+				refuseTunnel(client, firstHTTP, why)
+				abort(errTunnelRefused)
+				return n
+			}
 			// Nothing of it goes up; the answers to the requests before
 			// it still come back, then the tunnel ends.
-			p.refused(ev, why)
 			if err := closeWrite(up); err != nil {
 				abort(ignoreClosed(err))
 			}
