@@ -103,6 +103,16 @@ type inspectHarness struct {
 
 func newInspectHarness(t *testing.T, rules []egress.RuleConfig, extra func(*setup)) *inspectHarness {
 	t.Helper()
+	return newInspectHarnessWith(t, rules, extra)
+}
+
+func newInspectHarnessTB(b *testing.B, rules []egress.RuleConfig) *inspectHarness {
+	b.Helper()
+	return newInspectHarnessWith(b, rules, func(s *setup) { s.noEvents = true })
+}
+
+func newInspectHarnessWith(t testing.TB, rules []egress.RuleConfig, extra func(*setup)) *inspectHarness {
+	t.Helper()
 	upCA := testCA(t)
 	caFile := filepath.Join(t.TempDir(), "upstream-ca.pem")
 	if err := os.WriteFile(caFile, upCA.CertPEM(), 0o600); err != nil {
@@ -500,5 +510,25 @@ func TestInspectedNeedsCA(t *testing.T) {
 	resp, _ := connect(t, ih.addr, "api.test:"+ih.port)
 	if r := resp.Header.Get(ReasonHeader); resp.StatusCode != 403 || !strings.Contains(r, "no CA") {
 		t.Errorf("%d %q", resp.StatusCode, r)
+	}
+}
+
+// BenchmarkInspectedRequest is one request on a kept-alive inspected
+// tunnel (HTTP/1.1 each way of the proxy), the proxy's own cost per
+// request with its rules (bench/proxy/inspect.sh compares it with other
+// interceptors).
+func BenchmarkInspectedRequest(b *testing.B) {
+	ih := newInspectHarnessTB(b, readRules)
+	ih.client.Transport.(*http.Transport).ForceAttemptHTTP2 = false
+	ih.client.Transport.(*http.Transport).TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	u := "https://api.test:" + ih.port + "/repos/acme/widget"
+	b.ResetTimer()
+	for range b.N {
+		resp, err := ih.client.Get(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
 	}
 }
