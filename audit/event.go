@@ -68,6 +68,9 @@ const (
 	EventSandboxTornDown = "sandbox_torn_down" // teardown finished
 	EventEscapeSuspected = "escape_suspected"  // a signal suggests an escape
 	EventStartupRefused  = "startup_refused"   // a start-up check failed (decision deny)
+	// EventEgressBudgetReached marks an egress budget's cap reached
+	// (kind egress, decision deny; docs/egress.md, "Budgets").
+	EventEgressBudgetReached = "egress_budget_reached"
 )
 
 // Event is one line of the audit stream. Seq, TS, Prev and Hash are set

@@ -1,7 +1,10 @@
 package egress
 
 import (
+	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -56,6 +59,29 @@ type allowlist struct {
 	suffix   nameMap[*portSet]
 	wildcard portSet
 	prefixes prefixTable[*portSet]
+	entries  map[string]*Entry // the options of entries that have any, by entry as written
+}
+
+// addEntries compiles the options of task's entries, each of which must
+// be one of list.
+func (al *allowlist) addEntries(task string, list []string, opts map[string]EntryConfig) []error {
+	var errs []error
+	for _, raw := range slices.Sorted(maps.Keys(opts)) {
+		if !slices.Contains(list, raw) {
+			errs = append(errs, fmt.Errorf("egress: task %q: options for %q, which is not in its allowlist", task, raw))
+			continue
+		}
+		e, err := compileEntry(task, raw, opts[raw])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("egress: task %q: allowlist entry %q: %w", task, raw, err))
+			continue
+		}
+		if al.entries == nil {
+			al.entries = map[string]*Entry{}
+		}
+		al.entries[raw] = e
+	}
+	return errs
 }
 
 func (al *allowlist) add(e entry) {

@@ -25,6 +25,12 @@
 //
 // docs/egress.md is the contract.
 //
+// An entry may carry options (EntryConfig): inspection, with rules on the
+// requests to it that Entry.CheckRequest applies (deny rules first, then
+// allow rules, then deny once there is a rule), and the protocol a tunnel
+// to it must carry. Credentials (CredentialConfig) say which requests the
+// proxy adds which credential to; their values are never the gate's.
+//
 // A name is matched by name entries only: an IP or CIDR entry never lets a
 // name through, so a name that is not allowlisted by name is refused
 // before any lookup, and no DNS query leaves for it.

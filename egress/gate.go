@@ -3,6 +3,7 @@ package egress
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -22,6 +23,14 @@ type Config struct {
 	// like loopback, only an IP or CIDR entry naming the port reaches
 	// (docs/egress.md). nil means HostAddrs(), this host's.
 	Local LocalAddrs
+	// Entries holds the options of allowlist entries, by task and by the
+	// entry as written in TaskAllowlist: inspection and its rules, the
+	// protocol a tunnel must carry. An entry without options is an opaque
+	// tunnel with ProtocolAuto.
+	Entries map[string]map[string]EntryConfig
+	// Credentials say which requests get which credential (their values
+	// are the proxy's).
+	Credentials []CredentialConfig
 }
 
 // Gate is a compiled egress policy. It is safe for concurrent use. The
@@ -31,6 +40,7 @@ type Gate struct {
 	tasks   map[string]*allowlist
 	local   LocalAddrs   // nil: loopback and unspecified only
 	reasons *reasonCache // nil: every reason is written afresh
+	creds   []*credential
 }
 
 // Compile validates cfg and builds the gate's lookup structures once.
@@ -89,7 +99,21 @@ func Compile(cfg Config) (*Gate, error) {
 			}
 			al.add(e)
 		}
+		errs = append(errs, al.addEntries(task, cfg.TaskAllowlist[task], cfg.Entries[task])...)
 		g.tasks[task] = al
+	}
+	for _, task := range slices.Sorted(maps.Keys(cfg.Entries)) {
+		if _, ok := cfg.TaskAllowlist[task]; !ok {
+			errs = append(errs, fmt.Errorf("egress: task %q: entry options for a task with no allowlist", task))
+		}
+	}
+	for _, cc := range cfg.Credentials {
+		c, err := compileCredential(cc)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("egress: credential %q: %w", cc.Name, err))
+			continue
+		}
+		g.creds = append(g.creds, c)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

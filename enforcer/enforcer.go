@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -42,6 +43,9 @@ type Options struct {
 	// Tests replace them so that nothing leaves the host.
 	Resolver proxy.Resolver
 	Dialer   proxy.Dialer
+	// UpstreamRoots verify the destinations of inspected entries that
+	// name no CA of their own; nil means the host's roots.
+	UpstreamRoots *x509.CertPool
 	// Binds are extra host paths bound read-only into every sandbox (the
 	// demo and the self-test bind airlock's own binary as their payload).
 	Binds []sandbox.Bind
@@ -267,15 +271,22 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	defer canary.Close()
 	probes := canary.Request()
 	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	cfg.Path = res.Path
-	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...)
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
-	sb, err := sandbox.Start(ctx, cfg)
+	kit, err := e.egressKit(req.Task, req.RunID, rootfs, cfg.ReadOnly, caps.Limits().Wall, false)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	px, err := e.serveProxy(sc, req.Task, base, sb.Listener(), int(caps.OpenFiles))
+	defer kit.close()
+	kit.apply(&cfg)
+	cfg.Path = res.Path
+	cfg.Args = argv(req.Command, req.Args)
+	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), kit.env...), req.Env...)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
+	sb, err := sandbox.Start(ctx, cfg)
+	kit.close() // bound by now, or never to be
+	if err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
+	}
+	px, err := e.serveProxy(sc, req.Task, base, sb.Listener(), int(caps.OpenFiles), kit)
 	if err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
@@ -355,8 +366,8 @@ func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs poli
 // before the dial it allows: a failed write refuses the connection, and
 // fails the command. Nothing the sandbox does grows airlock's own process
 // without bound: its connections are counted against openFiles.
-func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis net.Listener, openFiles int) (*proxy.Proxy, error) {
-	px, err := proxy.New(proxy.Config{
+func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis net.Listener, openFiles int, kit *egressKit) (*proxy.Proxy, error) {
+	cfg := proxy.Config{
 		Task:     task,
 		Gate:     e.egress,
 		Resolver: e.opts.Resolver,
@@ -372,8 +383,11 @@ func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis n
 			}
 			return nil
 		},
-		Limits: proxy.SandboxLimits(openFiles),
-	})
+		Limits:        proxy.SandboxLimits(openFiles),
+		UpstreamRoots: e.opts.UpstreamRoots,
+	}
+	kit.proxyConfig(&cfg)
+	px, err := proxy.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -468,6 +482,7 @@ func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decid
 func (e *Enforcer) hidden() []string {
 	h := append(audit.Files(e.log.Path()), e.pol.HostFile())
 	h = append(h, e.log.PrivatePaths()...)
+	h = append(h, e.pol.CredentialFiles()...)
 	return append(h, e.opts.Hide...)
 }
 

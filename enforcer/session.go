@@ -134,6 +134,7 @@ type Session struct {
 	base    audit.Context
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	rootfs  string
+	env     []string // the egress kit's variables, in every step's environment
 	fs      policy.Filesystem
 	caps    policy.EffectiveSession
 	receipt map[string]string
@@ -193,11 +194,20 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 	}
 	probes := canary.Request()
 	cfg := e.sandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
+	kit, err := e.egressKit(s.task, s.id, rootfs, cfg.ReadOnly, s.caps.Wall(), true)
+	if err != nil {
+		canary.Close()
+		return nil, s.openFailed(err)
+	}
+	defer kit.close()
+	kit.apply(&cfg)
+	s.env = kit.env
 	// The sandbox lives until Close, not until ctx is done: ctx may stop
 	// the opening only.
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
 	ss, err := sandbox.StartSession(life, cfg)
+	kit.close() // bound by now, or never to be
 	if !stop() || err != nil {
 		if ss != nil {
 			ss.Close()
@@ -207,7 +217,7 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(errors.Join(err, ctx.Err()))
 	}
 	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
-	s.px, err = e.serveProxy(s.sc, s.task, s.base, ss.Listener(), int(cfg.Caps.OpenFiles))
+	s.px, err = e.serveProxy(s.sc, s.task, s.base, ss.Listener(), int(cfg.Caps.OpenFiles), kit)
 	if err != nil {
 		s.abort()
 		return nil, s.openFailed(err)
@@ -312,6 +322,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.e.setupFailed(s.sc, res, base, recorded, err)
 	}
 	base.Path, res.Path = step.Path, step.Path
+	s.px.ResetStep() // a task's budget holds per command
 	out, err := s.ss.Exec(ctx, step)
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart):
@@ -360,7 +371,7 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(sandbox.BaseEnv(s.e.pol.SearchPath()), st.Env...), Dir: dir,
+	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: dir,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU}}, caps, nil
 }
 

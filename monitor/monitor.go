@@ -21,6 +21,7 @@ const (
 	RuleEscapeSuspected   = "escape_suspected"
 	RuleStartupRefused    = "startup_refused"
 	RuleAuditRepaired     = "audit_repaired"
+	RuleEgressBudget      = "egress_budget"
 )
 
 // Monitor applies the rules to a stream of events. It is safe for
@@ -88,7 +89,7 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 		}
 		m.last[k], m.suppressed[k] = ev.TS, 0
 		switch rule {
-		case RuleMetadataAccess:
+		case RuleMetadataAccess, RuleEgressBudget:
 			a.Context.Host, a.Context.Port, a.Context.Addresses = c.Host, c.Port, c.Addresses
 		case RuleResourceKill:
 			a.Context.KilledBy = c.KilledBy
@@ -110,6 +111,10 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 	case audit.KindEgress:
 		if ev.Decision != audit.DecisionDeny {
 			break
+		}
+		if c.Event == audit.EventEgressBudgetReached {
+			raise(RuleEgressBudget, fmt.Sprintf("an egress budget was reached (%s): "+
+				"an exfiltration signature, or a task that needs a larger budget", shown(ev.Reason)), []uint64{ev.Seq}, 1)
 		}
 		if isMetadata(c, ev.Reason) {
 			raise(RuleMetadataAccess, fmt.Sprintf("egress to an always-blocked destination (%s) was attempted: "+

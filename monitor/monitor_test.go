@@ -130,6 +130,8 @@ func TestEventRules(t *testing.T) {
 		Context: audit.Context{Event: audit.EventSandboxLaunched}}
 	repaired := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "repaired",
 		Context: audit.Context{Event: audit.EventAuditRepaired}}
+	budget := audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionDeny, Reason: "budget task t reached: bytesOut of 600",
+		Context: audit.Context{RunID: "r3", Task: "t", Event: audit.EventEgressBudgetReached}}
 	for _, tc := range []struct {
 		name   string
 		ev     audit.Event
@@ -137,6 +139,7 @@ func TestEventRules(t *testing.T) {
 		reason string
 	}{
 		{"resource kill", killed, RuleResourceKill, "killed by its memory cap"},
+		{"egress budget reached", budget, RuleEgressBudget, "bytesOut of 600"},
 		{"run within its caps", finished, "", ""},
 		{"metadata address", egressDeny("169.254.169.254"), RuleMetadataAccess, `("169.254.169.254")`},
 		{"metadata name", egressDeny("metadata.google.internal"), RuleMetadataAccess, "metadata.google.internal"},

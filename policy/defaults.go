@@ -132,7 +132,53 @@ func (p *Policy) EgressConfig() egress.Config {
 	if p.Egress == nil {
 		return egress.Config{}
 	}
-	return egress.Config{TaskAllowlist: p.Egress.TaskAllowlist, AlwaysBlocked: p.Egress.AlwaysBlocked}
+	cfg := egress.Config{TaskAllowlist: map[string][]string{}, AlwaysBlocked: p.Egress.AlwaysBlocked}
+	for task, entries := range p.Egress.TaskAllowlist {
+		hosts := make([]string, len(entries))
+		for i, e := range entries {
+			hosts[i] = e.Host
+			if e.short {
+				continue
+			}
+			if cfg.Entries == nil {
+				cfg.Entries = map[string]map[string]egress.EntryConfig{}
+			}
+			if cfg.Entries[task] == nil {
+				cfg.Entries[task] = map[string]egress.EntryConfig{}
+			}
+			cfg.Entries[task][e.Host] = e.config()
+		}
+		cfg.TaskAllowlist[task] = hosts
+	}
+	for _, c := range p.Egress.Credentials {
+		cfg.Credentials = append(cfg.Credentials, egress.CredentialConfig{Name: c.Name, Host: c.Host, Tasks: c.Tasks,
+			Methods: c.Methods, Paths: c.Paths, PathPrefixes: c.PathPrefixes})
+	}
+	return cfg
+}
+
+// CredentialFiles lists the files credentials' values are read from:
+// no sandbox may see them (nor a workspace hold one, since it is copied).
+func (p *Policy) CredentialFiles() []string {
+	var files []string
+	if p.Egress != nil {
+		for _, c := range p.Egress.Credentials {
+			if c.FromFile != "" {
+				files = append(files, c.FromFile)
+			}
+		}
+	}
+	return files
+}
+
+// config is e's options in the egress gate's terms.
+func (e AllowEntry) config() egress.EntryConfig {
+	c := egress.EntryConfig{Inspect: e.Inspect, UpstreamCA: e.UpstreamCA, Protocol: egress.Protocol(e.Protocol)}
+	for _, r := range e.Rules {
+		c.Rules = append(c.Rules, egress.RuleConfig{Name: r.Name, Deny: r.Action == "deny", Methods: r.Methods,
+			Paths: r.Paths, PathPrefixes: r.PathPrefixes, Query: r.Query, Headers: r.Headers, WebSocket: r.WebSocket})
+	}
+	return c
 }
 
 // Limits returns the caps in the limits package's terms.

@@ -79,10 +79,17 @@ type Caps struct {
 type Egress struct {
 	// Default must be "deny": airlock has no default-allow mode.
 	Default string `json:"default,omitempty" jsonschema:"enum=deny"`
-	// TaskAllowlist maps a task to the destinations it may reach.
-	TaskAllowlist map[string][]string `json:"taskAllowlist,omitempty"`
+	// TaskAllowlist maps a task to the destinations it may reach: each a
+	// host string, or an object whose host is inspected by rules.
+	TaskAllowlist map[string][]AllowEntry `json:"taskAllowlist,omitempty"`
 	// AlwaysBlocked adds to the built-in floor of metadata destinations.
 	AlwaysBlocked []string `json:"alwaysBlocked,omitempty"`
+	// Credentials are headers the proxy adds to the requests they match,
+	// with values the sandbox never sees (docs/egress.md, "Credentials").
+	Credentials []Credential `json:"credentials,omitempty"`
+	// Budgets caps each task's traffic, per command (a run, or one step of
+	// a session), for the task and per host.
+	Budgets map[string]Budget `json:"budgets,omitempty"`
 }
 
 // Filesystem is the sandbox's view of the host's files.
@@ -138,4 +145,7 @@ type Session struct {
 	// IdleSeconds ends a session in which no command ran for this long
 	// (default 600).
 	IdleSeconds *float64 `json:"idleSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=604800"`
+	// Egress caps the session's traffic over its whole life, for all its
+	// steps together, and per host.
+	Egress *Budget `json:"egress,omitempty"`
 }

@@ -22,6 +22,8 @@ var checks = []check{
 	checkCaps,
 	checkEgressDefault,
 	checkEgress,
+	checkCredentials,
+	checkBudgets,
 	checkPaths,
 	checkRequire,
 	checkMonitor,

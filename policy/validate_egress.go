@@ -33,8 +33,11 @@ func checkEgress(p *Policy) []*Error {
 			errs = append(errs, strict.Problem(strict.Field("egress.taskAllowlist", task),
 				fmt.Sprintf("task name %q is empty or has white space or control characters", task), ""))
 		}
-		for i, entry := range p.Egress.TaskAllowlist[task] {
-			at := strict.Index(strict.Field("egress.taskAllowlist", task), i)
+		for i, ae := range p.Egress.TaskAllowlist[task] {
+			entry, at := ae.Host, strict.Index(strict.Field("egress.taskAllowlist", task), i)
+			if !ae.short {
+				at += ".host"
+			}
 			switch {
 			case egress.ValidateEntry(entry) != nil:
 				errs = append(errs, strict.Problem(at, egress.ValidateEntry(entry).Error(),
@@ -53,11 +56,14 @@ func checkEgress(p *Policy) []*Error {
 			}
 		}
 	}
+	errs = append(errs, checkEntries(p.Egress)...)
 	if len(errs) == 0 {
 		// The entry checks passed; the gate's own compilation catches what
 		// only the whole section shows (an allowlisted subdomain of a
 		// blocked name).
-		if _, err := egress.Compile(p.EgressConfig()); err != nil {
+		cfg := p.EgressConfig()
+		cfg.Credentials = nil // checkCredentials says what is wrong with them, by field
+		if _, err := egress.Compile(cfg); err != nil {
 			errs = append(errs, strict.Problem("egress", err.Error(), "an allowlisted destination can never be reached past an always-blocked one"))
 		}
 	}

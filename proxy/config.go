@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/netip"
@@ -24,6 +25,14 @@ type Gate interface {
 	// CheckResolved decides on a name after one resolution and returns
 	// the addresses that may be dialled.
 	CheckResolved(task string, t egress.Target, addrs []netip.Addr) (decision.Decision, []netip.Addr)
+	// Entry returns the options of task's allowlist entry (the Rule of an
+	// allow): inspection and rules, the protocol a tunnel carries; nil
+	// for an opaque entry.
+	Entry(task, entry string) *egress.Entry
+	// Credential names the credential to add to a request, "" for none.
+	Credential(task string, t egress.Target, q *egress.Request) string
+	// CredentialHost is the host a credential is for, for reasons.
+	CredentialHost(name string) string
 }
 
 var _ Gate = (*egress.Gate)(nil)
@@ -73,6 +82,59 @@ type Config struct {
 	Record func(Event) error
 	// Limits bound the proxy's resources; zero fields take defaults.
 	Limits Limits
+	// CA signs the certificates of inspected tunnels. Without it an
+	// inspected entry's tunnels are refused (fail closed).
+	CA *CA
+	// UpstreamRoots verify the destinations of inspected and forwarded
+	// HTTPS whose entry names no CA; nil means the host's roots.
+	UpstreamRoots *x509.CertPool
+	// Credentials are the values of the gate's credentials, by name.
+	Credentials []Credential
+	// Budgets cap the traffic of the proxy's life (a session's) or, when
+	// PerStep, of each step (ResetStep starts the next).
+	Budgets []Budget
+}
+
+// Credential is the value of one of the gate's credentials: the header
+// the proxy sets on the requests the gate says it is for.
+type Credential struct {
+	// Name is the credential's name in the gate.
+	Name string
+	// Header is the header set ("Authorization").
+	Header string
+	// Value is the header's whole value ("Bearer ..."); it never reaches
+	// the sandbox, the events or a reason.
+	Value string
+	// Placeholder is what the sandbox may hold in the value's place; a
+	// request carrying it anywhere the credential is not for is refused.
+	Placeholder string
+}
+
+// Budget caps traffic through the proxy, for all destinations and per
+// host; reaching a cap refuses new requests and ends open tunnels
+// (docs/egress.md, "Budgets").
+type Budget struct {
+	// Name names the budget in reasons ("task fetch", "session").
+	Name string
+	// PerStep makes ResetStep start the budget over.
+	PerStep bool
+	// All caps the traffic to every destination together.
+	All BudgetLimits
+	// Hosts caps the traffic to single hosts (egress.Target.Host()).
+	Hosts map[string]BudgetLimits
+}
+
+// BudgetLimits are the caps of a budget; 0 is no cap.
+type BudgetLimits struct {
+	// BytesOut and BytesIn cap bytes to and from destinations: every byte
+	// of a tunnel, the bodies of HTTP requests and responses.
+	BytesOut, BytesIn int64
+	// Requests caps the requests decided: absolute-form HTTP requests,
+	// requests inside inspected tunnels, and opaque tunnels.
+	Requests int64
+	// Connections and Concurrent cap upstream connections in all and at
+	// once.
+	Connections, Concurrent int64
 }
 
 // Limits bound what one proxy may hold open and how long it waits. Each

@@ -55,7 +55,7 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 	switch {
 	case !ev.Decision.Allowed():
 		p.forget(c)
-		writeRaw(c, http.StatusForbidden, ev.Decision.Why())
+		writeRaw(c, refusalStatus(&ev), ev.Decision.Why())
 		return
 	case err != nil:
 		p.finish(&ev, err)
@@ -99,7 +99,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	case !ev.Decision.Allowed():
 		// Close after a refused CONNECT: the client may already have sent
 		// bytes meant for the tunnel, which must not be read as a request.
-		refuseHTTP(w, ev.Decision, true)
+		writeReason(w, refusalStatus(&ev), ev.Decision.Why(), true)
 		return
 	case err != nil:
 		failHTTP(w, err, true)

@@ -108,30 +108,59 @@ func (p *Proxy) resolve(ctx context.Context, name string) ([]netip.Addr, error) 
 }
 
 // open decides ev's target, reports the decision and, when the gate
-// allowed it, takes a tunnel slot and dials a checked address. A refusal
-// leaves ev.Decision denied and returns no error; an error is an upstream
-// failure after an allow. On success the caller must release the slot.
+// allowed it, takes a tunnel slot and dials a checked address. The
+// decision takes in the entry's options (an inspected entry needs the
+// proxy's CA) and the budgets (a tunnel past a cap is refused, with
+// ev.Budget naming the budget). A refusal leaves ev.Decision denied and
+// returns no error; an error is an upstream failure after an allow. On
+// success the caller must release the slot.
 func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
 	addrs, err := p.decide(ctx, ev)
+	if ev.Decision.Allowed() && err == nil {
+		p.admitTunnel(ev)
+	}
 	if rerr := p.decided(ev); rerr != nil {
+		ev.use.done()
 		return nil, rerr
 	}
 	if !ev.Decision.Allowed() {
 		return nil, nil
 	}
 	if err != nil {
+		ev.use.done()
 		return nil, err
 	}
 	sl, err := p.acquire(ev.client)
 	if err != nil {
+		ev.use.done()
 		return nil, err
 	}
 	c, ap, err := p.dial(ctx, addrs, ev.Target.Port)
 	if err != nil {
 		sl.release()
+		ev.use.done()
 		return nil, err
 	}
 	ev.tunnel = sl // released by finish
-	ev.Dialled = ap
+	ev.Dialled, ev.addrs = ap, addrs
 	return c, nil
+}
+
+// admitTunnel takes in an allowed tunnel's entry options and budgets:
+// an inspected entry without the proxy's CA is refused, and so is a
+// tunnel past a budget's cap. An opaque tunnel counts as a request; an
+// inspected one's requests count one by one.
+func (p *Proxy) admitTunnel(ev *Event) {
+	ev.entry = p.gate.Entry(p.task, ev.Decision.Rule)
+	if ev.entry.Inspected() && p.ca == nil {
+		ev.Decision = deny(reasonNoCA, ev.Target)
+		return
+	}
+	use, err := p.budget.admit(ev.Target.Host(), !ev.entry.Inspected(), true)
+	var be *budgetError
+	if errors.As(err, &be) {
+		ev.Decision, ev.Budget = deny("%s", be.reason), be.budget
+		return
+	}
+	ev.use = use
 }

@@ -27,6 +27,19 @@
 // a sandbox's proxy from its openFiles cap. docs/egress.md is the
 // contract.
 //
+// A tunnel's first bytes are looked at before any reaches the
+// destination: a TLS ClientHello must name the tunnel's host (no domain
+// fronting), plain HTTP must name it in every request (which is passed on
+// request by request, as parsed), and an entry may require TLS (port 443
+// by default) or HTTP. An inspected entry's tunnels are terminated with a
+// certificate of the proxy's CA (a CA made in memory per session, whose
+// key never leaves the process), and every request in them (HTTP/1.1 or
+// HTTP/2) is decided by the entry's rules, given its credential, counted
+// in the budgets and recorded before it is forwarded over the tunnel's
+// own verified connections. Budgets count bytes, requests and
+// connections exactly; a budget reached refuses with 429 and ends opaque
+// tunnels.
+//
 // Tunnels (CONNECT and SOCKS5) copy between the bare connections, so on
 // Linux the kernel splices TCP to TCP without copying through user space;
 // each direction is half-closed when its source ends, and a tunnel with no

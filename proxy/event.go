@@ -18,6 +18,8 @@ const (
 	ProtocolConnect Protocol = "connect" // HTTP CONNECT tunnel
 	ProtocolSOCKS5  Protocol = "socks5"  // SOCKS5 CONNECT tunnel
 	ProtocolSOCKS4  Protocol = "socks4"  // SOCKS4 or SOCKS4a, always refused
+	// ProtocolInspected is a request inside an inspected tunnel.
+	ProtocolInspected Protocol = "inspected"
 	// ProtocolUnknown is a connection refused before anything of it was
 	// read.
 	ProtocolUnknown Protocol = "unknown"
@@ -39,6 +41,14 @@ const (
 	// share, a SOCKS4 request, a malformed or oversized request. A flood of
 	// them is coalesced: Count says how many refusals the event stands for.
 	StageRejected Stage = "rejected"
+	// StageRefused is reported when the proxy refuses an allowed tunnel
+	// for what it carries: a TLS ClientHello naming another host (SNI),
+	// an HTTP request naming another host, bytes that are not the
+	// protocol the entry requires.
+	StageRefused Stage = "refused"
+	// StageBudget is reported when a budget's cap is reached (or a
+	// connection is refused for its concurrency cap).
+	StageBudget Stage = "budget"
 )
 
 // Event is one request's decision, and, at StageClosed, its outcome.
@@ -81,9 +91,23 @@ type Event struct {
 	// more when a flood was coalesced (the event is then the first of
 	// them). 0 for the other stages.
 	Count int
+	// Method and Path are an HTTP request's, when the proxy read one
+	// (absolute-form, or inside an inspected tunnel): the path as sent
+	// with its query, at most maxRequestedBytes of it.
+	Method, Path string
+	// Entry is the allowlist entry that allowed the destination, for a
+	// request the entry's rules decided.
+	Entry string
+	// Credential names the credential the proxy added to the request.
+	Credential string
+	// Budget names the budget that refused the request or was reached.
+	Budget string
 
-	client client // who asked, for the fair share
-	tunnel *slot  // the request's hold on the tunnel share, once it has one
+	client client        // who asked, for the fair share
+	tunnel *slot         // the request's hold on the tunnel share, once it has one
+	entry  *egress.Entry // the options of the entry that allowed it
+	use    *budgetUse    // its place in the budgets' counters
+	addrs  []netip.Addr  // the checked addresses, for more connections of an inspected tunnel
 }
 
 // eventJSON is the wire form of an Event.
@@ -103,6 +127,11 @@ type eventJSON struct {
 	Duration  float64           `json:"durationMs"`
 	Err       string            `json:"error,omitempty"`
 	Count     int               `json:"count,omitempty"`
+	Method    string            `json:"method,omitempty"`
+	Path      string            `json:"path,omitempty"`
+	Entry     string            `json:"entry,omitempty"`
+	Cred      string            `json:"credential,omitempty"`
+	Budget    string            `json:"budget,omitempty"`
 }
 
 // MarshalJSON encodes the event as one flat object: the target and the
@@ -116,6 +145,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		BytesUp: e.BytesUp, BytesDown: e.BytesDown,
 		Duration: float64(e.Duration) / float64(time.Millisecond),
 		Count:    e.Count,
+		Method:   e.Method, Path: e.Path, Entry: e.Entry, Cred: e.Credential, Budget: e.Budget,
 	}
 	if e.Dialled.IsValid() {
 		j.Dialled = e.Dialled.String()

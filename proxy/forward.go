@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ type routeKey struct{}
 type route struct {
 	addrs []netip.Addr
 	port  uint16
+	host  string      // the destination as the gate normalised it, for budgets and TLS
+	tls   *tls.Config // verifies the destination of an https URL; nil: default
 
 	mu      sync.Mutex
 	dialled netip.AddrPort
@@ -58,6 +61,7 @@ func (rt *route) result() (netip.AddrPort, error) {
 func (p *Proxy) newTransport() *http.Transport {
 	return &http.Transport{
 		DialContext:         p.dialRoute,
+		DialTLSContext:      p.dialRouteTLS,
 		DisableKeepAlives:   true,
 		DisableCompression:  true,
 		TLSHandshakeTimeout: p.limits.DialTimeout,
@@ -77,35 +81,73 @@ func (p *Proxy) newForwarder() *httputil.ReverseProxy {
 		Transport:     p.tr,
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
-		ErrorHandler:  forwardError,
+		ErrorHandler:  p.forwardError,
 	}
 }
 
 // dialRoute is the transport's dialer: it dials the request's checked
-// addresses and fails closed when a request carries none.
+// addresses and fails closed when a request carries none. Each
+// connection takes its place in the budgets.
 func (p *Proxy) dialRoute(ctx context.Context, _, _ string) (net.Conn, error) {
 	rt, _ := ctx.Value(routeKey{}).(*route)
 	if rt == nil {
 		return nil, errors.New("no checked address for this request")
 	}
-	c, ap, err := p.dial(ctx, rt.addrs, rt.port)
+	use, err := p.budget.admit(rt.host, false, true)
 	if err != nil {
 		return nil, err
 	}
+	c, ap, err := p.dial(ctx, rt.addrs, rt.port)
+	if err != nil {
+		use.done()
+		return nil, err
+	}
 	rt.setDialled(ap)
-	return &idleConn{Conn: c, timeout: p.limits.IdleTimeout}, nil
+	return &idleConn{Conn: c, timeout: p.limits.IdleTimeout, use: use}, nil
+}
+
+// dialRouteTLS dials an https URL's destination and verifies it: against
+// its entry's CA when it names one, else the proxy's upstream roots.
+func (p *Proxy) dialRouteTLS(ctx context.Context, network, addr string) (net.Conn, error) {
+	c, err := p.dialRoute(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	rt, _ := ctx.Value(routeKey{}).(*route)
+	cfg := rt.tls
+	if cfg == nil {
+		cfg = &tls.Config{ServerName: rt.host, RootCAs: p.upstreamRoots, MinVersion: tls.VersionTLS12}
+	}
+	tc := tls.Client(c, cfg)
+	hctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // forwardError answers a forwarded request whose upstream failed.
-func forwardError(w http.ResponseWriter, r *http.Request, err error) {
+func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
 	if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
 		rt.setErr(err)
 	}
-	failHTTP(w, err, false)
+	var be *budgetError
+	switch {
+	case errors.As(err, &be):
+		writeReason(w, http.StatusTooManyRequests, p.scrub(be.reason), false)
+		return
+	case errors.Is(err, errBudgetBytes):
+		writeReason(w, http.StatusTooManyRequests, "the request passed a byte budget: "+err.Error(), false)
+		return
+	}
+	writeReason(w, failStatus(err), p.scrub(reasonFailed+err.Error()), false)
 }
 
 // serveForward serves an absolute-form request: decide, then forward it
-// to a checked address.
+// to a checked address. An inspected entry's rules decide the request,
+// as inside an inspected tunnel.
 func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, r.URL.Host)
 	var defaultPort uint16
@@ -128,10 +170,26 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.URL.Host, defaultPort)
 	addrs, err := p.decide(r.Context(), &ev)
+	var cred *Credential
+	rt := &route{addrs: addrs, port: ev.Target.Port, host: ev.Target.Host()}
+	if ev.Decision.Allowed() && err == nil {
+		q := requestOf(ev.Target, r)
+		ev.Method, ev.Path = r.Method, clip(r.URL.RequestURI())
+		ev.entry = p.gate.Entry(p.task, ev.Decision.Rule)
+		if ev.entry.Inspected() {
+			ev.Entry, ev.Decision = ev.Decision.Rule, ev.entry.CheckRequest(q)
+			if path := ev.entry.UpstreamCA(); path != "" && ev.Decision.Allowed() {
+				pool, perr := p.upstreamPool(path)
+				err = perr
+				rt.tls = &tls.Config{ServerName: rt.host, RootCAs: pool, MinVersion: tls.VersionTLS12}
+			}
+		}
+		cred = p.admitRequest(&ev, ev.entry, q, r, r.URL.Scheme == "https")
+	}
 	if rerr := p.decided(&ev); rerr != nil {
 		err = rerr
 	} else if !ev.Decision.Allowed() {
-		refuseHTTP(w, ev.Decision, false)
+		writeReason(w, refusalStatus(&ev), ev.Decision.Why(), false)
 		return
 	}
 	if err == nil {
@@ -142,14 +200,19 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, err)
 		return
 	}
-	p.forward(w, r, &ev, &route{addrs: addrs, port: ev.Target.Port})
+	if cred != nil {
+		r.Header.Set(cred.Header, cred.Value)
+	}
+	p.forward(w, r, &ev, p.fwd, rt)
 }
 
-// forward relays r along rt and reports the outcome.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rt *route) {
-	body := &countingBody{ReadCloser: r.Body}
+// forward relays r along rt with rp, reports the outcome, and returns
+// the body bytes relayed each way. Bodies pass through the budgets ev
+// counts in.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rp *httputil.ReverseProxy, rt *route) (up, down int64) {
+	body := &countingBody{ReadCloser: r.Body, use: ev.use}
 	r.Body = body
-	cw := &countingWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: p.limits.IdleTimeout}
+	cw := &countingWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: p.limits.IdleTimeout, use: ev.use}
 	defer func() {
 		v := recover()
 		// Forget the write deadline: the connection may serve another
@@ -161,39 +224,55 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rt *r
 			err = fmt.Errorf("relaying the response: %v", v)
 		}
 		ev.BytesUp, ev.BytesDown = body.n.Load(), cw.n
+		up, down = ev.BytesUp, ev.BytesDown
 		p.finish(ev, err)
 		if v != nil {
 			panic(v) // http.ErrAbortHandler: the server drops the connection
 		}
 	}()
-	p.fwd.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	rp.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	return
 }
 
-// countingBody counts the request body bytes relayed upstream.
+// countingBody counts the request body bytes relayed upstream, granted
+// by the budgets of use.
 type countingBody struct {
 	io.ReadCloser
-	n atomic.Int64 // read by the transport's goroutine
+	use *budgetUse
+	n   atomic.Int64 // read by the transport's goroutine
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	if grant, settle := b.use.take(true, int64(n)); settle != nil {
+		settle()
+		n, err = int(grant), errBudgetBytes
+	}
 	b.n.Add(int64(n))
 	return n, err
 }
 
-// countingWriter counts response bytes and cuts a client that stops
-// reading for the idle timeout.
+// countingWriter counts response bytes, granted by the budgets of use,
+// and cuts a client that stops reading for the idle timeout.
 type countingWriter struct {
 	http.ResponseWriter
 	rc   *http.ResponseController
 	idle time.Duration
+	use  *budgetUse
 	n    int64
 }
 
 func (w *countingWriter) Write(b []byte) (int, error) {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
-	n, err := w.ResponseWriter.Write(b)
+	grant, settle := w.use.take(false, int64(len(b)))
+	n, err := w.ResponseWriter.Write(b[:grant])
 	w.n += int64(n)
+	if settle != nil {
+		settle()
+		if err == nil {
+			err = errBudgetBytes
+		}
+	}
 	return n, err
 }
 
@@ -202,10 +281,12 @@ func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 
 // idleConn is a forwarded request's upstream connection: every read or
 // write pushes its deadline out by the idle timeout, so the request ends
-// when neither direction has moved for that long.
+// when neither direction has moved for that long. Its close gives its
+// place in the budgets back.
 type idleConn struct {
 	net.Conn
 	timeout time.Duration
+	use     *budgetUse
 }
 
 func (c *idleConn) Read(b []byte) (int, error) {
@@ -216,4 +297,9 @@ func (c *idleConn) Read(b []byte) (int, error) {
 func (c *idleConn) Write(b []byte) (int, error) {
 	_ = c.Conn.SetDeadline(time.Now().Add(c.timeout))
 	return c.Conn.Write(b)
+}
+
+func (c *idleConn) Close() error {
+	c.use.done()
+	return c.Conn.Close()
 }

@@ -179,3 +179,33 @@ func FuzzProxyConn(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSniff feeds arbitrary first bytes of a tunnel to sniff and checks
+// that it never loses a byte it read, never reads past what it needs to
+// decide, and that a TLS verdict comes only with a ClientHello read whole.
+func FuzzSniff(f *testing.F) {
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: a\r\n\r\n"))
+	f.Add([]byte("\r\n\r\nPOST /x HTTP/1.1\r\n"))
+	f.Add([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
+	f.Add([]byte("SSH-2.0-OpenSSH_9.0\r\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, b := net.Pipe()
+		defer a.Close()
+		go func() {
+			_, _ = b.Write(in)
+			b.Close()
+		}()
+		fr, err := sniff(a, nil)
+		if !bytes.HasPrefix(in, fr.data) {
+			t.Fatalf("sniff returned %q, not a prefix of what was sent", fr.data)
+		}
+		if fr.kind == firstTLS && err == nil && len(fr.data) < 5 {
+			t.Fatalf("a ClientHello of %d bytes", len(fr.data))
+		}
+		if fr.kind == firstHTTP {
+			if k, sure := sniffKind(fr.data); k != firstHTTP || !sure && err == nil {
+				t.Fatalf("HTTP verdict on %q", fr.data)
+			}
+		}
+	})
+}

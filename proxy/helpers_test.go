@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -148,6 +149,10 @@ type setup struct {
 	dialer   Dialer       // replaces the logged loopback dialer's inner dialer
 	listener net.Listener // default: tcp 127.0.0.1:0
 	noEvents bool         // no event callback (benchmarks)
+	ca       *CA          // signs inspected tunnels' certificates
+	roots    *x509.CertPool
+	creds    []Credential
+	budgets  []Budget
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -190,7 +195,8 @@ func newHarnessGate(t testing.TB, s setup, g Gate) *harness {
 	if s.resolver != nil {
 		res = s.resolver
 	}
-	cfg := Config{Task: s.task, Gate: g, Resolver: res, Dialer: h.dials, OnEvent: h.events.add, Limits: s.limits}
+	cfg := Config{Task: s.task, Gate: g, Resolver: res, Dialer: h.dials, OnEvent: h.events.add, Limits: s.limits,
+		CA: s.ca, UpstreamRoots: s.roots, Credentials: s.creds, Budgets: s.budgets}
 	if s.noEvents {
 		cfg.OnEvent = nil
 	}

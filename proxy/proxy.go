@@ -3,6 +3,8 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log"
@@ -37,21 +39,32 @@ type Proxy struct {
 	fwd *httputil.ReverseProxy
 	tr  *http.Transport
 
+	ca            *CA
+	upstreamRoots *x509.CertPool
+	creds         map[string]*Credential
+	budget        *budgets
+	is            *http.Server  // serves the requests of inspected tunnels
+	iln           *connListener // hands the inspected connections to is
+	inspections   sync.Map      // the connection handed to is -> *inspection
+	pools         map[string]*x509.CertPool
+	sessions      tls.ClientSessionCache // upstream TLS sessions, resumed by later tunnels to the same host
+
 	ctx      context.Context // cancelled by Close
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // connection goroutines and tunnels
 	timeouts *deadlines
 	workers  *workers
 
-	mu        sync.Mutex
-	closing   bool // Shutdown or Close called: accept nothing new
-	closed    bool // Close called: open nothing new
-	serving   bool // the http.Server has been started
-	listeners map[net.Listener]struct{}
-	self      []netip.AddrPort // the listeners' addresses, for loop refusal
-	local     []netip.Addr     // the host's addresses, when a listener is unspecified
-	conns     map[net.Conn]connKind
-	handshake map[net.Conn]*deadline // the handshake timeouts of kindHandshake conns
+	mu         sync.Mutex
+	closing    bool // Shutdown or Close called: accept nothing new
+	closed     bool // Close called: open nothing new
+	serving    bool // the http.Server has been started
+	inspecting bool // the inspection server has been started
+	listeners  map[net.Listener]struct{}
+	self       []netip.AddrPort // the listeners' addresses, for loop refusal
+	local      []netip.Addr     // the host's addresses, when a listener is unspecified
+	conns      map[net.Conn]connKind
+	handshake  map[net.Conn]*deadline // the handshake timeouts of kindHandshake conns
 }
 
 // New validates cfg and returns a proxy ready to Serve.
@@ -66,20 +79,30 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
+	creds, err := checkCredentials(cfg.Credentials)
+	if err != nil {
+		return nil, err
+	}
 	p := &Proxy{
-		task:        cfg.Task,
-		gate:        cfg.Gate,
-		resolver:    cfg.Resolver,
-		dialer:      cfg.Dialer,
-		onEvent:     cfg.OnEvent,
-		record:      cfg.Record,
-		limits:      limits,
-		connShare:   newShare("connections", limits.MaxConns, limits.MaxConnsPerClient),
-		tunnelShare: newShare("concurrent tunnels", limits.MaxTunnels, limits.MaxTunnelsPerClient),
-		hln:         newConnListener(),
-		listeners:   map[net.Listener]struct{}{},
-		conns:       map[net.Conn]connKind{},
-		handshake:   map[net.Conn]*deadline{},
+		ca:            cfg.CA,
+		upstreamRoots: cfg.UpstreamRoots,
+		creds:         creds,
+		iln:           newConnListener(),
+		pools:         map[string]*x509.CertPool{},
+		sessions:      tls.NewLRUClientSessionCache(256),
+		task:          cfg.Task,
+		gate:          cfg.Gate,
+		resolver:      cfg.Resolver,
+		dialer:        cfg.Dialer,
+		onEvent:       cfg.OnEvent,
+		record:        cfg.Record,
+		limits:        limits,
+		connShare:     newShare("connections", limits.MaxConns, limits.MaxConnsPerClient),
+		tunnelShare:   newShare("concurrent tunnels", limits.MaxTunnels, limits.MaxTunnelsPerClient),
+		hln:           newConnListener(),
+		listeners:     map[net.Listener]struct{}{},
+		conns:         map[net.Conn]connKind{},
+		handshake:     map[net.Conn]*deadline{},
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -98,6 +121,8 @@ func New(cfg Config) (*Proxy, error) {
 	p.timeouts = newDeadlines(limits, p.ctx.Done(), p.workers.retire)
 	p.tr = p.newTransport()
 	p.fwd = p.newForwarder()
+	p.is = p.newInspectionServer()
+	p.budget = newBudgets(cfg.Budgets, p.budgetReached)
 	p.hs = &http.Server{
 		Handler:           http.HandlerFunc(p.serveHTTP),
 		ReadHeaderTimeout: limits.HandshakeTimeout,
@@ -264,9 +289,11 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	p.hln.Close()
+	p.iln.Close()
 
-	hsDone := make(chan error, 1)
+	hsDone := make(chan error, 2)
 	go func() { hsDone <- p.hs.Shutdown(ctx) }()
+	go func() { hsDone <- p.is.Shutdown(ctx) }()
 	wgDone := make(chan struct{})
 	go func() { p.wg.Wait(); close(wgDone) }()
 	defer p.rejects.flush() // what the window still holds
@@ -275,7 +302,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return <-hsDone
+	return errors.Join(<-hsDone, <-hsDone)
 }
 
 // Close stops the proxy at once: it closes the listeners and every
@@ -289,7 +316,8 @@ func (p *Proxy) Close() error {
 	}
 	p.mu.Unlock()
 	p.hln.Close()
-	err := p.hs.Close()
+	p.iln.Close()
+	err := errors.Join(p.hs.Close(), p.is.Close())
 	p.cancel()
 	p.tr.CloseIdleConnections()
 	p.wg.Wait()

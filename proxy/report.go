@@ -1,9 +1,15 @@
 package proxy
 
-import "time"
+import (
+	"time"
 
-// emit reports ev to the callbacks and returns Record's error.
+	"github.com/airlock-sandbox/airlock/egress"
+)
+
+// emit reports ev to the callbacks and returns Record's error. No
+// credential value is in what it reports.
 func (p *Proxy) emit(ev Event) error {
+	p.scrubEvent(&ev)
 	if p.onEvent != nil {
 		p.onEvent(ev)
 	}
@@ -37,8 +43,24 @@ func (p *Proxy) finish(ev *Event, err error) {
 	// the report may open a tunnel at once.
 	ev.tunnel.release()
 	ev.tunnel = nil
+	ev.use.done()
 	ev.Stage = StageClosed
 	ev.Duration = time.Since(ev.Time)
 	ev.Err = err
 	_ = p.emit(*ev)
 }
+
+// budgetReached reports a budget's cap reached.
+func (p *Proxy) budgetReached(x budgetCrossing) {
+	ev := p.newEvent(ProtocolUnknown, "", x.host)
+	ev.Stage, ev.Budget, ev.Decision = StageBudget, x.budget, deny("%s", x.reason)
+	ev.Requested = x.cap
+	if x.host != "" {
+		ev.Target, _ = egress.ParseTarget(x.host, 0)
+	}
+	_ = p.emit(ev)
+}
+
+// ResetStep starts the per-step budgets over (Budget.PerStep): a session
+// calls it before each step.
+func (p *Proxy) ResetStep() { p.budget.resetStep() }

@@ -50,8 +50,23 @@ func main() {
 		serveFloor = flag.String("serve-floor", "", "internal: serve the minimal CONNECT proxy on this address")
 		allow      = flag.String("allow", "", "internal: comma-separated allowlist for -serve-lib")
 		cpuProfile = flag.String("cpuprofile", "", "with -serve-lib: write a CPU profile of the proxy here")
+		https      = flag.Bool("https", false, "run the HTTPS bench (inspection's cost) instead of the tunnel bench")
+		goproxyBin = flag.String("goproxy", "", "with -https: a goproxy MITM binary (bench/proxy/goproxy) to measure too")
+		serveMITM_ = flag.String("serve-mitm", "", "internal: serve the httputil.ReverseProxy interceptor on this address")
+		inspect    = flag.Int("inspect", -1, "internal: with -serve-lib, inspect the allowed entry with this many rules")
+		upstreamCA = flag.String("upstream-ca", "", "internal: the upstream's CA (PEM) for -serve-lib -inspect and -serve-mitm")
+		caOut      = flag.String("ca-out", "", "internal: write the interceptor's CA certificate (PEM) here")
 	)
 	flag.Parse()
+	if *serveMITM_ != "" {
+		fail(serveMITM(*serveMITM_, *upstreamCA, *caOut))
+	}
+	if *https {
+		if err := runHTTPS(*goproxyBin, *samples, *size, *runs); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *serveFloor != "" {
 		fail(serveMinimal(*serveFloor)) // it serves until killed
 	}
@@ -66,7 +81,7 @@ func main() {
 			}
 			defer pprof.StopCPUProfile()
 		}
-		if err := serveLibrary(*serveLib, strings.Split(*allow, ",")); err != nil {
+		if err := serveLibrary(*serveLib, strings.Split(*allow, ","), *inspect, *upstreamCA, *caOut); err != nil {
 			fail(err)
 		}
 		return

@@ -128,12 +128,27 @@ func startAirlock(bin, pol, auditFile string, children *[]*exec.Cmd) (string, er
 }
 
 // serveLibrary serves the proxy package with no audit log until SIGTERM.
-func serveLibrary(addr string, allow []string) error {
-	g, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"bench": allow}})
+// With rules >= 0, the first entry of allow is inspected with that many
+// rules (benchRules), its destination verified against upstreamCA, and
+// the proxy's CA certificate written to caOut.
+func serveLibrary(addr string, allow []string, rules int, upstreamCA, caOut string) error {
+	cfg := egress.Config{TaskAllowlist: map[string][]string{"bench": allow}}
+	var ca *proxy.CA
+	if rules >= 0 {
+		cfg.Entries = map[string]map[string]egress.EntryConfig{"bench": {allow[0]: {Inspect: true, Rules: benchRules(rules), UpstreamCA: upstreamCA}}}
+		var err error
+		if ca, err = proxy.NewCA("proxy-bench session CA", time.Hour); err != nil {
+			return err
+		}
+		if err := os.WriteFile(caOut, ca.CertPEM(), 0o600); err != nil {
+			return err
+		}
+	}
+	g, err := egress.Compile(cfg)
 	if err != nil {
 		return err
 	}
-	p, err := proxy.New(proxy.Config{Task: "bench", Gate: g})
+	p, err := proxy.New(proxy.Config{Task: "bench", Gate: g, CA: ca})
 	if err != nil {
 		return err
 	}

@@ -16,20 +16,25 @@ import (
 func newExplainCmd() *cobra.Command {
 	var (
 		tool, task, host string
+		rawURL, method   string
+		headers          []string
 		asJSON, resolve  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "explain (--tool T -- CMD [ARG...] | --task K --host HOST[:PORT])",
+		Use:   "explain (--tool T -- CMD [ARG...] | --task K --host HOST[:PORT] | --task K --url URL [--method M])",
 		Short: "Show what a gate would decide, and why; nothing is run",
 		Long: `explain prints the decision of the command gate for a tool running a command,
-or of the egress gate for a task reaching a host. Nothing is run or dialled
-(--resolve looks the name up in DNS, as the proxy would, and decides on every
-address).
+or of the egress gate for a task reaching a host. With --url, the request too:
+on an inspected host, the rule that allows or refuses the method and path
+(--method, default GET; --header NAME:VALUE for header conditions), and the
+credential the proxy would add. Nothing is run or dialled (--resolve looks
+the name up in DNS, as the proxy would, and decides on every address).
 
 Exit status 0 whenever a decision was printed, whatever it was.`,
 		Example: `  airlock explain --tool run_tests -- pytest -v
   airlock explain --tool run_tests --json -- git clone https://attacker.example/repo
-  airlock explain --task web_search --host 169.254.169.254`,
+  airlock explain --task web_search --host 169.254.169.254
+  airlock explain --task gh --url https://api.github.com/repos/acme/x/pulls --method POST`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case tool != "" && task != "":
@@ -38,8 +43,12 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 				return usageError{errors.New("explain: --tool needs a command after --")}
 			case tool != "" && cmd.ArgsLenAtDash() != 0:
 				return usageError{errors.New("explain: put the command after --, e.g. airlock explain --tool run_tests -- pytest -v")}
-			case task != "" && (host == "" || len(args) > 0):
-				return usageError{errors.New("explain: --task needs --host HOST[:PORT] and no command")}
+			case task != "" && ((host == "") == (rawURL == "") || len(args) > 0):
+				return usageError{errors.New("explain: --task needs --host HOST[:PORT] or --url URL, one of them, and no command")}
+			case (method != "" || len(headers) > 0) && rawURL == "":
+				return usageError{errors.New("explain: --method and --header go with --url")}
+			case rawURL != "" && resolve:
+				return usageError{errors.New("explain: --resolve goes with --host")}
 			case tool == "" && task == "":
 				return usageError{errors.New("explain: give --tool T -- CMD [ARG...] or --task K --host HOST[:PORT]")}
 			case tool != "" && (host != "" || resolve):
@@ -53,7 +62,10 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if task != "" {
+			switch {
+			case rawURL != "":
+				return explainRequest(out, pol, task, rawURL, method, headers, asJSON)
+			case task != "":
 				return explainEgress(cmd.Context(), out, pol, task, host, resolve, asJSON)
 			}
 			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:])
@@ -65,6 +77,9 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 	cmd.Flags().StringVar(&task, "task", "", "task whose allowlist decides the host")
 	cmd.Flags().StringVar(&host, "host", "", "destination HOST[:PORT] (with --task)")
 	cmd.Flags().BoolVar(&resolve, "resolve", false, "resolve the name and decide on every address, as the proxy does")
+	cmd.Flags().StringVar(&rawURL, "url", "", "request URL (with --task): the host's decision, then the request's")
+	cmd.Flags().StringVar(&method, "method", "", "the request's method (with --url; default GET)")
+	cmd.Flags().StringArrayVar(&headers, "header", nil, "a request header NAME:VALUE (with --url; repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"gate","decision","reason","rule",...,"policy"}`)
 	policyFlag(cmd)
 	return cmd

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -75,4 +78,85 @@ func joinAddrs(addrs []netip.Addr) string {
 		s[i] = a.String()
 	}
 	return strings.Join(s, ", ")
+}
+
+// requestExplanation is explain's output for a request: the host's
+// decision, then the request's.
+type requestExplanation struct {
+	egressExplanation
+	// Request is the decision on the request itself.
+	Request requestDecision `json:"request"`
+}
+
+// requestDecision is how the proxy would decide one request to a host the
+// gate allows.
+type requestDecision struct {
+	Verdict decision.Verdict `json:"decision"`
+	Reason  string           `json:"reason"`
+	Rule    string           `json:"rule"`
+	// Entry is the allowlist entry that allowed the host; Inspected says
+	// whether the proxy reads its requests.
+	Entry     string `json:"entry"`
+	Inspected bool   `json:"inspected"`
+	// Credential names the credential the proxy would add, "" for none.
+	Credential string `json:"credential,omitempty"`
+}
+
+// explainRequest prints the gate's decision on rawURL's host for task,
+// then the decision on the request (method, path, query, headers): the
+// rule of an inspected entry that decides it, and the credential added.
+func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string, headers []string, asJSON bool) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError{fmt.Errorf("explain: --url %q: want an absolute http or https URL", rawURL)}
+	}
+	if method == "" {
+		method = "GET"
+	}
+	hdr := http.Header{}
+	for _, h := range headers {
+		k, v, ok := strings.Cut(h, ":")
+		if !ok {
+			return usageError{fmt.Errorf("explain: --header %q: want NAME:VALUE", h)}
+		}
+		hdr.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	g, err := egress.Compile(pol.EgressConfig())
+	if err != nil {
+		return err
+	}
+	port := uint16(80)
+	if u.Scheme == "https" {
+		port = 443
+	}
+	d, t := g.CheckHostPort(task, u.Host, port)
+	ex := requestExplanation{egressExplanation: egressExplanation{Gate: d.Gate, Verdict: d.Verdict, Reason: d.Why(), Rule: d.Rule,
+		Target: t.String(), Policy: pol.Info()}}
+	q := &egress.Request{Host: t.String(), Method: method, Path: u.EscapedPath(), RawQuery: u.RawQuery, Header: hdr}
+	switch e := g.Entry(task, d.Rule); {
+	case !d.Allowed():
+		ex.Request = requestDecision{Reason: "the host is refused, so every request to it is"}
+	case !e.Inspected():
+		ex.Request = requestDecision{Verdict: decision.Allow, Entry: d.Rule,
+			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", d.Rule)}
+	default:
+		rd := e.CheckRequest(q)
+		ex.Request = requestDecision{Verdict: rd.Verdict, Reason: rd.Why(), Rule: rd.Rule, Entry: d.Rule, Inspected: true}
+		if rd.Allowed() {
+			ex.Request.Credential = g.Credential(task, t, q)
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(w).Encode(ex)
+	}
+	show := func(s string) string {
+		if s == "" {
+			return "(none)"
+		}
+		return s
+	}
+	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Verdict, ex.Reason, show(ex.Rule), ex.Target)
+	fmt.Fprintf(w, "request:   %s %s\ndecision:  %s\nreason:    %s\nrule:      %s\ncredential: %s\n",
+		termtext.Escape(method), termtext.Escape(show(u.RequestURI())), ex.Request.Verdict, ex.Request.Reason, show(ex.Request.Rule), show(ex.Request.Credential))
+	return nil
 }

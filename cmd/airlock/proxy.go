@@ -14,6 +14,8 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -26,6 +28,10 @@ var errNotRecorded = errors.New("the audit log could not record it")
 // proxyGrace is how long a stopping proxy lets open tunnels finish.
 const proxyGrace = 10 * time.Second
 
+// proxyCALife is how long the CA of airlock proxy's inspected hosts is
+// valid: a proxy is restarted (and gets a new CA) before that.
+const proxyCALife = 90 * 24 * time.Hour
+
 // proxyDialer and proxyResolver replace the proxy's dialer and resolver
 // in tests (nil: a net.Dialer, the system's resolver).
 var (
@@ -35,7 +41,7 @@ var (
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
-	task, listen, audit string
+	task, listen, audit, caCert string
 }
 
 func newProxyCmd() *cobra.Command {
@@ -52,6 +58,11 @@ A refusal is HTTP 403 with the reason in the body and in X-Airlock-Reason, or
 SOCKS5 reply 2. Every decision is recorded in the audit log (--audit FILE,
 else $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl) before the
 connection it allows is made, and printed as one line on stderr.
+
+A task with inspected hosts gets a CA made in memory for the proxy's life
+(its key never leaves the process); --ca-cert FILE writes its certificate,
+which clients must trust. Credentials are read from this process's
+environment or files, and added to the requests they are for.
 
 SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
 tunnels 10 seconds to finish.`,
@@ -79,6 +90,7 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
 	policyFlag(cmd)
 	return cmd
 }
@@ -90,6 +102,10 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		return err
 	}
 	gate, err := egress.Compile(pol.EgressConfig())
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	creds, budgets, err := enforcer.ProxyEgress(pol, gate, o.task)
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
@@ -115,11 +131,28 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 			printAuditError(stderr, "closing the log: "+err.Error())
 		}
 	}()
+	var ca *proxy.CA
+	if gate.Inspects(o.task) {
+		if ca, err = proxy.NewCA("airlock proxy CA, task "+o.task, proxyCALife); err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+		if o.caCert != "" {
+			if err := hostfile.WriteFile(o.caCert, ca.CertPEM(), 0o644); err != nil {
+				return fmt.Errorf("proxy: --ca-cert: %w", err)
+			}
+			stderr.Printf("airlock: proxy: task %q inspects hosts: clients must trust the CA in %s", o.task, o.caCert)
+		} else {
+			stderr.Printf("airlock: proxy: task %q inspects hosts: clients must trust its CA (write it with --ca-cert FILE)", o.task)
+		}
+	}
 	px, err := proxy.New(proxy.Config{
-		Task:     o.task,
-		Gate:     gate,
-		Dialer:   proxyDialer,
-		Resolver: proxyResolver,
+		CA:          ca,
+		Credentials: creds,
+		Budgets:     budgets,
+		Task:        o.task,
+		Gate:        gate,
+		Dialer:      proxyDialer,
+		Resolver:    proxyResolver,
 		Record: func(ev proxy.Event) error {
 			printProxyEvent(stderr, ev)
 			record := rec.Record
@@ -170,7 +203,7 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 // client chose.
 func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
 	switch {
-	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected:
+	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected, ev.Stage == proxy.StageRefused, ev.Stage == proxy.StageBudget:
 		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, ev.Client)
 	case ev.Err != nil:
 		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)

@@ -9,6 +9,13 @@ import (
 	"strings"
 )
 
+// Shorthand is a struct type that may also be written as a string (an
+// allowlist entry that is only a host): Decode calls FromShorthand with
+// the string, and fills the struct from an object as usual.
+type Shorthand interface {
+	FromShorthand(s string) error
+}
+
 // decoder fills Go values from a node tree strictly: an unknown field, a
 // wrong type or an out-of-range number is an error at its line and column.
 // It records where every field was written so that validation errors can
@@ -26,6 +33,11 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) (err error) {
 		}
 	}()
 	t := v.Type()
+	if n.kind == kindString && v.CanAddr() {
+		if sh, ok := v.Addr().Interface().(Shorthand); ok {
+			return sh.FromShorthand(n.scalar)
+		}
+	}
 	if t.Kind() == reflect.Pointer {
 		if n.kind == kindNull {
 			return errorAt(n.pos, "null is not allowed here", "remove the field to take the default")

@@ -1,0 +1,302 @@
+package enforcer
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// CABundlePath is where a sandbox whose task inspects a host finds the
+// bundle of the system's roots and the session's CA; the variables of
+// caBundleVars point at it, and it is also bound over the system's own
+// bundle files (docs/egress.md, "Inspection").
+const CABundlePath = "/run/airlock/ca-bundle.pem"
+
+// caBundleVars are the variables that make common clients trust the
+// bundle: OpenSSL and Go (SSL_CERT_FILE), requests, Node, curl, git.
+var caBundleVars = []string{"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"}
+
+// systemBundles are where Linux systems keep their bundle of roots (Go's
+// crypto/x509 list).
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}
+
+// egressKit is what a run's or a session's proxy and sandbox need for
+// the egress policy beyond the gate: the session's CA and the sandbox's
+// bundle of it, the credentials' values and placeholders, the budgets.
+type egressKit struct {
+	ca      *proxy.CA
+	dir     string         // holds the bundle until the sandbox has bound it
+	binds   []sandbox.Bind // the bundle, at CABundlePath and over the system's
+	env     []string       // the bundle's variables and the placeholders
+	creds   []proxy.Credential
+	budgets []proxy.Budget
+}
+
+// egressKit prepares the kit of a sandbox serving task, whose view is
+// readOnly (or the image root rootfs) and which lives for life; session
+// adds the session's budget. Nothing is made for a task without
+// inspection, credentials or budgets.
+func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, life time.Duration, session bool) (*egressKit, error) {
+	k := &egressKit{}
+	var err error
+	if k.creds, k.env, err = credentials(e.pol, e.egress, task); err != nil {
+		return nil, err
+	}
+	k.budgets = budgetsFor(e.pol, task, session)
+	if !e.egress.Inspects(task) {
+		return k, nil
+	}
+	ca, err := proxy.NewCA("airlock session CA "+id, life+time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	k.ca = ca
+	if err := k.bundle(rootfs, readOnly); err != nil {
+		k.close()
+		return nil, err
+	}
+	return k, nil
+}
+
+// bundle writes the sandbox's bundle, the system's roots as the sandbox
+// sees them and the session's CA, to be bound at CABundlePath and over
+// every system bundle file of the sandbox's view.
+func (k *egressKit) bundle(rootfs string, readOnly []string) error {
+	dir, err := os.MkdirTemp("", "airlock-ca-")
+	if err != nil {
+		return fmt.Errorf("egress: the CA bundle's directory: %w", err)
+	}
+	k.dir = dir
+	// The sandbox's init opens the file with the sandbox's uid: the
+	// directory must let it through. What it holds is public (roots and a
+	// CA certificate).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return fmt.Errorf("egress: the CA bundle's directory: %w", err)
+	}
+	var system []byte
+	var over []string
+	for _, p := range systemBundles {
+		host, ok := inView(p, rootfs, readOnly)
+		if !ok {
+			continue
+		}
+		if system == nil {
+			if b, err := os.ReadFile(host); err == nil {
+				system = b
+			}
+		}
+		over = append(over, p)
+	}
+	file := filepath.Join(dir, "ca-bundle.pem")
+	if err := os.WriteFile(file, k.ca.Bundle(system), 0o444); err != nil {
+		return fmt.Errorf("egress: the CA bundle: %w", err)
+	}
+	k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: CABundlePath})
+	for _, p := range over {
+		k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: p})
+	}
+	for _, v := range caBundleVars {
+		k.env = append(k.env, v+"="+CABundlePath)
+	}
+	return nil
+}
+
+// inView reports whether p, a system path, is a regular file the sandbox
+// sees at p with no symbolic link on the way (a bind lands on it), and
+// its host path: under the image root, or under one of the read-only
+// trees of the host's.
+func inView(p, rootfs string, readOnly []string) (string, bool) {
+	host := p
+	if rootfs != "" {
+		host = filepath.Join(rootfs, p)
+	} else if !slices.ContainsFunc(readOnly, func(d string) bool { return d == "/" || strings.HasPrefix(p, d+"/") }) {
+		return "", false
+	}
+	real, err := filepath.EvalSymlinks(host)
+	if err != nil || real != host {
+		return "", false
+	}
+	st, err := os.Lstat(host)
+	return host, err == nil && st.Mode().IsRegular()
+}
+
+// close removes what the kit left on the host: once the sandbox has
+// bound the bundle, its mount holds the file.
+func (k *egressKit) close() {
+	if k != nil && k.dir != "" {
+		os.RemoveAll(k.dir)
+		k.dir = ""
+	}
+}
+
+// apply adds the kit to a sandbox's configuration. (The credentials'
+// files are among Enforcer.hidden, for every sandbox.)
+func (k *egressKit) apply(cfg *sandbox.Config) {
+	cfg.Binds = append(cfg.Binds, k.binds...)
+}
+
+// proxyConfig adds the kit to a proxy's configuration.
+func (k *egressKit) proxyConfig(cfg *proxy.Config) {
+	cfg.CA, cfg.Credentials, cfg.Budgets = k.ca, k.creds, k.budgets
+}
+
+// credentials reads the values of the credentials task may use (those
+// for a host an inspected entry of task reaches), from airlock's own
+// environment or files, and makes their placeholders: it returns them
+// with the variables that set the placeholders inside the sandbox. An
+// error names the credential and where its value should be, never a
+// value.
+func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy.Credential, env []string, err error) {
+	if pol.Egress == nil {
+		return nil, nil, nil
+	}
+	for _, c := range pol.Egress.Credentials {
+		if len(c.Tasks) > 0 && !slices.Contains(c.Tasks, task) || !inspects(g, task, c.Host) {
+			continue
+		}
+		v, err := credentialValue(c)
+		if err != nil {
+			return nil, nil, fmt.Errorf("egress: credential %q: %w", c.Name, err)
+		}
+		pc := proxy.Credential{Name: c.Name, Header: "Authorization", Placeholder: placeholder(c.Name)}
+		switch c.Scheme {
+		case "bearer":
+			pc.Value = "Bearer " + v
+		case "basic":
+			pc.Value = "Basic " + base64.StdEncoding.EncodeToString([]byte(c.Username+":"+v))
+		default:
+			pc.Header, pc.Value = c.Header, v
+		}
+		creds = append(creds, pc)
+		if c.SandboxEnv != "" {
+			env = append(env, c.SandboxEnv+"="+pc.Placeholder)
+		}
+	}
+	return creds, env, nil
+}
+
+// ProxyEgress returns what airlock proxy, serving task on its own, needs
+// beyond the gate g: the credentials' values (read from this process's
+// environment and files) and the task's budget, for the proxy's life.
+func ProxyEgress(pol *policy.Loaded, g *egress.Gate, task string) ([]proxy.Credential, []proxy.Budget, error) {
+	creds, _, err := credentials(pol, g, task)
+	if err != nil {
+		return nil, nil, err
+	}
+	return creds, budgetsFor(pol, task, false), nil
+}
+
+// inspects reports whether an inspected entry of task reaches host
+// ("name" or "name:port"): only then is a credential for it used.
+func inspects(g *egress.Gate, task, host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = strings.Trim(h, "[]")
+	}
+	for _, inspected := range g.Reaches(task, host) {
+		if inspected {
+			return true
+		}
+	}
+	return false
+}
+
+// maxCredential bounds a credential file.
+const maxCredential = 64 << 10
+
+// credentialValue reads a credential's value: the variable, or the file
+// (regular, opened without blocking) with its trailing white space cut.
+func credentialValue(c policy.Credential) (string, error) {
+	if c.FromEnv != "" {
+		v, ok := os.LookupEnv(c.FromEnv)
+		if !ok || v == "" {
+			return "", fmt.Errorf("$%s is not set in airlock's environment", c.FromEnv)
+		}
+		return v, nil
+	}
+	f, _, err := hostfile.Open(c.FromFile)
+	if err != nil {
+		return "", fmt.Errorf("reading its file: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCredential+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", c.FromFile, err)
+	case len(b) > maxCredential:
+		return "", fmt.Errorf("%s is larger than %d bytes", c.FromFile, maxCredential)
+	}
+	v := strings.TrimRight(string(b), " \t\r\n")
+	if v == "" || strings.ContainsAny(v, "\r\n\x00") {
+		return "", errors.New(path.Base(c.FromFile) + " is empty or holds more than one line")
+	}
+	return v, nil
+}
+
+// placeholder is a fresh, unguessable stand-in for a credential.
+func placeholder(name string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "airlock-placeholder-" + name + "-" + hex.EncodeToString(b[:])
+}
+
+// budgetsFor turns the policy's budgets for task (per command: each run,
+// each step of a session) and, for a session, the session's, into the
+// proxy's.
+func budgetsFor(pol *policy.Loaded, task string, session bool) []proxy.Budget {
+	var out []proxy.Budget
+	if pol.Egress != nil {
+		if b, ok := pol.Egress.Budgets[task]; ok {
+			out = append(out, proxyBudget("task "+task, b, true))
+		}
+	}
+	if session && pol.Session != nil && pol.Session.Egress != nil {
+		out = append(out, proxyBudget("session", *pol.Session.Egress, false))
+	}
+	return out
+}
+
+func proxyBudget(name string, b policy.Budget, perStep bool) proxy.Budget {
+	pb := proxy.Budget{Name: name, PerStep: perStep,
+		All: limitsOf(policy.BudgetLimits{BytesOut: b.BytesOut, BytesIn: b.BytesIn, Requests: b.Requests, Connections: b.Connections, ConcurrentConnections: b.ConcurrentConnections})}
+	for h, l := range b.Hosts {
+		if pb.Hosts == nil {
+			pb.Hosts = map[string]proxy.BudgetLimits{}
+		}
+		pb.Hosts[h] = limitsOf(l)
+	}
+	return pb
+}
+
+func limitsOf(l policy.BudgetLimits) proxy.BudgetLimits {
+	v := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	return proxy.BudgetLimits{BytesOut: v(l.BytesOut), BytesIn: v(l.BytesIn), Requests: v(l.Requests),
+		Connections: v(l.Connections), Concurrent: v(l.ConcurrentConnections)}
+}
