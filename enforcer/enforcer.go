@@ -436,26 +436,46 @@ func (e *Enforcer) newScribe(t *tally) *scribe {
 }
 
 // setupFailed records, after the decision (decided), that airlock could
-// not run the command: ExitSetup, or ExitNotFound for a command that is
-// not installed.
+// not run the command, with its status (setupStatus).
 func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decided func() error, err error) (Result, error) {
 	if derr := decided(); derr != nil && derr != err {
 		err = errors.Join(err, derr)
 	}
-	res.ExitCode = ExitSetup
-	if errors.Is(err, cmdgate.ErrNotInstalled) {
-		res.ExitCode = ExitNotFound
-	}
+	res.ExitCode = setupStatus(err)
 	res.Error = err.Error()
-	ev := base
-	ev.Event = audit.EventStartupRefused
-	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
-		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
+	_ = sc.record(notRunEvent(base, "airlock could not run the command: ", err))
 	if t := sc.cur.Load(); t != nil {
 		t.into(&res)
 	}
 	res, _ = sc.finish(res)
 	return res, err
+}
+
+// setupStatus is the exit status of a command airlock could not run for
+// err: ExitNotFound for one not installed, ExitCannotExec for one that
+// cannot be executed (as the shell and podman), else ExitSetup.
+func setupStatus(err error) int {
+	if st := cmdgate.ResolveStatus(err); st != 0 {
+		return st
+	}
+	if errors.Is(err, sandbox.ErrStepStart) {
+		return ExitCannotExec
+	}
+	return ExitSetup
+}
+
+// notRunEvent is the lifecycle record of a run or session that did not
+// start because of err: startup_refused (decision deny, a security event
+// the monitor alerts on) when a start-up probe failed inside the sandbox,
+// else setup_failed (decision info: a command not installed, a workspace
+// over its cap, an image that does not verify, an unmet require).
+func notRunEvent(base audit.Context, prefix string, err error) audit.Event {
+	ev := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: prefix + err.Error(), Context: base}
+	ev.Context.Event = audit.EventSetupFailed
+	if errors.Is(err, sandbox.ErrProbe) {
+		ev.Decision, ev.Context.Event = audit.DecisionDeny, audit.EventStartupRefused
+	}
+	return ev
 }
 
 // hidden lists the host files the sandbox must not see even where a tree

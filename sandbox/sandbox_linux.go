@@ -525,6 +525,8 @@ func (s *Sandbox) Release() error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("sandbox: release: the init died: %w", err)
+	case m.Kind == initproc.MsgFailed && m.Stage == "exec":
+		return fmt.Errorf("%w: exec %s: %s", ErrStepStart, s.cfg.Path, m.Error)
 	case m.Kind == initproc.MsgFailed:
 		return fmt.Errorf("sandbox: %s %s: %s", m.Stage, s.cfg.Path, m.Error)
 	case m.Kind != initproc.MsgStarted:

@@ -100,7 +100,7 @@ was run). See docs/cli.md, "Exit codes".`,
 // Ctrl-C and SIGTERM end the sandbox cleanly.
 func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Options) (runbook.Result, error) {
 	fail := func(err error) (runbook.Result, error) {
-		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeRefused, Reason: err.Error(),
+		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeSetup, Reason: err.Error(),
 			Error: err.Error(), Steps: []runbook.StepResult{}}, err
 	}
 	pol, err := loadPolicy(cmd)
@@ -158,7 +158,7 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
 	case runbook.ExitEscalated:
 		fmt.Fprintf(w, "airlock: command: escalate: %s\n", res.Reason)
-	case runbook.ExitSetup:
+	case runbook.ExitSetup, runbook.ExitNotFound, runbook.ExitCannotExec:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
 	case runbook.ExitFindings:
 		fmt.Fprintf(w, "airlock: findings: error: %s\n", strings.TrimPrefix(res.Error, "sandbox: "))
@@ -170,7 +170,7 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 	default:
 		fmt.Fprintf(w, "airlock: plan: failed: %s\n", res.Reason)
 	}
-	if res.AuditError != "" && res.ExitCode != runbook.ExitSetup {
+	if res.AuditError != "" && res.Outcome != runbook.OutcomeSetup && res.Outcome != runbook.OutcomeRefused {
 		printAuditError(w, res.AuditError)
 	}
 }
