@@ -103,6 +103,12 @@ type Request struct {
 	// and the proxy variables); the caller's own environment is never
 	// passed in, so host secrets in it stay outside.
 	Env []string
+	// Cwd is the working directory inside: absolute, or relative to
+	// /workspace; "" means /workspace.
+	Cwd string
+	// Timeout, when positive, lowers the tool's wall-clock cap for this
+	// run; it never raises it.
+	Timeout time.Duration
 	// Workspace is a host directory copied into /workspace; Findings a
 	// host directory that receives /findings after the run.
 	Workspace, Findings string
@@ -193,6 +199,11 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err := e.checkWorkspace(req.Workspace); err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
+	dir, err := stepDir(req.Cwd)
+	if err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
+	}
+	req.Cwd = dir
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
@@ -255,6 +266,9 @@ func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
 func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
+	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
+		caps.WallSeconds = req.Timeout.Seconds()
+	}
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
@@ -264,7 +278,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	defer canary.Close()
 	probes := canary.Request()
 	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	cfg.Path = res.Path
+	cfg.Path, cfg.Dir = res.Path, req.Cwd
 	cfg.Args = argv(req.Command, req.Args)
 	cfg.Env = append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...)
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
@@ -293,13 +307,19 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
+	// A context cancelled with a sandbox.Terminated cause (SIGTERM) is
+	// the sandbox's to end: the target's signal, then its grace period.
+	stop := context.AfterFunc(ctx, func() {
+		if sandbox.TerminationOf(ctx) == nil {
+			_ = sb.Kill()
+		}
+	})
 	out, waitErr := sb.Wait()
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
-		res.ExitCode = ExitInterrupted
+		res.ExitCode = interruptedStatus(ctx)
 	}
 	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
@@ -321,6 +341,16 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		err = errors.Join(fmt.Errorf("enforcer: %w", waitErr), err)
 	}
 	return res, err
+}
+
+// interruptedStatus is the exit status of a run or step its caller
+// ended: 128+N for a sandbox.Terminated cause of signal N (143 for
+// SIGTERM), else ExitInterrupted (Ctrl-C).
+func interruptedStatus(ctx context.Context) int {
+	if t := sandbox.TerminationOf(ctx); t != nil {
+		return 128 + int(t.Signal)
+	}
+	return ExitInterrupted
 }
 
 // sandboxConfig is the sandbox of a run or a session: its id, files,

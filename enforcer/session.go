@@ -316,7 +316,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.stepLost(res, base, err) // the session ended under the step
 	case err != nil && ctx.Err() != nil:
 		res = withOutcome(res, out, caps)
-		res.Interrupted, res.ExitCode = true, ExitInterrupted
+		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
 	case err != nil:
 		return s.stepLost(res, base, err)
 	default:

@@ -191,7 +191,7 @@ func TestLaunchInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the launch was interrupted during step 2 ("sleep")`) {
+	if res.ExitCode != runbook.ExitInterrupted || !strings.HasPrefix(res.Reason, `the launch was interrupted during step 2 ("sleep")`) {
 		t.Fatalf("result %+v", res)
 	}
 	if d := time.Since(start); d > 10*time.Second {

@@ -28,7 +28,11 @@ func (l *launch) runSteps(ctx context.Context) {
 			l.esc.wait()
 			return
 		case ctx.Err() != nil:
-			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), ctx.Err()))
+			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), context.Cause(ctx)))
+			l.res.ExitCode = ExitInterrupted
+			if t := sandbox.TerminationOf(ctx); t != nil {
+				l.res.ExitCode = 128 + int(t.Signal)
+			}
 			return
 		case l.auditErr.Load() != nil:
 			// The trail can no longer prove what happens next.

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"unicode/utf8"
 
@@ -42,7 +40,7 @@ reason, then the audit timeline and the monitor's alerts.
 Exit status 0 only if every attempt was contained.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context(), 0)
 			defer stop()
 			keepAudit := opts.AuditPath != ""
 			opts.Keep = true // the timeline is read from it below
@@ -62,6 +60,9 @@ Exit status 0 only if every attempt was contained.`,
 				printDemo(ctx, raw, rep, true) // its own colours; every field escaped
 			} else {
 				printDemo(ctx, out, rep, false)
+			}
+			if code := interruptedStatus(ctx); code != 0 {
+				return &exitError{Code: code, Err: errors.New("demo: interrupted")}
 			}
 			if err != nil {
 				return &exitError{Code: exitFailed, Err: err}

@@ -57,6 +57,9 @@ func TestScripts(t *testing.T) {
 			run := env.WorkDir + "/run"
 			env.Setenv("XDG_RUNTIME_DIR", run)
 			env.Setenv("SES", enforcer.NewSessionID())
+			// Children that trap SIGTERM or ignore it (signals.txtar).
+			env.Setenv("TRAP", "trap 'echo trapped > /findings/t; exit 0' TERM; echo ready; while :; do sleep 0.05; done")
+			env.Setenv("IGNORE", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
 			env.Defer(func() { stopHolders(run + "/airlock") })
 			return os.Mkdir(run, 0o700)
 		},

@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -63,7 +61,7 @@ control and nothing was left behind; 1 otherwise.`,
 					opts.Families = append(opts.Families, fam)
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context(), 0)
 			defer stop()
 			rep, err := selftest.Run(ctx, opts)
 			if rep == nil {
@@ -79,7 +77,9 @@ control and nothing was left behind; 1 otherwise.`,
 			} else if werr := rep.WriteTable(out, 160); werr != nil {
 				return werr
 			}
-			switch {
+			switch code := interruptedStatus(ctx); {
+			case code != 0:
+				return &exitError{Code: code, Err: errors.New("selftest: interrupted")}
 			case err != nil:
 				return &exitError{Code: exitFailed, Err: err}
 			case !rep.OK:

@@ -156,15 +156,16 @@ func unknownField(f field, known map[string]int) *Error {
 	}
 	sort.Strings(names)
 	hint := "known fields here: " + strings.Join(names, ", ")
-	if best := closest(f.key, names); best != "" {
+	if best := Closest(f.key, names); best != "" {
 		hint = fmt.Sprintf("did you mean %q?", best)
 	}
 	return errorAt(f.keyPos, fmt.Sprintf("unknown field %q", f.key), hint)
 }
 
-// closest returns the known name nearest to s (case-insensitive equality
-// or an edit distance of at most 2), or "".
-func closest(s string, names []string) string {
+// Closest returns the known name nearest to s (case-insensitive equality
+// or an edit distance of at most 2), or "": the "did you mean" of every
+// name airlock refuses.
+func Closest(s string, names []string) string {
 	best, bestDist := "", 3
 	for _, n := range names {
 		if strings.EqualFold(n, s) {
