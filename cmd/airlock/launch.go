@@ -57,7 +57,7 @@ denied none (nothing was run); 130 when interrupted by Ctrl-C (the running
 step is killed at once), 143 when airlock was sent SIGTERM (the running step
 gets SIGTERM and --stop-timeout seconds to end); no later step runs. See
 docs/cli.md, "Exit codes".`,
-		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
+		Example: `  airlock launch --plan examples/plan.json --workspace examples/target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {

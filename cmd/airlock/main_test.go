@@ -79,6 +79,7 @@ func TestScripts(t *testing.T) {
 			"validresult":   cmdValidResult,
 			"readmeexample": cmdReadmeExample,
 			"status":        cmdStatus,
+			"readmeline":    cmdReadmeLine,
 		},
 	})
 }

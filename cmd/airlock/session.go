@@ -364,7 +364,7 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch})
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
