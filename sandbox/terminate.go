@@ -24,6 +24,7 @@ type Terminated struct {
 	Grace  time.Duration
 }
 
+// Error says which signal and grace period the caller asked for.
 func (t *Terminated) Error() string {
 	return fmt.Sprintf("terminated by signal %d (%v), grace period %v", int(t.Signal), t.Signal, t.Grace)
 }
