@@ -26,7 +26,7 @@ func newDemoCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Attack a live sandbox the way lab phase 5 does, for real, and show each control hold",
+		Short: "Play a coerced agent's escape attempts against live sandboxes, and show each control hold",
 		Long: `demo plays a coerced agent's escape attempts through airlock on the embedded
 default policy: git clone through run_tests (refused at the command gate, nothing
 spawned); an infinite loop (killed by a cap); code inside the sandbox reaching
