@@ -58,6 +58,13 @@ func (f *resultFlags) timeoutDuration() time.Duration {
 	return time.Duration(f.timeout * float64(time.Second))
 }
 
+// quiet reports whether cmd was given --quiet (false for a command
+// without the flag).
+func quiet(cmd *cobra.Command) bool {
+	q, err := cmd.Flags().GetBool("quiet")
+	return err == nil && q
+}
+
 // notices is where airlock's lines during the run go: w, or nowhere with
 // --quiet.
 func (f *resultFlags) notices(w io.Writer) io.Writer {

@@ -100,7 +100,7 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out res
 	fail := func(err error) (enforcer.Result, error) {
 		return enforcer.SetupResult(req.RunID, "", 1, err), err
 	}
-	e, closeLog, err := newEnforcer(cmd, auditFile, req.Workspace, req.Findings, out.quiet)
+	e, closeLog, err := newEnforcer(cmd, auditFile, req.Workspace, req.Findings)
 	if err != nil {
 		return fail(err)
 	}
@@ -112,9 +112,8 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out res
 
 // newEnforcer loads the policy and the audit log, refuses either when it
 // lies in the run's workspace or findings directory, and returns an
-// Enforcer that prints the monitor's alerts on stderr as they are raised
-// (unless quiet).
-func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, quiet bool) (*enforcer.Enforcer, func(), error) {
+// Enforcer that prints the monitor's alerts on stderr as they are raised.
+func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string) (*enforcer.Enforcer, func(), error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return nil, nil, err
@@ -133,7 +132,7 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, quie
 	// must not stop them (linelog drops and counts instead).
 	stderr := linelog.New(cmd.ErrOrStderr())
 	opts := enforcer.Options{OnEvent: func(ev audit.Event) {
-		if ev.Kind == audit.KindBehavioral && !quiet {
+		if ev.Kind == audit.KindBehavioral && !quiet(cmd) {
 			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}}
