@@ -26,8 +26,10 @@ const (
 	KindBehavioral Kind = "behavioral"
 	// KindLifecycle is a record of the sandbox's or the log's life:
 	// chain_started, audit_repaired, sandbox_launched, sandbox_torn_down,
-	// escape_suspected (context event names which). A start-up check that
-	// fails is a lifecycle event with decision deny.
+	// escape_suspected, startup_refused, setup_failed (context event
+	// names which). A start-up probe that fails is a lifecycle event with
+	// decision deny (startup_refused), a security event; a setup that
+	// fails for any other reason is setup_failed, decision info.
 	KindLifecycle Kind = "lifecycle"
 )
 
@@ -44,7 +46,7 @@ func (k Kind) Valid() bool {
 // the decision package's verdict names.
 const (
 	DecisionAllow    = "allow"    // a gate allowed
-	DecisionDeny     = "deny"     // a gate denied (or a start-up check failed)
+	DecisionDeny     = "deny"     // a gate denied (or a start-up probe failed)
 	DecisionEscalate = "escalate" // the command gate wants a human's approval
 	DecisionKill     = "kill"     // a resource cap killed the run's process tree
 	DecisionAlert    = "alert"    // the monitor raised an alert (kind behavioral)
@@ -67,7 +69,8 @@ const (
 	EventSandboxLaunched = "sandbox_launched"  // start-up checks passed
 	EventSandboxTornDown = "sandbox_torn_down" // teardown finished
 	EventEscapeSuspected = "escape_suspected"  // a signal suggests an escape
-	EventStartupRefused  = "startup_refused"   // a start-up check failed (decision deny)
+	EventStartupRefused  = "startup_refused"   // a start-up probe failed inside the sandbox (decision deny)
+	EventSetupFailed     = "setup_failed"      // airlock could not set the run up, nothing ran (decision info)
 	// EventEgressBudgetReached marks an egress budget's cap reached
 	// (kind egress, decision deny; docs/egress.md, "Budgets").
 	EventEgressBudgetReached = "egress_budget_reached"

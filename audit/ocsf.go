@@ -61,7 +61,7 @@ func OCSF(ev Event, src OCSFSource) (map[string]any, bool) {
 	switch {
 	case ev.Kind == KindCommand, ev.Kind == KindResource,
 		ev.Kind == KindLifecycle && (c.Event == EventSandboxLaunched || c.Event == EventSandboxTornDown ||
-			c.Event == EventRunAbandoned || c.Event == EventStartupRefused):
+			c.Event == EventRunAbandoned || c.Event == EventStartupRefused || c.Event == EventSetupFailed):
 		activity := 1 // Launch
 		switch {
 		case ev.Kind == KindResource || c.Event == EventSandboxTornDown:
@@ -76,6 +76,9 @@ func OCSF(ev Event, src OCSFSource) (map[string]any, bool) {
 			out["exit_code"] = *c.ExitCode
 		}
 		securityControl(out, ev.Decision)
+		if c.Event == EventSetupFailed {
+			out["status_id"] = 2 // Failure: the launch did not happen; no control acted
+		}
 	case ev.Kind == KindEgress:
 		dst := map[string]any{"hostname": orDash(c.Host), "port": int(c.Port)}
 		if len(c.Addresses) > 0 {

@@ -12,6 +12,32 @@ import (
 // name exists on the search path.
 var ErrNotInstalled = errors.New("no such executable")
 
+// ErrNotExecutable is returned by Resolve when the file is there but is
+// not an executable regular file (no execute bit, a directory).
+var ErrNotExecutable = errors.New("not an executable file")
+
+// Exit statuses of a command that cannot be run, as the shell and podman
+// give them (docs/cli.md, "Exit codes").
+const (
+	// StatusNotExecutable: found, but it cannot be executed.
+	StatusNotExecutable = 126
+	// StatusNotInstalled: no such command.
+	StatusNotInstalled = 127
+)
+
+// ResolveStatus is the exit status of a command Resolve could not
+// resolve with err: StatusNotInstalled, StatusNotExecutable, or 0 when
+// err is neither (airlock's own failure: the caller's setup status).
+func ResolveStatus(err error) int {
+	switch {
+	case errors.Is(err, ErrNotInstalled):
+		return StatusNotInstalled
+	case errors.Is(err, ErrNotExecutable):
+		return StatusNotExecutable
+	}
+	return 0
+}
+
 // Resolve returns the absolute path airlock executes for command. A bare
 // name is looked up in searchPath only — never the caller's $PATH, never
 // the working directory or the workspace — so a file named like an
@@ -66,7 +92,7 @@ func executable(fi os.FileInfo, err error) error {
 		return err
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", fi.Name())
+		return fmt.Errorf("%w: %s", ErrNotExecutable, fi.Name())
 	}
 	return nil
 }

@@ -41,6 +41,11 @@ type Options struct {
 	// Offline makes the egress proxy resolve nothing and dial nothing off
 	// the host, so that the demo sends no traffic at all (tests use it).
 	Offline bool
+	// OnStart, when not nil, is called as each attempt starts, with its
+	// number (from 1), the number of attempts and its name; the slow
+	// ones start alongside the rest, so calls may come from several
+	// goroutines (one at a time).
+	OnStart func(step, of int, name string)
 }
 
 // Attempt is one row of the demo's table.
@@ -81,7 +86,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defer log.Close()
 
-	r := &runner{events: map[string][]audit.Event{}}
+	r := &runner{events: map[string][]audit.Event{}, onStart: opts.OnStart}
 	eopts := enforcer.Options{
 		Binds:   []sandbox.Bind{selfBind()},
 		OnEvent: r.observe,
@@ -199,6 +204,9 @@ type runner struct {
 	mu     sync.Mutex
 	events map[string][]audit.Event
 	alerts []audit.Event
+	// onStart is Options.OnStart; startMu keeps its calls one at a time.
+	onStart func(step, of int, name string)
+	startMu sync.Mutex
 }
 
 func (r *runner) observe(ev audit.Event) {
@@ -231,7 +239,14 @@ func (r *runner) play(ctx context.Context, list []attempt) []Attempt {
 	out := make([]Attempt, len(list))
 	var wg sync.WaitGroup
 	for i, a := range list {
-		run := func() { out[i] = a.judge(r.run(ctx, a)) }
+		run := func() {
+			if r.onStart != nil {
+				r.startMu.Lock()
+				r.onStart(i+1, len(list), a.name)
+				r.startMu.Unlock()
+			}
+			out[i] = a.judge(r.run(ctx, a))
+		}
 		if a.slow {
 			wg.Add(1)
 			go func() { defer wg.Done(); run() }()

@@ -37,7 +37,7 @@ func CheckWith(ctx context.Context, p Probes) Report {
 // notLinux reports every control missing: they are Linux kernel features.
 func notLinux(p Probes) []Control {
 	out := []Control{privileges(p)}
-	for _, n := range requirementNames {
+	for _, n := range requirementNames[1:] {
 		c := Control{Name: n, Mechanism: "none", Strength: Missing,
 			Detail: fmt.Sprintf("airlock's sandbox controls are Linux kernel features; this is %s", p.OS),
 			Fix:    "run airlock on Linux (a VM or container host) for a sandbox"}

@@ -15,17 +15,18 @@ const (
 	Missing Strength = "missing"
 )
 
-// Names of the controls that are facts about the host rather than
-// requirements a policy can name.
+// Names of the controls that are facts about the host more than
+// mechanisms; a policy may require them too (RequirementNames), so that
+// every name the report shows can be required.
 const (
-	ControlPrivileges = "privileges"
-	ControlOpenFiles  = "open-files"
+	ControlPrivileges = RequirePrivileges
+	ControlOpenFiles  = RequireOpenFiles
 )
 
 // Control is one control as this host offers it.
 type Control struct {
-	// Name is the control's name; for the controls a policy may require
-	// it is the requirement name (see RequirementNames).
+	// Name is the control's name, which is the name a policy's require
+	// list gives it (see RequirementNames).
 	Name string `json:"name"`
 	// Mechanism is what enforces it here, e.g. "cgroup v1 memory.limit_in_bytes".
 	Mechanism string `json:"mechanism"`

@@ -29,15 +29,17 @@ const (
 	RequireCgroupPids    = limits.RequireCgroupPids
 	RequireCgroupCPU     = limits.RequireCgroupCPU
 	RequireEgressProxy   = "egress-proxy"
+	RequirePrivileges    = "privileges"
+	RequireOpenFiles     = "open-files"
 )
 
 // requirementNames lists them in report order.
 var requirementNames = []string{
-	RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS,
+	RequirePrivileges, RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS,
 	RequireUTSNS, RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs,
 	RequireSeccomp, RequireLandlock, RequireLandlockNet, RequireLandlockScope,
 	RequireCgroup, RequireCgroupMemory, RequireCgroupPids, RequireCgroupCPU,
-	RequireEgressProxy,
+	RequireOpenFiles, RequireEgressProxy,
 }
 
 // RequirementNames returns every name a policy's "require" list may use,

@@ -46,17 +46,17 @@ func TestSatisfies(t *testing.T) {
 
 func TestRequirementNames(t *testing.T) {
 	names := RequirementNames()
-	want := []string{"userns", "pidns", "mountns", "netns", "ipcns", "utsns", "cgroupns", "pivot-root",
+	want := []string{"privileges", "userns", "pidns", "mountns", "netns", "ipcns", "utsns", "cgroupns", "pivot-root",
 		"no-new-privs", "seccomp", "landlock", "landlock-net", "landlock-scope",
-		"cgroup", "cgroup-memory", "cgroup-pids", "cgroup-cpu", "egress-proxy"}
+		"cgroup", "cgroup-memory", "cgroup-pids", "cgroup-cpu", "open-files", "egress-proxy"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("RequirementNames() = %q\nwant %q", names, want)
 	}
 	names[0] = "changed"
-	if RequirementNames()[0] != "userns" {
+	if RequirementNames()[0] != "privileges" {
 		t.Error("RequirementNames returns the package's own slice")
 	}
-	for _, n := range []string{"privileges", "open-files", "", "USERNS"} {
+	for _, n := range []string{"", "USERNS", "open_files"} {
 		if IsRequirement(n) {
 			t.Errorf("IsRequirement(%q) = true", n)
 		}

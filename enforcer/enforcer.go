@@ -107,6 +107,12 @@ type Request struct {
 	// and the proxy variables); the caller's own environment is never
 	// passed in, so host secrets in it stay outside.
 	Env []string
+	// Cwd is the working directory inside: absolute, or relative to
+	// /workspace; "" means /workspace.
+	Cwd string
+	// Timeout, when positive, lowers the tool's wall-clock cap for this
+	// run; it never raises it.
+	Timeout time.Duration
 	// Workspace is a host directory copied into /workspace; Findings a
 	// host directory that receives /findings after the run.
 	Workspace, Findings string
@@ -200,6 +206,11 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err := e.checkWorkspace(req.Workspace); err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
+	dir, err := stepDir(req.Cwd)
+	if err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
+	}
+	req.Cwd = dir
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
@@ -262,6 +273,9 @@ func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
 func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
+	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
+		caps.WallSeconds = req.Timeout.Seconds()
+	}
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
@@ -277,7 +291,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	}
 	defer kit.close()
 	kit.apply(&cfg)
-	cfg.Path = res.Path
+	cfg.Path, cfg.Dir = res.Path, req.Cwd
 	cfg.Args = argv(req.Command, req.Args)
 	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), kit.env...), req.Env...)
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
@@ -307,13 +321,19 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
+	// A context cancelled with a sandbox.Terminated cause (SIGTERM) is
+	// the sandbox's to end: the target's signal, then its grace period.
+	stop := context.AfterFunc(ctx, func() {
+		if sandbox.TerminationOf(ctx) == nil {
+			_ = sb.Kill()
+		}
+	})
 	out, waitErr := sb.Wait()
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
-		res.ExitCode = ExitInterrupted
+		res.ExitCode = interruptedStatus(ctx)
 	}
 	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
@@ -335,6 +355,16 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		err = errors.Join(fmt.Errorf("enforcer: %w", waitErr), err)
 	}
 	return res, err
+}
+
+// interruptedStatus is the exit status of a run or step its caller
+// ended: 128+N for a sandbox.Terminated cause of signal N (143 for
+// SIGTERM), else ExitInterrupted (Ctrl-C).
+func interruptedStatus(ctx context.Context) int {
+	if t := sandbox.TerminationOf(ctx); t != nil {
+		return 128 + int(t.Signal)
+	}
+	return ExitInterrupted
 }
 
 // sandboxConfig is the sandbox of a run or a session: its id, files,
@@ -453,26 +483,46 @@ func (e *Enforcer) newScribe(t *tally) *scribe {
 }
 
 // setupFailed records, after the decision (decided), that airlock could
-// not run the command: ExitSetup, or ExitNotFound for a command that is
-// not installed.
+// not run the command, with its status (setupStatus).
 func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decided func() error, err error) (Result, error) {
 	if derr := decided(); derr != nil && derr != err {
 		err = errors.Join(err, derr)
 	}
-	res.ExitCode = ExitSetup
-	if errors.Is(err, cmdgate.ErrNotInstalled) {
-		res.ExitCode = ExitNotFound
-	}
+	res.ExitCode = setupStatus(err)
 	res.Error = err.Error()
-	ev := base
-	ev.Event = audit.EventStartupRefused
-	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
-		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
+	_ = sc.record(notRunEvent(base, "airlock could not run the command: ", err))
 	if t := sc.cur.Load(); t != nil {
 		t.into(&res)
 	}
 	res, _ = sc.finish(res)
 	return res, err
+}
+
+// setupStatus is the exit status of a command airlock could not run for
+// err: ExitNotFound for one not installed, ExitCannotExec for one that
+// cannot be executed (as the shell and podman), else ExitSetup.
+func setupStatus(err error) int {
+	if st := cmdgate.ResolveStatus(err); st != 0 {
+		return st
+	}
+	if errors.Is(err, sandbox.ErrStepStart) {
+		return ExitCannotExec
+	}
+	return ExitSetup
+}
+
+// notRunEvent is the lifecycle record of a run or session that did not
+// start because of err: startup_refused (decision deny, a security event
+// the monitor alerts on) when a start-up probe failed inside the sandbox,
+// else setup_failed (decision info: a command not installed, a workspace
+// over its cap, an image that does not verify, an unmet require).
+func notRunEvent(base audit.Context, prefix string, err error) audit.Event {
+	ev := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: prefix + err.Error(), Context: base}
+	ev.Context.Event = audit.EventSetupFailed
+	if errors.Is(err, sandbox.ErrProbe) {
+		ev.Decision, ev.Context.Event = audit.DecisionDeny, audit.EventStartupRefused
+	}
+	return ev
 }
 
 // hidden lists the host files the sandbox must not see even where a tree

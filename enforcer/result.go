@@ -36,6 +36,11 @@ const (
 	// ExitInterrupted is returned when the caller ended the run (Ctrl-C:
 	// 128 + SIGINT), after every process of the sandbox was killed.
 	ExitInterrupted = 130
+	// ExitTerminated is returned when the caller ended the run with
+	// SIGTERM (its context cancelled with a sandbox.Terminated cause):
+	// the command got SIGTERM, then everything was killed after the grace
+	// period unless it had ended (128 + SIGTERM).
+	ExitTerminated = 143
 	// ExitAudit is returned when the command ran but a record of its run
 	// (its outcome, its teardown, a proxy decision) could not be written
 	// to the audit log, a full disk for one: the log cannot show what the
@@ -124,7 +129,8 @@ type Result struct {
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt" jsonschema:"required"`
 	// Interrupted is true when the caller ended the run before the child
-	// did (its context was cancelled: Ctrl-C); every process was killed.
+	// did (its context was cancelled: Ctrl-C, or SIGTERM, which gives the
+	// child SIGTERM and a grace period first); every process was killed.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// EscapeSuspected says why the run's artifacts are untrusted: a
 	// signal that something inside reached the host (the runbook's

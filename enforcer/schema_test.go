@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/airlock-sandbox/airlock/audit"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
@@ -70,6 +73,11 @@ func TestResultSchemaRefuses(t *testing.T) {
 		t.Errorf("capture %+v", *good.Stdout)
 	}
 	checkResult(t, good)
+	// A signed run's proofs: each record's is a list of base64 hashes.
+	signed := good
+	signed.Audit = &audit.RunProof{Checkpoint: "c", PublicKey: "k",
+		Records: []audit.RecordProof{{Index: 3, Line: "{}", Proof: tlog.RecordProof{tlog.Hash{1}, tlog.Hash{2}}}}}
+	checkResult(t, signed)
 	b, _ := json.Marshal(good)
 	for _, bad := range []struct{ from, to string }{
 		{`"schemaVersion":1`, `"schemaVersion":2`},

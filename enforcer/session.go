@@ -335,7 +335,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.stepLost(res, base, err) // the session ended under the step
 	case err != nil && ctx.Err() != nil:
 		res = withOutcome(res, out, caps)
-		res.Interrupted, res.ExitCode = true, ExitInterrupted
+		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
 	case err != nil:
 		return s.stepLost(res, base, err)
 	default:
@@ -499,10 +499,7 @@ func (s *Session) abort() {
 
 // openFailed records that a session could not be opened.
 func (s *Session) openFailed(err error) error {
-	ev := s.base
-	ev.Event = audit.EventStartupRefused
-	_ = s.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
-		Reason: "airlock could not start the session: " + err.Error(), Context: ev})
+	_ = s.sc.record(notRunEvent(s.base, "airlock could not start the session: ", err))
 	_, _ = s.claim.End()
 	return fmt.Errorf("enforcer: session: %w", err)
 }

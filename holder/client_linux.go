@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Start runs a holder for cfg in the background and returns its Info once
@@ -189,16 +190,23 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 		return enforcer.Result{}, err
 	}
 	defer rl.close()
-	stop := context.AfterFunc(ctx, func() {
-		conn.CloseWrite() // the holder sees the hang-up and kills the step
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	})
-	defer stop()
 	req := request{Op: opExec, Exec: &execRequest{Tool: st.Tool, Command: st.Command, Args: st.Args, Env: st.Env, Cwd: st.Cwd,
 		TimeoutMs: st.Timeout.Milliseconds(), Approval: st.Approval}}
 	if err := writeMsg(conn, req, rl.remote[:]...); err != nil {
 		return enforcer.Result{}, fmt.Errorf("holder: session %s: send: %w", c.id, err)
 	}
+	stop := context.AfterFunc(ctx, func() {
+		// The holder sees the hang-up and kills the step; a terminate
+		// before it gives the step SIGTERM and its grace period first.
+		wait := 10 * time.Second
+		if t := sandbox.TerminationOf(ctx); t != nil {
+			_ = writeMsg(conn, request{Op: opTerminate, GraceMs: t.Grace.Milliseconds()})
+			wait += t.Grace
+		}
+		conn.CloseWrite()
+		conn.SetReadDeadline(time.Now().Add(wait))
+	})
+	defer stop()
 	rl.start()
 	var resp response
 	_, rerr := readMsg(conn, &resp, maxResponse)

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Hold is the holder process: it reads its Config from in, opens the
@@ -206,14 +207,20 @@ func (h *holder) answer(c *net.UnixConn, req request, files []*os.File) response
 	return response{Error: fmt.Sprintf("holder: unknown request %q", req.Op)}
 }
 
-// exec runs one step; the client's hanging up interrupts it.
+// exec runs one step; the client's hanging up interrupts it, at once, or
+// after SIGTERM and a grace period when an opTerminate came first.
 func (h *holder) exec(c *net.UnixConn, x execRequest, files []*os.File) response {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
 	go func() {
-		var b [1]byte
-		c.Read(b[:]) // the client sends nothing more: this returns when it hangs up
-		cancel()
+		var r request
+		files, err := readMsg(c, &r, 1<<10) // returns when the client terminates or hangs up
+		closeFiles(files)
+		if err == nil && r.Op == opTerminate {
+			cancel(&sandbox.Terminated{Signal: syscall.SIGTERM, Grace: msDuration(max(r.GraceMs, 0))})
+			return
+		}
+		cancel(nil)
 	}()
 	res, err := h.sess.Exec(ctx, enforcer.StepRequest{Tool: x.Tool, Command: x.Command, Args: x.Args, Env: x.Env, Cwd: x.Cwd,
 		Timeout: msDuration(x.TimeoutMs), Approval: x.Approval, Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})

@@ -44,6 +44,10 @@ const (
 	opExec    = "exec"
 	opChanges = "changes"
 	opStop    = "stop"
+	// opTerminate follows an opExec on its connection when the client
+	// was sent SIGTERM: the step gets SIGTERM and GraceMs to end before it
+	// is killed (a hang-up without it kills the step at once).
+	opTerminate = "terminate"
 )
 
 // request is one message from a client.
@@ -57,6 +61,8 @@ type request struct {
 	Patch bool `json:"patch,omitempty"`
 	// Findings, when set, is where /findings goes (opStop).
 	Findings *string `json:"findings,omitempty"`
+	// GraceMs is a terminated step's grace period (opTerminate).
+	GraceMs int64 `json:"graceMs,omitempty"`
 }
 
 // execRequest is enforcer.StepRequest without its streams.

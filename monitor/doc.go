@@ -29,8 +29,11 @@
 //     built-in floor), or at any always-blocked entry of the policy.
 //   - escape_suspected: a lifecycle escape_suspected event (the runbook's
 //     "suspected sandbox escape").
-//   - startup_refused: a lifecycle event with decision deny (a start-up
-//     check failed, the runbook's "abort, do not run tests").
+//   - startup_refused: a lifecycle startup_refused event (a start-up
+//     probe failed inside the sandbox, the runbook's "abort, do not run
+//     tests"). A setup_failed event (airlock could not set the run up: a
+//     command not installed, an image that does not verify, an unmet
+//     require) is not a security event and raises nothing.
 //   - audit_repaired: the log had a damaged line that a writer closed off.
 //
 // An alert is an audit event of kind behavioral with decision alert; its

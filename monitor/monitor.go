@@ -144,7 +144,7 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 		case c.Event == audit.EventAuditRepaired:
 			raise(RuleAuditRepaired, fmt.Sprintf("the audit log had a damaged line, closed off at seq %d: "+
 				"an airlock process stopped mid-write, or the file was edited", ev.Seq), []uint64{ev.Seq}, 1)
-		case ev.Decision == audit.DecisionDeny:
+		case c.Event == audit.EventStartupRefused, ev.Decision == audit.DecisionDeny:
 			raise(RuleStartupRefused, "a sandbox start-up check failed: no test may run in it (runbook)", []uint64{ev.Seq}, 1)
 		}
 	}

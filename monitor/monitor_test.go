@@ -126,6 +126,8 @@ func TestEventRules(t *testing.T) {
 		Context: audit.Context{Event: audit.EventEscapeSuspected}}
 	refused := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: "network probe reached the canary",
 		Context: audit.Context{Event: audit.EventStartupRefused}}
+	setup := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "airlock could not run the command: not installed",
+		Context: audit.Context{Event: audit.EventSetupFailed}}
 	launched := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "ok",
 		Context: audit.Context{Event: audit.EventSandboxLaunched}}
 	repaired := audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "repaired",
@@ -150,6 +152,7 @@ func TestEventRules(t *testing.T) {
 		{"ordinary denial", egressDeny("evil.attacker.example", "93.184.215.14"), "", ""},
 		{"escape suspected", escape, RuleEscapeSuspected, "halt all tests"},
 		{"start-up check failed", refused, RuleStartupRefused, "start-up check failed"},
+		{"setup failed: no security event", setup, "", ""},
 		{"sandbox launched", launched, "", ""},
 		{"log repaired", repaired, RuleAuditRepaired, "damaged line, closed off at seq 9"},
 	} {

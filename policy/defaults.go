@@ -7,7 +7,8 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 )
 
-// The defaults PRODUCT.md gives for absent fields (the seed's caps).
+// The defaults for absent fields (docs/policy.md, "The file"): the
+// seed lab's caps (docs/README.md, "Words").
 const (
 	DefaultCPUSeconds   = 10
 	DefaultMemoryMB     = 512

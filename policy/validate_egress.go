@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/egress"
@@ -24,7 +25,7 @@ func checkEgress(p *Policy) []*Error {
 	for i, b := range p.Egress.AlwaysBlocked {
 		at := fmt.Sprintf("egress.alwaysBlocked[%d]", i)
 		if err := egress.ValidateBlockedEntry(b); err != nil {
-			errs = append(errs, strict.Problem(at, err.Error(), "write a host name, an IP address or a CIDR"))
+			errs = append(errs, strict.Problem(at, err.Error(), entryHint(b, "write a host name, an IP address or a CIDR")))
 		}
 		blocked[strings.ToLower(strings.TrimSuffix(b, "."))] = true
 	}
@@ -41,7 +42,7 @@ func checkEgress(p *Policy) []*Error {
 			switch {
 			case egress.ValidateEntry(entry) != nil:
 				errs = append(errs, strict.Problem(at, egress.ValidateEntry(entry).Error(),
-					`write a host ("pypi.org"), "*.suffix", "*", an IP or a CIDR, each optionally with ":port"`))
+					entryHint(entry, `write a host ("pypi.org"), "*.suffix", "*", an IP or a CIDR, each optionally with ":port"`)))
 			case egress.IsAlwaysBlockedEntry(entry):
 				errs = append(errs, strict.Problem(at, fmt.Sprintf("%q is always blocked (cloud metadata or link-local) and can never be allowlisted", entry),
 					"remove it: no policy can reach metadata endpoints"))
@@ -68,4 +69,30 @@ func checkEgress(p *Policy) []*Error {
 		}
 	}
 	return errs
+}
+
+// entryHint is the hint for a malformed egress entry: for a URL, the host
+// (and port) to write instead; else general.
+func entryHint(entry, general string) string {
+	scheme, rest, isURL := strings.Cut(entry, "://")
+	if !isURL {
+		if host, path, ok := strings.Cut(entry, "/"); ok && host != "" && !isAddr(host) {
+			return fmt.Sprintf("an entry names a host, not a path (/%s): write %q", path, host)
+		}
+		return general
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndexByte(host, '@'); at >= 0 {
+		host = host[at+1:]
+	}
+	if host == "" {
+		return general
+	}
+	return fmt.Sprintf("an entry names a host, not a URL: drop %q and any path, and write %q (the allowlist decides by host and port, never by scheme or path)", scheme+"://", host)
+}
+
+// isAddr reports whether s is an IP address (the first half of a CIDR).
+func isAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }

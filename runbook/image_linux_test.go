@@ -55,7 +55,8 @@ func TestLaunchImageMismatch(t *testing.T) {
 		t.Errorf("reason %q does not name the expected and the actual digest", res.Reason)
 	}
 	evs := e.events(t)
-	if len(lifecycle(evs, audit.EventSandboxLaunched)) != 0 || len(lifecycle(evs, audit.EventStartupRefused)) != 1 {
+	if len(lifecycle(evs, audit.EventSandboxLaunched)) != 0 || len(lifecycle(evs, audit.EventStartupRefused)) != 0 ||
+		len(lifecycle(evs, audit.EventSetupFailed)) != 1 || res.Outcome != runbook.OutcomeSetup {
 		t.Errorf("lifecycle events: %+v", ofKind(evs, audit.KindLifecycle))
 	}
 }

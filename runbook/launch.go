@@ -71,7 +71,10 @@ type prepared struct {
 //     capabilities, no_new_privs, seccomp, Landlock, only lo and no
 //     route, the host's canary file and canary listener unreachable.
 //     Any failure: nothing runs, startup_refused is written with the
-//     reason (ExitSetup);
+//     reason (ExitSetup); a failure to set the sandbox up (an image
+//     that does not verify, a command not installed, an unmet require)
+//     writes setup_failed instead (ExitSetup, ExitNotFound or
+//     ExitCannotExec);
 //  4. sandbox_launched is written with the test id, the image digest and
 //     every probe's outcome; the egress proxy serves the plan's task
 //     inside the sandbox's network namespace;
@@ -98,7 +101,7 @@ type prepared struct {
 func Launch(ctx context.Context, plan *Plan, opts Options) (Result, error) {
 	l, err := newLaunch(plan, opts)
 	if err != nil {
-		return Result{ExitCode: ExitSetup, Outcome: OutcomeRefused, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
+		return Result{ExitCode: ExitSetup, Outcome: OutcomeSetup, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
 	}
 	return l.run(ctx)
 }
@@ -165,18 +168,39 @@ func (l *launch) finish(err error) (Result, error) {
 
 // setupErr is the error of a launch that ended before any step ran.
 func (l *launch) setupErr() error {
-	if l.res.ExitCode == ExitSetup && l.res.Error != "" {
+	if l.res.Outcome != OutcomeDenied && l.res.Error != "" {
 		return errors.New(l.res.Error)
 	}
 	return nil
 }
 
-// refuse ends the launch before any step ran: startup_refused is written
-// with why, and the result says ExitSetup. Whatever was started is
-// stopped.
+// refuse ends the launch before any step ran because a start-up check
+// failed inside the sandbox: startup_refused is written with why (a
+// security event: the monitor alerts), and the result says ExitSetup.
+// Whatever was started is stopped.
 func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
 	l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, reasonRefused+why, why
-	_, _ = l.record(RefusedEvent(l.base, why, probes))
+	return l.abandon(RefusedEvent(l.base, why, probes))
+}
+
+// setupFailed ends the launch before any step ran because airlock could
+// not set it up: setup_failed is written (no security event), and the
+// result says ExitNotFound, ExitCannotExec (a step's command not
+// installed, or not executable) or ExitSetup. Whatever was started is
+// stopped.
+func (l *launch) setupFailed(err error) bool {
+	why := err.Error()
+	l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeSetup, reasonSetup+why, why
+	if st := cmdgate.ResolveStatus(err); st != 0 {
+		l.res.ExitCode = st
+	}
+	return l.abandon(SetupFailedEvent(l.base, why))
+}
+
+// abandon records ev, the reason no step ran, and stops whatever was
+// started.
+func (l *launch) abandon(ev audit.Event) bool {
+	_, _ = l.record(ev)
 	if l.sess != nil {
 		if td, err := l.closeSession(); err != nil {
 			l.res.Error += "; and the sandbox did not tear down cleanly: " + err.Error()

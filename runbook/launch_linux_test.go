@@ -47,8 +47,8 @@ func TestLaunchPlan(t *testing.T) {
 			t.Errorf("step %d: status %q, want %q (%+v)", i+1, s.Status, want[i], s)
 		}
 	}
-	if res.Steps[2].ExitCode != 3 {
-		t.Errorf("step 3 exit code %d, want 3", res.Steps[2].ExitCode)
+	if c := res.Steps[2].ExitCode; c == nil || *c != 3 {
+		t.Errorf("step 3 exit code %v, want 3", c)
 	}
 	if res.Reason != "every step of the plan ran: 3 passed, 1 failed with continueOnFailure" {
 		t.Errorf("reason %q", res.Reason)
@@ -191,7 +191,7 @@ func TestLaunchInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the launch was interrupted during step 2 ("sleep")`) {
+	if res.ExitCode != runbook.ExitInterrupted || !strings.HasPrefix(res.Reason, `the launch was interrupted during step 2 ("sleep")`) {
 		t.Fatalf("result %+v", res)
 	}
 	if d := time.Since(start); d > 10*time.Second {

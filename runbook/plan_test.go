@@ -20,10 +20,10 @@ func TestParsePlanGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.TestID != "T-2026-001" || len(p.Steps) != 3 || p.EffectiveTask() != "install_deps" {
+	if p.TestID != "T-2026-001" || len(p.Steps) != 2 || p.EffectiveTask() != "run_tests" {
 		t.Fatalf("example plan read as %+v", p)
 	}
-	if !p.Steps[1].ContinueOnFailure || p.Steps[0].Args[2] != "requirements.txt" {
+	if !p.Steps[0].ContinueOnFailure || p.Steps[0].Command != "make" || p.Steps[1].Args[0] != "/findings/report.txt" {
 		t.Fatalf("steps read as %+v", p.Steps)
 	}
 	one, err := runbook.ParsePlan("p.json", []byte(`{"testId":"t","steps":[{"tool":"read_file","command":"cat"}]}`))

@@ -26,10 +26,10 @@ func (l *launch) decide() bool {
 		l.steps = append(l.steps, prepared{d: d})
 		l.res.Steps = append(l.res.Steps, StepResult{
 			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
-			Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Status: StepNotRun, ExitCode: -1,
+			Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Status: StepNotRun,
 		})
 		if _, err := l.record(audit.FromDecision(d, l.stepContext(i))); err != nil {
-			l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, err.Error(), err.Error()
+			l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeSetup, err.Error(), err.Error()
 			return false
 		}
 		if !d.Allowed() {
@@ -63,11 +63,11 @@ func (l *launch) prepareImage(ctx context.Context) bool {
 	}
 	ref, err := image.ParseRef(l.opts.Image)
 	if err != nil {
-		return l.refuse(err.Error(), nil)
+		return l.setupFailed(err)
 	}
 	p, err := image.Prepare(ctx, ref, l.opts.ImageCache, image.Options{})
 	if err != nil {
-		return l.refuse("the image does not verify: "+err.Error(), nil)
+		return l.setupFailed(fmt.Errorf("the image does not verify: %w", err))
 	}
 	l.rootfs = p.Rootfs
 	l.res.Image = &ImageInfo{Ref: ref.String(), Digest: p.Digest.String(), ImageDigest: p.ImageDigest.String()}
@@ -82,7 +82,7 @@ func (l *launch) resolve(context.Context) bool {
 	for i, s := range l.plan.Steps {
 		path, err := l.resolveCommand(s.Command)
 		if err != nil {
-			return l.refuse(fmt.Sprintf("%s: the command gate allowed %q but it cannot be run: %v", l.quoteStep(i), s.Command, err), nil)
+			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
 		}
 		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
@@ -93,8 +93,8 @@ func (l *launch) resolve(context.Context) bool {
 	fs := pol.FilesystemFor(l.plan.Steps[0].Tool)
 	for i, s := range l.plan.Steps[1:] {
 		if !reflect.DeepEqual(pol.FilesystemFor(s.Tool), fs) {
-			return l.refuse(fmt.Sprintf("%s: tool %q has another filesystem view than tool %q, and one sandbox has one view; "+
-				"give the tools the same filesystem in the policy, or split the plan", l.quoteStep(i+1), s.Tool, l.plan.Steps[0].Tool), nil)
+			return l.setupFailed(fmt.Errorf("%s: tool %q has another filesystem view than tool %q, and one sandbox has one view; "+
+				"give the tools the same filesystem in the policy, or split the plan", l.quoteStep(i+1), s.Tool, l.plan.Steps[0].Tool))
 		}
 	}
 	l.fs = fs

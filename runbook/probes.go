@@ -13,6 +13,7 @@ import (
 const (
 	reasonLaunched = "sandbox launched: every start-up probe passed inside the sandbox"
 	reasonRefused  = "start-up check failed, nothing was run: "
+	reasonSetup    = "airlock could not set the launch up, nothing was run: "
 	noProbes       = "no start-up probe reported: refusing to run (fail closed)"
 )
 
@@ -68,13 +69,26 @@ func LaunchedEvent(base audit.Context, res []sandbox.ProbeResult, extra map[stri
 }
 
 // RefusedEvent is the startup_refused event: a lifecycle deny over base
-// whose reason says why nothing was run (a failed probe, a digest
-// mismatch, a missing mechanism) and whose details carry every probe's
-// outcome when there are any.
+// whose reason says why nothing was run (a failed probe, a canary
+// reached) and whose details carry every probe's outcome when there are
+// any. It is a security event (the monitor's startup_refused rule);
+// SetupFailedEvent is the record of any other failure to start.
 func RefusedEvent(base audit.Context, why string, res []sandbox.ProbeResult) audit.Event {
 	ctx := base
 	ctx.Event = audit.EventStartupRefused
 	ctx.Details = ProbeDetails(res)
 	maps.Copy(ctx.Details, base.Details)
 	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: reasonRefused + why, Context: ctx}
+}
+
+// SetupFailedEvent is the setup_failed event: a lifecycle info record
+// over base saying why airlock could not set the launch up (a command not
+// installed, an image that does not verify, an unmet require, a
+// workspace over its cap), so that nothing was run. It is not a security
+// event: no control refused anything.
+func SetupFailedEvent(base audit.Context, why string) audit.Event {
+	ctx := base
+	ctx.Event = audit.EventSetupFailed
+	ctx.Details = maps.Clone(base.Details)
+	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reasonSetup + why, Context: ctx}
 }

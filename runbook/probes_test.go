@@ -241,11 +241,20 @@ func TestLaunchNotInstalled(t *testing.T) {
 		return nil, errors.New("no")
 	})
 	res, err := runbook.Launch(context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}), e.opts)
-	if err == nil || res.ExitCode != runbook.ExitSetup || !strings.Contains(res.Reason, `the command gate allowed "airlock-no-such-command" but it cannot be run: no such executable`) {
+	if err == nil || res.ExitCode != runbook.ExitNotFound || res.Outcome != runbook.OutcomeSetup ||
+		!strings.Contains(res.Reason, `the command gate allowed "airlock-no-such-command" but it cannot be run: no such executable`) {
 		t.Fatalf("result %+v, %v", res, err)
 	}
-	if ref := lifecycle(e.events(t), audit.EventStartupRefused); len(ref) != 1 {
+	// Not a security event: setup_failed, no startup_refused.
+	evs := e.events(t)
+	if ref := lifecycle(evs, audit.EventStartupRefused); len(ref) != 0 {
 		t.Errorf("startup_refused events: %+v", ref)
+	}
+	if sf := lifecycle(evs, audit.EventSetupFailed); len(sf) != 1 || sf[0].Decision != audit.DecisionInfo {
+		t.Errorf("setup_failed events: %+v", sf)
+	}
+	if res.Steps[0].ExitCode != nil {
+		t.Errorf("a step that never ran has exit code %d", *res.Steps[0].ExitCode)
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Exit statuses of a launch ("airlock launch"). They extend the ones of
-// "airlock run" (PRODUCT.md, "Command line").
+// "airlock run" (docs/cli.md, "Exit codes").
 const (
 	// ExitOK: every step ran and passed, or failed with continueOnFailure.
 	ExitOK = 0
@@ -28,8 +28,20 @@ const (
 	ExitFindings = 73
 	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
 	// start-up probe, an image that does not verify, a missing
-	// mechanism, a command that is not installed); nothing was run.
+	// mechanism); nothing was run.
 	ExitSetup = 125
+	// ExitCannotExec: a step's command was found but is not an
+	// executable file; nothing was run (126, as the shell and podman).
+	ExitCannotExec = 126
+	// ExitNotFound: a step's command is not installed (in the image,
+	// with one); nothing was run (127, as the shell and podman).
+	ExitNotFound = 127
+	// ExitInterrupted and ExitTerminated: the launch was ended by SIGINT
+	// (Ctrl-C) or SIGTERM: the running step was ended (SIGTERM: signalled
+	// first, killed after its grace period), no later step ran, and the
+	// sandbox was torn down.
+	ExitInterrupted = 130
+	ExitTerminated  = 143
 	// ExitDenied: the command gate denied a step of the plan; nothing was
 	// run.
 	ExitDenied = 77
@@ -44,7 +56,8 @@ const (
 	OutcomePassed  = "passed"
 	OutcomeFailed  = "failed"
 	OutcomeDenied  = "denied"
-	OutcomeRefused = "refused"
+	OutcomeRefused = "refused"      // a start-up probe failed: a security event
+	OutcomeSetup   = "setup_failed" // airlock could not set the launch up; nothing ran
 	OutcomeEscape  = "escape_suspected"
 )
 
@@ -134,10 +147,12 @@ type StepResult struct {
 	Rule     string           `json:"rule"`
 	// Status is one of the Step* constants.
 	Status string `json:"status"`
-	// ExitCode is the step's exit status (-1 when it died of a signal or
-	// did not run); Signal the signal that ended it; KilledBy the cap
-	// that killed it (wall, cpu, memory, pids, disk) or null.
-	ExitCode int     `json:"exitCode"`
+	// ExitCode is the step's exit status as "airlock run" gives it: its
+	// own, 128+N when it died of signal N, 126 when it could not start
+	// inside; null when it did not run. Signal is the signal that ended
+	// it; KilledBy the cap that killed it (wall, cpu, memory, pids,
+	// disk) or null.
+	ExitCode *int    `json:"exitCode"`
 	Signal   int     `json:"signal"`
 	KilledBy *string `json:"killedBy"`
 	// WallMs, CPUMs and PeakMemoryBytes are what the step used.

@@ -2,6 +2,7 @@ package runbook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -22,7 +23,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	}
 	c, err := newCanary(parent, mode)
 	if err != nil {
-		return l.refuse(err.Error(), nil)
+		return l.setupFailed(err)
 	}
 	l.canary = c
 	cfg := sandbox.Config{
@@ -57,8 +58,11 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		}
 	}
 	sess, err := start(ctx, cfg)
-	if err != nil {
+	if errors.Is(err, sandbox.ErrProbe) {
 		return l.refuse(err.Error(), nil)
+	}
+	if err != nil {
+		return l.setupFailed(err)
 	}
 	l.sess = sess
 	// Once the session has made the findings directory, and before
@@ -107,7 +111,7 @@ func (l *launch) startProbes(context.Context) bool {
 func (l *launch) announce(context.Context) bool {
 	procs, err := newSandboxProcs(l.sess.Pid())
 	if err != nil {
-		return l.refuse(err.Error(), l.res.Probes)
+		return l.setupFailed(err)
 	}
 	l.procs = procs
 	px, err := proxy.New(proxy.Config{
@@ -120,7 +124,7 @@ func (l *launch) announce(context.Context) bool {
 		Limits: proxy.SandboxLimits(int(l.caps.OpenFiles)),
 	})
 	if err != nil {
-		return l.refuse(err.Error(), l.res.Probes)
+		return l.setupFailed(err)
 	}
 	l.px = px
 	go func() { _ = px.Serve(l.sess.Listener()) }()
@@ -134,11 +138,11 @@ func (l *launch) announce(context.Context) bool {
 	maps.Copy(details, l.image)
 	ev, err := l.record(LaunchedEvent(l.base, l.res.Probes, details))
 	if err != nil {
-		return l.refuse(err.Error(), l.res.Probes)
+		return l.setupFailed(err)
 	}
 	l.chain, err = watchChain(l.opts.Log.Path(), ev)
 	if err != nil {
-		return l.refuse(err.Error(), l.res.Probes)
+		return l.setupFailed(err)
 	}
 	return true
 }

@@ -28,7 +28,11 @@ func (l *launch) runSteps(ctx context.Context) {
 			l.esc.wait()
 			return
 		case ctx.Err() != nil:
-			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), ctx.Err()))
+			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), context.Cause(ctx)))
+			l.res.ExitCode = ExitInterrupted
+			if t := sandbox.TerminationOf(ctx); t != nil {
+				l.res.ExitCode = 128 + int(t.Signal)
+			}
 			return
 		case l.auditErr.Load() != nil:
 			// The trail can no longer prove what happens next.
@@ -82,7 +86,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	stop()
 	l.step.Store(0)
 	r := &l.res.Steps[i]
-	r.ExitCode, r.Signal = out.ExitCode, out.Signal
+	r.Signal = out.Signal
 	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemoryBytes
 	if out.KilledBy != "" {
 		k := out.KilledBy
@@ -96,7 +100,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		r.Status, r.Error = StepHalted, err.Error()
 		return false, false
 	case errors.Is(err, sandbox.ErrStepStart):
-		r.Status, r.Error = StepFailed, err.Error()
+		r.Status, r.Error, r.ExitCode = StepFailed, err.Error(), ptr(ExitCannotExec)
 		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s could not start inside the sandbox: %v", l.quoteStep(i), err))
 		return false, true
 	case err != nil && ctx.Err() == nil:
@@ -104,7 +108,10 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s did not finish: %v", l.quoteStep(i), err))
 		return false, false
 	}
-	r.Status = StepFailed
+	r.Status, r.ExitCode = StepFailed, ptr(out.ExitCode)
+	if out.Signal != 0 {
+		r.ExitCode = ptr(128 + out.Signal)
+	}
 	if out.ExitCode == 0 && out.Signal == 0 && out.KilledBy == "" {
 		r.Status = StepPassed
 	}
@@ -125,8 +132,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 func (l *launch) recordStep(i int, decision, reason string) {
 	r := l.res.Steps[i]
 	ctx := l.stepContext(i)
-	code := r.ExitCode
-	ctx.ExitCode, ctx.Signal = &code, r.Signal
+	ctx.ExitCode, ctx.Signal = r.ExitCode, r.Signal
 	ctx.WallMs, ctx.CPUMs, ctx.PeakMemoryBytes = r.WallMs, r.CPUMs, r.PeakMemoryBytes
 	if r.KilledBy != nil {
 		ctx.KilledBy = *r.KilledBy
@@ -146,8 +152,14 @@ func describeOutcome(r StepResult) string {
 	case r.Error != "":
 		return r.Error
 	}
-	return "exit status " + strconv.Itoa(r.ExitCode)
+	if r.ExitCode == nil {
+		return "did not run"
+	}
+	return "exit status " + strconv.Itoa(*r.ExitCode)
 }
+
+// ptr is a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
 
 // recordEgress writes one proxy event to the audit stream, synchronously
 // and before any connection it allows (proxy.Config.Record). A refused

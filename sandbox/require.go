@@ -32,6 +32,12 @@ const (
 	RequireNoNewPrivs    = "no-new-privs"
 	RequireLandlockScope = "landlock-scope"
 	RequireEgressProxy   = "egress-proxy"
+	// RequirePrivileges: the command runs as uid 65534 with no
+	// capabilities and no supplementary groups (a rootless run that
+	// cannot drop them is refused); RequireOpenFiles: RLIMIT_NOFILE is
+	// set to the openFiles cap on every run.
+	RequirePrivileges = "privileges"
+	RequireOpenFiles  = "open-files"
 )
 
 // RequireNames lists every require name a Config may carry: the doctor
@@ -39,7 +45,7 @@ const (
 func RequireNames() []string {
 	return append([]string{RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS, RequireUTSNS,
 		RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs, RequireSeccomp, RequireLandlock, RequireLandlockNet,
-		RequireLandlockScope, RequireEgressProxy}, limits.RequireNames...)
+		RequireLandlockScope, RequireEgressProxy, RequirePrivileges, RequireOpenFiles}, limits.RequireNames...)
 }
 
 // needs are the requirements the init must enforce rather than skip.

@@ -52,6 +52,9 @@ type Sandbox struct {
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	stopCtx   func() bool
+	// torn is closed when the sandbox is torn down.
+	torn     chan struct{}
+	tornOnce sync.Once
 
 	// killed is set when airlock itself ends the init (Kill, the
 	// context, a session's end): its death is then no integrity failure.
@@ -84,7 +87,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h}
+	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h, torn: make(chan struct{})}
 	if cfg.Findings != "" {
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
@@ -163,7 +166,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		setupW.Close()
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
-	s.stopCtx = context.AfterFunc(ctx, func() { s.killInit() })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.end(ctx) })
 	if s.groups != nil {
 		if err := s.writeMaps(setupW); err != nil {
 			setupW.Close()
@@ -523,8 +526,14 @@ func (s *Sandbox) Release() error {
 	m, fds, err := s.c.Recv()
 	initproc.CloseAll(fds)
 	switch {
+	case err != nil && s.group.KilledBy() != "":
+		// A cap tripped before the init could say the target started
+		// (output floods fast): the target ran, and Wait reports the kill.
+		return nil
 	case err != nil:
 		return fmt.Errorf("sandbox: release: the init died: %w", err)
+	case m.Kind == initproc.MsgFailed && m.Stage == "exec":
+		return fmt.Errorf("%w: exec %s: %s", ErrStepStart, s.cfg.Path, m.Error)
 	case m.Kind == initproc.MsgFailed:
 		return fmt.Errorf("sandbox: %s %s: %s", m.Stage, s.cfg.Path, m.Error)
 	case m.Kind != initproc.MsgStarted:
@@ -548,6 +557,38 @@ func (s *Sandbox) Kill() error {
 	s.group.KillAll()
 	_, err := s.Wait()
 	return err
+}
+
+// signal sends sig to the init, which forwards SIGTERM, SIGINT, SIGHUP,
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT and SIGWINCH to the target (or a
+// session's current step) and absorbs every other signal. Only once the
+// init forwards: after Release, or in a session.
+func (s *Sandbox) signal(sig syscall.Signal) error {
+	return s.cmd.Process.Signal(sig)
+}
+
+// end ends the sandbox when its context is done: at once, or, for a
+// Terminated cause, its Grace later unless the sandbox was torn down by
+// then. A released run's target is sent the signal first; a session's
+// current step gets it from its own watch (Exec), whose context is this
+// one or another. A run not yet released has nothing of the caller's
+// running: it ends at once.
+func (s *Sandbox) end(ctx context.Context) {
+	s.mu.Lock()
+	released := !s.released.IsZero()
+	s.mu.Unlock()
+	if t := TerminationOf(ctx); t != nil && (s.session || released) {
+		if s.session || s.signal(t.Signal) == nil {
+			grace := time.NewTimer(t.Grace)
+			defer grace.Stop()
+			select {
+			case <-s.torn:
+				return
+			case <-grace.C:
+			}
+		}
+	}
+	s.killInit()
 }
 
 // killInit kills the init on airlock's own behalf.
@@ -670,6 +711,7 @@ func (s *Sandbox) teardownErr(first error) error {
 	if s.stopCtx != nil {
 		s.stopCtx()
 	}
+	s.tornOnce.Do(func() { close(s.torn) })
 	if s.finds >= 0 {
 		unix.Close(s.finds)
 		s.finds = -1

@@ -72,8 +72,9 @@ type Teardown struct {
 var ErrSessionEnded = errors.New("sandbox: the session has ended")
 
 // ErrStepStart is matched by the error of Exec when the step could not be
-// started inside (no such file, not executable); the session goes on.
-var ErrStepStart = errors.New("sandbox: the step could not start")
+// started inside (no such file, not executable); the session goes on. A
+// single run's Release matches it too when its target could not start.
+var ErrStepStart = errors.New("sandbox: the command could not start")
 
 // ErrFrozen is matched by the error of Exec on a frozen session.
 var ErrFrozen = errors.New("sandbox: the session is frozen")

@@ -309,6 +309,20 @@ func (w *stepWatch) start(ctx context.Context, caps StepCaps, before limits.Stat
 				return
 			case <-ctx.Done():
 				w.ctxErr.Store(true)
+				if t := TerminationOf(ctx); t != nil && w.ss.sb.signal(t.Signal) == nil {
+					// The step's grace period: it may end on its own
+					// (wctx), else it is killed, a cap still counting.
+					grace := time.NewTimer(t.Grace)
+					defer grace.Stop()
+					select {
+					case <-wctx.Done():
+						return
+					case <-wall.C:
+						w.kill(limits.KilledByWall)
+						return
+					case <-grace.C:
+					}
+				}
 				w.kill("")
 				return
 			case <-wall.C:

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ func newDemoCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Attack a live sandbox the way lab phase 5 does, for real, and show each control hold",
+		Short: "Play a coerced agent's escape attempts against live sandboxes, and show each control hold",
 		Long: `demo plays a coerced agent's escape attempts through airlock on the embedded
 default policy: git clone through run_tests (refused at the command gate, nothing
 spawned); an infinite loop (killed by a cap); code inside the sandbox reaching
@@ -42,16 +41,23 @@ reason, then the audit timeline and the monitor's alerts.
 Exit status 0 only if every attempt was contained.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context(), 0)
 			defer stop()
 			keepAudit := opts.AuditPath != ""
 			opts.Keep = true // the timeline is read from it below
+			stderr := cmd.ErrOrStderr()
+			opts.OnStart = func(step, of int, name string) {
+				fmt.Fprintf(stderr, "airlock demo: [%d/%d] %s\n", step, of, name)
+			}
 			rep, err := demo.Run(ctx, opts)
 			if rep == nil {
 				return &exitError{Code: exitFailed, Err: err}
 			}
+			timeline := rep.AuditPath
 			if !keepAudit {
-				defer os.RemoveAll(strings.TrimSuffix(rep.AuditPath, "/audit.jsonl"))
+				// Deleted on exit: its path is not shown or reported.
+				defer os.RemoveAll(filepath.Dir(timeline))
+				rep.AuditPath = ""
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
@@ -59,9 +65,12 @@ Exit status 0 only if every attempt was contained.`,
 					return err
 				}
 			} else if raw := termtext.Raw(out); useColour(raw) {
-				printDemo(ctx, raw, rep, true) // its own colours; every field escaped
+				printDemo(ctx, raw, rep, timeline, true) // its own colours; every field escaped
 			} else {
-				printDemo(ctx, out, rep, false)
+				printDemo(ctx, out, rep, timeline, false)
+			}
+			if code := interruptedStatus(ctx); code != 0 {
+				return &exitError{Code: code, Err: errors.New("demo: interrupted")}
 			}
 			if err != nil {
 				return &exitError{Code: exitFailed, Err: err}
@@ -87,7 +96,9 @@ func useColour(w io.Writer) bool {
 	return ok && isTerminal(f)
 }
 
-func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) {
+// printDemo prints the demo's report for people; timeline is the audit
+// file it reads the timeline from (rep.AuditPath when it is kept).
+func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, timeline string, colour bool) {
 	paint := func(code, s string) string {
 		if !colour {
 			return s
@@ -96,24 +107,29 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) 
 	}
 	fmt.Fprintln(w, paint("1", "airlock demo: a coerced agent tries to escape (embedded default policy)"))
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tATTEMPT\tGATE\tDECISION\tCONTAINED\tREASON")
+	var tab table
+	tab.add(plain("#", "ATTEMPT", "GATE", "DECISION", "CONTAINED", "REASON"))
 	for _, a := range rep.Attempts {
-		verdict := paint("32", "yes")
+		verdict := cell{"yes", "32"}
 		if !a.Contained {
-			verdict = paint("31;1", "NO")
+			verdict = cell{"NO", "31;1"}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Step, termtext.Escape(a.Attempt), termtext.Escape(string(a.Gate)), termtext.Escape(string(a.Decision)), verdict, oneLine(a.Reason, 110))
+		row := plain(strconv.Itoa(a.Step), termtext.Escape(a.Attempt), termtext.Escape(a.Gate), termtext.Escape(a.Decision))
+		tab.add(append(row, verdict, cell{text: oneLine(a.Reason, 110)}))
 	}
-	tw.Flush()
+	_ = tab.write(w, 2, colour)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, paint("1", "Evidence"))
 	for _, a := range rep.Attempts {
 		fmt.Fprintf(w, "  %2d. %s\n", a.Step, oneLine(a.Evidence, 150))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+termtext.Escape(rep.AuditPath)+")")
-	if f, err := os.Open(rep.AuditPath); err == nil {
+	where := "deleted on exit: --audit FILE keeps it"
+	if rep.AuditPath != "" {
+		where = "kept in " + termtext.Escape(rep.AuditPath)
+	}
+	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+where+")")
+	if f, err := os.Open(timeline); err == nil {
 		_, _ = audit.Timeline(ctx, &indent{w: w}, f, audit.TimelineOptions{})
 		f.Close()
 	}

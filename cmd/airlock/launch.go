@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +20,7 @@ func newLaunchCmd() *cobra.Command {
 	var (
 		planFile, auditFile string
 		asJSON              bool
+		grace               float64
 		opts                runbook.Options
 	)
 	cmd := &cobra.Command{
@@ -52,10 +50,14 @@ when a step failed and halted the plan; 121 when an escape was suspected; 73
 when --findings were not all kept; 74 when steps ran but a record of the launch
 could not be written to the audit log (a full disk): no later step was run; 125
 when airlock could not launch (bad plan or policy, failed probe, image
-mismatch, a --findings path that will not do; nothing was run); 77 when the
-command gate denied a step, 75 when it escalated one and denied none (nothing
-was run). See docs/cli.md, "Exit codes".`,
-		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
+mismatch, a --findings path that will not do; nothing was run); 127 when a
+step's command is not installed, 126 when it cannot be executed (nothing was
+run); 77 when the command gate denied a step, 75 when it escalated one and
+denied none (nothing was run); 130 when interrupted by Ctrl-C (the running
+step is killed at once), 143 when airlock was sent SIGTERM (the running step
+gets SIGTERM and --stop-timeout seconds to end); no later step runs. See
+docs/cli.md, "Exit codes".`,
+		Example: `  airlock launch --plan examples/plan.json --workspace examples/target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
@@ -72,7 +74,7 @@ was run). See docs/cli.md, "Exit codes".`,
 			if asJSON {
 				opts.Stdout = opts.Stderr // stdout carries the result alone
 			}
-			res, err := launchPlan(cmd, planFile, auditFile, opts)
+			res, err := launchPlan(cmd, planFile, auditFile, grace, opts)
 			flush(opts.Stdout)
 			flush(opts.Stderr)
 			if asJSON {
@@ -92,15 +94,17 @@ was run). See docs/cli.md, "Exit codes".`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&opts.EvidenceDir, "evidence", "", "where a suspected escape's evidence goes (default: $XDG_STATE_HOME/airlock/evidence)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout (the steps' output goes to stderr)")
+	stopFlag(cmd, &grace)
 	policyFlag(cmd)
 	return cmd
 }
 
 // launchPlan loads the policy, the plan and the audit log, and launches.
-// Ctrl-C and SIGTERM end the sandbox cleanly.
-func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Options) (runbook.Result, error) {
+// Ctrl-C ends the running step at once, SIGTERM after its grace period;
+// the sandbox is torn down cleanly either way.
+func launchPlan(cmd *cobra.Command, planFile, auditFile string, grace float64, opts runbook.Options) (runbook.Result, error) {
 	fail := func(err error) (runbook.Result, error) {
-		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeRefused, Reason: err.Error(),
+		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeSetup, Reason: err.Error(),
 			Error: err.Error(), Steps: []runbook.StepResult{}}, err
 	}
 	pol, err := loadPolicy(cmd)
@@ -132,7 +136,7 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Opt
 			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(cmd.Context(), grace)
 	defer stop()
 	return runbook.Launch(ctx, plan, opts)
 }
@@ -158,7 +162,7 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
 	case runbook.ExitEscalated:
 		fmt.Fprintf(w, "airlock: command: escalate: %s\n", res.Reason)
-	case runbook.ExitSetup:
+	case runbook.ExitSetup, runbook.ExitNotFound, runbook.ExitCannotExec:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
 	case runbook.ExitFindings:
 		fmt.Fprintf(w, "airlock: findings: error: %s\n", strings.TrimPrefix(res.Error, "sandbox: "))
@@ -167,10 +171,12 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		if res.Evidence != "" {
 			fmt.Fprintf(w, "airlock: escape: evidence kept in %s\n", res.Evidence)
 		}
+	case runbook.ExitInterrupted, runbook.ExitTerminated:
+		fmt.Fprintf(w, "airlock: interrupted: %s\n", res.Reason)
 	default:
 		fmt.Fprintf(w, "airlock: plan: failed: %s\n", res.Reason)
 	}
-	if res.AuditError != "" && res.ExitCode != runbook.ExitSetup {
+	if res.AuditError != "" && res.Outcome != runbook.OutcomeSetup && res.Outcome != runbook.OutcomeRefused {
 		printAuditError(w, res.AuditError)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -55,6 +57,9 @@ func TestScripts(t *testing.T) {
 			run := env.WorkDir + "/run"
 			env.Setenv("XDG_RUNTIME_DIR", run)
 			env.Setenv("SES", enforcer.NewSessionID())
+			// Children that trap SIGTERM or ignore it (signals.txtar).
+			env.Setenv("TRAP", "trap 'echo trapped > /findings/t; exit 0' TERM; echo ready; while :; do sleep 0.05; done")
+			env.Setenv("IGNORE", "trap '' TERM; echo ready; while :; do sleep 0.05; done")
 			env.Defer(func() { stopHolders(run + "/airlock") })
 			return os.Mkdir(run, 0o700)
 		},
@@ -73,6 +78,8 @@ func TestScripts(t *testing.T) {
 			"redeem":        cmdRedeem,
 			"validresult":   cmdValidResult,
 			"readmeexample": cmdReadmeExample,
+			"status":        cmdStatus,
+			"readmeline":    cmdReadmeLine,
 		},
 	})
 }
@@ -205,5 +212,27 @@ func stopHolders(dir string) {
 		if c, err := holder.Dial(dir, i.ID); err == nil {
 			c.Stop(nil, nil)
 		}
+	}
+}
+
+// cmdStatus runs a command as exec does and fails unless it exits with
+// the status args[0] ("status 127 airlock run --tool t -- missing"); its
+// stdout and stderr are there for the next commands.
+func cmdStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 || neg {
+		ts.Fatalf("usage: status CODE CMD [ARG...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got, err := 0, ts.Exec(args[1], args[2:]...)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		got = ee.ExitCode()
+	case err != nil:
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
 }

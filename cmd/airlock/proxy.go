@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
@@ -42,6 +47,7 @@ var (
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
 	task, listen, audit, caCert string
+	allowRemote                 bool
 }
 
 func newProxyCmd() *cobra.Command {
@@ -64,6 +70,12 @@ A task with inspected hosts gets a CA made in memory for the proxy's life
 which clients must trust. Credentials are read from this process's
 environment or files, and added to the requests they are for.
 
+--task must name a task of the policy's egress.taskAllowlist (a task it
+lacks would refuse every destination). --listen must be a loopback address
+(127.0.0.1:3128, [::1]:3128, localhost:3128) unless --allow-remote says
+that clients on other hosts may use the proxy: anything that reaches the
+address can then reach what the task allows, as this host.
+
 SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
 tunnels 10 seconds to finish.`,
 		Example: `  airlock proxy --task web_search --listen 127.0.0.1:3128
@@ -78,7 +90,7 @@ tunnels 10 seconds to finish.`,
 			case o.listen == "":
 				return usageError{errors.New("proxy: --listen is required, e.g. --listen 127.0.0.1:3128")}
 			}
-			return nil
+			return checkListen(o.listen, o.allowRemote)
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -89,6 +101,7 @@ tunnels 10 seconds to finish.`,
 	f := cmd.Flags()
 	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "let --listen be an address other hosts can reach (not loopback)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
 	policyFlag(cmd)
@@ -99,6 +112,9 @@ tunnels 10 seconds to finish.`,
 func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
+		return err
+	}
+	if err := checkTask(pol.EgressConfig().TaskAllowlist, o.task); err != nil {
 		return err
 	}
 	gate, err := egress.Compile(pol.EgressConfig())
@@ -208,4 +224,41 @@ func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
 	case ev.Err != nil:
 		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
 	}
+}
+
+// checkListen refuses a --listen address that is not loopback unless
+// allowRemote: an open proxy lends this host's network to whoever reaches
+// it. A name other than localhost is not resolved here: it is refused too.
+func checkListen(listen string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || allowRemote {
+		return nil // Listen says what is wrong with it
+	}
+	if ip, err := netip.ParseAddr(host); (err == nil && ip.Unmap().IsLoopback()) || strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	what := fmt.Sprintf("%q is not a loopback address", host)
+	if host == "" {
+		what = "no host means every address of this host"
+	}
+	return usageError{fmt.Errorf("proxy: --listen %s: %s, so other hosts could use the proxy: "+
+		"listen on 127.0.0.1 (or [::1], localhost), or give --allow-remote", listen, what)}
+}
+
+// checkTask refuses a --task the policy has no allowlist for: the proxy
+// would refuse every destination, which is never what was meant.
+func checkTask(allowlists map[string][]string, task string) error {
+	if _, ok := allowlists[task]; ok {
+		return nil
+	}
+	tasks := slices.Sorted(maps.Keys(allowlists))
+	hint := "the policy has no egress.taskAllowlist"
+	if len(tasks) > 0 {
+		hint = "its tasks: " + strings.Join(tasks, ", ")
+	}
+	if best := strict.Closest(task, tasks); best != "" {
+		hint = fmt.Sprintf("did you mean %q? (%s)", best, hint)
+	}
+	return usageError{fmt.Errorf("proxy: --task %q: the policy has no allowlist for it, so every destination would be refused; %s "+
+		"(add the task to egress.taskAllowlist, with [] to refuse everything)", task, hint)}
 }

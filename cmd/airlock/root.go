@@ -83,7 +83,9 @@ an egress proxy as the only way out; and records every decision in a
 hash-chained audit stream.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(termtext.NewWriter(os.Stdout))
 	root.SetErr(termtext.NewWriter(os.Stderr))
 	// A flag error quotes the argument as typed: escape all of it, new

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,7 +23,7 @@ func newRunCmd() *cobra.Command {
 		out       resultFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--image PATH@sha256:D] [--audit FILE] [--json] [--result FILE|-] [--approval ID] -- CMD [ARG...]",
+		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--image PATH@sha256:D] [--env K=V|K] [--cwd DIR] [--timeout S] [--audit FILE] [--json] [--result FILE|-] [--quiet] [--approval ID] -- CMD [ARG...]",
 		Short: "Decide a command at the command gate and run it in the sandbox",
 		Long: `run decides the command at the command gate, records the decision in the audit
 stream, and runs an allowed command in a Linux sandbox: its own namespaces, a
@@ -39,12 +37,19 @@ as it happens.
 An escalated command runs once with --approval ID, the id of an approval
 request an operator approved (airlock approve ID).
 
+--env NAME=VALUE adds a variable; --env NAME passes NAME's value from here
+(nothing else of airlock's environment goes in). --cwd is the working
+directory inside, relative to /workspace; --timeout lowers the tool's
+wall-clock cap. --quiet prints only errors of airlock's own on stderr.
+
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 77 when the command gate denied it; 75 when it escalated and no
-approval let it run; 127 when it is not installed; 125 when airlock
-could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
-end the sandbox cleanly: every process in it is killed and it is torn down);
-121 when the sandbox's init died (its integrity is not assured); 73 when
+approval let it run; 127 when it is not installed; 126 when it cannot be
+executed; 125 when airlock could not run it (nothing was run); 130 when
+interrupted by Ctrl-C (every process in the sandbox is killed at once and it
+is torn down); 143 when airlock was sent SIGTERM (the command gets SIGTERM,
+and --stop-timeout seconds, 10 by default, to end before it is killed); 121
+when the sandbox's init died (its integrity is not assured); 73 when
 --findings were not all kept; 74 when the command ran but a record of its run
 could not be written to the audit log (a full disk): the result's
 commandExitCode keeps its own status (docs/cli.md, "Exit codes").
@@ -60,14 +65,16 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 			case len(args) == 0 || cmd.ArgsLenAtDash() != 0:
 				return usageError{errors.New("run: put the command after --, e.g. airlock run --tool run_tests -- pytest -v")}
 			}
-			return nil
+			return out.check("run")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Command, req.Args = args[0], args[1:]
+			req.Env, _ = childEnv(out.env) // checked in Args
+			req.Cwd, req.Timeout = out.cwd, out.timeoutDuration()
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
 			capture := out.capture(&req.Stdout, &req.Stderr)
-			req.Notices = cmd.ErrOrStderr()
-			res, err := runOnce(cmd, req, auditFile)
+			req.Notices = out.notices(cmd.ErrOrStderr())
+			res, err := runOnce(cmd, req, auditFile, out)
 			flush(req.Stdout)
 			flush(req.Stderr)
 			capture(&res)
@@ -80,7 +87,6 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 	f.StringVar(&req.Workspace, "workspace", "", "host directory copied into /workspace")
 	f.StringVar(&req.Findings, "findings", "", "host directory that receives /findings after the run")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
-	f.StringArrayVar(&req.Env, "env", nil, "add NAME=VALUE to the child's environment (repeatable)")
 	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST (an OCI layout or a docker-archive tarball), verified before anything runs")
 	f.StringVar(&req.Approval, "approval", "", "run an escalated command once on this approved request's id")
 	out.register(cmd)
@@ -88,9 +94,9 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 	return cmd
 }
 
-// runOnce loads the policy and the audit log and runs req. Ctrl-C and
-// SIGTERM end the sandbox cleanly.
-func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforcer.Result, error) {
+// runOnce loads the policy and the audit log and runs req. Ctrl-C ends
+// the sandbox at once, SIGTERM after the command's grace period.
+func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out resultFlags) (enforcer.Result, error) {
 	fail := func(err error) (enforcer.Result, error) {
 		return enforcer.SetupResult(req.RunID, "", 1, err), err
 	}
@@ -99,7 +105,7 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforc
 		return fail(err)
 	}
 	defer closeLog()
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(cmd.Context(), out.grace)
 	defer stop()
 	return e.Run(ctx, req)
 }
@@ -127,7 +133,7 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adju
 	// must not stop them (linelog drops and counts instead).
 	stderr := linelog.New(cmd.ErrOrStderr())
 	opts := enforcer.Options{OnEvent: func(ev audit.Event) {
-		if ev.Kind == audit.KindBehavioral {
+		if ev.Kind == audit.KindBehavioral && !quiet(cmd) {
 			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}}

@@ -2,11 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
-	"os/signal"
+	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -63,9 +62,12 @@ control and nothing was left behind; 1 otherwise.`,
 					opts.Families = append(opts.Families, fam)
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signalContext(cmd.Context(), 0)
 			defer stop()
+			prog := newProgress(cmd.ErrOrStderr())
+			opts.OnResult = selftestProgress(prog, batterySize(opts.Families))
 			rep, err := selftest.Run(ctx, opts)
+			prog.done()
 			if rep == nil {
 				return &exitError{Code: exitFailed, Err: err}
 			}
@@ -79,7 +81,9 @@ control and nothing was left behind; 1 otherwise.`,
 			} else if werr := rep.WriteTable(out, 160); werr != nil {
 				return werr
 			}
-			switch {
+			switch code := interruptedStatus(ctx); {
+			case code != 0:
+				return &exitError{Code: code, Err: errors.New("selftest: interrupted")}
 			case err != nil:
 				return &exitError{Code: exitFailed, Err: err}
 			case !rep.OK:
@@ -105,4 +109,31 @@ func familyList() string {
 		names[i] = string(f)
 	}
 	return strings.Join(names, ", ")
+}
+
+// selftestProgress shows each judged attempt on the progress line (nil:
+// none), counted against total.
+func selftestProgress(p *progress, total int) func(selftest.Result) {
+	if p == nil {
+		return nil
+	}
+	n := 0
+	return func(r selftest.Result) {
+		if r.Family != "preflight" {
+			n++
+		}
+		p.show(fmt.Sprintf("airlock selftest: [%d/%d] %s: %s", n, total, r.Attempt, r.Outcome))
+	}
+}
+
+// batterySize is how many attempts the battery makes of families (all
+// when empty).
+func batterySize(families []selftest.Family) int {
+	n := 0
+	for f, c := range selftest.Count() {
+		if len(families) == 0 || slices.Contains(families, f) {
+			n += c
+		}
+	}
+	return n
 }

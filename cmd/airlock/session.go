@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -159,13 +156,11 @@ func absolute(p *string) error {
 
 func newSessionExecCmd() *cobra.Command {
 	var (
-		st      enforcer.StepRequest
-		env     []string
-		timeout float64
-		out     resultFlags
+		st  enforcer.StepRequest
+		out resultFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "exec ID --tool T [--json] [--result FILE|-] [--timeout S] [--env K=V|K] [--cwd DIR] [--approval ID] -- CMD [ARG...]",
+		Use:   "exec ID --tool T [--json] [--result FILE|-] [--quiet] [--timeout S] [--env K=V|K] [--cwd DIR] [--approval ID] -- CMD [ARG...]",
 		Short: "Run one command in a session; exit as airlock run does",
 		Long: `exec decides the command at the command gate against --tool, records the
 decision, and runs an allowed command in the session's sandbox, in --cwd
@@ -177,7 +172,9 @@ variable; --env K passes K's value from here.
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
 could not be executed; 127 not installed; 125 airlock could not run it (no
-such session); 130 interrupted.`,
+such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
+terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
+before it is killed). The session goes on either way.`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -186,73 +183,45 @@ such session); 130 interrupted.`,
 				return usageError{errors.New("session exec: give the session's id, then the command after --, e.g. airlock session exec ID --tool run_tests -- pytest -v")}
 			case st.Tool == "":
 				return usageError{errors.New("session exec: --tool is required")}
-			case timeout < 0:
-				return usageError{errors.New("session exec: --timeout must be positive")}
 			}
-			return nil
+			return out.check("session exec")
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			st.Command, st.Args = args[1], args[2:]
-			st.Timeout = time.Duration(timeout * float64(time.Second))
-			var err error
-			if st.Env, err = stepEnv(env); err != nil {
-				return usageError{err}
-			}
-			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+			st.Env, _ = childEnv(out.env) // checked in Args
+			st.Cwd, st.Timeout = out.cwd, out.timeoutDuration()
+			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), out.notices(cmd.ErrOrStderr())
 			capture := out.capture(&st.Stdout, &st.Stderr)
-			res, err := execStep(cmd, id, st)
+			res, err := execStep(cmd, id, st, out.grace)
 			capture(&res)
 			return finishResult(cmd, out, res, err)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&st.Tool, "tool", "", "agent tool asking to run the command (its scope decides)")
-	f.StringArrayVar(&env, "env", nil, "add NAME=VALUE, or NAME with its value here, to the child's environment (repeatable)")
-	f.StringVar(&st.Cwd, "cwd", "", "working directory inside the sandbox (relative to /workspace)")
-	f.Float64Var(&timeout, "timeout", 0, "lower the tool's wall-clock cap for this command, in seconds")
 	f.StringVar(&st.Approval, "approval", "", "run an escalated command once on this approved request's id")
 	out.register(cmd)
 	return cmd
 }
 
-// execStep runs st in session id; Ctrl-C and SIGTERM interrupt it.
-func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest) (enforcer.Result, error) {
+// execStep runs st in session id; Ctrl-C interrupts it at once, SIGTERM
+// after its grace period.
+func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest, grace float64) (enforcer.Result, error) {
 	c, err := dialSession(id)
 	if err != nil {
 		return enforcer.SetupResult(id, id, 1, err), err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(cmd.Context(), grace)
 	defer stop()
 	res, err := c.Exec(ctx, st)
 	if res.SchemaVersion == 0 {
 		res = enforcer.SetupResult(id, id, 1, err)
 	}
-	if err != nil && res.ExitCode != enforcer.ExitSetup && res.ExitCode != enforcer.ExitNotFound {
+	if err != nil && !setupStatus(res.ExitCode) {
 		err = nil // a result that says what happened: not airlock's failure
 	}
 	return res, err
-}
-
-// stepEnv turns --env values into NAME=VALUE, looking up a bare NAME here.
-func stepEnv(flags []string) ([]string, error) {
-	env := make([]string, 0, len(flags))
-	for _, kv := range flags {
-		name, _, hasValue := strings.Cut(kv, "=")
-		switch {
-		case name == "" || strings.ContainsAny(name, "\x00"):
-			return nil, fmt.Errorf("session exec: --env %q: want NAME=VALUE or NAME", kv)
-		case hasValue:
-			env = append(env, kv)
-		default:
-			v, ok := os.LookupEnv(name)
-			if !ok {
-				return nil, fmt.Errorf("session exec: --env %s: %s is not set here", name, name)
-			}
-			env = append(env, name+"="+v)
-		}
-	}
-	return env, nil
 }
 
 // dialSession finds session id's holder in this user's runtime directory.
@@ -395,7 +364,7 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch})
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}

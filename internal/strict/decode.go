@@ -87,8 +87,8 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) (err error) {
 	case reflect.Bool:
 		if n.kind != kindBool {
 			hint := ""
-			if n.kind == kindString && (n.scalar == "true" || n.scalar == "false") {
-				hint = "write " + n.scalar + " without quotes"
+			if n.kind == kindString {
+				hint = boolHint(n.scalar)
 			}
 			return &Error{Line: n.pos.line, Col: n.pos.col, Msg: "expected a boolean, found " + n.kind.String(), Hint: hint}
 		}
@@ -168,15 +168,16 @@ func unknownField(f field, known map[string]int) *Error {
 	}
 	sort.Strings(names)
 	hint := "known fields here: " + strings.Join(names, ", ")
-	if best := closest(f.key, names); best != "" {
+	if best := Closest(f.key, names); best != "" {
 		hint = fmt.Sprintf("did you mean %q?", best)
 	}
 	return errorAt(f.keyPos, fmt.Sprintf("unknown field %q", f.key), hint)
 }
 
-// closest returns the known name nearest to s (case-insensitive equality
-// or an edit distance of at most 2), or "".
-func closest(s string, names []string) string {
+// Closest returns the known name nearest to s (case-insensitive equality
+// or an edit distance of at most 2), or "": the "did you mean" of every
+// name airlock refuses.
+func Closest(s string, names []string) string {
 	best, bestDist := "", 3
 	for _, n := range names {
 		if strings.EqualFold(n, s) {
@@ -210,4 +211,19 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// boolHint is the hint for a string where a boolean belongs: a quoted
+// true or false, or one of YAML 1.1's other booleans, which YAML 1.2
+// (what airlock reads) and JSON take for strings.
+func boolHint(s string) string {
+	switch strings.ToLower(s) {
+	case "true", "false":
+		return "write " + strings.ToLower(s) + " without quotes"
+	case "yes", "y", "on":
+		return fmt.Sprintf("%q is a string here, not YAML 1.1's true: airlock reads YAML 1.2, where the booleans are true and false; write true", s)
+	case "no", "n", "off":
+		return fmt.Sprintf("%q is a string here, not YAML 1.1's false: airlock reads YAML 1.2, where the booleans are true and false; write false", s)
+	}
+	return "write true or false"
 }

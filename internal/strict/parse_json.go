@@ -69,7 +69,7 @@ func (p *jsonParser) token() (json.Token, pos, error) {
 		var se *json.SyntaxError
 		switch {
 		case errors.As(err, &se):
-			return nil, pos{}, errorAt(p.pos(int(se.Offset)), "invalid JSON: "+se.Error(), "")
+			return nil, pos{}, errorAt(p.pos(int(se.Offset)), "invalid JSON: "+se.Error(), p.syntaxHint(int(se.Offset)))
 		case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
 			return nil, pos{}, errorAt(p.pos(len(p.data)), "unexpected end of input", "")
 		default:
@@ -77,6 +77,26 @@ func (p *jsonParser) token() (json.Token, pos, error) {
 		}
 	}
 	return tok, p.pos(start), nil
+}
+
+// syntaxHint says how to fix the two JSON mistakes people make most, at
+// the byte the tokenizer refused (at off or just before it, as it counts):
+// a comment, and a comma before a closing bracket or brace.
+func (p *jsonParser) syntaxHint(off int) string {
+	for _, at := range []int{off - 1, off} {
+		if at < 0 || at >= len(p.data) {
+			continue
+		}
+		switch c := p.data[at]; c {
+		case '/', '#':
+			return "JSON has no comments: remove it, or write the policy in YAML (a .yaml file), where # starts a comment"
+		case ']', '}':
+			if prev := bytes.TrimRight(p.data[:at], " \t\r\n"); len(prev) > 0 && prev[len(prev)-1] == ',' {
+				return fmt.Sprintf("JSON allows no comma before %c: remove the trailing comma", c)
+			}
+		}
+	}
+	return ""
 }
 
 func (p *jsonParser) value(depth int) (*node, error) {

@@ -3,10 +3,14 @@ package testutil
 import (
 	"bytes"
 	"encoding/json"
+	"path"
+	"reflect"
+	"strings"
 	"testing"
 
 	invopop "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // SchemaSpec names a JSON Schema generated from Go types.
@@ -25,7 +29,8 @@ type SchemaSpec struct {
 // jsonschema:"required", and no other property is allowed.
 func GenerateSchema(t testing.TB, spec SchemaSpec) []byte {
 	t.Helper()
-	r := &invopop.Reflector{RequiredFromJSONSchemaTags: true, ExpandedStruct: true, BaseSchemaID: invopop.ID("https://" + spec.Package)}
+	r := &invopop.Reflector{RequiredFromJSONSchemaTags: true, ExpandedStruct: true, BaseSchemaID: invopop.ID("https://" + spec.Package),
+		Namer: defName, Mapper: jsonMarshalled}
 	if err := r.AddGoComments(spec.Package, spec.Dir); err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +42,31 @@ func GenerateSchema(t testing.TB, spec SchemaSpec) []byte {
 	}
 	return append(out, '\n')
 }
+
+// defName names a type's definition: by its name for airlock's own types,
+// with its package's name in front for another module's (tlog.RecordProof
+// is TlogRecordProof), which may share a name with one of airlock's
+// (audit.RecordProof) and would otherwise stand in for it.
+func defName(t reflect.Type) string {
+	if p := t.PkgPath(); p != "" && p != "github.com/airlock-sandbox/airlock" && !strings.HasPrefix(p, "github.com/airlock-sandbox/airlock/") {
+		pkg := path.Base(p)
+		return strings.ToUpper(pkg[:1]) + pkg[1:] + t.Name()
+	}
+	return t.Name()
+}
+
+// jsonMarshalled is the schema of the types whose JSON form their own
+// MarshalJSON writes, which reflection cannot see: a tlog.Hash is a
+// base64 string.
+func jsonMarshalled(t reflect.Type) *invopop.Schema {
+	if t == reflect.TypeFor[tlog.Hash]() {
+		return &invopop.Schema{Type: "string", ContentEncoding: "base64", MinLength: ptr(uint64(44)), MaxLength: ptr(uint64(44)),
+			Description: "a SHA-256 hash, base64"}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // CompileSchema compiles a JSON Schema for validating samples.
 func CompileSchema(t testing.TB, schema []byte) *jsonschema.Schema {
