@@ -82,6 +82,8 @@ type initState struct {
 	allowHoles bool
 	// oom is the init's own oom_score_adj (spawnVictim).
 	oom oomAdj
+	// copied is set once a session has had its one copy-in (copyIn).
+	copied bool
 }
 
 // runInit is the init's whole life; its return value is the init's exit
