@@ -167,7 +167,9 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	var b *built
 	select {
 	case b = <-p.ready:
-		p.refill <- struct{}{}
+		// Another is built once this one is handed out, so that the
+		// build does not compete with the hand-out for the CPU.
+		defer func() { p.refill <- struct{}{} }()
 	default:
 		return p.e.OpenSession(ctx, req)
 	}
