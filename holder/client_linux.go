@@ -216,6 +216,19 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 	return *resp.Result, nil
 }
 
+// answered is what Exec returns for a step the holder ran with res and
+// err (holder.exec's answer, as Exec reads it): the error as its text,
+// under ErrEnded when the session has ended.
+func answered(res enforcer.Result, err error) (enforcer.Result, error) {
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, enforcer.ErrSessionEnded):
+		return res, fmt.Errorf("%w: %s", ErrEnded, err.Error())
+	}
+	return res, errors.New(err.Error())
+}
+
 // relays are a step's four pipes: the holder gets remote, the client
 // copies between local and its own streams.
 type relays struct {

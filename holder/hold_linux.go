@@ -27,7 +27,9 @@ import (
 // clock or idle timeout passed, or the holder was sent SIGTERM, SIGINT or
 // SIGHUP. adjust, when not nil, completes the Enforcer's options (the
 // approval path).
-func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error) error {
+//
+// cli, when not nil, runs a quick client's command line (opCLI).
+func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error, cli CLIFunc) error {
 	var cfg Config
 	err := json.NewDecoder(io.LimitReader(in, maxConfig)).Decode(&cfg)
 	if err == nil {
@@ -36,6 +38,9 @@ func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error
 	var h *holder
 	if err == nil {
 		h, err = open(cfg, adjust)
+	}
+	if h != nil {
+		h.cli = cli
 	}
 	msg := ready{}
 	if err != nil {
@@ -74,6 +79,7 @@ type holder struct {
 	log   *audit.Log
 	lis   *net.UnixListener
 	lock  *os.File
+	cli   CLIFunc
 	conns sync.WaitGroup // connections being answered
 }
 
@@ -189,6 +195,11 @@ func (h *holder) answer(c *net.UnixConn, req request, files []*os.File) response
 			return response{Error: "holder: exec: want a step and its four pipes"}
 		}
 		return h.exec(c, *req.Exec, files)
+	case opCLI:
+		if req.CLI == nil || len(files) != 3 || h.cli == nil {
+			return response{Error: "holder: cli: want a command line and its three pipes, from an airlock that runs them"}
+		}
+		return h.runCLI(c, *req.CLI, files)
 	case opChanges, opStop:
 		var resp response
 		if req.Patch {
@@ -206,15 +217,22 @@ func (h *holder) answer(c *net.UnixConn, req request, files []*os.File) response
 	return response{Error: fmt.Sprintf("holder: unknown request %q", req.Op)}
 }
 
-// exec runs one step; the client's hanging up interrupts it.
-func (h *holder) exec(c *net.UnixConn, x execRequest, files []*os.File) response {
+// untilHangUp returns a context that ends when the client at c hangs up
+// (it sends nothing after its request), or when cancel is called.
+func untilHangUp(c *net.UnixConn) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		var b [1]byte
-		c.Read(b[:]) // the client sends nothing more: this returns when it hangs up
+		c.Read(b[:])
 		cancel()
 	}()
+	return ctx, cancel
+}
+
+// exec runs one step; the client's hanging up interrupts it.
+func (h *holder) exec(c *net.UnixConn, x execRequest, files []*os.File) response {
+	ctx, cancel := untilHangUp(c)
+	defer cancel()
 	res, err := h.sess.Exec(ctx, enforcer.StepRequest{Tool: x.Tool, Command: x.Command, Args: x.Args, Env: x.Env, Cwd: x.Cwd,
 		Timeout: msDuration(x.TimeoutMs), Approval: x.Approval, Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
 	closeFiles(files) // the client's relays see the end of the output
@@ -281,4 +299,36 @@ func takeLock(path string) (*os.File, error) {
 		return nil, fmt.Errorf("holder: a session named %s is already held", filepath.Base(path[:len(path)-len(lockSuffix)]))
 	}
 	return f, nil
+}
+
+// runCLI runs a quick client's command line; the client's hanging up
+// interrupts it. Its output goes to the pipes, which are closed before
+// the answer, so that the client has all of it when it has the status.
+func (h *holder) runCLI(c *net.UnixConn, x cliRequest, files []*os.File) response {
+	ctx, cancel := untilHangUp(c)
+	defer cancel()
+	args := strs(x.Args)
+	if len(args) == 0 || args[0] != h.info.ID {
+		return response{Error: "holder: cli: not this holder's session"}
+	}
+	// Taken: the client starts relaying its stdin now (until this, it may
+	// still run the command line itself).
+	if err := writeMsg(c, response{Accepted: true}); err != nil {
+		closeFiles(files)
+		return response{Error: "holder: cli: " + err.Error()}
+	}
+	code := h.cli(ctx, CLI{Args: args, Env: strs(x.Env), Dir: string(x.Dir),
+		Stdin: files[0], Stdout: files[1], Stderr: files[2], Exec: func(ctx context.Context, st enforcer.StepRequest) (enforcer.Result, error) {
+			return answered(h.sess.Exec(ctx, st))
+		}})
+	closeFiles(files)
+	return response{ExitCode: &code}
+}
+
+func strs(bs [][]byte) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = string(b)
+	}
+	return out
 }

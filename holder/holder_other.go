@@ -25,7 +25,9 @@ func Dir() (string, error) { return "", errUnsupported }
 func Start(context.Context, Config) (Info, error) { return Info{}, errUnsupported }
 
 // Hold fails closed.
-func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error) error { return errUnsupported }
+func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error, CLIFunc) error {
+	return errUnsupported
+}
 
 // Watch fails closed.
 func Watch(io.Reader, *os.File) error { return errUnsupported }

@@ -44,6 +44,7 @@ const (
 	opExec    = "exec"
 	opChanges = "changes"
 	opStop    = "stop"
+	opCLI     = "cli"
 )
 
 // request is one message from a client.
@@ -57,6 +58,18 @@ type request struct {
 	Patch bool `json:"patch,omitempty"`
 	// Findings, when set, is where /findings goes (opStop).
 	Findings *string `json:"findings,omitempty"`
+	// CLI is a quick client's command line (opCLI, package holder/quick);
+	// its three pipes come with the message: stdin, stdout, stderr.
+	CLI *cliRequest `json:"cli,omitempty"`
+}
+
+// cliRequest is a quick client's `airlock session exec` command line: its
+// arguments after "exec", its environment and working directory, as
+// bytes (base64 in JSON), so that none that is not UTF-8 is altered.
+type cliRequest struct {
+	Args [][]byte `json:"args"`
+	Env  [][]byte `json:"env"`
+	Dir  []byte   `json:"dir"`
 }
 
 // execRequest is enforcer.StepRequest without its streams.
@@ -85,6 +98,11 @@ type response struct {
 	Changes *enforcer.Changes        `json:"changes,omitempty"`
 	Summary *enforcer.SessionSummary `json:"summary,omitempty"`
 	Info    *Info                    `json:"info,omitempty"`
+	// Accepted is opCLI's first answer, before the command line runs;
+	// ExitCode its second: the command line's exit status, its output
+	// written to the client's pipes.
+	Accepted bool `json:"accepted,omitempty"`
+	ExitCode *int `json:"exitCode,omitempty"`
 }
 
 // Bounds of a message: a request carries an argv and an environment, a

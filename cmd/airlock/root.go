@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +45,14 @@ type usageError struct{ error }
 
 // Main runs the airlock command line with args and returns the exit status.
 func Main(args []string) int {
-	root := newRootCmd()
+	return mainOn(context.Background(), newRootCmd(), args)
+}
+
+// mainOn runs the command line root with args under ctx and returns the
+// exit status.
+func mainOn(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	defer flush(root.OutOrStdout())
 	stderr := root.ErrOrStderr()
 	defer flush(stderr)
@@ -73,7 +79,10 @@ func Main(args []string) int {
 // or the contained code chose can drive the terminal (cobra's own
 // messages and help included); the child's output is passed through
 // unchanged (termtext.Raw).
-func newRootCmd() *cobra.Command {
+func newRootCmd() *cobra.Command { return newRootCmdTo(os.Stdout, os.Stderr) }
+
+// newRootCmdTo is newRootCmd printing to stdout and stderr.
+func newRootCmdTo(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "airlock",
 		Short: "Sandbox policy enforcer for AI agents' commands",
@@ -84,8 +93,8 @@ hash-chained audit stream.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(termtext.NewWriter(os.Stdout))
-	root.SetErr(termtext.NewWriter(os.Stderr))
+	root.SetOut(termtext.NewWriter(stdout))
+	root.SetErr(termtext.NewWriter(stderr))
 	// A flag error quotes the argument as typed: escape all of it, new
 	// lines too, so that it stays one line.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {

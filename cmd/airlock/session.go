@@ -195,11 +195,15 @@ such session); 130 interrupted.`,
 			id := args[0]
 			st.Command, st.Args = args[1], args[2:]
 			st.Timeout = time.Duration(timeout * float64(time.Second))
+			q := quickFrom(cmd.Context())
 			var err error
-			if st.Env, err = stepEnv(env); err != nil {
+			if st.Env, err = stepEnv(env, q.lookupEnv); err != nil {
 				return usageError{err}
 			}
-			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+			if out.result, err = q.path(out.result); err != nil {
+				return usageError{err}
+			}
+			st.Stdin, st.Stdout, st.Stderr, st.Notices = q.stdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
 			capture := out.capture(&st.Stdout, &st.Stderr)
 			res, err := execStep(cmd, id, st)
 			capture(&res)
@@ -218,13 +222,21 @@ such session); 130 interrupted.`,
 
 // execStep runs st in session id; Ctrl-C and SIGTERM interrupt it.
 func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest) (enforcer.Result, error) {
-	c, err := dialSession(id)
-	if err != nil {
-		return enforcer.SetupResult(id, id, 1, err), err
+	var res enforcer.Result
+	var err error
+	if q := quickFrom(cmd.Context()); q != nil {
+		// In the holder, for a quick client: the session is here, and
+		// the client's hanging up ends the context.
+		res, err = q.Exec(cmd.Context(), st)
+	} else {
+		var c *holder.Client
+		if c, err = dialSession(id); err != nil {
+			return enforcer.SetupResult(id, id, 1, err), err
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		res, err = c.Exec(ctx, st)
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := c.Exec(ctx, st)
 	if res.SchemaVersion == 0 {
 		res = enforcer.SetupResult(id, id, 1, err)
 	}
@@ -234,8 +246,9 @@ func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest) (enforcer.
 	return res, err
 }
 
-// stepEnv turns --env values into NAME=VALUE, looking up a bare NAME here.
-func stepEnv(flags []string) ([]string, error) {
+// stepEnv turns --env values into NAME=VALUE, looking up a bare NAME
+// with lookup.
+func stepEnv(flags []string, lookup func(string) (string, bool)) ([]string, error) {
 	env := make([]string, 0, len(flags))
 	for _, kv := range flags {
 		name, _, hasValue := strings.Cut(kv, "=")
@@ -245,7 +258,7 @@ func stepEnv(flags []string) ([]string, error) {
 		case hasValue:
 			env = append(env, kv)
 		default:
-			v, ok := os.LookupEnv(name)
+			v, ok := lookup(name)
 			if !ok {
 				return nil, fmt.Errorf("session exec: --env %s: %s is not set here", name, name)
 			}
@@ -451,7 +464,7 @@ func newSessionHoldCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "hold", Hidden: true, Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions); err != nil {
+			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions, runQuick); err != nil {
 				return &exitError{Code: exitSetup}
 			}
 			return nil
