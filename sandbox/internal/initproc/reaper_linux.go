@@ -57,8 +57,8 @@ type forwarder struct {
 // init are taken by os/signal (delivered to a channel, whatever its
 // si_code), and the runtime ignores the rest, so nothing a process inside
 // sends — kill(1, SIGABRT), SIGQUIT, SIGSEGV — crashes, stops or ends the
-// init. The init calls it once, before it is released, so that none of
-// this is on the path from release to the target's exec.
+// init. The init calls it once, while it builds the sandbox, so that
+// none of this is on the path to the target's exec.
 func startForwarding() *forwarder {
 	for _, sig := range crashSignals {
 		setDefault(sig)
