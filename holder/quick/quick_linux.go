@@ -73,7 +73,6 @@ func run(args []string) (code int, ok bool) {
 	// and still answers.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go func() {
 		<-sigs
 		syscall.Shutdown(fd, syscall.SHUT_WR)
@@ -85,6 +84,10 @@ func run(args []string) (code int, ok bool) {
 	// The first answer says whether the holder took the command line;
 	// until then stdin is left unread, for the full command line.
 	if a, ok := readFrame(conn); !ok || a != `{"accepted":true}` {
+		// Left to the full command line: its own signal handling from
+		// now on (Stop costs a round trip between two threads, and is
+		// not needed on the way to exit).
+		signal.Stop(sigs)
 		return 0, false
 	}
 	go func() {
