@@ -320,15 +320,20 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args)
 	res := newResult(s.id, s.id, s.steps, d, time.Now())
 	res.Receipt = maps.Clone(s.receipt)
-	recorded := func() error { return nil }
-	if err := s.sc.record(audit.FromDecision(d, base)); err != nil {
-		return s.e.setupFailed(s.sc, res, base, recorded, err)
-	}
+	// The decision is durable before the step runs: for an allowed
+	// command its write and fsync overlap the step's preparation, and the
+	// sandbox waits for them (Step.Ready) before it runs anything.
+	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
+	go func() { recorded <- s.sc.record(ev) }()
+	decided := sync.OnceValue(func() error { return <-recorded })
 	if !d.Allowed() {
+		if err := decided(); err != nil {
+			return s.e.setupFailed(s.sc, res, base, decided, err)
+		}
 		a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
 		ok, err := s.e.admitted(ctx, s.sc, &res, a, d)
 		if err != nil {
-			return s.e.setupFailed(s.sc, res, base, recorded, err)
+			return s.e.setupFailed(s.sc, res, base, decided, err)
 		}
 		if !ok {
 			return res, nil
@@ -336,10 +341,14 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	step, caps, err := s.prepareStep(st)
 	if err != nil {
-		return s.e.setupFailed(s.sc, res, base, recorded, err)
+		return s.e.setupFailed(s.sc, res, base, decided, err)
 	}
 	base.Path, res.Path = step.Path, step.Path
+	step.Ready = decided
 	out, err := s.ss.Exec(ctx, step)
+	if derr := decided(); derr != nil {
+		return s.e.setupFailed(s.sc, res, base, decided, derr)
+	}
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart):
 		res.ExitCode, res.Error = ExitCannotExec, err.Error()

@@ -115,6 +115,11 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	defer sio.close()
 	before, _ := ss.sb.group.Stats()
+	if st.Ready != nil {
+		if err := st.Ready(); err != nil {
+			return res, err
+		}
+	}
 	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
 	if err := ss.sb.c.Send(req, sio.childFDs()...); err != nil {
 		ss.end()
