@@ -79,10 +79,29 @@ func mainOn(ctx context.Context, root *cobra.Command, args []string) int {
 // or the contained code chose can drive the terminal (cobra's own
 // messages and help included); the child's output is passed through
 // unchanged (termtext.Raw).
-func newRootCmd() *cobra.Command { return newRootCmdTo(os.Stdout, os.Stderr) }
+func newRootCmd() *cobra.Command {
+	return newRootCmdTo(os.Stdout, os.Stderr,
+		// Commands are registered here, one constructor per file.
+		newExplainCmd(),
+		newPolicyCmd(),
+		newRunCmd(),
+		newPayloadCmd(),
+		newDemoCmd(),
+		newDoctorCmd(),
+		newAuditCmd(),
+		newImageCmd(),
+		newProxyCmd(),
+		newSelftestCmd(),
+		newLaunchCmd(),
+		newApproveCmd(),
+		newSchemaCmd(),
+		newSessionCmd(),
+	)
+}
 
-// newRootCmdTo is newRootCmd printing to stdout and stderr.
-func newRootCmdTo(stdout, stderr io.Writer) *cobra.Command {
+// newRootCmdTo is the root of the command tree cmds, printing to stdout
+// and stderr.
+func newRootCmdTo(stdout, stderr io.Writer, cmds ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "airlock",
 		Short: "Sandbox policy enforcer for AI agents' commands",
@@ -100,23 +119,7 @@ hash-chained audit stream.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{errors.New(termtext.Escape(err.Error()))}
 	})
-	root.AddCommand(
-		// Commands are registered here, one constructor per file.
-		newExplainCmd(),
-		newPolicyCmd(),
-		newRunCmd(),
-		newPayloadCmd(),
-		newDemoCmd(),
-		newDoctorCmd(),
-		newAuditCmd(),
-		newImageCmd(),
-		newProxyCmd(),
-		newSelftestCmd(),
-		newLaunchCmd(),
-		newApproveCmd(),
-		newSchemaCmd(),
-		newSessionCmd(),
-	)
+	root.AddCommand(cmds...)
 	strictUsage(root)
 	return root
 }
