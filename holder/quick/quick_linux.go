@@ -23,6 +23,7 @@ const maxAnswer = 64 << 10
 // (holder/client_linux.go): a socket in this user's runtime directory,
 // owned by this user, served by this user (SO_PEERCRED).
 func run(args []string) (code int, ok bool) {
+	stdin, stdout, stderr := os.Stdin, os.Stdout, os.Stderr
 	uid := os.Geteuid()
 	dir := rundir.Path(uid)
 	if !validID(args[0]) || rundir.Why(dir, uid) != "" {
@@ -78,7 +79,7 @@ func run(args []string) (code int, ok bool) {
 		syscall.Shutdown(fd, syscall.SHUT_WR)
 	}()
 	var out sync.WaitGroup
-	for i, w := range []*os.File{os.Stdout, os.Stderr} {
+	for i, w := range []*os.File{stdout, stderr} {
 		out.Go(func() { io.Copy(w, p[i+1][1]) })
 	}
 	// The first answer says whether the holder took the command line;
@@ -91,13 +92,13 @@ func run(args []string) (code int, ok bool) {
 		return 0, false
 	}
 	go func() {
-		io.Copy(p[0][1], os.Stdin)
+		io.Copy(p[0][1], stdin)
 		p[0][1].Close()
 	}()
 	a, ok := readFrame(conn)
 	code, err = strconv.Atoi(after(a, `"exitCode":`, "}"))
 	if !ok || err != nil {
-		os.Stderr.WriteString("airlock: session exec: the holder ended before it answered\n")
+		stderr.WriteString("airlock: session exec: the holder ended before it answered\n")
 		return 125, true
 	}
 	out.Wait() // the holder closed its ends before it answered
