@@ -16,6 +16,12 @@ import (
 // copy-in, or one after a step, is refused.
 func TestSessionCopyIn(t *testing.T) {
 	testutil.RequireRoot(t)
+	testSessionCopyIn(t)
+}
+
+// testSessionCopyIn is TestSessionCopyIn's body, run rootless too
+// (TestRootlessInner).
+func testSessionCopyIn(t *testing.T) {
 	ws := t.TempDir()
 	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
 	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644)
