@@ -58,3 +58,12 @@ func (c *Client) Changes(*os.File) (enforcer.Changes, error) {
 func (c *Client) Stop(*string, *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
 	return enforcer.SessionSummary{}, nil, errUnsupported
 }
+
+// OpenPooled fails closed.
+func OpenPooled(string, enforcer.SessionRequest, string) (Info, error) { return Info{}, errUnsupported }
+
+// StopPool fails closed.
+func StopPool(string) (Info, error) { return Info{}, errUnsupported }
+
+// PoolInfo fails closed.
+func PoolInfo(string) (Info, error) { return Info{}, errUnsupported }

@@ -36,6 +36,12 @@ type Info struct {
 	Audit  string `json:"audit"`
 	// Socket is the holder's socket.
 	Socket string `json:"socket"`
+	// BuiltAhead says the session's sandbox came from a pool holder's
+	// pool (enforcer.Session.BuiltAhead).
+	BuiltAhead bool `json:"builtAhead,omitempty"`
+	// Ready is, for a pool holder (ID PoolID), how many sandboxes are
+	// built and waiting.
+	Ready int `json:"ready,omitempty"`
 }
 
 // The operations of a request.
@@ -45,6 +51,7 @@ const (
 	opChanges = "changes"
 	opStop    = "stop"
 	opCLI     = "cli"
+	opOpen    = "open"
 )
 
 // request is one message from a client.
@@ -61,6 +68,15 @@ type request struct {
 	// CLI is a quick client's command line (opCLI, package holder/quick);
 	// its three pipes come with the message: stdin, stdout, stderr.
 	CLI *cliRequest `json:"cli,omitempty"`
+	// Open is the session a pool holder is asked to open (opOpen), under
+	// the policy of digest Policy, which must be the pool's.
+	Open *openRequest `json:"open,omitempty"`
+}
+
+// openRequest asks a pool holder for a session.
+type openRequest struct {
+	Session enforcer.SessionRequest `json:"session"`
+	Policy  string                  `json:"policy"`
 }
 
 // cliRequest is a quick client's `airlock session exec` command line: its

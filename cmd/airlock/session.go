@@ -35,7 +35,7 @@ killed), fetch what changed in /workspace as a patch, and stop it. A
 background holder process of this user owns the sandbox. See docs/sessions.md.`,
 	}
 	cmd.AddCommand(newSessionStartCmd(), newSessionExecCmd(), newSessionChangesCmd(), newSessionStopCmd(), newSessionListCmd(),
-		newSessionHoldCmd(), newSessionWatchCmd())
+		newSessionPoolCmd(), newSessionHoldCmd(), newSessionWatchCmd())
 	return cmd
 }
 
@@ -44,20 +44,29 @@ func newSessionStartCmd() *cobra.Command {
 		req       enforcer.SessionRequest
 		auditFile string
 		asJSON    bool
+		pooled    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "start [--task K] [--workspace DIR] [--image PATH@sha256:D] [--findings DIR] [--id ID] [--audit FILE] [--json]",
+		Use:   "start [--task K] [--workspace DIR] [--image PATH@sha256:D] [--findings DIR] [--id ID] [--audit FILE] [--pool] [--json]",
 		Short: "Start a session and print its id once its sandbox is ready",
 		Long: `start copies --workspace into a new sandbox, runs the start-up probes inside it,
 starts the egress proxy for --task (no destination without one), and prints
 the session's id (with --json, one object) once the sandbox is ready. The
 session ends when stopped, after the policy's session wallSeconds, or after
-idleSeconds without a command.
+idleSeconds without a command. With --pool the session is opened by the
+running session pool (airlock session pool) on a sandbox it built ahead,
+with the pool's audit log.
 
 Exit status 0 when the session started, 125 when it could not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, err := startSession(cmd, req, auditFile)
+			var info holder.Info
+			var err error
+			if pooled {
+				info, err = startPooled(cmd, req)
+			} else {
+				info, err = startSession(cmd, req, auditFile)
+			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
 			}
@@ -76,6 +85,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 	f.StringVar(&req.ID, "id", "", "the session's id (default: a fresh random one)")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.BoolVar(&asJSON, "json", false, "print the session as one JSON object")
+	f.BoolVar(&pooled, "pool", false, "open the session from the running session pool (airlock session pool)")
 	policyFlag(cmd)
 	return cmd
 }
@@ -95,21 +105,11 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 			return holder.Info{}, err
 		}
 	}
-	for _, p := range []*string{&auditFile, &req.Workspace, &req.Findings} {
-		if err := absolute(p); err != nil {
-			return holder.Info{}, err
-		}
+	if err := absolute(&auditFile); err != nil {
+		return holder.Info{}, err
 	}
-	if req.Image != "" {
-		ref, err := image.ParseRef(req.Image)
-		if err != nil {
-			return holder.Info{}, err
-		}
-		p := ref.Path
-		if err := absolute(&p); err != nil {
-			return holder.Info{}, err
-		}
-		req.Image = p + "@" + ref.Digest.String()
+	if err := resolveSession(&req); err != nil {
+		return holder.Info{}, err
 	}
 	dir, err := holder.Dir()
 	if err != nil {
@@ -122,6 +122,28 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 	}
 	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Session: req,
 		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
+}
+
+// resolveSession makes a session request's host paths absolute: its
+// holder runs elsewhere.
+func resolveSession(req *enforcer.SessionRequest) error {
+	for _, p := range []*string{&req.Workspace, &req.Findings} {
+		if err := absolute(p); err != nil {
+			return err
+		}
+	}
+	if req.Image != "" {
+		ref, err := image.ParseRef(req.Image)
+		if err != nil {
+			return err
+		}
+		p := ref.Path
+		if err := absolute(&p); err != nil {
+			return err
+		}
+		req.Image = p + "@" + ref.Digest.String()
+	}
+	return nil
 }
 
 // policySource is the policy the command line would use, checked, with
