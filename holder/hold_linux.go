@@ -391,12 +391,15 @@ func takeLock(path string) (*os.File, error) {
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("holder: a session named %s is already held", filepath.Base(path[:len(path)-len(lockSuffix)]))
+		return nil, fmt.Errorf("holder: a session named %s is %w", filepath.Base(path[:len(path)-len(lockSuffix)]), errHeld)
 	}
 	f.Truncate(0)
 	f.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
 	return f, nil
 }
+
+// errHeld is takeLock's error when another live holder holds the lock.
+var errHeld = errors.New("already held")
 
 // info is what Start's caller learns: the session's, or the pool's.
 func (h *holder) info() Info {

@@ -34,8 +34,11 @@ func (h *holder) openPool() (*pooled, error) {
 	spec := h.cfg.Pool
 	pl := &pooled{held: map[*held]bool{}}
 	lock, err := takeLock(lockPath(h.cfg.Dir, PoolID))
-	if err != nil {
+	if errors.Is(err, errHeld) {
 		return nil, errors.New("holder: a session pool is running already (airlock session pool --stop ends it)")
+	}
+	if err != nil {
+		return nil, err
 	}
 	pl.lock = lock
 	sock := socketPath(h.cfg.Dir, PoolID)
