@@ -14,6 +14,10 @@
 #   airlock-run     airlock run --tool bench -- /bin/true: a fresh sandbox
 #   airlock-help    airlock --help: the command's own start alone
 #   bwrap, direct   the peers
+# and, in a hyperfine run of their own after the rounds (each run after
+# the previous run's session is stopped, untimed): start-pool, airlock
+# session start --pool from a session pool of 2 (airlock session pool),
+# and start, airlock session start with a holder of its own.
 # and, from bench/session (not hyperfine: in one process, after the
 # hyperfine rounds): library-step, enforcer.Session.Exec alone, RUNS
 # steps; pool-open, a session opened on a sandbox a Pool built ahead
@@ -60,7 +64,8 @@ cat >"$out/policy.json" <<'JSON'
 JSON
 a="$out/airlock"
 id=$("$a" --policy "$out/policy.json" session start --audit "$audit")
-trap '"$a" session stop "$id" >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"*' EXIT
+"$a" --policy "$out/policy.json" session pool --size 2 --audit "$audit"
+trap '"$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"*' EXIT
 "$a" session exec "$id" --tool bench -- /bin/true # fails loudly if it cannot run
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
@@ -83,6 +88,11 @@ for r in $(seq 1 "$rounds"); do
 	done
 	hyperfine -N --style none --warmup 5 --runs "$per" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
 done
+stopped="sh -c '$a session stop ses-bench-start >/dev/null 2>&1; sleep 0.02; true'" # and the pool refills
+hyperfine -N --style none --runs "$per" --export-json "$out/starts.json" \
+	--prepare "$stopped" -n start-pool "$a --policy $out/policy.json session start --pool --id ses-bench-start" \
+	--prepare "$stopped" -n start "$a --policy $out/policy.json session start --audit $audit --id ses-bench-start" >/dev/null
+"$a" session stop ses-bench-start >/dev/null 2>&1 || true
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 lib=$("$out/session-bench" "$out/policy.json" "$libaudit" "$runs")
 python3 - "$out" "$rounds" "$lib" <<'PY'
@@ -92,6 +102,8 @@ times = {}
 for r in range(1, rounds + 1):
     for res in json.load(open(f"{out}/r{r}.json"))["results"]:
         times.setdefault(res["command"], []).extend(res["times"])
+for res in json.load(open(f"{out}/starts.json"))["results"]:
+    times[res["command"]] = res["times"]
 ms = lambda v: v * 1000
 rows = {}
 for k, v in times.items():
