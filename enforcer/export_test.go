@@ -9,3 +9,6 @@ func SetWorkspaceChanges(f func(*sandbox.Session) (Changes, error)) (restore fun
 	workspaceChanges = f
 	return func() { workspaceChanges = old }
 }
+
+// CanaryAddr is the address of a session's canary listener.
+func CanaryAddr(s *Session) string { return s.canaryA }

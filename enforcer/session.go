@@ -139,6 +139,7 @@ type Session struct {
 	caps    policy.EffectiveSession
 	receipt map[string]string
 	started time.Time
+	warm    bool // the sandbox was built ahead (Pool)
 
 	mu     sync.Mutex // held by Exec for a whole step, by Changes and by the end of Close
 	steps  int
@@ -160,28 +161,13 @@ type Session struct {
 // bounds the opening only. The session's start and end are recorded in
 // the audit stream under its id.
 func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Session, error) {
-	if req.ID == "" {
-		req.ID = NewSessionID()
-	}
-	if req.Task == "" {
-		req.Task = policy.NoTask
-	}
-	if !ValidSessionID(req.ID) {
-		return nil, fmt.Errorf("enforcer: session id %q: use 1 to 48 letters, digits, '.', '_' or '-' (not %q)", req.ID, RunScope)
-	}
-	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
-		started: time.Now(), done: make(chan struct{})}
-	s.sc = e.newScribe(nil)
-	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
-	// The session is claimed on the audit log while it lives: one whose
-	// holder dies is recorded as abandoned by the log's next writer.
-	claim, err := e.log.BeginRun(s.id)
+	req, err := normalizeSession(req)
 	if err != nil {
-		return nil, fmt.Errorf("enforcer: session: %w", err)
+		return nil, err
 	}
-	s.claim = claim
-	if err := e.checkWorkspace(req.Workspace); err != nil {
-		return nil, s.openFailed(err)
+	s, err := e.newSession(req)
+	if err != nil {
+		return nil, err
 	}
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
@@ -217,26 +203,72 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(errors.Join(err, ctx.Err()))
 	}
 	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
-	s.px, err = e.serveProxy(s.sc, s.task, s.base, ss.Listener(), int(cfg.Caps.OpenFiles), kit)
-	if err != nil {
-		s.abort()
-		return nil, s.openFailed(err)
-	}
-	s.receipt = ss.Receipt()
-	s.receipt["command"] = e.commandReceipt()
-	s.receipt["egress"] = egressReceipt(s.task)
 	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
 		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
+	if err := s.serve(int(cfg.Caps.OpenFiles), open, kit); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// normalizeSession fills in a session request's defaults and checks its
+// id.
+func normalizeSession(req SessionRequest) (SessionRequest, error) {
+	if req.ID == "" {
+		req.ID = NewSessionID()
+	}
+	if req.Task == "" {
+		req.Task = policy.NoTask
+	}
+	if !ValidSessionID(req.ID) {
+		return req, fmt.Errorf("enforcer: session id %q: use 1 to 48 letters, digits, '.', '_' or '-' (not %q)", req.ID, RunScope)
+	}
+	return req, nil
+}
+
+// newSession is a session for req with no sandbox yet, claimed on the
+// audit log (one whose holder dies is recorded as abandoned by the log's
+// next writer), its workspace checked.
+func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
+	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
+		started: time.Now(), done: make(chan struct{})}
+	s.sc = e.newScribe(nil)
+	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
+	claim, err := e.log.BeginRun(s.id)
+	if err != nil {
+		return nil, fmt.Errorf("enforcer: session: %w", err)
+	}
+	s.claim = claim
+	if err := e.checkWorkspace(req.Workspace); err != nil {
+		return nil, s.openFailed(err)
+	}
+	return s, nil
+}
+
+// serve finishes opening a session whose sandbox is up: the proxy serving
+// its task inside (with kit's CA, credentials and budgets), its receipt,
+// the start record open (synced), and its wall clock and idle timeout
+// armed.
+func (s *Session) serve(openFiles int, open audit.Event, kit *egressKit) error {
+	var err error
+	s.px, err = s.e.serveProxy(s.sc, s.task, s.base, s.ss.Listener(), openFiles, kit)
+	if err != nil {
+		s.abort()
+		return s.openFailed(err)
+	}
+	s.receipt = s.ss.Receipt()
+	s.receipt["command"] = s.e.commandReceipt()
+	s.receipt["egress"] = egressReceipt(s.task)
 	if err := s.sc.record(open); err != nil {
 		s.abort()
-		return nil, err
+		return err
 	}
 	// Armed once both are set: end stops both.
 	s.wall = time.AfterFunc(math.MaxInt64, func() { s.end(EndedWall) })
 	s.idle = time.AfterFunc(math.MaxInt64, func() { s.end(EndedIdle) })
 	s.wall.Reset(s.caps.Wall())
 	s.idle.Reset(s.caps.Idle())
-	return s, nil
+	return nil
 }
 
 // sessionLimits are the caps of a session's sandbox: memory, tasks and
@@ -255,6 +287,10 @@ func (e *Enforcer) sessionLimits(sc policy.EffectiveSession) limits.Caps {
 
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
+
+// BuiltAhead reports whether the session's sandbox was built ahead, by a
+// Pool, rather than when the session opened.
+func (s *Session) BuiltAhead() bool { return s.warm }
 
 // Task returns the egress task the session's proxy serves.
 func (s *Session) Task() string { return s.task }
@@ -303,15 +339,20 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args)
 	res := newResult(s.id, s.id, s.steps, d, time.Now())
 	res.Receipt = maps.Clone(s.receipt)
-	recorded := func() error { return nil }
-	if err := s.sc.record(audit.FromDecision(d, base)); err != nil {
-		return s.e.setupFailed(s.sc, res, base, recorded, err)
-	}
+	// The decision is durable before the step runs: for an allowed
+	// command its write and fsync overlap the step's preparation, and the
+	// sandbox waits for them (Step.Ready) before it runs anything.
+	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
+	go func() { recorded <- s.sc.record(ev) }()
+	decided := sync.OnceValue(func() error { return <-recorded })
 	if !d.Allowed() {
+		if err := decided(); err != nil {
+			return s.e.setupFailed(s.sc, res, base, decided, err)
+		}
 		a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
 		ok, err := s.e.admitted(ctx, s.sc, &res, a, d)
 		if err != nil {
-			return s.e.setupFailed(s.sc, res, base, recorded, err)
+			return s.e.setupFailed(s.sc, res, base, decided, err)
 		}
 		if !ok {
 			return res, nil
@@ -319,11 +360,15 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	step, caps, err := s.prepareStep(st)
 	if err != nil {
-		return s.e.setupFailed(s.sc, res, base, recorded, err)
+		return s.e.setupFailed(s.sc, res, base, decided, err)
 	}
 	base.Path, res.Path = step.Path, step.Path
 	s.px.ResetStep() // a task's budget holds per command
+	step.Ready = decided
 	out, err := s.ss.Exec(ctx, step)
+	if derr := decided(); derr != nil {
+		return s.e.setupFailed(s.sc, res, base, decided, derr)
+	}
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart):
 		res.ExitCode, res.Error = ExitCannotExec, err.Error()

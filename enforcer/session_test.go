@@ -345,3 +345,22 @@ func TestWorkspaceHoldingTheAuditLog(t *testing.T) {
 		t.Errorf("run with the log's directory as workspace: exit %d, %v", res.ExitCode, err)
 	}
 }
+
+// TestSessionStepRefusedWhenDecisionNotRecorded closes the audit log
+// under a live session: a step's decision cannot be made durable, so the
+// step must not run, although its pipes and counters are made while the
+// decision is being written.
+func TestSessionStepRefusedWhenDecisionNotRecorded(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, nil)
+	s := openSession(t, f, enforcer.SessionRequest{})
+	f.log.Close()
+	var out bytes.Buffer
+	res, err := s.Exec(context.Background(), shStep("echo ran; echo ran > /tmp/ran", &out))
+	if err == nil || !errors.Is(err, audit.ErrClosed) || res.ExitCode != enforcer.ExitSetup {
+		t.Fatalf("a step with a closed log: exit %d, error %v; want %d and audit.ErrClosed", res.ExitCode, err, enforcer.ExitSetup)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("the step ran: %q", out.String())
+	}
+}

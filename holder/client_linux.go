@@ -30,7 +30,7 @@ import (
 // has none. ctx bounds the wait; when it ends first, the holder is
 // killed.
 func Start(ctx context.Context, cfg Config) (Info, error) {
-	if cfg.Session.ID == "" {
+	if cfg.Session.ID == "" && cfg.Pool == nil {
 		cfg.Session.ID = enforcer.NewSessionID()
 	}
 	cfgR, cfgW, err := os.Pipe()
@@ -99,6 +99,11 @@ func Dial(dir, id string) (*Client, error) {
 	if !enforcer.ValidSessionID(id) {
 		return nil, fmt.Errorf("holder: %q is not a session id", id)
 	}
+	return dial(dir, id)
+}
+
+// dial is Dial of a valid id, or PoolID.
+func dial(dir, id string) (*Client, error) {
 	p := socketPath(dir, id)
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -224,6 +229,19 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 	return *resp.Result, nil
 }
 
+// answered is what Exec returns for a step the holder ran with res and
+// err (holder.exec's answer, as Exec reads it): the error as its text,
+// under ErrEnded when the session has ended.
+func answered(res enforcer.Result, err error) (enforcer.Result, error) {
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, enforcer.ErrSessionEnded):
+		return res, fmt.Errorf("%w: %s", ErrEnded, err.Error())
+	}
+	return res, errors.New(err.Error())
+}
+
 // relays are a step's four pipes: the holder gets remote, the client
 // copies between local and its own streams.
 type relays struct {
@@ -332,6 +350,9 @@ func List(dir string) ([]Info, error) {
 	var out []Info
 	for _, s := range socks {
 		id := strings.TrimSuffix(filepath.Base(s), sockSuffix)
+		if id == PoolID {
+			continue
+		}
 		c, err := Dial(dir, id)
 		if err == nil {
 			var info Info
@@ -358,4 +379,51 @@ func sweepDead(dir, id string) {
 	}
 	os.Remove(socketPath(dir, id))
 	os.Remove(lockPath(dir, id))
+}
+
+// OpenPooled asks the pool holder in the runtime directory dir (one
+// Start made with Config.Pool) to open session req on a sandbox it built
+// ahead, deciding under the policy whose digest is policy (the pool's),
+// and returns the session's Info; the session is then served on its own
+// socket, as one a holder of its own holds. A session id is minted when
+// req has none.
+func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, error) {
+	c, err := dial(dir, PoolID)
+	if errors.Is(err, ErrNoSession) {
+		return Info{}, errors.New("holder: no session pool is running (airlock session pool --size N starts one)")
+	}
+	if err != nil {
+		return Info{}, err
+	}
+	if req.ID == "" {
+		req.ID = enforcer.NewSessionID()
+	}
+	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: req, Policy: policy}})
+	if err != nil || resp.Info == nil {
+		return Info{}, errors.Join(err, errors.New("holder: pool: no session in the answer"))
+	}
+	return *resp.Info, nil
+}
+
+// PoolInfo asks the pool holder in dir about its pool.
+func PoolInfo(dir string) (Info, error) {
+	c, err := dial(dir, PoolID)
+	if err != nil {
+		return Info{}, err
+	}
+	return c.Info()
+}
+
+// StopPool stops the pool holder in dir: it closes every session it
+// holds, tears down the sandboxes it built and exits.
+func StopPool(dir string) (Info, error) {
+	c, err := dial(dir, PoolID)
+	if err != nil {
+		return Info{}, err
+	}
+	resp, err := c.call(request{Op: opStop})
+	if err != nil || resp.Info == nil {
+		return Info{}, errors.Join(err, errors.New("holder: pool: no answer to stop"))
+	}
+	return *resp.Info, nil
 }

@@ -27,7 +27,24 @@ type Config struct {
 	// Self is the argv, after argv[0], that re-executes airlock as the
 	// holder's commands: Self + "hold" runs Hold, Self + "watch" Watch.
 	Self []string `json:"self"`
+	// Pool, when set, makes the holder a pool holder: it keeps sessions'
+	// sandboxes built ahead and opens a session on one when asked
+	// (OpenPooled), instead of holding Session.
+	Pool *PoolSpec `json:"pool,omitempty"`
 }
+
+// PoolSpec is what a pool holder builds ahead (enforcer.PoolRequest).
+type PoolSpec struct {
+	Size       int    `json:"size"`
+	Task       string `json:"task,omitempty"`
+	Image      string `json:"image,omitempty"`
+	ImageCache string `json:"imageCache,omitempty"`
+}
+
+// PoolID names a pool holder's socket and lock in the runtime directory,
+// in place of a session's id (which never starts with a dot): one pool
+// holder per user.
+const PoolID = ".pool"
 
 // maxConfig bounds the config a holder reads: a policy of at most
 // policy.MaxSize bytes, in base64.

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
+
+	"github.com/airlock-sandbox/airlock/holder/rundir"
 )
 
 // Dir returns the private per-user directory where holders listen:
@@ -18,10 +17,7 @@ import (
 // others may enter.
 func Dir() (string, error) {
 	uid := os.Geteuid()
-	if x := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(x) && checkDir(x, uid) == nil {
-		return ensureDir(filepath.Join(filepath.Clean(x), "airlock"), uid)
-	}
-	return ensureDir(filepath.Join("/tmp", "airlock-"+strconv.Itoa(uid)), uid)
+	return ensureDir(rundir.Path(uid), uid)
 }
 
 // ensureDir makes dir (0700) if it is missing and checks it.
@@ -38,20 +34,11 @@ func ensureDir(dir string, uid int) (string, error) {
 // checkDir refuses dir unless it is a directory (not a link to one) that
 // uid owns and no one else may enter.
 func checkDir(dir string, uid int) error {
-	fi, err := os.Lstat(dir)
-	if err != nil {
+	if _, err := os.Lstat(dir); err != nil {
 		return fmt.Errorf("holder: runtime directory: %w", err)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("holder: runtime directory %s is a symbolic link: refusing it (remove it)", dir)
-	case !fi.IsDir():
-		return fmt.Errorf("holder: runtime directory %s is not a directory: refusing it (remove it)", dir)
-	case !ok || int(st.Uid) != uid:
-		return fmt.Errorf("holder: runtime directory %s is owned by another user: refusing it (remove it, or set XDG_RUNTIME_DIR)", dir)
-	case fi.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("holder: runtime directory %s may be entered by other users (mode %v): refusing it (chmod 700 it)", dir, fi.Mode().Perm())
+	if why := rundir.Why(dir, uid); why != "" {
+		return fmt.Errorf("holder: runtime directory %s %s", dir, why)
 	}
 	return nil
 }

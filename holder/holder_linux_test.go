@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 2 {
 		switch os.Args[1] {
 		case "hold":
-			if err := holder.Hold(os.Stdin, os.Stdout, nil); err != nil {
+			if err := holder.Hold(os.Stdin, os.Stdout, nil, nil); err != nil {
 				os.Exit(125)
 			}
 			os.Exit(0)

@@ -25,7 +25,9 @@ func Dir() (string, error) { return "", errUnsupported }
 func Start(context.Context, Config) (Info, error) { return Info{}, errUnsupported }
 
 // Hold fails closed.
-func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error) error { return errUnsupported }
+func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error, CLIFunc) error {
+	return errUnsupported
+}
 
 // Watch fails closed.
 func Watch(io.Reader, *os.File) error { return errUnsupported }
@@ -56,3 +58,12 @@ func (c *Client) Changes(*os.File) (enforcer.Changes, error) {
 func (c *Client) Stop(*string, *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
 	return enforcer.SessionSummary{}, nil, errUnsupported
 }
+
+// OpenPooled fails closed.
+func OpenPooled(string, enforcer.SessionRequest, string) (Info, error) { return Info{}, errUnsupported }
+
+// StopPool fails closed.
+func StopPool(string) (Info, error) { return Info{}, errUnsupported }
+
+// PoolInfo fails closed.
+func PoolInfo(string) (Info, error) { return Info{}, errUnsupported }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,8 +63,8 @@ func Watch(in io.Reader, ready *os.File) error {
 	cfgW.Close()
 	cmd.Wait()
 	reapOrphans(5 * time.Second)
-	if left(cfg) {
-		cleanup(cfg, cmd.Process.Pid)
+	if ids := heldBy(cfg, cmd.Process.Pid); len(ids) > 0 {
+		cleanup(cfg, cmd.Process.Pid, ids)
 	}
 	return nil
 }
@@ -82,39 +84,71 @@ func reapOrphans(d time.Duration) {
 	}
 }
 
-// left reports whether the holder left its socket or lock: it did not
-// shut down.
-func left(cfg Config) bool {
-	for _, p := range []string{socketPath(cfg.Dir, cfg.Session.ID), lockPath(cfg.Dir, cfg.Session.ID)} {
-		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			return true
+// heldBy lists what the holder pid left, since it did not shut down: its
+// session's socket or lock; for a pool holder, the pool's and those of
+// every session whose lock names pid.
+func heldBy(cfg Config, pid int) []string {
+	left := func(id string) bool {
+		for _, p := range []string{socketPath(cfg.Dir, id), lockPath(cfg.Dir, id)} {
+			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+				return true
+			}
+		}
+		return false
+	}
+	if cfg.Pool == nil {
+		if left(cfg.Session.ID) {
+			return []string{cfg.Session.ID}
+		}
+		return nil
+	}
+	var ids []string
+	if left(PoolID) {
+		ids = append(ids, PoolID)
+	}
+	locks, _ := filepath.Glob(filepath.Join(cfg.Dir, "*"+lockSuffix))
+	for _, l := range locks {
+		id := strings.TrimSuffix(filepath.Base(l), lockSuffix)
+		if b, err := os.ReadFile(l); err == nil && id != PoolID && string(b) == strconv.Itoa(pid) {
+			ids = append(ids, id)
 		}
 	}
-	return false
+	return ids
 }
 
-// cleanup removes what a dead holder left and records its end.
-func cleanup(cfg Config, pid int) {
+// cleanup removes what the dead holder pid left of ids and records the
+// end of each session among them.
+func cleanup(cfg Config, pid int, ids []string) {
 	limits.SweepStale()
 	runbook.SweepCanaries()
-	id := cfg.Session.ID
-	if f, err := os.OpenFile(lockPath(cfg.Dir, id), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
-		held := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
-		f.Close()
-		if held {
-			return // a new holder of that id
+	var ended []string
+	for _, id := range ids {
+		if f, err := os.OpenFile(lockPath(cfg.Dir, id), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
+			held := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil
+			f.Close()
+			if held {
+				continue // a new holder of that id
+			}
+		}
+		os.Remove(socketPath(cfg.Dir, id))
+		os.Remove(lockPath(cfg.Dir, id))
+		if id != PoolID {
+			ended = append(ended, id)
 		}
 	}
-	os.Remove(socketPath(cfg.Dir, id))
-	os.Remove(lockPath(cfg.Dir, id))
+	if len(ended) == 0 {
+		return
+	}
 	log, err := audit.Open(cfg.Audit)
 	if err != nil {
 		return
 	}
 	defer log.Close()
-	_, _ = log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason:  fmt.Sprintf("session %s ended: its holder (pid %d) died; its sandbox died with it, and the watchdog removed its cgroups, probe canary and socket", id, pid),
-		Context: audit.Context{RunID: id, Event: audit.EventSandboxTornDown}})
+	for _, id := range ended {
+		_, _ = log.Append(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
+			Reason:  fmt.Sprintf("session %s ended: its holder (pid %d) died; its sandbox died with it, and the watchdog removed its cgroups, probe canary and socket", id, pid),
+			Context: audit.Context{RunID: id, Event: audit.EventSandboxTornDown}})
+	}
 }
 
 // holderEnv is the environment of the watchdog and the holder: where the

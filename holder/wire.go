@@ -36,6 +36,12 @@ type Info struct {
 	Audit  string `json:"audit"`
 	// Socket is the holder's socket.
 	Socket string `json:"socket"`
+	// BuiltAhead says the session's sandbox came from a pool holder's
+	// pool (enforcer.Session.BuiltAhead).
+	BuiltAhead bool `json:"builtAhead,omitempty"`
+	// Ready is, for a pool holder (ID PoolID), how many sandboxes are
+	// built and waiting.
+	Ready int `json:"ready,omitempty"`
 }
 
 // The operations of a request.
@@ -48,6 +54,8 @@ const (
 	// was sent SIGTERM: the step gets SIGTERM and GraceMs to end before it
 	// is killed (a hang-up without it kills the step at once).
 	opTerminate = "terminate"
+	opCLI       = "cli"
+	opOpen      = "open"
 )
 
 // request is one message from a client.
@@ -63,6 +71,27 @@ type request struct {
 	Findings *string `json:"findings,omitempty"`
 	// GraceMs is a terminated step's grace period (opTerminate).
 	GraceMs int64 `json:"graceMs,omitempty"`
+	// CLI is a quick client's command line (opCLI, package holder/quick);
+	// its three pipes come with the message: stdin, stdout, stderr.
+	CLI *cliRequest `json:"cli,omitempty"`
+	// Open is the session a pool holder is asked to open (opOpen), under
+	// the policy of digest Policy, which must be the pool's.
+	Open *openRequest `json:"open,omitempty"`
+}
+
+// openRequest asks a pool holder for a session.
+type openRequest struct {
+	Session enforcer.SessionRequest `json:"session"`
+	Policy  string                  `json:"policy"`
+}
+
+// cliRequest is a quick client's `airlock session exec` command line: its
+// arguments after "exec", its environment and working directory, as
+// bytes (base64 in JSON), so that none that is not UTF-8 is altered.
+type cliRequest struct {
+	Args [][]byte `json:"args"`
+	Env  [][]byte `json:"env"`
+	Dir  []byte   `json:"dir"`
 }
 
 // execRequest is enforcer.StepRequest without its streams.
@@ -91,6 +120,11 @@ type response struct {
 	Changes *enforcer.Changes        `json:"changes,omitempty"`
 	Summary *enforcer.SessionSummary `json:"summary,omitempty"`
 	Info    *Info                    `json:"info,omitempty"`
+	// Accepted is opCLI's first answer, before the command line runs;
+	// ExitCode its second: the command line's exit status, its output
+	// written to the client's pipes.
+	Accepted bool `json:"accepted,omitempty"`
+	ExitCode *int `json:"exitCode,omitempty"`
 }
 
 // Bounds of a message: a request carries an argv and an environment, a

@@ -32,6 +32,11 @@ type Step struct {
 	// still copies the findings out and tears down). Without it a killed
 	// step is only a result, and the session goes on.
 	EndSessionOnKill bool
+	// Ready, when not nil, is called once the step's pipes are made and
+	// its counters read, just before the init is asked to run it: its
+	// error is Exec's, and nothing runs then. The enforcer waits there
+	// for the step's decision to be durable, which is written meanwhile.
+	Ready func() error
 }
 
 // StepCaps are the caps that apply to one step alone. Memory, tasks,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ type Session struct {
 	frozen atomic.Pointer[freezeState]
 
 	closing bool // under fdMu: Close's teardown has begun
+	copied  bool // under mu: CopyIn was called
 
 	closeOnce sync.Once
 	teardown  Teardown
@@ -113,6 +115,11 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	defer sio.close()
 	before, _ := ss.sb.group.Stats()
+	if st.Ready != nil {
+		if err := st.Ready(); err != nil {
+			return res, err
+		}
+	}
 	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
 	if err := ss.sb.c.Send(req, sio.childFDs()...); err != nil {
 		ss.end()
@@ -437,4 +444,67 @@ func (ss *Session) close() (Teardown, error) {
 		errs = append(errs, err)
 	}
 	return td, errors.Join(errs...)
+}
+
+// CopyIn copies the host directory dir into the session's /workspace, as
+// Config.Workspace does at the start, for a session started without one:
+// a sandbox built ahead gets its workspace when it is handed out
+// (docs/sandbox.md, "Sandboxes built ahead"). It may come only before the
+// first step, once. The original is kept for Changes as Config.Workspace's
+// is. A failure ends the session (its /workspace may be half filled).
+func (ss *Session) CopyIn(dir string) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := ss.usable(); err != nil {
+		return err
+	}
+	s := ss.sb
+	if ss.steps > 0 || s.cfg.Workspace != "" || ss.copied {
+		return errors.New("sandbox: copy-in: the session has its workspace already, or has run a step")
+	}
+	ss.copied = true
+	if err := ss.copyIn(dir); err != nil {
+		ss.end()
+		return fmt.Errorf("sandbox: copy-in: %w", err)
+	}
+	return nil
+}
+
+func (ss *Session) copyIn(dir string) error {
+	s := ss.sb
+	orig, err := openOriginal()
+	if err != nil {
+		return err
+	}
+	ss.fdMu.Lock()
+	s.orig = orig
+	ss.fdMu.Unlock()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	err = s.c.Send(initproc.Message{Kind: initproc.MsgCopyIn}, int(r.Fd()))
+	r.Close()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	sent := make(chan error, 1)
+	go func() {
+		defer w.Close()
+		sent <- sendWorkspace(dir, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
+	}()
+	m, fds, err := s.c.Recv()
+	initproc.CloseAll(fds)
+	w.Close() // the init is done reading, or gone: unblock the sender
+	serr := <-sent
+	switch {
+	case err != nil:
+		return errors.Join(serr, fmt.Errorf("the init is gone: %w", err))
+	case m.Kind == initproc.MsgFailed:
+		return errors.Join(serr, fmt.Errorf("%s: %s", m.Stage, m.Error))
+	case m.Kind != initproc.MsgCopied:
+		return fmt.Errorf("protocol: want copied, got %q", m.Kind)
+	}
+	return serr
 }

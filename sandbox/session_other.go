@@ -48,3 +48,6 @@ func (ss *Session) Receipt() map[string]string { return nil }
 
 // SetFindings fails closed.
 func (ss *Session) SetFindings(dir string) error { return ErrUnsupported }
+
+// CopyIn fails closed.
+func (ss *Session) CopyIn(dir string) error { return ErrUnsupported }

@@ -2,7 +2,8 @@
 # Times `airlock run --tool bench -- /bin/true` (full isolation: every
 # namespace, the cgroup, seccomp, Landlock, the egress proxy listener, the
 # audit log) beside bubblewrap, unshare and a direct exec, and prints each
-# median's ratio to bwrap's. Goal (issue 4): airlock's median <= 0.8x bwrap's.
+# median's ratio to bwrap's. Goal (issue 15): airlock's median <= 1.0x
+# bwrap's (issue 4 had asked for 0.8x).
 #
 # The commands are measured in ROUNDS rounds of hyperfine, each round
 # running every command in turn, so that a change in the host's load hits
@@ -125,5 +126,5 @@ for k, v in times.items():
     print(f"{k:14} {len(v):5} {med[k]*1000:10.2f} {q[0]*1000:8.2f} {q[2]*1000:8.2f} {med[k]/b:8.2f}")
 print(f"\naudit fsync cost (airlock - airlock-tmpfs medians): {(med['airlock']-med['airlock-tmpfs'])*1000:.2f} ms")
 for k in ("airlock", "airlock-tmpfs"):
-    print(f"goal {k} <= 0.80x bwrap:", "met" if med[k] <= 0.8 * b else f"NOT met ({med[k]/b:.2f}x)")
+    print(f"goal {k} <= 1.0x bwrap:", "met" if med[k] <= b else f"NOT met ({med[k]/b:.2f}x)")
 PY

@@ -1,9 +1,13 @@
-// Command session-bench times one step of /bin/true in a live session
-// through the library (enforcer.Session.Exec: the decision, its synced
-// audit record, the step in the session's sandbox, the lazy outcome
-// record), N times, and prints the median and quartiles in milliseconds.
-// bench/session/run.sh prints it beside the command line's figures: the
-// difference is the client process and its round trip to the holder.
+// Command session-bench times, through the library, one step of /bin/true
+// in a live session (enforcer.Session.Exec: the decision, its synced audit
+// record, the step in the session's sandbox, the lazy outcome record), N
+// times; a session opened on a sandbox a Pool built ahead
+// (Pool.OpenSession, until the session is ready for its first command),
+// and one opened cold (Enforcer.OpenSession), N/4 times each, the pool
+// refilled between opens and each session closed untimed. It prints, per
+// row, the count, the median, the quartiles and the 99th percentile in
+// milliseconds. bench/session/run.sh prints them beside the command
+// line's figures and bwrap's.
 package main
 
 import (
@@ -39,8 +43,7 @@ func main() {
 	ctx := context.Background()
 	s, err := e.OpenSession(ctx, enforcer.SessionRequest{})
 	check(err)
-	defer s.Close(ctx)
-	times := make([]time.Duration, 0, n)
+	times := make([]time.Duration, 0, n+5)
 	for range n + 5 {
 		start := time.Now()
 		res, err := s.Exec(ctx, enforcer.StepRequest{Tool: "bench", Command: "/bin/true"})
@@ -50,10 +53,49 @@ func main() {
 		}
 		times = append(times, time.Since(start))
 	}
-	times = times[5:] // warm-up
+	s.Close(ctx)
+	print("library-step", times[5:]) // after a warm-up
+
+	opens := max(n/4, 5)
+	p, err := e.NewPool(ctx, enforcer.PoolRequest{Size: 1})
+	check(err)
+	defer p.Close()
+	times = times[:0]
+	for range opens {
+		for p.Ready() < 1 {
+			if err := p.Err(); err != nil {
+				check(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(5 * time.Millisecond) // the build's teardown work settles
+		start := time.Now()
+		s, err := p.OpenSession(ctx, enforcer.SessionRequest{})
+		check(err)
+		times = append(times, time.Since(start))
+		if !s.BuiltAhead() {
+			check(fmt.Errorf("the pool's session was opened cold"))
+		}
+		s.Close(ctx)
+	}
+	print("pool-open", times)
+	times = times[:0]
+	for range opens {
+		start := time.Now()
+		s, err := e.OpenSession(ctx, enforcer.SessionRequest{})
+		check(err)
+		times = append(times, time.Since(start))
+		s.Close(ctx)
+	}
+	print("cold-open", times)
+}
+
+// print prints one row: name, count, median, quartiles and p99 in ms.
+func print(name string, times []time.Duration) {
 	slices.Sort(times)
+	n := len(times)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	fmt.Printf("%-14s %5d %10.2f %8.2f %8.2f\n", "library-step", n, ms(times[n/2]), ms(times[n/4]), ms(times[3*n/4]))
+	fmt.Printf("%s %d %.3f %.3f %.3f %.3f\n", name, n, ms(times[n/2]), ms(times[n/4]), ms(times[3*n/4]), ms(times[min(n-1, n*99/100)]))
 }
 
 func check(err error) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times one command in a live session beside a fresh sandbox and the
 # peers, and prints each median's ratio to bwrap's and to `airlock run`'s.
-# Goal (issue 12): a command in a session costs a fraction of a fresh
-# sandbox.
+# Goals (issue 15): a step through the library <= 0.3x bwrap at the
+# median and <= 1x at p99; `airlock session exec` <= 0.6x; a session from
+# the pool <= 0.5x.
 #
 # Rows (hyperfine, ROUNDS rounds, every other round in reverse order, as
 # bench/sandbox/run.sh does):
@@ -13,8 +14,16 @@
 #   airlock-run     airlock run --tool bench -- /bin/true: a fresh sandbox
 #   airlock-help    airlock --help: the command's own start alone
 #   bwrap, direct   the peers
-# and, from bench/session (not hyperfine: in one process), library-step:
-# enforcer.Session.Exec alone, RUNS steps.
+# and, in a hyperfine run of their own after the rounds (each run after
+# the previous run's session is stopped, untimed): start-pool, airlock
+# session start --pool from a session pool of 2 (airlock session pool),
+# and start, airlock session start with a holder of its own.
+# and, from bench/session (not hyperfine: in one process, after the
+# hyperfine rounds): library-step, enforcer.Session.Exec alone, RUNS
+# steps; pool-open, a session opened on a sandbox a Pool built ahead
+# (Pool.OpenSession until it is ready for its first command), and
+# cold-open, one opened with Enforcer.OpenSession, RUNS/4 times each.
+# Their ratios are to the same run's bwrap median.
 #
 # The audit log is on the disk the default audit path is on, as a user's
 # is; it grows by one step's records each run (the session's), so that
@@ -38,7 +47,7 @@ state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p "$state"
 audit="$state/bench-session-audit-$$.jsonl"
 libaudit="$state/bench-session-lib-$$.jsonl"
-trap 'rm -rf "$out" "$audit" "$libaudit"' EXIT
+trap 'rm -rf "$out" "$audit"* "$libaudit"*' EXIT
 export XDG_RUNTIME_DIR="$out/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 go build -o "$out/airlock" ./cmd/airlock
@@ -55,7 +64,8 @@ cat >"$out/policy.json" <<'JSON'
 JSON
 a="$out/airlock"
 id=$("$a" --policy "$out/policy.json" session start --audit "$audit")
-trap '"$a" session stop "$id" >/dev/null 2>&1 || true; rm -rf "$out" "$audit" "$libaudit"' EXIT
+"$a" --policy "$out/policy.json" session pool --size 2 --audit "$audit"
+trap '"$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"*' EXIT
 "$a" session exec "$id" --tool bench -- /bin/true # fails loudly if it cannot run
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
@@ -78,23 +88,38 @@ for r in $(seq 1 "$rounds"); do
 	done
 	hyperfine -N --style none --warmup 5 --runs "$per" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
 done
+stopped="sh -c '$a session stop ses-bench-start >/dev/null 2>&1; sleep 0.02; true'" # and the pool refills
+hyperfine -N --style none --runs "$per" --export-json "$out/starts.json" \
+	--prepare "$stopped" -n start-pool "$a --policy $out/policy.json session start --pool --id ses-bench-start" \
+	--prepare "$stopped" -n start "$a --policy $out/policy.json session start --audit $audit --id ses-bench-start" >/dev/null
+"$a" session stop ses-bench-start >/dev/null 2>&1 || true
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 lib=$("$out/session-bench" "$out/policy.json" "$libaudit" "$runs")
 python3 - "$out" "$rounds" "$lib" <<'PY'
 import json, statistics, sys
-out, rounds, lib = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+out, rounds, lib = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 times = {}
 for r in range(1, rounds + 1):
     for res in json.load(open(f"{out}/r{r}.json"))["results"]:
         times.setdefault(res["command"], []).extend(res["times"])
-med = {k: statistics.median(v) * 1000 for k, v in times.items()}
-b, run = med["bwrap"], med["airlock-run"]
-print(f"\n{'command':14} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'x bwrap':>8} {'x run':>6}")
+for res in json.load(open(f"{out}/starts.json"))["results"]:
+    times[res["command"]] = res["times"]
+ms = lambda v: v * 1000
+rows = {}
 for k, v in times.items():
-    q = statistics.quantiles(v, n=4)
-    print(f"{k:14} {len(v):5} {med[k]:10.2f} {q[0]*1000:8.2f} {q[2]*1000:8.2f} {med[k]/b:8.2f} {med[k]/run:6.2f}")
-m = float(lib[2])
-print(f"{lib[0]:14} {lib[1]:>5} {m:10.2f} {float(lib[3]):8.2f} {float(lib[4]):8.2f} {m/b:8.2f} {m/run:6.2f}")
-print(f"\nthe command line's own part of a step (session-exec - library-step): {med['session-exec'] - m:.2f} ms")
-print("goal session-exec a fraction of airlock-run:", f"{med['session-exec']/run:.2f}x")
+    q = statistics.quantiles(v, n=100)
+    rows[k] = (len(v), ms(statistics.median(v)), ms(q[24]), ms(q[74]), ms(q[98]))
+for line in lib.splitlines():
+    f = line.split()
+    rows[f[0]] = (int(f[1]),) + tuple(float(x) for x in f[2:])
+b, run = rows["bwrap"][1], rows["airlock-run"][1]
+print(f"\n{'command':14} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'p99 ms':>8} {'x bwrap':>8} {'p99/bwrap':>9} {'x run':>6}")
+for k, (n, m, p25, p75, p99) in rows.items():
+    print(f"{k:14} {n:5} {m:10.2f} {p25:8.2f} {p75:8.2f} {p99:8.2f} {m/b:8.2f} {p99/b:9.2f} {m/run:6.2f}")
+print(f"\nthe command line's own part of a step (session-exec - library-step): {rows['session-exec'][1] - rows['library-step'][1]:.2f} ms")
+for k, goal in (("library-step", 0.3), ("session-exec", 0.6), ("pool-open", 0.5)):
+    r = rows[k][1] / b
+    print(f"goal {k} <= {goal}x bwrap:", "met" if r <= goal else "NOT met", f"({r:.2f}x)")
+r = rows["library-step"][4] / b
+print("goal library-step p99 <= 1x bwrap:", "met" if r <= 1 else "NOT met", f"({r:.2f}x)")
 PY

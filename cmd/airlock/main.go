@@ -10,6 +10,8 @@ package main
 import (
 	"os"
 
+	// The quick client of session exec, run from its initialiser.
+	_ "github.com/airlock-sandbox/airlock/holder/quick"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 

@@ -207,6 +207,7 @@ func cmdReadmeExample(ts *testscript.TestScript, neg bool, args []string) {
 
 // stopHolders stops every session whose holder listens in dir.
 func stopHolders(dir string) {
+	holder.StopPool(dir)
 	infos, _ := holder.List(dir)
 	for _, i := range infos {
 		if c, err := holder.Dial(dir, i.ID); err == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -47,8 +46,10 @@ func (f *resultFlags) check(name string) error {
 	case f.grace < 0:
 		return usageError{fmt.Errorf("%s: --stop-timeout must be positive or 0", name)}
 	}
-	if _, err := childEnv(f.env); err != nil {
-		return usageError{fmt.Errorf("%s: %w", name, err)}
+	for _, kv := range f.env {
+		if n, _, _ := strings.Cut(kv, "="); n == "" || strings.ContainsRune(kv, 0) {
+			return usageError{fmt.Errorf("%s: --env %q: want NAME=VALUE or NAME", name, kv)}
+		}
 	}
 	return nil
 }
@@ -76,7 +77,9 @@ func (f *resultFlags) notices(w io.Writer) io.Writer {
 
 // childEnv turns --env values into NAME=VALUE, looking up a bare NAME in
 // airlock's own environment (as docker run --env NAME does).
-func childEnv(flags []string) ([]string, error) {
+// lookup is the environment to look in: os.LookupEnv, or for a quick
+// client's command line its own (quick.lookupEnv).
+func childEnv(flags []string, lookup func(string) (string, bool)) ([]string, error) {
 	env := make([]string, 0, len(flags))
 	for _, kv := range flags {
 		name, _, hasValue := strings.Cut(kv, "=")
@@ -86,7 +89,7 @@ func childEnv(flags []string) ([]string, error) {
 		case hasValue:
 			env = append(env, kv)
 		default:
-			v, ok := os.LookupEnv(name)
+			v, ok := lookup(name)
 			if !ok {
 				return nil, fmt.Errorf("--env %s: %s is not set here", name, name)
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +45,14 @@ type usageError struct{ error }
 
 // Main runs the airlock command line with args and returns the exit status.
 func Main(args []string) int {
-	root := newRootCmd()
+	return mainOn(context.Background(), newRootCmd(), args)
+}
+
+// mainOn runs the command line root with args under ctx and returns the
+// exit status.
+func mainOn(ctx context.Context, root *cobra.Command, args []string) int {
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
 	defer flush(root.OutOrStdout())
 	stderr := root.ErrOrStderr()
 	defer flush(stderr)
@@ -74,26 +80,7 @@ func Main(args []string) int {
 // messages and help included); the child's output is passed through
 // unchanged (termtext.Raw).
 func newRootCmd() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "airlock",
-		Short: "Sandbox policy enforcer for AI agents' commands",
-		Long: `airlock decides, deterministically and with a reason, whether an agent's tool
-may run a command; runs allowed commands in a Linux sandbox with hard caps and
-an egress proxy as the only way out; and records every decision in a
-hash-chained audit stream.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version(),
-	}
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetOut(termtext.NewWriter(os.Stdout))
-	root.SetErr(termtext.NewWriter(os.Stderr))
-	// A flag error quotes the argument as typed: escape all of it, new
-	// lines too, so that it stays one line.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return usageError{errors.New(termtext.Escape(err.Error()))}
-	})
-	root.AddCommand(
+	return newRootCmdTo(os.Stdout, os.Stderr,
 		// Commands are registered here, one constructor per file.
 		newExplainCmd(),
 		newPolicyCmd(),
@@ -111,6 +98,31 @@ hash-chained audit stream.`,
 		newSessionCmd(),
 		newMCPCmd(),
 	)
+}
+
+// newRootCmdTo is the root of the command tree cmds, printing to stdout
+// and stderr.
+func newRootCmdTo(stdout, stderr io.Writer, cmds ...*cobra.Command) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "airlock",
+		Short: "Sandbox policy enforcer for AI agents' commands",
+		Long: `airlock decides, deterministically and with a reason, whether an agent's tool
+may run a command; runs allowed commands in a Linux sandbox with hard caps and
+an egress proxy as the only way out; and records every decision in a
+hash-chained audit stream.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version(),
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetOut(termtext.NewWriter(stdout))
+	root.SetErr(termtext.NewWriter(stderr))
+	// A flag error quotes the argument as typed: escape all of it, new
+	// lines too, so that it stays one line.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{errors.New(termtext.Escape(err.Error()))}
+	})
+	root.AddCommand(cmds...)
 	strictUsage(root)
 	return root
 }

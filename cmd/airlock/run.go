@@ -69,7 +69,10 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Command, req.Args = args[0], args[1:]
-			req.Env, _ = childEnv(out.env) // checked in Args
+			var err error
+			if req.Env, err = childEnv(out.env, os.LookupEnv); err != nil {
+				return usageError{fmt.Errorf("run: %w", err)}
+			}
 			req.Cwd, req.Timeout = out.cwd, out.timeoutDuration()
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
 			capture := out.capture(&req.Stdout, &req.Stderr)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 func newSessionCmd() *cobra.Command {
@@ -32,7 +34,7 @@ killed), fetch what changed in /workspace as a patch, and stop it. A
 background holder process of this user owns the sandbox. See docs/sessions.md.`,
 	}
 	cmd.AddCommand(newSessionStartCmd(), newSessionExecCmd(), newSessionChangesCmd(), newSessionStopCmd(), newSessionListCmd(),
-		newSessionHoldCmd(), newSessionWatchCmd())
+		newSessionPoolCmd(), newSessionHoldCmd(), newSessionWatchCmd())
 	return cmd
 }
 
@@ -41,20 +43,29 @@ func newSessionStartCmd() *cobra.Command {
 		req       enforcer.SessionRequest
 		auditFile string
 		asJSON    bool
+		pooled    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "start [--task K] [--workspace DIR] [--image PATH@sha256:D] [--findings DIR] [--id ID] [--audit FILE] [--json]",
+		Use:   "start [--task K] [--workspace DIR] [--image PATH@sha256:D] [--findings DIR] [--id ID] [--audit FILE] [--pool] [--json]",
 		Short: "Start a session and print its id once its sandbox is ready",
 		Long: `start copies --workspace into a new sandbox, runs the start-up probes inside it,
 starts the egress proxy for --task (no destination without one), and prints
 the session's id (with --json, one object) once the sandbox is ready. The
 session ends when stopped, after the policy's session wallSeconds, or after
-idleSeconds without a command.
+idleSeconds without a command. With --pool the session is opened by the
+running session pool (airlock session pool) on a sandbox it built ahead,
+with the pool's audit log.
 
 Exit status 0 when the session started, 125 when it could not.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			info, err := startSession(cmd, req, auditFile)
+			var info holder.Info
+			var err error
+			if pooled {
+				info, err = startPooled(cmd, req)
+			} else {
+				info, err = startSession(cmd, req, auditFile)
+			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
 			}
@@ -73,6 +84,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 	f.StringVar(&req.ID, "id", "", "the session's id (default: a fresh random one)")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.BoolVar(&asJSON, "json", false, "print the session as one JSON object")
+	f.BoolVar(&pooled, "pool", false, "open the session from the running session pool (airlock session pool)")
 	policyFlag(cmd)
 	return cmd
 }
@@ -92,21 +104,11 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 			return holder.Info{}, err
 		}
 	}
-	for _, p := range []*string{&auditFile, &req.Workspace, &req.Findings} {
-		if err := absolute(p); err != nil {
-			return holder.Info{}, err
-		}
+	if err := absolute(&auditFile); err != nil {
+		return holder.Info{}, err
 	}
-	if req.Image != "" {
-		ref, err := image.ParseRef(req.Image)
-		if err != nil {
-			return holder.Info{}, err
-		}
-		p := ref.Path
-		if err := absolute(&p); err != nil {
-			return holder.Info{}, err
-		}
-		req.Image = p + "@" + ref.Digest.String()
+	if err := resolveSession(&req); err != nil {
+		return holder.Info{}, err
 	}
 	dir, err := holder.Dir()
 	if err != nil {
@@ -119,6 +121,28 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 	}
 	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Session: req,
 		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
+}
+
+// resolveSession makes a session request's host paths absolute: its
+// holder runs elsewhere.
+func resolveSession(req *enforcer.SessionRequest) error {
+	for _, p := range []*string{&req.Workspace, &req.Findings} {
+		if err := absolute(p); err != nil {
+			return err
+		}
+	}
+	if req.Image != "" {
+		ref, err := image.ParseRef(req.Image)
+		if err != nil {
+			return err
+		}
+		p := ref.Path
+		if err := absolute(&p); err != nil {
+			return err
+		}
+		req.Image = p + "@" + ref.Digest.String()
+	}
+	return nil
 }
 
 // policySource is the policy the command line would use, checked, with
@@ -189,9 +213,16 @@ before it is killed). The session goes on either way.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id := args[0]
 			st.Command, st.Args = args[1], args[2:]
-			st.Env, _ = childEnv(out.env) // checked in Args
+			q := quickFrom(cmd.Context())
+			var err error
+			if st.Env, err = childEnv(out.env, q.lookupEnv); err != nil {
+				return usageError{fmt.Errorf("session exec: %w", err)}
+			}
+			if out.result, err = q.path(out.result); err != nil {
+				return usageError{err}
+			}
 			st.Cwd, st.Timeout = out.cwd, out.timeoutDuration()
-			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), out.notices(cmd.ErrOrStderr())
+			st.Stdin, st.Stdout, st.Stderr, st.Notices = q.stdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), out.notices(cmd.ErrOrStderr())
 			capture := out.capture(&st.Stdout, &st.Stderr)
 			res, err := execStep(cmd, id, st, out.grace)
 			capture(&res)
@@ -208,13 +239,32 @@ before it is killed). The session goes on either way.`,
 // execStep runs st in session id; Ctrl-C interrupts it at once, SIGTERM
 // after its grace period.
 func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest, grace float64) (enforcer.Result, error) {
-	c, err := dialSession(id)
-	if err != nil {
-		return enforcer.SetupResult(id, id, 1, err), err
+	var res enforcer.Result
+	var err error
+	if q := quickFrom(cmd.Context()); q != nil {
+		// In the holder, for a quick client: the session is here, and
+		// the client's hanging up ends the context, at once, or after
+		// this command line's --stop-timeout when it was sent SIGTERM.
+		ctx, cancel := context.WithCancelCause(context.WithoutCancel(cmd.Context()))
+		defer cancel(nil)
+		stop := context.AfterFunc(cmd.Context(), func() {
+			if t := sandbox.TerminationOf(cmd.Context()); t != nil {
+				cancel(&sandbox.Terminated{Signal: t.Signal, Grace: time.Duration(grace * float64(time.Second))})
+				return
+			}
+			cancel(nil)
+		})
+		defer stop()
+		res, err = q.Exec(ctx, st)
+	} else {
+		var c *holder.Client
+		if c, err = dialSession(id); err != nil {
+			return enforcer.SetupResult(id, id, 1, err), err
+		}
+		ctx, stop := signalContext(cmd.Context(), grace)
+		defer stop()
+		res, err = c.Exec(ctx, st)
 	}
-	ctx, stop := signalContext(cmd.Context(), grace)
-	defer stop()
-	res, err := c.Exec(ctx, st)
 	if res.SchemaVersion == 0 {
 		res = enforcer.SetupResult(id, id, 1, err)
 	}
@@ -420,7 +470,7 @@ func newSessionHoldCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "hold", Hidden: true, Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions); err != nil {
+			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions, runQuick); err != nil {
 				return &exitError{Code: exitSetup}
 			}
 			return nil

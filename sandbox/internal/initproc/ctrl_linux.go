@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,11 +51,19 @@ func (c *Ctrl) Send(m Message, fds ...int) error {
 	return nil
 }
 
+// packets are the buffers Recv reads a packet into: one of maxPacket
+// bytes made for every message would be most of what either side
+// allocates per step, and its garbage collections.
+var packets = sync.Pool{New: func() any { return new([maxPacket]byte) }}
+
 // recv reads one packet. Received descriptors are close-on-exec; the
 // caller owns them. io.EOF means the other end is gone.
 func (c *Ctrl) Recv() (Message, []int, error) {
-	buf := make([]byte, maxPacket)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	p := packets.Get().(*[maxPacket]byte)
+	defer packets.Put(p)
+	buf := p[:]
+	var oobBuf [64]byte // unix.CmsgSpace(4*4), and more than enough
+	oob := oobBuf[:unix.CmsgSpace(4*4)]
 	var (
 		n, oobn, flags int
 		err            error

@@ -82,6 +82,8 @@ type initState struct {
 	allowHoles bool
 	// oom is the init's own oom_score_adj (spawnVictim).
 	oom oomAdj
+	// copied is set once a session has had its one copy-in (copyIn).
+	copied bool
 }
 
 // runInit is the init's whole life; its return value is the init's exit
@@ -108,6 +110,11 @@ func runInit(allowHoles bool) int {
 	if err := s.c.Send(Message{Kind: MsgPlaced}); err != nil {
 		return 1
 	}
+	// The signal set-up (a round trip between two threads per signal)
+	// runs beside the sandbox's build, once the init sits in its group;
+	// the target waits for it.
+	fwc := make(chan *forwarder, 1)
+	go func() { fwc <- startForwarding() }()
 	if err := sanitizeFDs(); err != nil {
 		s.fail("fds", err)
 		return 1
@@ -173,10 +180,10 @@ func runInit(allowHoles bool) int {
 		return 1
 	}
 	CloseAll(fds)
-	// The signal forwarding and the descriptor check are made while the
-	// init waits for the parent (which is busy with its proxy and audit
-	// log, or asks for the probes first); the target waits for them.
-	fw := startForwarding()
+	// The descriptor check is made while the init waits for the parent
+	// (which is busy with its proxy and audit log, or asks for the probes
+	// first); the target waits for it and for the signal set-up.
+	fw := <-fwc
 	prep := make(chan error, 1)
 	go func() { prep <- checkFDs() }()
 	if s.cfg.Session {

@@ -28,6 +28,12 @@ package initproc
 //	                           <--    exited {status} (after every other
 //	                                                   process is dead)
 //
+// A session built ahead, without its workspace (a pool's), gets it once,
+// before its first step, as the same stream on a pipe of its own:
+//
+//	  copy-in + fd [stream's read end]  -->  unpack it into /workspace
+//	                           <--    copied (or failed: the session ends)
+//
 // Any setup step may instead answer failed {stage, error}; the init then
 // exits.
 
@@ -43,6 +49,8 @@ const (
 	MsgFailed   = "failed"
 	MsgExec     = "exec"
 	MsgKill     = "kill"
+	MsgCopyIn   = "copy-in"
+	MsgCopied   = "copied"
 	maxPacket   = 64 << 10
 	maxSetupCfg = 16 << 20
 )

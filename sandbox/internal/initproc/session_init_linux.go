@@ -1,8 +1,10 @@
 package initproc
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -35,6 +37,14 @@ func (s *initState) serveSession(port int, fw *forwarder) int {
 			}
 		case MsgExec:
 			if err := s.runStep(r, port, fw, &running); err != nil {
+				return 1
+			}
+		case MsgCopyIn:
+			if err := s.copyIn(r); err != nil {
+				s.fail("copy-in", err)
+				return 1
+			}
+			if err := s.c.Send(Message{Kind: MsgCopied}); err != nil {
 				return 1
 			}
 		default:
@@ -99,6 +109,26 @@ func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic
 	running.Store(0)
 	if err := s.c.Send(Message{Kind: MsgExited, Status: &st, Step: step}); err != nil {
 		return errors.Join(errors.New("report a step's end"), err)
+	}
+	return nil
+}
+
+// copyIn unpacks a workspace stream that comes after the build (a session
+// built ahead gets its workspace when it is handed out) into /workspace,
+// as buildRoot does with the setup pipe's. It runs after the privilege
+// drop, as the uid every step runs as, under Landlock and seccomp; no
+// step has run yet. A failure ends the session: /workspace may be half
+// filled.
+func (s *initState) copyIn(r received) error {
+	if len(r.fds) != 1 || s.copied {
+		CloseAll(r.fds)
+		return errors.New("malformed or repeated copy-in request")
+	}
+	s.copied = true
+	f := os.NewFile(uintptr(r.fds[0]), "airlock-copy-in")
+	defer f.Close()
+	if err := extractWorkspace(bufio.NewReaderSize(f, 64<<10), WorkspaceDir, s.cfg.TmpfsBytes); err != nil {
+		return fmt.Errorf("copy the workspace in: %w", err)
 	}
 	return nil
 }

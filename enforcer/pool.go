@@ -1,0 +1,246 @@
+package enforcer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// MaxPool is the most sandboxes a Pool keeps built.
+const MaxPool = 16
+
+// PoolRequest says what a Pool builds ahead: the sandboxes of sessions
+// for one egress task and image, under the Enforcer's policy.
+type PoolRequest struct {
+	// Size is how many sandboxes the pool keeps built, 1 to MaxPool.
+	Size int
+	// Task is the egress task of the sessions it serves ("" means
+	// policy.NoTask); Image and ImageCache are as in SessionRequest.
+	Task              string
+	Image, ImageCache string
+}
+
+// Pool keeps sandboxes built ahead for one (policy, task, image) — the
+// namespaces, the root, the proxy's listener, the start-up probes passed
+// — so that a session opens without waiting for one (docs/sessions.md,
+// "Sandboxes built ahead"). Each sandbox is handed to one session only
+// and torn down with it, never given back; the pool builds a new one in
+// the background, one at a time, up to Size. A sandbox waiting in the pool
+// runs nothing but its idle init; its memory is charged to its own
+// cgroup. Close tears down the sandboxes not handed out. Its methods are
+// safe for concurrent use.
+type Pool struct {
+	e              *Enforcer
+	req            PoolRequest
+	rootfs, digest string
+
+	ready  chan *built   // the sandboxes built, Size at most
+	refill chan struct{} // a sandbox was taken: build another
+	stop   context.CancelFunc
+	done   chan struct{} // the builder has returned
+
+	mu   sync.Mutex
+	err  error // the last build's failure, nil once one succeeds
+	shut bool
+}
+
+// built is one sandbox built ahead, with what its session takes over.
+type built struct {
+	ss     *sandbox.Session
+	canary *runbook.Canary
+	kit    *egressKit // its task's CA, credentials and budgets (egress.go)
+	life   context.Context
+	cancel context.CancelFunc
+	at     time.Time
+	files  int // the sandbox's open-files cap, for the proxy's bounds
+}
+
+// NewPool verifies req.Image (once, for every sandbox of the pool) and
+// starts building req.Size sandboxes in the background.
+func (e *Enforcer) NewPool(ctx context.Context, req PoolRequest) (*Pool, error) {
+	if req.Size < 1 || req.Size > MaxPool {
+		return nil, fmt.Errorf("enforcer: pool: size %d: want 1 to %d", req.Size, MaxPool)
+	}
+	if req.Task == "" {
+		req.Task = policy.NoTask
+	}
+	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
+	if err != nil {
+		return nil, fmt.Errorf("enforcer: pool: image integrity: %w", err)
+	}
+	bctx, stop := context.WithCancel(context.Background())
+	p := &Pool{e: e, req: req, rootfs: rootfs, digest: digest, ready: make(chan *built, req.Size),
+		refill: make(chan struct{}, req.Size), stop: stop, done: make(chan struct{})}
+	for range req.Size {
+		p.refill <- struct{}{}
+	}
+	go p.build(bctx)
+	return p, nil
+}
+
+// poolRetry is how long the builder waits after a failed build.
+const poolRetry = time.Second
+
+// build builds one sandbox for every refill token, until ctx ends.
+func (p *Pool) build(ctx context.Context) {
+	defer close(p.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.refill:
+		}
+		b, err := p.buildOne(ctx)
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		if err != nil {
+			p.refill <- struct{}{} // try again, after a pause
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(poolRetry):
+			}
+			continue
+		}
+		select {
+		case p.ready <- b:
+		case <-ctx.Done():
+			b.close()
+			return
+		}
+	}
+}
+
+// buildOne builds a session's sandbox with no workspace, no findings and
+// no session yet: Open gives it those.
+func (p *Pool) buildOne(ctx context.Context) (*built, error) {
+	e := p.e
+	canary, err := runbook.NewCanary()
+	if err != nil {
+		return nil, err
+	}
+	probes := canary.Request()
+	fs := e.pol.FilesystemFor("")
+	sessionCaps := e.pol.SessionCaps()
+	caps := e.sessionLimits(sessionCaps)
+	id := "pool-" + strings.TrimPrefix(NewRunID(), "run-")
+	cfg := e.sandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
+	// The task's egress kit (its CA and bundle, its credentials'
+	// placeholders, its budgets) is the one session's that gets it.
+	kit, err := e.egressKit(p.req.Task, id, p.rootfs, cfg.ReadOnly, sessionCaps.Wall(), true)
+	if err != nil {
+		canary.Close()
+		return nil, err
+	}
+	kit.apply(&cfg)
+	// Each sandbox lives until its session's end, not the pool's.
+	life, cancel := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, cancel)
+	ss, err := sandbox.StartSession(life, cfg)
+	kit.close() // bound by now, or never to be
+	if !stop() || err != nil {
+		if ss != nil {
+			ss.Close()
+		}
+		canary.Close()
+		cancel()
+		return nil, errors.Join(err, ctx.Err())
+	}
+	return &built{ss: ss, canary: canary, kit: kit, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
+}
+
+func (b *built) close() {
+	b.ss.Close()
+	b.canary.Close()
+	b.cancel()
+}
+
+// OpenSession opens a session for req on a sandbox built ahead: it gets
+// req.Workspace copied in and req.Findings as its findings directory now,
+// its proxy serves req.Task, and it is recorded as OpenSession's is. When
+// the pool has none ready, or req asks for another task or image, it
+// opens one as Enforcer.OpenSession does. ctx bounds the opening only.
+func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, error) {
+	req, err := normalizeSession(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Task != p.req.Task || req.Image != p.req.Image {
+		return p.e.OpenSession(ctx, req)
+	}
+	var b *built
+	select {
+	case b = <-p.ready:
+		// Another is built once this one is handed out, so that the
+		// build does not compete with the hand-out for the CPU.
+		defer func() { p.refill <- struct{}{} }()
+	default:
+		return p.e.OpenSession(ctx, req)
+	}
+	s, err := p.e.newSession(req)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	s.rootfs, s.ss, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
+	s.warm, s.env = true, b.kit.env
+	if req.Workspace != "" {
+		if err := s.ss.CopyIn(req.Workspace); err != nil {
+			s.abort()
+			return nil, s.openFailed(err)
+		}
+	}
+	if req.Findings != "" {
+		if err := s.ss.SetFindings(req.Findings); err != nil {
+			s.abort()
+			return nil, s.openFailed(err)
+		}
+	}
+	open := p.e.launchedEvent(s.base, p.digest, fmt.Sprintf("session %s started on a sandbox built ahead at %s, whose every start-up probe passed inside it; "+
+		"it ends after %gs, or %gs without a command", s.id, b.at.UTC().Format(time.RFC3339Nano), s.caps.WallSeconds, s.caps.IdleSeconds))
+	if err := s.serve(b.files, open, b.kit); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ready returns how many sandboxes are built and waiting.
+func (p *Pool) Ready() int { return len(p.ready) }
+
+// Err returns why the last build failed, nil when it succeeded.
+func (p *Pool) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close stops the builder and tears down every sandbox not handed out;
+// sessions opened from the pool live on. Later OpenSession calls open
+// sessions as Enforcer.OpenSession does.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	shut := p.shut
+	p.shut = true
+	p.mu.Unlock()
+	if shut {
+		return
+	}
+	p.stop()
+	<-p.done
+	for {
+		select {
+		case b := <-p.ready:
+			b.close()
+		default:
+			return
+		}
+	}
+}
