@@ -130,22 +130,27 @@ func libraryGroups(info *arch.Info) ([]group, error) {
 		}
 		groups = append(groups, g)
 	}
-	clone, ok := info.SyscallNames["clone"]
-	if !ok {
-		return nil, fmt.Errorf("assemble: syscall \"clone\" is not in the %s table", info.Name)
+	for _, r := range argRules {
+		if !r.byLibrary {
+			continue
+		}
+		nr, ok := info.SyscallNames[r.Syscall]
+		if !ok {
+			return nil, fmt.Errorf("assemble: syscall %q is not in the %s table", r.Syscall, info.Name)
+		}
+		// clone's flags are an unsigned long of which the kernel reads the
+		// low 32 bits; the mask's high half is zero, so the library's
+		// 64-bit BitsSet test is exactly the kernel's view.
+		groups = append(groups, group{
+			calls: []libseccomp.SyscallWithConditions{{
+				Num: uint32(nr),
+				Conditions: []libseccomp.ArgumentConditions{{{
+					Argument: r.arg, Operation: libseccomp.BitsSet, Value: uint64(r.vals[0]),
+				}}},
+			}},
+			action: libseccomp.Action(retErrno(r.Errno)),
+		})
 	}
-	// clone's flags are an unsigned long of which the kernel reads the low
-	// 32 bits; the mask's high half is zero, so the library's 64-bit
-	// BitsSet test is exactly the kernel's view.
-	groups = append(groups, group{
-		calls: []libseccomp.SyscallWithConditions{{
-			Num: uint32(clone),
-			Conditions: []libseccomp.ArgumentConditions{{{
-				Argument: 0, Operation: libseccomp.BitsSet, Value: cloneNamespaceFlags,
-			}}},
-		}},
-		action: libseccomp.Action(retErrno(unix.EPERM)),
-	})
 	return groups, nil
 }
 
@@ -190,5 +195,8 @@ func rules(info *arch.Info) []Rule {
 			out = append(out, Rule{Syscall: n, Errno: r.errno, Why: r.why})
 		}
 	}
-	return append(out, argRules...)
+	for _, r := range argRules {
+		out = append(out, r.Rule)
+	}
+	return out
 }

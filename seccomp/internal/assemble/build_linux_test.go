@@ -190,9 +190,14 @@ func TestNumberReloadedAfterHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptrace, pers := uint32(info.SyscallNames["ptrace"]), uint32(info.SyscallNames["personality"])
-	saved := allowedPersonalities
-	t.Cleanup(func() { allowedPersonalities = saved })
-	allowedPersonalities = append(slices.Clone(saved), ptrace)
+	saved := argRules
+	t.Cleanup(func() { argRules = saved })
+	argRules = slices.Clone(saved)
+	last := &argRules[len(argRules)-1]
+	if last.Syscall != "personality" {
+		t.Fatalf("the last argument rule is %s, want personality", last.Syscall)
+	}
+	last.vals = append(slices.Clone(last.vals), ptrace)
 	tgt, err := Build("amd64")
 	if err != nil {
 		t.Fatal(err)

@@ -82,33 +82,26 @@ func header(info *arch.Info) ([]bpf.Instruction, error) {
 		bpf.RetConstant{Val: retErrno(unix.ENOSYS)},
 	)
 
-	ioctl, err := nr("ioctl")
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, denyLowIn(ioctl, 1, 0, refusedIoctls, retErrno(unix.EPERM))...)
-	for _, name := range []string{"socket", "socketpair"} {
-		n, err := nr(name)
+	for _, r := range argRules {
+		if r.byLibrary {
+			continue
+		}
+		n, err := nr(r.Syscall)
 		if err != nil {
 			return nil, err
 		}
-		h = append(h, allowLowIn(n, 0, allowedFamilies, retErrno(unix.EAFNOSUPPORT))...)
-		h = append(h, denyLowIn(n, 1, sockTypeMask, refusedSocketTypes, retErrno(unix.EPERM))...)
-	}
-	// TCP Fast Open connects from sendto/sendmsg without connect(2), so
-	// Landlock's connect rule (only the proxy's port) never sees it.
-	for _, c := range fastOpenCalls {
-		n, err := nr(c.name)
-		if err != nil {
-			return nil, err
+		ret := retErrno(r.Errno)
+		switch r.test {
+		case refuseIn:
+			h = append(h, denyLowIn(n, r.arg, r.mask, r.vals, ret)...)
+		case refuseUnlessIn:
+			h = append(h, allowLowIn(n, r.arg, r.vals, ret)...)
+		case refuseBits:
+			h = append(h, denyLowBits(n, r.arg, r.vals[0], ret)...)
+		default:
+			return nil, fmt.Errorf("assemble: %s: unknown argument test %d", r.Syscall, r.test)
 		}
-		h = append(h, denyLowBits(n, c.flagsArg, unix.MSG_FASTOPEN, retErrno(unix.EPERM))...)
 	}
-	pers, err := nr("personality")
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, allowLowIn(pers, 0, allowedPersonalities, retErrno(unix.EPERM))...)
 	return h, nil
 }
 

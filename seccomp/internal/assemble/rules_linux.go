@@ -124,58 +124,113 @@ var archOptional = map[string]bool{
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// allowedFamilies are the socket families the sandbox may create.
-var allowedFamilies = []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6}
-
-// refusedSocketTypes are refused for every allowed family. The type
-// argument carries SOCK_NONBLOCK and SOCK_CLOEXEC in its high bits; the
-// kernel masks it with SOCK_TYPE_MASK.
-var refusedSocketTypes = []uint32{unix.SOCK_RAW, unix.SOCK_PACKET}
-
-// sockTypeMask is the kernel's SOCK_TYPE_MASK.
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: the type argument of
+// socket(2) carries SOCK_NONBLOCK and SOCK_CLOEXEC in its higher bits.
 const sockTypeMask = 0xf
 
-// allowedPersonalities are the personality(2) values the sandbox may set:
+// argTest is how an argument rule tests the low 32 bits of its argument,
+// the bits the kernel reads of an int argument.
+type argTest int
+
+const (
+	// refuseIn refuses the call when the argument, ANDed with mask when
+	// mask is not 0, equals one of vals.
+	refuseIn argTest = iota
+	// refuseUnlessIn refuses the call unless the argument equals one of
+	// vals.
+	refuseUnlessIn
+	// refuseBits refuses the call when the argument has any bit of vals[0]
+	// set.
+	refuseBits
+)
+
+// argRule is one refusal that depends on an argument: the test the filter
+// makes, and the receipt's words for it (Rule).
+type argRule struct {
+	Rule
+	// arg is the argument tested (0-based).
+	arg uint32
+	// test, mask and vals are the test.
+	test argTest
+	mask uint32
+	vals []uint32
+	// byLibrary marks the clone rule, which go-seccomp-bpf assembles after
+	// the name rules (build_linux.go); the header (header_linux.go)
+	// assembles every other argument rule, in this order.
+	byLibrary bool
+}
+
+// fastOpen is the refusal of MSG_FASTOPEN on call, whose flags are
+// argument arg: TCP Fast Open connects from sendto, sendmsg and sendmmsg
+// without connect(2), so Landlock's connect rule (only the proxy's port)
+// never sees it.
+func fastOpen(call string, arg uint32) argRule {
+	return argRule{
+		Rule: Rule{Syscall: call, When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+			Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
+		arg: arg, test: refuseBits, vals: []uint32{unix.MSG_FASTOPEN},
+	}
+}
+
+// argRules are the conditional refusals, in the order of the filter and of
+// the receipt. The VM tests check that each says what the program does.
+//
+// The socket rules allow only AF_UNIX, AF_INET and AF_INET6 and refuse
+// SOCK_RAW and SOCK_PACKET for them. The personality rule allows
 // PER_LINUX, PER_LINUX32 (uname reports i686: 32-bit build chroots) and
-// their UNAME26 variants, as Docker allows, and 0xffffffff, the query.
-// Refused: ADDR_NO_RANDOMIZE (turns ASLR off), READ_IMPLIES_EXEC, and every
+// their UNAME26 variants, as Docker allows, and 0xffffffff, the query; it
+// refuses ADDR_NO_RANDOMIZE (turns ASLR off), READ_IMPLIES_EXEC and every
 // other execution domain.
-var allowedPersonalities = []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
+var argRules = []argRule{
+	{
+		Rule: Rule{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
+			Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
+		arg: 0, test: refuseBits, vals: []uint32{cloneNamespaceFlags}, byLibrary: true,
+	},
+	{
+		// TIOCLINUX can inject input too, on a virtual console, through its
+		// paste selection.
+		Rule: Rule{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
+			Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
+		arg: 1, test: refuseIn, vals: []uint32{unix.TIOCSTI, unix.TIOCLINUX},
+	},
+	{
+		Rule: Rule{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
+			Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		arg: 0, test: refuseUnlessIn, vals: []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6},
+	},
+	{
+		Rule: Rule{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
+			Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		arg: 1, test: refuseIn, mask: sockTypeMask, vals: []uint32{unix.SOCK_RAW, unix.SOCK_PACKET},
+	},
+	{
+		Rule: Rule{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
+			Why: "creating the socket loads the family's kernel module"},
+		arg: 0, test: refuseUnlessIn, vals: []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6},
+	},
+	{
+		Rule: Rule{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
+			Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		arg: 1, test: refuseIn, mask: sockTypeMask, vals: []uint32{unix.SOCK_RAW, unix.SOCK_PACKET},
+	},
+	fastOpen("sendto", 3),
+	fastOpen("sendmsg", 2),
+	fastOpen("sendmmsg", 3),
+	{
+		Rule: Rule{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
+			Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
+		arg: 0, test: refuseUnlessIn, vals: []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff},
+	},
+}
 
-// refusedIoctls are refused on every file descriptor: TIOCSTI types into a
-// terminal's input queue (bubblewrap CVE-2017-5226), TIOCLINUX can do the
-// same on a virtual console through its paste selection.
-var refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
-
-// fastOpenCalls are the calls that can open a TCP connection with
-// MSG_FASTOPEN, and which argument holds their flags.
-var fastOpenCalls = []struct {
-	name     string
-	flagsArg uint32
-}{{"sendto", 3}, {"sendmsg", 2}, {"sendmmsg", 3}}
-
-// argRules are the conditional refusals, in the receipt's words. The
-// header (header_linux.go) and the clone group (build_linux.go) enforce
-// them; the VM tests check that each says what the program does.
-var argRules = []Rule{
-	{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
-		Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
-	{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
-		Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-	{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
-		Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-	{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
-		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-	{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
-		Why: "creating the socket loads the family's kernel module"},
-	{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
-		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-	{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
-		Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
+// sandboxSetup are the refused calls that airlock's sandbox init itself
+// makes while it builds the sandbox, before it installs the filter: a
+// container whose entrypoint is airlock must let them through (the
+// entrypoint profile, oci_linux.go), and the filter the init installs
+// refuses them to everything it runs. The clone rule is one of them.
+var sandboxSetup = map[string]bool{
+	"clone": true, "clone3": true, "unshare": true,
+	"mount": true, "umount2": true, "move_mount": true, "open_tree": true,
+	"mount_setattr": true, "pivot_root": true, "chroot": true,
 }

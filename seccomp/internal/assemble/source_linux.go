@@ -21,9 +21,13 @@ const OthersFile = "program_linux_others.go"
 func FileName(goarch string) string { return "program_linux_" + goarch + ".go" }
 
 // Files returns package seccomp's generated files by name: the filter for
-// each architecture in GOARCHes, and OthersFile for the rest.
+// each architecture in GOARCHes, OthersFile for the rest, and the two
+// container profiles (oci_linux.go).
 func Files() (map[string][]byte, error) {
-	files := map[string][]byte{}
+	files, err := profileFiles()
+	if err != nil {
+		return nil, err
+	}
 	for _, goarch := range GOARCHes {
 		t, err := Build(goarch)
 		if err != nil {
