@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/netns"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
@@ -28,7 +29,7 @@ var proxyDialer proxy.Dialer
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
-	task, listen, audit string
+	task, listen, audit, netns string
 }
 
 func newProxyCmd() *cobra.Command {
@@ -45,6 +46,11 @@ A refusal is HTTP 403 with the reason in the body and in X-Airlock-Reason, or
 SOCKS5 reply 2. Every decision is recorded in the audit log (--audit FILE,
 else $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl) before the
 connection it allows is made, and printed as one line on stderr.
+
+With --netns PATH the proxy listens inside the network namespace at PATH
+(as "ip netns add" makes one) and connects out from its own: a container
+placed in that namespace has the proxy as its only way out (see
+airlock export podman).
 
 SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
 tunnels 10 seconds to finish.`,
@@ -71,6 +77,7 @@ tunnels 10 seconds to finish.`,
 	f := cmd.Flags()
 	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
+	f.StringVar(&o.netns, "netns", "", "listen inside the network namespace at this path (root only)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	return cmd
 }
@@ -118,11 +125,20 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	}
 	// No TCP keep-alive on client connections: the proxy's idle timeout
 	// cuts idle ones (see proxy.Limits).
-	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
+	var ln net.Listener
+	if o.netns != "" {
+		ln, err = netns.Listen(ctx, o.netns, "tcp", o.listen)
+	} else {
+		ln, err = (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
+	}
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	fmt.Fprintf(stderr, "airlock: proxy: task %q: serving HTTP and SOCKS5 on %s\n", o.task, ln.Addr())
+	where := ln.Addr().String()
+	if o.netns != "" {
+		where += " in the network namespace " + o.netns
+	}
+	fmt.Fprintf(stderr, "airlock: proxy: task %q: serving HTTP and SOCKS5 on %s\n", o.task, where)
 	served := make(chan error, 1)
 	go func() { served <- px.Serve(ln) }()
 	select {
