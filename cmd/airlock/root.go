@@ -95,6 +95,7 @@ hash-chained audit stream.`,
 		newSelftestCmd(),
 		newLaunchCmd(),
 		newApproveCmd(),
+		newExportCmd(),
 	)
 	strictUsage(root)
 	return root
