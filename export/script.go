@@ -26,7 +26,7 @@ func PolicyJSON(p *policy.Policy) ([]byte, error) {
 // profile in here-documents, the namespace, the proxy, the run, the
 // teardown. Everything it interpolates is quoted for the shell.
 func podmanScript(t *Task, line, proxy, seccompFile string) (string, error) {
-	pol, err := PolicyJSON(t.policy)
+	pol, err := PolicyJSON(t.Policy())
 	if err != nil {
 		return "", err
 	}

@@ -138,3 +138,7 @@ func (t *Task) WallSeconds() int64 { return int64(math.Ceil(t.Caps.WallSeconds))
 
 // CPUSeconds is the CPU-time cap in whole seconds, rounded up.
 func (t *Task) CPUSeconds() int64 { return int64(math.Ceil(t.Caps.CPUSeconds)) }
+
+// Policy is the policy the task was read from, as the exports carry it
+// (PolicyJSON).
+func (t *Task) Policy() *policy.Policy { return t.policy }
