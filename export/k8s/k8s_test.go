@@ -94,7 +94,7 @@ func TestPodControls(t *testing.T) {
 	sc := c.SecurityContext
 	q := func(r corev1.ResourceName) string { v := c.Resources.Limits[r]; return v.String() }
 	for _, row := range []struct {
-		control  string
+		control   string
 		got, want any
 	}{
 		{"memoryMb + airlock's own", q(corev1.ResourceMemory), "364Mi"},
