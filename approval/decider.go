@@ -94,7 +94,7 @@ func (d *Decider) decide(ctx context.Context, r Request) (string, bool, error) {
 	}
 	out, problem, err := runDecider(ctx, d.Argv, input, timeout)
 	if err != nil {
-		return "", false, fmt.Errorf("approval: asking the decider %s: %w", termtext.Clean(d.Argv[0], 200), err)
+		return "", false, fmt.Errorf("approval: asking the decider %s: %w", termtext.Clip(d.Argv[0], 200), err)
 	}
 	if problem != "" {
 		return "the decider " + problem + ": deny", false, nil
@@ -129,7 +129,7 @@ func parseAnswer(out []byte) (string, bool, error) {
 				why = fmt.Sprintf("line %d, column %d: %s", se.Line, se.Col, se.Msg)
 			}
 		}
-		return "the decider's answer is not one JSON object " + form + ": " + termtext.Clean(why, 200) + ": deny", false, nil
+		return "the decider's answer is not one JSON object " + form + ": " + termtext.Clip(why, 200) + ": deny", false, nil
 	}
 	switch {
 	case len(ans.Reason) > maxDeciderReason:
@@ -143,5 +143,5 @@ func parseAnswer(out []byte) (string, bool, error) {
 	case ans.Decision == "deny":
 		return ans.Reason, false, nil
 	}
-	return fmt.Sprintf(`the decider answered decision "%s"; only "allow" and "deny" are answers: deny`, termtext.Clean(ans.Decision, 40)), false, nil
+	return fmt.Sprintf(`the decider answered decision "%s"; only "allow" and "deny" are answers: deny`, termtext.Clip(ans.Decision, 40)), false, nil
 }

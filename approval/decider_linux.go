@@ -148,5 +148,5 @@ func (p *prefixBuffer) excerpt() string {
 	if p.more {
 		s += "…"
 	}
-	return "; its stderr: " + termtext.Clean(s, 300)
+	return "; its stderr: " + termtext.Clip(s, 300)
 }

@@ -170,11 +170,11 @@ func TestDefaultDirRefuses(t *testing.T) {
 			os.Mkdir(filepath.Join(state, "airlock"), 0o700)
 			os.WriteFile(filepath.Join(state, "airlock", "approvals"), nil, 0o600)
 		}, "approvals is a symbolic link or not a directory"},
-		"airlock open to others": {func(state string) {
-			os.Mkdir(filepath.Join(state, "airlock"), 0o755)
-			os.Chmod(filepath.Join(state, "airlock"), 0o755)
+		"airlock writable by others": {func(state string) {
+			os.Mkdir(filepath.Join(state, "airlock"), 0o775)
+			os.Chmod(filepath.Join(state, "airlock"), 0o775)
 		},
-			"airlock is open to group or others (mode 755)"},
+			"airlock is open to group or others (mode 775)"},
 		"approvals someone else's": {func(state string) {
 			p := filepath.Join(state, "airlock", "approvals")
 			os.MkdirAll(p, 0o700)

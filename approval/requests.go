@@ -101,7 +101,7 @@ func (s *Store) Answer(id string, a Answer) error {
 		if perr != nil {
 			return perr
 		}
-		return refuse(ErrAnswered, "%s was already %s by %s at %s: an answer is given once", id, verb(prev.Allow), termtext.Clean(prev.By, 200), prev.At.Format(time.RFC3339))
+		return refuse(ErrAnswered, "%s was already %s by %s at %s: an answer is given once", id, verb(prev.Allow), termtext.Clip(prev.By, 200), prev.At.Format(time.RFC3339))
 	}
 	if err != nil {
 		return fmt.Errorf("approval: storing the answer to %s: %w", id, err)
@@ -175,9 +175,9 @@ func (s *Store) Redeem(id string, want Request) (Request, Answer, error) {
 	case !a.Allow:
 		why := ""
 		if a.Reason != "" {
-			why = ": " + termtext.Clean(a.Reason, 400)
+			why = ": " + termtext.Clip(a.Reason, 400)
 		}
-		return Request{}, Answer{}, refuse(ErrDenied, "%s was denied by %s%s", id, termtext.Clean(a.By, 200), why)
+		return Request{}, Answer{}, refuse(ErrDenied, "%s was denied by %s%s", id, termtext.Clip(a.By, 200), why)
 	}
 	err = writeOnce(s.dir, id+".used", seal(s.key, encodeUsed(id, now)))
 	if errors.Is(err, fs.ErrExist) {
@@ -198,12 +198,12 @@ func mismatch(r, want Request) error {
 	} {
 		if f.got != f.want {
 			return refuse(ErrMismatch, "%s was given for %s \"%s\", not \"%s\": an approval is bound to one %[2]s",
-				r.ID, f.name, termtext.Clean(f.got, 100), termtext.Clean(f.want, 100))
+				r.ID, f.name, termtext.Clip(f.got, 100), termtext.Clip(f.want, 100))
 		}
 	}
 	if !slices.Equal(r.Argv, want.Argv) {
 		return refuse(ErrMismatch, "%s was given for another command (approved: %s; asked: %s): an approval is bound to its exact argv",
-			r.ID, termtext.Clean(termtext.Argv(r.Argv), 200), termtext.Clean(termtext.Argv(want.Argv), 200))
+			r.ID, termtext.Clip(termtext.Argv(r.Argv), 200), termtext.Clip(termtext.Argv(want.Argv), 200))
 	}
 	return nil
 }

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/privstate"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
@@ -45,13 +45,9 @@ type Store struct {
 // closed to group and others; and the state directory itself writable by
 // no one else. Nothing in it may ever be bound into a sandbox.
 func DefaultDir() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if !filepath.IsAbs(base) {
-		home, err := os.UserHomeDir()
-		if err != nil || !filepath.IsAbs(home) {
-			return "", errors.New("approval: no directory for approvals: set $XDG_STATE_HOME or $HOME to an absolute path")
-		}
-		base = filepath.Join(home, ".local", "state")
+	base, err := privstate.Base()
+	if err != nil {
+		return "", fmt.Errorf("approval: %w", err)
 	}
 	return privateDirs(base, "airlock", "approvals")
 }
@@ -98,35 +94,10 @@ func loadKey(dir string) ([]byte, error) {
 	return key, nil
 }
 
-// writeOnce writes data to dir/name through a temporary file (O_EXCL,
-// 0600, synced) linked into place: the name appears complete or not at
-// all, and never replaces what is there (fs.ErrExist). link, not
-// rename, because rename would replace an existing answer.
-func writeOnce(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, ".tmp-"+randomHex(8))
-	f, err := createExcl(tmp)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	_, err = f.Write(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	if err := os.Link(tmp, filepath.Join(dir, name)); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fs.ErrExist
-		}
-		return err
-	}
-	return syncDir(dir)
-}
+// writeOnce writes data to dir/name, complete or not at all, never
+// replacing what is there (fs.ErrExist): link, not rename, because rename
+// would replace an existing answer (privstate.WriteOnce).
+func writeOnce(dir, name string, data []byte) error { return privstate.WriteOnce(dir, name, data) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -166,7 +137,7 @@ func refuse(reason error, format string, args ...any) error {
 
 func checkID(id string) error {
 	if !validID(id) {
-		return refuse(ErrUnknown, "\"%s\" is not an approval id: airlock mints them as apr- and 32 hex digits; check that it was copied whole", termtext.Clean(id, 80))
+		return refuse(ErrUnknown, "\"%s\" is not an approval id: airlock mints them as apr- and 32 hex digits; check that it was copied whole", termtext.Clip(id, 80))
 	}
 	return nil
 }

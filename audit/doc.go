@@ -32,6 +32,19 @@
 // re-encodes each line it reads and rejects a line that is not in exactly
 // that form, so a line has one spelling and no duplicate or unknown member.
 //
+// # Strings
+//
+// A string that is valid UTF-8 is a JSON string, as encoding/json writes
+// it. A string that is not (a host name, an argument or a reason quoting
+// them, with bytes an agent, a sandbox or a proxy client chose) is written
+// as the object {"base64":"…"} carrying its bytes, so that every byte is
+// kept and the line verifies; see docs/audit.md. Before it writes a line,
+// the writer reads it back and refuses it (an error, nothing written)
+// unless it verifies and gives back every field: no event can make the
+// log unverifiable. Lines that an older airlock wrote with such bytes
+// replaced by \ufffd are accepted and counted (Report.Lossy): their hash
+// and chain hold.
+//
 // # Hash and chain
 //
 // Let B be the line's bytes without the trailing newline and without its
@@ -58,12 +71,25 @@
 //
 // A chain detects any change before its last line, but not the removal of
 // lines from its end, nor a wholesale rewrite by someone who recomputes
-// every hash: both leave a valid, shorter or different chain. To detect
-// them, record the head hash that Verify reports (with "airlock audit
+// every hash: both leave a valid, shorter or different chain. Signed
+// checkpoints detect them (see below); without a key, record the head hash that Verify reports (with "airlock audit
 // verify", which prints it) somewhere the sandboxed code and whoever might
 // tamper with the log cannot write — a ticket, a CI artifact, a remote log
 // — and later run "airlock audit verify --head HASH FILE": it fails unless
 // the log still holds a line with that hash, and still verifies up to it.
+//
+// # Tree, checkpoints and proofs
+//
+// Over the chain, the records are the leaves of an RFC 6962 Merkle tree
+// (golang.org/x/mod/sumdb/tlog; leaf i is the line of seq i+1), kept in a
+// tree file beside the log that is only a cache, checked against the log
+// before it is used. A Signer signs C2SP checkpoints of the tree (signed
+// notes, Ed25519) and never one inconsistent with the last it signed for
+// the log (Log.Checkpoint); VerifyWith checks a log against checkpoints
+// kept earlier, which catches a cut, a rewind or a rewrite of what they
+// cover. A run's records are proven in its checkpoint (RunClaim.End,
+// Log.Prove), and VerifyRunProof checks a proof offline. See
+// docs/audit.md.
 //
 // # Writers
 //
@@ -76,7 +102,11 @@
 // launch after its decision, a run's outcome before its teardown record),
 // skips the fdatasync and leaves it to the next Append or to Close; it
 // refuses a gate's decision. The file is created 0600 and its directory
-// 0700.
+// 0700. When a write fails or comes up short (a full disk), or the sync
+// fails, the writer cuts the file back to where it was and returns the
+// error: the file never holds a record its writer was told failed, and
+// the caller must not act on that decision (see docs/audit.md,
+// "Durability and failures").
 //
 // # Torn lines
 //

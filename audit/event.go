@@ -112,6 +112,19 @@ type Context struct {
 	Command string   `json:"command,omitempty"`
 	Path    string   `json:"path,omitempty"`
 	Args    []string `json:"args,omitempty"`
+	// Env is what the run added to the command's environment, NAME=VALUE.
+	Env []string `json:"env,omitempty"`
+	// ArgvSHA256 is the lower-case hex SHA-256 of the whole command line
+	// as asked, before any shortening: Command, then each of Args, each
+	// followed by a NUL byte (as /proc/PID/cmdline holds it). EnvSHA256 is
+	// the same over Env. The writer sets them on every event with a
+	// command or environment when the caller has not (docs/audit.md,
+	// "Long fields").
+	ArgvSHA256 string `json:"argvSha256,omitempty"`
+	EnvSHA256  string `json:"envSha256,omitempty"`
+	// Tails keeps the ends of the fields that were shortened (Truncated):
+	// a shortened field keeps its start, and its end is here.
+	Tails []Tail `json:"tails,omitempty"`
 
 	// Host and Port are an egress destination as requested; Protocol how
 	// it was asked for (http, connect, socks5); Addresses what it
@@ -155,6 +168,16 @@ type Context struct {
 	// Details holds anything else worth keeping (an image digest, a
 	// policy digest, a test id), as strings.
 	Details map[string]string `json:"details,omitempty"`
+}
+
+// Tail is the end of a shortened field: Field names it ("command",
+// "args.3", "env.0"), Bytes is its whole length, and Tail its last bytes.
+// The field itself keeps its first bytes; what lies between is covered by
+// ArgvSHA256 or EnvSHA256.
+type Tail struct {
+	Field string `json:"field"`
+	Bytes int    `json:"bytes"`
+	Tail  string `json:"tail"`
 }
 
 // FromDecision returns the event for a gate's decision: its kind follows

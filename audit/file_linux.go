@@ -17,6 +17,11 @@ func lockFile(f *os.File) error {
 	return retryEINTR("flock", func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX) })
 }
 
+// tryLock takes an exclusive flock on f without waiting.
+func tryLock(f *os.File) error {
+	return retryEINTR("flock", func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
+}
+
 // unlockFile releases the lock taken by lockFile.
 func unlockFile(f *os.File) error {
 	return retryEINTR("flock", func() error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) })

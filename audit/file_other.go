@@ -16,5 +16,6 @@ const noFollow = 0
 
 func lockFile(*os.File) error   { return errUnsupported }
 func unlockFile(*os.File) error { return errUnsupported }
+func tryLock(*os.File) error    { return errUnsupported }
 
 var syncData = func(*os.File) error { return errUnsupported }

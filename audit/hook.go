@@ -11,8 +11,10 @@ import "time"
 //
 // The hook's methods are called with the file locked: they must be quick
 // and must not call back into the Log. When Append fails after Follow was
-// called, the hook has seen events that are not in the file; a caller
-// stops using a Log that failed (airlock refuses to act).
+// called, the hook has seen events that are not in the file: a hook that
+// is also a Resetter is then reset, and shown the file's recent events
+// again before the next append, so that it never counts an event the
+// file does not hold.
 type Hook interface {
 	// Lookback is how far back, from now, the hook wants to see the
 	// events already in the file when its Log first writes.
@@ -25,4 +27,11 @@ type Hook interface {
 	// and hash set) and returns events to write right after it, in the
 	// same write and under the same lock. Follow is not called on them.
 	Follow(ev Event) []Event
+}
+
+// A Resetter is a Hook that can forget every event it was shown. A Log
+// resets its hook after an append that failed (a full disk), because the
+// hook was shown events that were not written.
+type Resetter interface {
+	Reset()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -32,24 +33,6 @@ const (
 	hashTailLen = len(hashPrefix) + sha256.Size*2 + len(hashSuffix)
 )
 
-// lineBody is an Event without its hash: the bytes that are hashed.
-type lineBody struct {
-	Seq      uint64    `json:"seq"`
-	TS       time.Time `json:"ts"`
-	Kind     Kind      `json:"kind"`
-	Decision string    `json:"decision"`
-	Reason   string    `json:"reason"`
-	Context  Context   `json:"context"`
-	Prev     string    `json:"prev"`
-}
-
-func encodeBody(ev *Event) ([]byte, error) {
-	return json.Marshal(lineBody{
-		Seq: ev.Seq, TS: ev.TS, Kind: ev.Kind, Decision: ev.Decision,
-		Reason: ev.Reason, Context: ev.Context, Prev: ev.Prev,
-	})
-}
-
 // encodeLine sets ev.Hash and returns the line, newline included.
 func encodeLine(ev *Event) ([]byte, error) {
 	body, err := encodeBody(ev)
@@ -64,6 +47,53 @@ func encodeLine(ev *Event) ([]byte, error) {
 	line = append(line, ev.Hash...)
 	line = append(line, hashSuffix...)
 	return append(line, '\n'), nil
+}
+
+// roundTrips checks that line, ev's encoding, reads back as ev: that it
+// verifies and gives back every byte of every field. The writer checks
+// each line so before it writes it, so that no event, whatever its
+// bytes, can make the log unverifiable.
+func roundTrips(ev *Event, line []byte) error {
+	back, legacy, err := parseLine(line[:len(line)-1])
+	if err == nil && (legacy || !sameEvent(ev, &back)) {
+		err = errors.New("it reads back as another event")
+	}
+	if err != nil {
+		return fmt.Errorf("audit: event not written: its line would not verify: %v", err)
+	}
+	return nil
+}
+
+// sameEvent reports whether a and b hold the same values, an empty list
+// or map being the same as none (a line omits both).
+func sameEvent(a, b *Event) bool {
+	if !a.TS.Equal(b.TS) {
+		return false
+	}
+	x, y := *a, *b
+	for _, ev := range []*Event{&x, &y} {
+		ev.TS = time.Time{}
+		c := &ev.Context
+		if len(c.Args) == 0 {
+			c.Args = nil
+		}
+		if len(c.Addresses) == 0 {
+			c.Addresses = nil
+		}
+		if len(c.Env) == 0 {
+			c.Env = nil
+		}
+		if len(c.Tails) == 0 {
+			c.Tails = nil
+		}
+		if len(c.TriggerSeqs) == 0 {
+			c.TriggerSeqs = nil
+		}
+		if len(c.Details) == 0 {
+			c.Details = nil
+		}
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // LineHash computes the hash that a line (without its newline) should
@@ -98,34 +128,80 @@ const (
 
 // ParseLine decodes one line (without its newline) and checks it on its
 // own: its length, its hash, its form and its fields. It does not check
-// the line's place in the chain; a Verifier does.
+// the line's place in the chain; a Verifier does. A line in the legacy
+// form (see Report.Lossy) is accepted.
 func ParseLine(line []byte) (Event, error) {
-	var ev Event
+	ev, _, err := parseLine(line)
+	return ev, err
+}
+
+// parseLine is ParseLine that also says whether the line is in the legacy
+// form: canonical but for bytes that were not UTF-8, which an airlock
+// before the text encoding wrote as \ufffd.
+func parseLine(line []byte) (Event, bool, error) {
 	if len(line) > MaxLineBytes {
-		return ev, errors.New(reasonTooLong)
+		return Event{}, false, errors.New(reasonTooLong)
 	}
 	want, err := LineHash(line)
 	if err != nil {
-		return ev, err
+		return Event{}, false, err
 	}
 	if string(line[len(line)-hashTailLen+len(hashPrefix):len(line)-len(hashSuffix)]) != want {
-		return ev, errors.New(reasonBadHash)
+		return Event{}, false, errors.New(reasonBadHash)
 	}
-	if err := json.Unmarshal(line, &ev); err != nil {
+	ev, err := decodeLine(line)
+	if err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return ev, errors.New(reasonWrongType)
+		if errors.As(err, &te) || errors.Is(err, errNotText) {
+			return Event{}, false, errors.New(reasonWrongType)
 		}
-		return ev, errors.New(reasonBadJSON)
+		return Event{}, false, errors.New(reasonBadJSON)
 	}
 	if err := checkFields(&ev); err != nil {
-		return ev, err
+		return ev, false, err
 	}
 	body, err := encodeBody(&ev)
-	if err != nil || !bytes.Equal(body[:len(body)-1], line[:len(line)-hashTailLen]) {
-		return ev, errors.New(notCanonical(line))
+	if err != nil {
+		return ev, false, errors.New(reasonCanonical)
 	}
-	return ev, nil
+	canon, got := body[:len(body)-1], line[:len(line)-hashTailLen]
+	switch {
+	case bytes.Equal(canon, got):
+		return ev, false, nil
+	case legacyForm(got, canon):
+		return ev, true, nil
+	}
+	return ev, false, errors.New(notCanonical(line))
+}
+
+// legacyForm reports whether line is canon with some U+FFFD written as
+// the escape \ufffd, as encoding/json writes each byte that is not UTF-8:
+// the form of a line that an airlock before the text encoding wrote for
+// a string that was not valid UTF-8. Such a line's bytes are hashed as
+// they are, so its hash and chain still hold; only the replaced bytes
+// are lost.
+func legacyForm(line, canon []byte) bool {
+	const esc = `\ufffd`
+	if !bytes.Contains(line, []byte(esc)) {
+		return false
+	}
+	out, replaced := make([]byte, 0, len(line)), false
+	for i := 0; i < len(line); i++ {
+		switch {
+		case line[i] != '\\':
+			out = append(out, line[i])
+		case bytes.HasPrefix(line[i:], []byte(esc)):
+			out = append(out, "\ufffd"...)
+			i += len(esc) - 1
+			replaced = true
+		case i+1 < len(line):
+			out = append(out, line[i], line[i+1]) // another escape, kept whole
+			i++
+		default:
+			return false
+		}
+	}
+	return replaced && bytes.Equal(out, canon)
 }
 
 // notCanonical says why a line that decodes is not in canonical form. It
@@ -134,8 +210,8 @@ func ParseLine(line []byte) (Event, error) {
 func notCanonical(line []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	var ev Event
-	if err := dec.Decode(&ev); err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
+	var w wireLine
+	if err := dec.Decode(&w); err != nil && strings.HasPrefix(err.Error(), "json: unknown field") {
 		return reasonUnknown
 	}
 	return reasonCanonical

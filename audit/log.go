@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrClosed is returned by Append on a closed Log.
@@ -45,6 +46,19 @@ type Log struct {
 	// and parse the last line again. knownSize is -1 when unknown.
 	known     tail
 	knownSize int64
+	// signer signs checkpoints (WithSigner); appended is set when this
+	// Log appended since its last checkpoint, so that Close signs one.
+	// chainID is the log's, once read.
+	signer   *Signer
+	appended bool
+	chainID  string
+	// runs are the live runs claimed through this Log (BeginRun); swept
+	// is set once its first append has swept the abandoned ones.
+	runs  map[string]*RunClaim
+	swept bool
+	// co counts repeated refusals (coalesce.go), when coalesce is set.
+	co       coalescer
+	coalesce bool
 }
 
 // Option configures a Log.
@@ -52,6 +66,11 @@ type Option func(*Log)
 
 // WithClock makes the Log stamp events with now() instead of the time.
 func WithClock(now func() time.Time) Option { return func(l *Log) { l.now = now } }
+
+// WithCoalescing makes the Log count a run's repeated refusals instead of
+// writing each (docs/audit.md, "Floods"). Close, or the run's End, writes
+// the last counts: a Log that coalesces must be closed.
+func WithCoalescing() Option { return func(l *Log) { l.coalesce = true } }
 
 // WithHook makes the Log show every event to h and write what h adds.
 func WithHook(h Hook) Option { return func(l *Log) { l.hook = h } }
@@ -113,6 +132,39 @@ func (l *Log) check(created bool) error {
 	return nil
 }
 
+// lockCurrent locks the log's file, and when the file at the log's path
+// is no longer the one this Log has open (the log was rotated, see
+// Rotate), opens and locks that one instead: every writer follows a
+// rotation at its next append.
+func (l *Log) lockCurrent() error {
+	for range 16 {
+		if err := lockFile(l.f); err != nil {
+			return fmt.Errorf("audit: lock %s: %w", l.path, err)
+		}
+		mine, err := l.f.Stat()
+		if err != nil {
+			unlockFile(l.f)
+			return fmt.Errorf("audit: %w", err)
+		}
+		now, err := os.Lstat(l.path)
+		if err != nil || os.SameFile(mine, now) {
+			return nil // gone: keep the file we hold (nothing here deletes a log)
+		}
+		unlockFile(l.f)
+		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|noFollow, 0)
+		if err != nil {
+			return fmt.Errorf("audit: reopen the rotated log: %w", err)
+		}
+		if l.unsynced {
+			_ = syncData(l.f)
+			l.unsynced = false
+		}
+		l.f.Close()
+		l.f, l.knownSize, l.seen = f, -1, -1
+	}
+	return fmt.Errorf("audit: %s keeps being replaced", l.path)
+}
+
 // syncDir makes a new file's name durable in its directory.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
@@ -129,16 +181,28 @@ func syncDir(dir string) error {
 // Path returns the file the Log appends to.
 func (l *Log) Path() string { return l.path }
 
-// Close makes any line AppendLazy wrote durable and closes the file.
-// Appends after Close return ErrClosed.
+// Close makes any line AppendLazy wrote durable, signs a checkpoint when
+// the Log has a signer and appended since its last one, and closes the
+// file. Appends after Close return ErrClosed.
 func (l *Log) Close() error {
+	ferr := l.flushCounts(true, "")
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return ErrClosed
 	}
-	var err error
-	if l.unsynced {
+	if l.co.timer != nil {
+		l.co.timer.Stop()
+		l.co.timer = nil
+	}
+	err := ferr
+	if l.signer != nil && l.appended && err == nil {
+		if err = l.lockCurrent(); err == nil {
+			_, err = l.checkpoint()
+			unlockFile(l.f)
+		}
+	}
+	if l.unsynced && err == nil {
 		if err = syncData(l.f); err != nil {
 			err = fmt.Errorf("audit: sync %s: %w", l.path, err)
 		}
@@ -154,12 +218,14 @@ func (l *Log) Close() error {
 // Seq, TS, Prev and Hash set. When Append returns nil, the event is on
 // disk. The caller fills in Kind, Decision, Reason and Context; an event
 // with an unknown kind or decision, or without a reason, is refused.
+//
+// With WithCoalescing, a refusal that repeats one its run made within the
+// second is counted instead of written (docs/audit.md, "Floods"): Append
+// then returns ev as given, with Seq 0, and its count is written in a
+// later count record.
 func (l *Log) Append(ev Event) (Event, error) {
-	evs, at, err := l.append(ev, true)
-	if err != nil {
-		return Event{}, err
-	}
-	return evs[at], nil
+	ev, _, err := l.AppendAll(ev)
+	return ev, err
 }
 
 // AppendAll is Append that also returns every line the call wrote, in
@@ -168,8 +234,11 @@ func (l *Log) Append(ev Event) (Event, error) {
 // the events the hook added after each of them (alerts, for the monitor).
 func (l *Log) AppendAll(ev Event) (Event, []Event, error) {
 	evs, at, err := l.append(ev, true)
-	if err != nil {
+	switch {
+	case err != nil:
 		return Event{}, nil, err
+	case at < 0:
+		return ev, evs, nil
 	}
 	return evs[at], evs, nil
 }
@@ -190,27 +259,53 @@ func (l *Log) AppendLazy(ev Event) (Event, []Event, error) {
 		return Event{}, nil, ErrDecisionNotLazy
 	}
 	evs, at, err := l.append(ev, false)
-	if err != nil {
+	switch {
+	case err != nil:
 		return Event{}, nil, err
+	case at < 0:
+		return ev, evs, nil
 	}
 	return evs[at], evs, nil
 }
 
 // append writes ev, synced unless lazy, and returns the lines written and
-// ev's index in them.
+// ev's index in them, or -1 when ev was a refusal counted for a later
+// count record (see coalesce.go).
 func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 	if err := checkNew(&ev); err != nil {
 		return nil, 0, err
 	}
+	return l.do(&ev, sync, false, "")
+}
+
+// flushCounts writes the pending count records (all of them with force,
+// else those whose second is over; only run's when run is not "").
+func (l *Log) flushCounts(force bool, run string) error {
+	_, _, err := l.do(nil, false, force, run)
+	return err
+}
+
+// do is one append: ev, when not nil, after the count records due.
+func (l *Log) do(ev *Event, sync, force bool, run string) ([]Event, int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil, 0, ErrClosed
 	}
-	if err := lockFile(l.f); err != nil {
-		return nil, 0, fmt.Errorf("audit: lock %s: %w", l.path, err)
+	if err := l.lockCurrent(); err != nil {
+		return nil, 0, err
 	}
 	defer unlockFile(l.f)
+	defer l.arm()
+	now := l.now().UTC()
+	counted, fresh := false, (*bucket)(nil)
+	if ev != nil && l.coalesce && coalescable(ev) {
+		counted, fresh = l.co.count(ev, now)
+	}
+	dues, due := l.co.due(now, force, run)
+	if (ev == nil || counted) && len(dues) == 0 {
+		return nil, -1, nil
+	}
 	fi, err := l.f.Stat()
 	if err != nil {
 		return nil, 0, fmt.Errorf("audit: %w", err)
@@ -222,7 +317,6 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 			return nil, 0, fmt.Errorf("%w (in %s)", err, l.path)
 		}
 	}
-	now := l.now().UTC()
 	if err := l.catchUp(size, now); err != nil {
 		return nil, 0, err
 	}
@@ -244,40 +338,98 @@ func (l *Log) append(ev Event, sync bool) ([]Event, int, error) {
 			Context: Context{Event: EventAuditRepaired, RepairedBytes: int64(len(t.damaged)),
 				RepairedSHA256: hex.EncodeToString(sum[:])}})
 	}
-	at := b.add(ev)
+	var held []*os.File
+	if !l.swept {
+		var abandoned []Event
+		abandoned, held = l.sweepRuns()
+		for _, a := range abandoned {
+			b.add(a)
+		}
+	}
+	for _, d := range dues {
+		b.add(d)
+	}
+	at := -1
+	if ev != nil && !counted {
+		at = b.add(*ev)
+	}
+	if b.err == nil {
+		b.err = l.write(b.buf, size, sync)
+	}
+	sweptRuns(held, b.err == nil)
 	if b.err != nil {
+		l.co.failed(fresh)
+		l.forget()
 		return nil, 0, b.err
 	}
-	if err := l.write(b.buf, size, sync); err != nil {
-		l.knownSize = -1
-		return nil, 0, err
+	due()
+	if fresh != nil {
+		fresh.first = b.out[at]
 	}
 	l.known, l.knownSize = tail{seq: b.seq, hash: b.hash}, size+int64(len(b.buf))
+	l.appended, l.swept = true, true
+	for _, w := range b.out {
+		if c := l.runs[w.Context.RunID]; c != nil && w.Context.RunID != "" {
+			c.seen(w)
+		}
+	}
 	if l.hook != nil {
 		l.seen = size + int64(len(b.buf))
 	}
 	return b.out, at, nil
 }
 
-// write appends buf with one write and, with sync, syncs it (and every
-// line written lazily before it). On a failed or short write it cuts the
-// file back to size, so that no half line is left.
-func (l *Log) write(buf []byte, size int64, sync bool) error {
-	if _, err := l.f.Write(buf); err != nil {
-		if terr := l.f.Truncate(size); terr != nil {
-			return fmt.Errorf("audit: %w (and cutting the partial line failed: %v)", err, terr)
-		}
-		return fmt.Errorf("audit: %w", err)
+// arm sets the timer that writes the count records of a second that no
+// later append writes. It runs with l.mu held.
+func (l *Log) arm() {
+	if l.f == nil || l.co.timer != nil || !l.co.pending() {
+		return
 	}
-	if !sync {
+	l.co.timer = time.AfterFunc(coalesceWindow, func() {
+		l.mu.Lock()
+		l.co.timer = nil
+		l.mu.Unlock()
+		_ = l.flushCounts(false, "")
+	})
+}
+
+// write appends buf with one write and, with sync, syncs it (and every
+// line written lazily before it). When the write fails or comes up short
+// (a full disk), or the sync fails, it cuts the file back to size, so
+// that the file holds neither a half line nor a record its caller was
+// told was not written; if even the cut fails, the next writer repairs
+// what is left (see the package documentation).
+func (l *Log) write(buf []byte, size int64, sync bool) error {
+	_, err := l.f.Write(buf)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("audit: %w", err)
+	case !sync:
 		l.unsynced = true
 		return nil
+	default:
+		if err = syncData(l.f); err == nil {
+			l.unsynced = false
+			return nil
+		}
+		err = fmt.Errorf("audit: sync %s: %w", l.path, err)
 	}
-	if err := syncData(l.f); err != nil {
-		return fmt.Errorf("audit: sync %s: %w", l.path, err)
+	if terr := l.f.Truncate(size); terr != nil {
+		return fmt.Errorf("%w (and cutting the partial line failed: %v)", err, terr)
 	}
-	l.unsynced = false
-	return nil
+	return err
+}
+
+// forget is called after a failed append: the end of the file is no
+// longer known, and a hook that saw the batch's events, which are not in
+// the file, is reset (Resetter) and shown the file's recent events again
+// on the next append.
+func (l *Log) forget() {
+	l.knownSize = -1
+	if r, ok := l.hook.(Resetter); ok {
+		r.Reset()
+		l.seen = -1
+	}
 }
 
 // catchUp shows the hook the events that other writers appended since
@@ -347,16 +499,9 @@ func (b *batch) put(ev Event) {
 		return
 	}
 	ev.Seq, ev.TS, ev.Prev = b.seq+1, b.now, b.hash
-	if rawSize(&ev) > MaxEventBytes {
-		clip(&ev) // without encoding megabytes first
-	}
-	line, err := encodeLine(&ev)
-	if err == nil && len(line) > MaxEventBytes && !ev.Context.Truncated {
-		clip(&ev)
-		line, err = encodeLine(&ev)
-		if err == nil && len(line) > MaxEventBytes {
-			err = fmt.Errorf("audit: event is %d bytes after shortening, over the %d byte limit", len(line), MaxEventBytes)
-		}
+	line, err := encodeFitting(&ev)
+	if err == nil {
+		err = roundTrips(&ev, line)
 	}
 	if err != nil {
 		b.err = err
@@ -380,6 +525,11 @@ func checkNew(ev *Event) error {
 		ev.Context.Event == EventChainStarted || ev.Context.Event == EventAuditRepaired:
 		return errors.New("audit: chain_started and audit_repaired records are written by the log itself")
 	}
+	for k := range ev.Context.Details {
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("audit: the details key %s is not valid UTF-8 (keys are airlock's own names)", shown(k))
+		}
+	}
 	return nil
 }
 
@@ -389,4 +539,15 @@ func newChainID() (string, error) {
 		return "", fmt.Errorf("audit: chain id: %w", err)
 	}
 	return hex.EncodeToString(b[:]), nil
+}
+
+// NotWritten is the error of a writer whose record ev the log refused
+// (err): "the egress allow record was not written: …", naming the record
+// by its kind and its lifecycle event or decision, never by its contents.
+func NotWritten(ev Event, err error) error {
+	name := ev.Context.Event
+	if name == "" {
+		name = ev.Decision
+	}
+	return fmt.Errorf("the %s %s record was not written: %w", ev.Kind, name, err)
 }

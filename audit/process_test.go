@@ -57,6 +57,18 @@ func helperMain(mode, path, id string) int {
 				fmt.Println("ready")
 			}
 		}
+	case "run-then-die":
+		if _, err := l.BeginRun(id); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		ev := denial("run_tests", "sh")
+		ev.Context.RunID, ev.Decision = id, DecisionAllow
+		if _, err := l.Append(ev); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "append-then-die":
 		ev, err := l.Append(denial("run_tests", "durable-"+id))
 		if err != nil {

@@ -31,9 +31,24 @@ type scope struct {
 	names    string // the allowlisted commands, for reasons
 }
 
-// entry holds the rules for one command of one tool, by kind.
+// entry holds the rules for one command of one tool, by kind, and the
+// signatures its allow rules accept (for refusals).
 type entry struct {
 	deny, escalate, allow []rule
+	signatures            []Signature
+}
+
+// Signature is one argument signature that an allow rule accepts: the
+// arguments must start with Args, and equal them unless ExtraArgs.
+type Signature struct {
+	// Rule is the allow rule's name; Command its command.
+	Rule    string `json:"rule" jsonschema:"required"`
+	Command string `json:"command" jsonschema:"required"`
+	// Args is the signature; empty with ExtraArgs false means no
+	// arguments at all.
+	Args []string `json:"args" jsonschema:"required"`
+	// ExtraArgs says whether more arguments may follow Args.
+	ExtraArgs bool `json:"extraArgs" jsonschema:"required"`
 }
 
 // rule is a compiled CommandPattern with its decision prepared, so the
@@ -59,7 +74,7 @@ func Compile(p *policy.Policy) *Gate {
 				}
 				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, isEmptySig: len(cp.ArgPatterns) == 0,
 					decided: decision.Decision{Gate: decision.GateCommand, Verdict: v, Rule: cp.Name,
-						Reason: ruleReason(v, tool, cp.Command, cp.Name)}}
+						Reason: ruleReason(v, tool, cp.Command, cp.Name), Justification: cp.Justification}}
 				switch v {
 				case decision.Deny:
 					e.deny = append(e.deny, r)
@@ -67,6 +82,7 @@ func Compile(p *policy.Policy) *Gate {
 					e.escalate = append(e.escalate, r)
 				default:
 					e.allow = append(e.allow, r)
+					e.signatures = append(e.signatures, signaturesOf(cp)...)
 				}
 			}
 		}
@@ -85,6 +101,31 @@ func Compile(p *policy.Policy) *Gate {
 		g.tools[tool] = s
 	}
 	return g
+}
+
+// signaturesOf lists what one allow rule accepts.
+func signaturesOf(cp policy.CommandPattern) []Signature {
+	if len(cp.ArgPatterns) == 0 {
+		return []Signature{{Rule: cp.Name, Command: cp.Command, Args: []string{}, ExtraArgs: cp.AllowExtraArgs}}
+	}
+	out := make([]Signature, len(cp.ArgPatterns))
+	for i, sig := range cp.ArgPatterns {
+		out[i] = Signature{Rule: cp.Name, Command: cp.Command, Args: append([]string{}, sig...), ExtraArgs: cp.AllowExtraArgs}
+	}
+	return out
+}
+
+// Signatures lists the argument signatures that tool's allow rules accept
+// for command, in policy order; nil when it has none. A refusal shows
+// them, so that an agent refused on its arguments is told what would
+// pass instead of guessing. The result is shared: do not modify it.
+func (g *Gate) Signatures(tool, command string) []Signature {
+	if s := g.tools[tool]; s != nil {
+		if e := s.commands[command]; e != nil {
+			return e.signatures
+		}
+	}
+	return nil
 }
 
 // The fixed reasons, one per decision path.

@@ -72,6 +72,9 @@ type Decision struct {
 	Reason string `json:"reason"`
 	// Rule is the name of the matched rule, or "" when none matched.
 	Rule string `json:"rule"`
+	// Justification is the matched rule's justification text from the
+	// policy, "" when it has none.
+	Justification string `json:"justification,omitempty"`
 }
 
 // Allowed reports whether the verdict is Allow.

@@ -81,7 +81,8 @@ func commandJudge(name string) func(outcome) Attempt {
 		launched := slices.ContainsFunc(o.events, func(ev audit.Event) bool {
 			return ev.Context.Event == audit.EventSandboxLaunched
 		})
-		a.Contained = o.res.ExitCode == enforcer.ExitGate && !launched
+		refused := o.res.ExitCode == enforcer.ExitDenied || o.res.ExitCode == enforcer.ExitEscalated
+		a.Contained = refused && !launched
 		a.Evidence = fmt.Sprintf("exit %d; no sandbox was launched", o.res.ExitCode)
 		if launched {
 			a.Evidence = "a sandbox was launched"

@@ -57,6 +57,19 @@ func privileges(p Probes) Control {
 		return Control{Name: ControlPrivileges, Mechanism: "root (uid 0)", Strength: Strong,
 			Detail: "namespaces, cgroups and pivot_root need no delegation; the sandboxed command still runs as uid 65534 with no capabilities"}
 	}
-	return Control{Name: ControlPrivileges, Mechanism: fmt.Sprintf("unprivileged (uid %d): rootless mode", p.Euid), Strength: Strong,
+	c := Control{Name: ControlPrivileges, Mechanism: fmt.Sprintf("unprivileged (uid %d): rootless mode", p.Euid), Strength: Strong,
 		Detail: "the sandbox is built inside a user namespace; resource caps need a cgroup delegated to this user (see the cgroup controls)"}
+	g, err := p.Groups()
+	switch {
+	case err != nil:
+		c.Strength = Missing
+		c.Detail += fmt.Sprintf("; the supplementary groups could not be read (%v): airlock run refuses", err)
+	case g.CanDrop():
+		c.Detail += fmt.Sprintf("; the supplementary groups %v are dropped inside (newgidmap with a subordinate gid of %s)", g.Extra, g.User)
+	case len(g.Extra) > 0:
+		c.Strength = Missing
+		c.Detail += fmt.Sprintf("; the caller is in supplementary groups %v, which a rootless sandbox cannot drop here: airlock run refuses (docs/sandbox.md, \"Groups\")", g.Extra)
+		c.Fix = g.Refusal().Error()
+	}
+	return c
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 )
 
 // expect checks one control of a report: its strength, and that its
@@ -74,6 +75,25 @@ func TestHealthyHost(t *testing.T) {
 		if r.Host.Kernel != "6.18.4" || r.Host.Root != (euid == 0) || r.Host.UID != euid {
 			t.Errorf("uid %d: host %+v", euid, r.Host)
 		}
+	}
+}
+
+// TestSupplementaryGroups: a rootless caller in supplementary groups is
+// reported with the refusal and its ways out, unless newgidmap and a
+// subordinate range can drop them.
+func TestSupplementaryGroups(t *testing.T) {
+	p, _ := fakeHost(1000)
+	p.Groups = func() (idmap.Groups, error) { return idmap.Groups{Extra: []int{42}, User: "agent"}, nil }
+	c, _ := CheckWith(context.Background(), p).Control(ControlPrivileges)
+	if c.Strength != Missing || !strings.Contains(c.Detail, "supplementary groups [42]") || !strings.Contains(c.Fix, "setpriv --clear-groups") {
+		t.Errorf("groups that cannot be dropped: %+v", c)
+	}
+	p.Groups = func() (idmap.Groups, error) {
+		return idmap.Groups{Extra: []int{42}, User: "agent", NewGIDMap: "/usr/bin/newgidmap", SubGID: 100000, Range: true}, nil
+	}
+	c, _ = CheckWith(context.Background(), p).Control(ControlPrivileges)
+	if c.Strength != Strong || !strings.Contains(c.Detail, "dropped inside (newgidmap") || c.Fix != "" {
+		t.Errorf("groups that can be dropped: %+v", c)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 )
 
 // fakeSpawn records the Spawn requests of a fake host.
@@ -82,6 +83,7 @@ func fakeHost(euid int) (Probes, *fakeSpawn) {
 				}}
 		},
 		NoFile: func() (uint64, uint64, error) { return 1024, 20000, nil },
+		Groups: func() (idmap.Groups, error) { return idmap.Groups{User: "agent"}, nil },
 	}
 	return p, sp
 }

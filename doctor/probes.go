@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 )
 
 // Probes are the host readings Check makes. HostProbes returns the real
@@ -42,6 +43,9 @@ type Probes struct {
 	Cgroups func() limits.HostInfo
 	// NoFile returns the open-files limit (RLIMIT_NOFILE).
 	NoFile func() (soft, hard uint64, err error)
+	// Groups returns the caller's supplementary groups and what the host
+	// offers to drop them in a rootless sandbox.
+	Groups func() (idmap.Groups, error)
 }
 
 // maxRead caps every file the doctor reads; mountinfo on a busy host is
@@ -138,6 +142,9 @@ func (p Probes) withDefaults() Probes {
 	}
 	if p.NoFile == nil {
 		p.NoFile = func() (uint64, uint64, error) { return 0, 0, errNoProbe }
+	}
+	if p.Groups == nil {
+		p.Groups = func() (idmap.Groups, error) { return idmap.Groups{}, errNoProbe }
 	}
 	return p
 }

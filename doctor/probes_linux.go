@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
@@ -28,6 +29,7 @@ func HostProbes() Probes {
 		SeccompFilter:            seccomp.Available,
 		SeccompFilterDescription: seccomp.Describe(),
 		Cgroups:                  limits.Detect,
+		Groups:                   idmap.Inspect,
 		NoFile: func() (uint64, uint64, error) {
 			var r unix.Rlimit
 			err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r)

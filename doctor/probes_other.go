@@ -9,6 +9,7 @@ import (
 	"runtime"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
@@ -29,6 +30,7 @@ func HostProbes() Probes {
 		SeccompFilter:            seccomp.Available,
 		SeccompFilterDescription: seccomp.Describe(),
 		Cgroups:                  limits.Detect,
+		Groups:                   idmap.Inspect,
 		NoFile:                   func() (uint64, uint64, error) { return 0, 0, errNotLinux },
 	}
 }

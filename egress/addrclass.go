@@ -195,6 +195,7 @@ type v6Mask struct {
 type nonPublic struct {
 	class    string
 	embedded netip.Addr // valid when class is that of an embedded IPv4 address
+	hostOwn  bool       // the address is the host's own (see Gate.hostOwn)
 }
 
 // embeddedText joins a class and the embedded address in reasons.

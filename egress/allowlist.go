@@ -9,6 +9,7 @@ import (
 type rule struct {
 	entry string // as written in the policy
 	kind  entryKind
+	port  uint16 // 0: the entry names no port
 }
 
 // portSet holds the entries for one name or prefix: the one without a
@@ -58,7 +59,7 @@ type allowlist struct {
 }
 
 func (al *allowlist) add(e entry) {
-	r := &rule{entry: e.raw, kind: e.kind}
+	r := &rule{entry: e.raw, kind: e.kind, port: e.port}
 	set := func(m *nameMap[*portSet], k string) {
 		m.setIfAbsent(k, &portSet{})
 		ps, _ := m.get(k)
@@ -117,6 +118,24 @@ func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
 	for _, l := range t.lens[familyIndex(a)] {
 		if ps, ok := t.get(a, l); ok {
 			if r := ps.match(port); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// matchPrefixPort returns the IP or CIDR entry naming port that covers a,
+// from the longest prefix: the only kind of entry that reaches the host's
+// own addresses.
+func (al *allowlist) matchPrefixPort(a netip.Addr, port uint16) *rule {
+	t := &al.prefixes
+	if port == 0 || t.empty() || !a.IsValid() || !t.mayHold(a) {
+		return nil
+	}
+	for _, l := range t.lens[familyIndex(a)] {
+		if ps, ok := t.get(a, l); ok && ps.ports != nil {
+			if r := ps.ports[port]; r != nil {
 				return r
 			}
 		}

@@ -16,8 +16,14 @@
 //     wildcard suffix over shorter ones, an entry naming the port over one
 //     without. A wildcard never reaches a non-public address (loopback,
 //     private, CGNAT, unique-local, multicast, reserved, ...); an exact host
-//     or an IP/CIDR entry covering the address does.
+//     or an IP/CIDR entry covering the address does. The host's own
+//     addresses (loopback, unspecified, its interfaces', see LocalAddrs)
+//     are reached only through an IP/CIDR entry that names the port, never
+//     through a name; catch-all ranges ("0.0.0.0/0") and localhost names
+//     are refused by Compile (CheckReach).
 //  3. Deny by default.
+//
+// docs/egress.md is the contract.
 //
 // A name is matched by name entries only: an IP or CIDR entry never lets a
 // name through, so a name that is not allowlisted by name is refused

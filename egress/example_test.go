@@ -49,8 +49,8 @@ func Example() {
 	// egress: deny: task "web_search": host "evil.attacker.example:443" denied by default: not in the task's egress allowlist
 	// egress: deny: task "browse": host "169.254.169.254:80" is always blocked: address 169.254.169.254 matches policy entry "169.254.169.254" (cloud metadata and link-local destinations are never reachable)
 	// egress: deny: task "browse": host "169.254.169.254:80" is always blocked: address 169.254.169.254 matches policy entry "169.254.169.254" (cloud metadata and link-local destinations are never reachable)
-	// egress: deny: task "browse": host "127.0.0.1:8080" denied: address 127.0.0.1 is loopback (RFC 1122) and wildcard entry "*" reaches public addresses only
+	// egress: deny: task "browse": host "127.0.0.1:8080" denied: address 127.0.0.1 is this host's own (loopback): only an IP or CIDR entry naming the port reaches it, not entry "*"
 	// egress: deny: task "browse": host "fe80::1%25eth0" is malformed (zone identifiers are refused): deny
 	// egress: deny: task "browse": host "rebind.attacker.example:443" is always blocked: it resolves to 169.254.169.254, which matches policy entry "169.254.169.254" (cloud metadata and link-local destinations are never reachable) []
-	// egress: allow: task "browse": host "rebind.attacker.example:443" allowed by allowlist entry "*" (1 of 2 resolved addresses dropped as non-public) [93.184.216.34]
+	// egress: allow: task "browse": host "rebind.attacker.example:443" allowed by allowlist entry "*" (1 of 2 resolved addresses dropped: non-public or this host's own) [93.184.216.34]
 }

@@ -123,6 +123,9 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Add("example.com", uint16(443), []byte{93, 184, 216, 34, 127, 0, 0, 1})
 	f.Add("x.example", uint16(443), append([]byte{0x20, 0x02, 169, 254, 169, 254}, make([]byte, 10)...))
+	f.Add("search.example-corp.net", uint16(8080), []byte{127, 0, 0, 1, 192, 0, 2, 2})
+	f.Add("127.0.0.1", uint16(8080), []byte{})
+	f.Add("192.0.2.2", uint16(22), []byte{})
 	f.Fuzz(func(t *testing.T, host string, port uint16, answer []byte) {
 		var as []netip.Addr
 		for len(answer) >= 4 {
@@ -167,6 +170,15 @@ func FuzzCheck(f *testing.F) {
 				if tg.Name != "" && task == "wildcard" {
 					if _, public := classify(a); !public {
 						t.Fatalf("%q: wildcard reached non-public %s", host, a)
+					}
+				}
+				// The host's own addresses: only "127.0.0.1:8080" and
+				// "[::1]:8080" of the open task reach any.
+				v := viewsOf(a)
+				if _, own := fuzzGate.hostOwn(&v); own {
+					u := a.Unmap()
+					if task != "open" || tg.Port != 8080 || (u != netip.MustParseAddr("127.0.0.1") && u != netip.IPv6Loopback()) {
+						t.Fatalf("%q (task %s, port %d): the host's own %s reached", host, task, tg.Port, a)
 					}
 				}
 			}

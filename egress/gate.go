@@ -18,6 +18,10 @@ type Config struct {
 	// AlwaysBlocked adds names, addresses and CIDRs to the built-in floor
 	// of metadata and link-local destinations that no policy can remove.
 	AlwaysBlocked []string
+	// Local holds the addresses of the host the proxy dials from, which,
+	// like loopback, only an IP or CIDR entry naming the port reaches
+	// (docs/egress.md). nil means HostAddrs(), this host's.
+	Local LocalAddrs
 }
 
 // Gate is a compiled egress policy. It is safe for concurrent use. The
@@ -25,14 +29,20 @@ type Config struct {
 type Gate struct {
 	block   *blockTable
 	tasks   map[string]*allowlist
+	local   LocalAddrs   // nil: loopback and unspecified only
 	reasons *reasonCache // nil: every reason is written afresh
 }
 
 // Compile validates cfg and builds the gate's lookup structures once.
 // Every malformed entry is reported, each error naming its task and entry;
-// so is an allowlist entry that can reach only always-blocked destinations.
+// so is an allowlist entry that can reach only always-blocked destinations,
+// and one that CheckReach refuses (a localhost name, a catch-all range,
+// loopback without a port).
 func Compile(cfg Config) (*Gate, error) {
-	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist), reasons: newReasonCache()}
+	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist), local: cfg.Local, reasons: newReasonCache()}
+	if g.local == nil {
+		g.local = HostAddrs()
+	}
 	for n, b := range floor.names.m {
 		g.block.names.setIfAbsent(n, b)
 	}
@@ -73,6 +83,10 @@ func Compile(cfg Config) (*Gate, error) {
 				errs = append(errs, fmt.Errorf("egress: task %q: allowlist entry %q: always blocked, so it can never be allowed (remove it)", task, s))
 				continue
 			}
+			if re := reachProblem(e); re != nil {
+				errs = append(errs, fmt.Errorf("egress: task %q: allowlist entry %q: %s (%s)", task, s, re.Problem, re.Hint))
+				continue
+			}
 			al.add(e)
 		}
 		g.tasks[task] = al
@@ -96,6 +110,7 @@ const (
 	pathDefault
 	pathAllowed
 	pathNonPublic
+	pathHostOwn
 )
 
 // verdict is a decision before its reason is written.
@@ -103,8 +118,8 @@ type verdict struct {
 	path  path
 	rule  *rule
 	block blockRule
-	view  netip.Addr // the address that was blocked or non-public
-	class nonPublic  // pathNonPublic: why view is not public
+	view  netip.Addr // the address that was blocked, non-public or the host's own
+	class nonPublic  // pathNonPublic, pathHostOwn: why view is not public
 	cause string     // pathMalformed
 	al    *allowlist
 }
@@ -169,22 +184,40 @@ func (g *Gate) decideNormal(task string, t *Target, v *verdict) {
 		return
 	}
 	al := g.tasks[task]
-	switch {
-	case al == nil:
+	if al == nil {
 		v.path = pathNoTask
-	case v.setRule(al.matchPrefix(t.Addr, t.Port), al):
-	default:
-		r := al.wildcard.match(t.Port)
+		return
+	}
+	if class, own := g.hostOwn(&views); own {
+		// Only an IP or CIDR entry naming the port reaches the host's own
+		// addresses; any other entry that matches is named in the refusal.
+		if v.setRule(al.matchPrefixPort(t.Addr, t.Port), al) {
+			return
+		}
+		r := al.matchPrefix(t.Addr, t.Port)
+		if r == nil {
+			r = al.wildcard.match(t.Port)
+		}
 		if r == nil {
 			v.path = pathDefault
 			return
 		}
-		if class, public := classifyViews(&views); !public {
-			v.path, v.rule, v.view, v.class = pathNonPublic, r, t.Addr, class
-			return
-		}
-		v.setRule(r, al)
+		v.path, v.rule, v.view, v.class = pathHostOwn, r, t.Addr, class
+		return
 	}
+	if v.setRule(al.matchPrefix(t.Addr, t.Port), al) {
+		return
+	}
+	r := al.wildcard.match(t.Port)
+	if r == nil {
+		v.path = pathDefault
+		return
+	}
+	if class, public := classifyViews(&views); !public {
+		v.path, v.rule, v.view, v.class = pathNonPublic, r, t.Addr, class
+		return
+	}
+	v.setRule(r, al)
 }
 
 // setRule records that r, of al, allows the target, when r is not nil.
@@ -211,7 +244,7 @@ func (v verdict) frame() decision.Decision {
 		d.Rule = v.block.entry
 	case pathAllowed:
 		d.Verdict, d.Rule = decision.Allow, v.rule.entry
-	case pathNonPublic:
+	case pathNonPublic, pathHostOwn:
 		d.Rule = v.rule.entry
 	}
 	return d
@@ -236,16 +269,19 @@ func (v verdict) reason(task string, t Target) string {
 		return reasonAllowed(task, t, v.rule)
 	case pathNonPublic:
 		return reasonNonPublic(task, t, v.view, v.class, v.rule)
+	case pathHostOwn:
+		return reasonHostOwn(task, t, v.view, v.class, v.rule, false)
 	}
 	return reasonNoGate
 }
 
-// cacheable reports whether v's reason is a function of the task and the
-// normalised target alone. A malformed host's reason carries its parser's
+// cacheable reports whether v's reason is a function of the task, the
+// normalised target and the path alone (the path is part of the cache's
+// key: whether an address is the host's own may change). A malformed host's reason carries its parser's
 // cause instead, and a gate that is not compiled has one reason for all.
 func (v verdict) cacheable() bool {
 	switch v.path {
-	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic:
+	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic, pathHostOwn:
 		return true
 	}
 	return false
@@ -258,10 +294,10 @@ func (g *Gate) decisionOf(v *verdict, task string, t Target) decision.Decision {
 		return v.decision(task, t)
 	}
 	d := v.frame()
-	r, h, ok := g.reasons.get(task, t)
+	r, h, ok := g.reasons.get(task, t, v.path)
 	if !ok {
 		r = v.reason(task, t)
-		g.reasons.add(h, task, t, r)
+		g.reasons.add(h, task, t, v.path, r)
 	}
 	d.Reason = r
 	return d
@@ -310,10 +346,13 @@ func (g *Gate) CheckHostPort(task, hostport string, defaultPort uint16) (decisio
 // when any address is always blocked, and otherwise returns the addresses
 // that may be dialled, in the resolver's order.
 //
-// A non-public address (loopback, private, CGNAT, unique-local, ...) is
-// kept only when the name matched an exact-host entry or an IP/CIDR entry
-// of the task covers it: a wildcard entry never reaches one. Such
-// addresses are dropped; when none remains the name is denied. The
+// An address of the host itself (loopback, unspecified, an address of its
+// interfaces) is kept only when an IP or CIDR entry of the task naming the
+// port covers it: a name's entry never reaches one. Another non-public
+// address (private, CGNAT, unique-local, ...) is kept only when the name
+// matched an exact-host entry or an IP/CIDR entry of the task covers it: a
+// wildcard entry never reaches one. Other addresses are dropped; when none
+// remains the name is denied. The
 // returned slice is new (zones removed); the caller must dial only these
 // addresses and must not resolve the name again. For an IP-literal target
 // addrs is ignored and the result is the literal itself.
@@ -349,11 +388,21 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 			}
 			continue
 		}
-		if v.rule.kind == kindExact || v.al.matchPrefix(a.Unmap(), nt.Port) != nil {
+		u := a.Unmap()
+		av := viewsOf(u)
+		if class, own := g.hostOwn(&av); own {
+			if v.al.matchPrefixPort(u, nt.Port) != nil {
+				out = append(out, a)
+			} else if refusedClass.class == "" {
+				refused, refusedClass = a, class
+			}
+			continue
+		}
+		if v.rule.kind == kindExact || v.al.matchPrefix(u, nt.Port) != nil {
 			out = append(out, a)
 			continue
 		}
-		class, public := classify(a)
+		class, public := classifyViews(&av)
 		if public {
 			out = append(out, a)
 			continue
@@ -363,7 +412,12 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 		}
 	}
 	if len(out) == 0 {
-		d.Reason, d.Rule = reasonDNSNonPublic(task, nt, refused, refusedClass, v.rule), v.rule.entry
+		d.Rule = v.rule.entry
+		if refusedClass.hostOwn {
+			d.Reason = reasonHostOwn(task, nt, refused, refusedClass, v.rule, true)
+		} else {
+			d.Reason = reasonDNSNonPublic(task, nt, refused, refusedClass, v.rule)
+		}
 		return d, nil
 	}
 	if dropped := len(addrs) - len(out); dropped > 0 {

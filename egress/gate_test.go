@@ -311,9 +311,10 @@ func TestCompileErrors(t *testing.T) {
 // floor address; the broad entries compile and still refuse it.
 func TestPolicyCannotOpenFloor(t *testing.T) {
 	g := mustCompile(t, Config{TaskAllowlist: map[string][]string{
-		"t": {"*", "0.0.0.0/0", "::/0", "169.0.0.0/8", "2002::/16", "64:ff9b::/96", "*.internal", "google.internal"},
+		"t": {"*", "100.64.0.0/10", "192.0.0.0/24", "168.63.0.0/16", "fc00::/7", "*.internal", "google.internal"},
 	}})
-	for _, h := range []string{"169.254.169.254", "2002:a9fe:a9fe::", "64:ff9b::a9fe:a9fe", "metadata.google.internal", "fd00:ec2::254", "instance-data.ec2.internal"} {
+	for _, h := range []string{"169.254.169.254", "100.100.100.200", "192.0.0.192", "168.63.129.16", "fd20:ce::254",
+		"2002:a9fe:a9fe::", "64:ff9b::a9fe:a9fe", "metadata.google.internal", "fd00:ec2::254", "instance-data.ec2.internal"} {
 		d, _ := g.CheckHost("t", h, 80)
 		wantBlocked(t, h, d)
 	}

@@ -16,12 +16,15 @@ import (
 const reasonSets = 1024
 
 // reasonKey is what a cached reason depends on. A gate is immutable, so
-// the path a decision takes, the entry that decides and the address that
-// is blocked or refused are all functions of the task and the normalised
-// target; so is the reason written from them.
+// the entry that decides and the address that is blocked or refused are
+// functions of the task, the normalised target and the path the decision
+// took; so is the reason written from them. The path is in the key
+// because it may change for the same target: whether an address is the
+// host's own depends on the host's interfaces.
 type reasonKey struct {
 	task string
 	t    Target
+	path path
 }
 
 // cachedReason is one entry; it is never changed once stored.
@@ -73,11 +76,11 @@ func (c *reasonCache) set(h uint64) []atomic.Pointer[cachedReason] {
 
 // get returns the reason cached for task and t, or, on a miss, the key's
 // hash for add.
-func (c *reasonCache) get(task string, t Target) (reason string, h uint64, ok bool) {
+func (c *reasonCache) get(task string, t Target, p path) (reason string, h uint64, ok bool) {
 	h = c.hash(task, t)
 	s := c.set(h)
 	for i := range s {
-		if e := s[i].Load(); e != nil && e.key.t == t && e.key.task == task {
+		if e := s[i].Load(); e != nil && e.key.t == t && e.key.path == p && e.key.task == task {
 			return e.reason, h, true
 		}
 	}
@@ -88,11 +91,12 @@ func (c *reasonCache) get(task string, t Target) (reason string, h uint64, ok bo
 // with hash h, if the same key was the last one missed in its set; the
 // entry goes to an empty slot of the set, or in place of one of the two
 // at random.
-func (c *reasonCache) add(h uint64, task string, t Target, reason string) {
+func (c *reasonCache) add(h uint64, task string, t Target, p path, reason string) {
 	if c.seen[h%reasonSets].Swap(h) != h {
 		return // first miss: remember it, keep nothing yet
 	}
 	e := &cachedReason{key: ownedKey(task, t, reason), reason: reason}
+	e.key.path = p
 	s := c.set(h)
 	for i := range s {
 		if s[i].CompareAndSwap(nil, e) {
@@ -134,7 +138,7 @@ func ownedKey(task string, t Target, reason string) reasonKey {
 			t.Name = strings.Clone(t.Name)
 		}
 	}
-	return reasonKey{task, t}
+	return reasonKey{task: task, t: t}
 }
 
 // sliceAt returns s[at:at+len(want)] when it equals want.

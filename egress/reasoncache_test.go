@@ -147,21 +147,22 @@ func TestReasonCacheConcurrent(t *testing.T) {
 }
 
 // TestReasonCacheMatchesWholeKey: an entry found in a key's set is used
-// only when its task and its whole target are the key's (entries of other
-// keys share sets).
+// only when its task, its whole target and its path are the key's
+// (entries of other keys share sets).
 func TestReasonCacheMatchesWholeKey(t *testing.T) {
 	c := newReasonCache()
 	tg := Target{Name: "www.example.com", Port: 443}
 	for _, other := range []reasonKey{
-		{"other", tg},
-		{"t", Target{Name: "www.example.com", Port: 80}},
-		{"t", Target{Name: "www.example.org", Port: 443}},
-		{"t", Target{Addr: netip.MustParseAddr("93.184.216.34"), Port: 443}},
+		{"other", tg, pathAllowed},
+		{"t", Target{Name: "www.example.com", Port: 80}, pathAllowed},
+		{"t", Target{Name: "www.example.org", Port: 443}, pathAllowed},
+		{"t", Target{Addr: netip.MustParseAddr("93.184.216.34"), Port: 443}, pathAllowed},
+		{"t", tg, pathHostOwn},
 	} {
 		s := c.set(c.hash("t", tg))
 		s[0].Store(&cachedReason{key: other, reason: "wrong"})
 		s[1].Store(&cachedReason{key: other, reason: "wrong"})
-		if r, _, ok := c.get("t", tg); ok {
+		if r, _, ok := c.get("t", tg, pathAllowed); ok {
 			t.Errorf("get found %q, cached for %+v", r, other)
 		}
 	}
@@ -175,18 +176,18 @@ func TestReasonCacheAdmitsOnSecondMiss(t *testing.T) {
 	tg := Target{Name: "www.example.com", Port: 443}
 	miss := func() uint64 {
 		t.Helper()
-		r, h, ok := c.get("t", tg)
+		r, h, ok := c.get("t", tg, pathAllowed)
 		if ok {
 			t.Fatalf("hit %q, want a miss", r)
 		}
 		return h
 	}
-	c.add(miss(), "t", tg, "r1")
+	c.add(miss(), "t", tg, pathAllowed, "r1")
 	h := miss()                       // the first miss kept nothing
 	c.seen[h%reasonSets].Store(h + 1) // another key of the set missed since
-	c.add(h, "t", tg, "r2")
-	c.add(miss(), "t", tg, "r3") // second miss in a row: kept
-	if r, _, ok := c.get("t", tg); !ok || r != "r3" {
+	c.add(h, "t", tg, pathAllowed, "r2")
+	c.add(miss(), "t", tg, pathAllowed, "r3") // second miss in a row: kept
+	if r, _, ok := c.get("t", tg, pathAllowed); !ok || r != "r3" {
 		t.Errorf("after two misses in a row: %q %v, want r3", r, ok)
 	}
 }

@@ -18,9 +18,11 @@ import (
 //	no task        task "T": host "H" denied by default: the task has no egress allowlist
 //	default        task "T": host "H" denied by default: not in the task's egress allowlist
 //	allowed        task "T": host "H" allowed by allowlist entry "E"
-//	allowed, some  task "T": host "H" allowed by allowlist entry "E" (N of M resolved addresses dropped as non-public)
+//	allowed, some  task "T": host "H" allowed by allowlist entry "E" (N of M resolved addresses dropped: non-public or this host's own)
 //	non-public     task "T": host "H" denied: address A is CLASS and wildcard entry "E" reaches public addresses only
+//	host's own     task "T": host "H" denied: address A is this host's own (CLASS): only an IP or CIDR entry naming the port reaches it, not entry "E"
 //	answer private task "T": host "H" denied: it resolves only to non-public addresses (A is CLASS) and wildcard entry "E" reaches public addresses only
+//	answer own     task "T": host "H" denied: it resolves to A, this host's own (CLASS): only an IP or CIDR entry naming the port reaches it, not entry "E"
 //	no answer      task "T": host "H" denied: it resolved to no address
 //
 // ORIGIN is "built-in" or "policy". Each reason is written into one
@@ -32,6 +34,7 @@ const (
 	blockedSuffix  = " (cloud metadata and link-local destinations are never reachable)"
 	wildcardPublic = " reaches public addresses only"
 	allowedBy      = " allowed by allowlist entry "
+	hostOwnOnly    = "): only an IP or CIDR entry naming the port reaches it, not entry "
 )
 
 // Reasons are written into a builder grown once to a bound on their
@@ -184,7 +187,7 @@ func reasonAllowedSome(task string, t Target, r *rule, dropped, total int) strin
 	writeInt(&b, dropped)
 	b.WriteString(" of ")
 	writeInt(&b, total)
-	b.WriteString(" resolved addresses dropped as non-public)")
+	b.WriteString(" resolved addresses dropped: non-public or this host's own)")
 	return b.String()
 }
 
@@ -218,5 +221,25 @@ func reasonDNSEmpty(task string, t Target) string {
 	var b strings.Builder
 	head(&b, task, t, 40)
 	b.WriteString(" denied: it resolved to no address")
+	return b.String()
+}
+
+// reasonHostOwn writes the refusal of the host's own address a: a
+// literal, or (resolved) one a name resolved to.
+func reasonHostOwn(task string, t Target, a netip.Addr, class nonPublic, r *rule, resolved bool) string {
+	var b strings.Builder
+	head(&b, task, t, classRoom(class)+len(r.entry)+len(hostOwnOnly)+addrRoom+48)
+	if resolved {
+		b.WriteString(" denied: it resolves to ")
+		writeAddr(&b, a)
+		b.WriteString(", this host's own (")
+	} else {
+		b.WriteString(" denied: address ")
+		writeAddr(&b, a)
+		b.WriteString(" is this host's own (")
+	}
+	writeClass(&b, class)
+	b.WriteString(hostOwnOnly)
+	quote(&b, r.entry)
 	return b.String()
 }

@@ -9,14 +9,20 @@ import (
 )
 
 // openConfig is the most open policy the gate accepts: every public host,
-// every IPv4 and IPv6 address. The floor must still hold under it.
+// every private, shared and documentation range, and a port of loopback,
+// with 192.0.2.2 and fd00::2 as the host's own addresses. The floor, and
+// the rule for the host's own addresses, must still hold under it.
 func openConfig() Config {
 	return Config{TaskAllowlist: map[string][]string{
-		"open":     {"*", "0.0.0.0/0", "::/0"},
+		"open": {"*", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "192.0.2.0/24",
+			"fc00::/7", "2001:db8::/32", "127.0.0.1:8080", "[::1]:8080"},
 		"wildcard": {"*"},
 		"narrow":   {"search.example-corp.net", "93.184.216.34"},
-	}}
+	}, Local: testLocal}
 }
+
+// testLocal are the host's own addresses in the tests (beside loopback).
+var testLocal = FixedAddrs{netip.MustParseAddr("192.0.2.2"), netip.MustParseAddr("fd00::2")}
 
 // metadataSpellings are ways to write a cloud metadata destination. Each
 // must be refused as always blocked, whatever the allowlist.
@@ -264,21 +270,26 @@ func TestPositiveControls(t *testing.T) {
 }
 
 // TestWildcardNeverReachesNonPublic: "*" refuses every non-public
-// literal with the class in its reason; an IP/CIDR entry opens it.
+// literal with the class in its reason (the host's own addresses with the
+// rule for them); an IP/CIDR entry opens it.
 func TestWildcardNeverReachesNonPublic(t *testing.T) {
 	g := mustCompile(t, Config{TaskAllowlist: map[string][]string{
 		"w":   {"*"},
 		"lan": {"*", "10.0.0.0/8", "127.0.0.1:8080", "[fc00::/7]:443"},
 	}})
+	own := map[string]string{ // the host's own, and their class
+		"127.0.0.1": "loopback", "0x7f000001": "loopback", "127.1": "loopback", "2130706433": "loopback",
+		"017700000001": "loopback", "0": "unspecified", "0.0.0.0": "unspecified", "0.1.2.3": "unspecified",
+		"::": "unspecified", "::1": "loopback", "[::1]": "loopback", "::ffff:127.0.0.1": "loopback",
+		"::127.0.0.1": "loopback embedded IPv4 127.0.0.1", "192.0.2.2": "an address of this host's interfaces",
+		"fd00::2": "an address of this host's interfaces", "::ffff:0:192.0.2.2": "an address of this host's interfaces embedded IPv4 192.0.2.2",
+	}
+	for host, class := range own {
+		d, tg := g.CheckHost("w", host, 8080)
+		wantDecision(t, host, d, decision.Deny, `task "w": host "`+tg.String()+`" denied: address `+tg.Addr.String()+
+			` is this host's own (`+class+`): only an IP or CIDR entry naming the port reaches it, not entry "*"`, "*")
+	}
 	cases := []struct{ host, class string }{
-		{"127.0.0.1", "loopback (RFC 1122)"},
-		{"0x7f000001", "loopback (RFC 1122)"},
-		{"127.1", "loopback (RFC 1122)"},
-		{"2130706433", "loopback (RFC 1122)"},
-		{"017700000001", "loopback (RFC 1122)"},
-		{"0", "unspecified (RFC 1122)"},
-		{"0.0.0.0", "unspecified (RFC 1122)"},
-		{"0.1.2.3", "this-network (RFC 791)"},
 		{"10.1.2.3", "private (RFC 1918)"},
 		{"172.16.0.1", "private (RFC 1918)"},
 		{"192.168.1.1", "private (RFC 1918)"},
@@ -292,11 +303,7 @@ func TestWildcardNeverReachesNonPublic(t *testing.T) {
 		{"224.0.0.1", "multicast (RFC 5771)"},
 		{"240.0.0.1", "reserved (RFC 1112)"},
 		{"255.255.255.255", "broadcast (RFC 919)"},
-		{"::", "unspecified (RFC 4291)"},
-		{"::1", "loopback (RFC 4291)"},
-		{"[::1]", "loopback (RFC 4291)"},
-		{"::ffff:127.0.0.1", "loopback (RFC 1122)"},
-		{"::127.0.0.1", "IPv4-compatible (deprecated, RFC 4291)"},
+		{"::10.0.0.1", "IPv4-compatible (deprecated, RFC 4291)"},
 		{"64:ff9b::7f00:1", "loopback (RFC 1122) embedded IPv4 127.0.0.1"},
 		{"64:ff9b::10.0.0.1", "private (RFC 1918) embedded IPv4 10.0.0.1"},
 		{"64:ff9b:1::8.8.8.8", "local-use NAT64 (RFC 8215)"},

@@ -3,8 +3,18 @@
 // sandbox starts with the egress proxy serving inside its network
 // namespace, every egress decision is audited before the connection it
 // allows, and the outcome — exit, signal, the cap that killed the run and
-// the mechanism that enforced each control — is audited and returned.
+// the mechanism that enforced each control — is audited and returned as a
+// Result (the contract in docs/result.md).
+//
+// A Session (OpenSession) is the same composition across an agent's tool
+// calls: one sandbox, its /workspace and /tmp kept from step to step, the
+// proxy serving one task throughout, each step decided against the tool
+// that asks and recorded before it runs (docs/sessions.md).
+//
+// An escalated command runs once on an approval: a redeemed one
+// (Options.Approvals) or the Approver's answer; every request and answer
+// is audited.
 //
 // This is the one place where the controls meet; the command line and
-// other embedders call Run.
+// other embedders call Run and OpenSession.
 package enforcer

@@ -7,15 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/approval"
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/runbook"
@@ -23,7 +26,8 @@ import (
 )
 
 // Enforcer runs commands under one policy, writing to one audit log. It is
-// safe for concurrent use; each Run gets its own sandbox and proxy.
+// safe for concurrent use; each Run gets its own sandbox and proxy, and
+// each Session its own.
 type Enforcer struct {
 	pol    *policy.Loaded
 	cmd    *cmdgate.Gate
@@ -41,10 +45,27 @@ type Options struct {
 	// Binds are extra host paths bound read-only into every sandbox (the
 	// demo and the self-test bind airlock's own binary as their payload).
 	Binds []sandbox.Bind
+	// Hide are more host paths every sandbox must not see even where they
+	// sit in a bound tree (the policy and the audit log always are); a
+	// workspace that holds one is refused, since it is copied in whole.
+	// The command line gives the approval store and the holders' runtime
+	// directory.
+	Hide []string
 	// OnEvent, when not nil, is called with every event this Enforcer
 	// writes to the audit stream, and with the alerts the log's monitor
 	// hook writes after them, once each is durable: the live view.
 	OnEvent func(audit.Event)
+	// Approver, when not nil, is asked to answer every escalated command
+	// that comes without an approval; the command runs once if it allows.
+	// Nil means the policy's decider (approvals.decider), if it names one.
+	Approver approval.Approver
+	// Approvals, when not nil, keeps approval requests, so that an
+	// operator can answer them (`airlock approve`) and a later request
+	// can redeem the approval (Request.Approval, StepRequest.Approval).
+	Approvals ApprovalStore
+	// ApprovalTTL is how long a request lives; 0 means the policy's
+	// approvals.ttlSeconds, else DefaultApprovalTTL.
+	ApprovalTTL time.Duration
 }
 
 // New compiles pol's gates once and returns an Enforcer that records every
@@ -56,6 +77,15 @@ func New(pol *policy.Loaded, log *audit.Log, opts Options) (*Enforcer, error) {
 	eg, err := egress.Compile(pol.EgressConfig())
 	if err != nil {
 		return nil, fmt.Errorf("enforcer: %w", err)
+	}
+	// The policy's approvals section: its decider answers when the
+	// caller brought no Approver, and its ttl when the caller set none.
+	ac := pol.ApprovalConfig()
+	if opts.Approver == nil && ac.Decider != nil {
+		opts.Approver = &approval.Decider{Argv: ac.Decider, Timeout: ac.DeciderTimeout}
+	}
+	if opts.ApprovalTTL == 0 && pol.Approvals != nil && pol.Approvals.TTLSeconds != nil {
+		opts.ApprovalTTL = ac.TTL
 	}
 	return &Enforcer{pol: pol, cmd: cmdgate.Compile(pol.Policy), egress: eg, log: log, opts: opts}, nil
 }
@@ -81,9 +111,15 @@ type Request struct {
 	// replaces the host's system directories; ImageCache is where it is
 	// unpacked ("" for the default cache).
 	Image, ImageCache string
+	// Approval is the id of an approval to redeem when the command gate
+	// escalates the command (see Options.Approvals).
+	Approval string
 	// Stdin, Stdout and Stderr are the child's streams.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	// Notices receives airlock's own lines while the command runs (one
+	// per egress refusal); nil means Stderr.
+	Notices io.Writer
 	// RunID names the run; "" means a fresh random id.
 	RunID string
 }
@@ -94,61 +130,114 @@ func (e *Enforcer) Decide(req Request) decision.Decision {
 }
 
 // Run decides req at the command gate, records the decision, and runs an
-// allowed command in a sandbox whose only way out is the egress proxy. The
-// returned error is set only when airlock itself could not run the command
-// (Result.ExitCode is then ExitSetup); refusals and kills are results.
+// allowed command in a sandbox whose only way out is the egress proxy. An
+// escalated command runs once when an approval is redeemed or the
+// Approver allows it. The returned error is set when airlock itself
+// could not run the command (Result.ExitCode is then ExitSetup, or
+// ExitNotFound; Result.AuditError is set too when the cause was a record
+// the audit log refused), and when a record of a run whose command ran
+// could not be written (Result.ExitCode is then ExitAudit,
+// Result.AuditError names the record, and the error wraps ErrAudit);
+// refusals and kills are results.
+//
+// The run is claimed on the audit log while it lives (a run whose airlock
+// dies is recorded as abandoned by the next writer), and ended with a
+// signed checkpoint and the proofs of its records (Result.Audit) when the
+// log has a signer (docs/audit.md).
 func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
-	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args}
+	claim, err := e.log.BeginRun(req.RunID)
+	if err != nil {
+		err = fmt.Errorf("enforcer: %w", err)
+		return SetupResult(req.RunID, "", 1, err), err
+	}
+	res, err := e.run(ctx, req)
+	return sealRun(claim, res, err)
+}
+
+// run is Run once the run is claimed.
+func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
+	defer t.end()
+	sc := e.newScribe(t)
+	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args, Env: req.Env}
 	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
-	res := Result{RunID: req.RunID, Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule}
+	res := newResult(req.RunID, "", 1, d, time.Now())
+	info := e.pol.Info()
+	res.Policy = &info
+	res.Receipt["command"] = e.commandReceipt()
 	// The decision is recorded first, and is durable before the action
 	// it allows: for an allowed command its write and fsync overlap the
 	// building of the sandbox, and every later step waits for them
 	// (decided) before it records anything or releases the command.
 	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
-	go func() { recorded <- e.record(ev) }()
+	go func() { recorded <- sc.record(ev) }()
 	decided := sync.OnceValue(func() error { return <-recorded })
 	if !d.Allowed() {
 		if err := decided(); err != nil {
-			return e.setupFailed(res, base, decided, err)
+			return e.setupFailed(sc, res, base, decided, err)
 		}
-		res.ExitCode = ExitGate
-		return res, nil
+		ok, err := e.admitted(ctx, sc, &res, ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}, d)
+		if err != nil {
+			return e.setupFailed(sc, res, base, decided, err)
+		}
+		if !ok {
+			return res, nil
+		}
 	}
-	rootfs, digest, err := prepareImage(ctx, req)
+	if err := e.checkWorkspace(req.Workspace); err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
+	}
+	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
-		return e.setupFailed(res, base, decided, fmt.Errorf("image integrity: %w", err))
+		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
 	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
-		return e.setupFailed(res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
 	}
 	base.Path = path
 	res.Path = path
-	return e.runAllowed(ctx, req, res, base, decided, rootfs, digest)
+	return e.runAllowed(ctx, sc, req, res, base, decided, rootfs, digest)
+}
+
+// admitted runs the refusal and approval path of a command the gate did
+// not allow, d, and reports whether it may run now; when it may not, res
+// holds the refusal and the exit status.
+func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision) (bool, error) {
+	use, ref, code, err := e.admit(ctx, sc, a, d)
+	if err != nil {
+		return false, err
+	}
+	res.Approval = use
+	if ref != nil {
+		res.Refusal, res.ExitCode = ref, code
+		sc.cur.Load().into(res)
+		return false, nil
+	}
+	return true, nil
 }
 
 // prepareImage verifies a pinned image and returns its unpacked root file
 // system and digest; with no image, it returns "", "".
-func prepareImage(ctx context.Context, req Request) (rootfs, digest string, err error) {
-	if req.Image == "" {
+func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string, err error) {
+	if ref == "" {
 		return "", "", nil
 	}
-	ref, err := image.ParseRef(req.Image)
+	r, err := image.ParseRef(ref)
 	if err != nil {
 		return "", "", err
 	}
-	p, err := image.Prepare(ctx, ref, req.ImageCache, image.Options{})
+	p, err := image.Prepare(ctx, r, cache, image.Options{})
 	if err != nil {
 		return "", "", err
 	}
-	return p.Rootfs, ref.Digest.String(), nil
+	return p.Rootfs, r.Digest.String(), nil
 }
 
 // resolve finds the executable for an allowed command: a path that one of
@@ -164,91 +253,45 @@ func (e *Enforcer) resolve(rootfs, command string) (string, error) {
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
-	fs := e.pol.FilesystemFor(req.Tool)
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
 	canary, err := runbook.NewCanary()
 	if err != nil {
-		return e.setupFailed(res, base, decided, err)
+		return e.setupFailed(sc, res, base, decided, err)
 	}
 	defer canary.Close()
 	probes := canary.Request()
-	cfg := sandbox.Config{
-		Path:      res.Path,
-		Args:      append([]string{req.Command}, req.Args...),
-		Env:       append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...),
-		Workspace: req.Workspace,
-		Findings:  req.Findings,
-		Root:      rootfs,
-		ReadWrite: fs.ReadWrite,
-		Binds:     e.opts.Binds,
-		Hide:      e.hidden(),
-		Caps:      caps.Limits(),
-		Proxy:     true,
-		Require:   e.pol.Require,
-		Stdin:     req.Stdin,
-		Stdout:    req.Stdout,
-		Stderr:    req.Stderr,
-		ID:        req.RunID,
-		// The runbook's start-up checks, on every launch: nothing runs
-		// until the sandbox has shown, from inside, that it holds.
-		Probes: &probes,
-	}
-	if rootfs == "" {
-		cfg.ReadOnly = fs.ReadOnly
-	}
+	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
+	cfg.Path = res.Path
+	cfg.Args = argv(req.Command, req.Args)
+	cfg.Env = append(sandbox.BaseEnv(e.pol.SearchPath()), req.Env...)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
 	if err != nil {
-		return e.setupFailed(res, base, decided, err)
+		return e.setupFailed(sc, res, base, decided, err)
 	}
-	px, err := proxy.New(proxy.Config{
-		Task:     req.Task,
-		Gate:     e.egress,
-		Resolver: e.opts.Resolver,
-		Dialer:   e.opts.Dialer,
-		// Every egress decision is durable before the dial it allows: a
-		// failed write refuses the connection.
-		Record: func(ev proxy.Event) error {
-			a := proxy.AuditEvent(ev, egressBase(base))
-			if ev.Stage == proxy.StageClosed {
-				return e.recordLazy(a) // nothing waits on a connection's end
-			}
-			return e.record(a)
-		},
-	})
+	px, err := e.serveProxy(sc, req.Task, base, sb.Listener(), int(caps.OpenFiles))
 	if err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return e.setupFailed(sc, res, base, decided, err)
 	}
-	go func() { _ = px.Serve(sb.Listener()) }()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = px.Shutdown(sctx)
-	}()
+	defer stopProxy(px)
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
-	}
-	launched := base
-	launched.Event = audit.EventSandboxLaunched
-	launched.Details = map[string]string{"policy": e.pol.Digest}
-	if digest != "" {
-		launched.Details["image"] = digest
+		return e.setupFailed(sc, res, base, decided, err)
 	}
 	// Not synced before the command runs: it decides nothing (the decision
 	// above is durable), and the outcome's records sync it.
-	if err := e.recordLazy(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "every start-up probe passed inside the sandbox; the command may run", Context: launched}); err != nil {
+	if err := sc.recordLazy(e.launchedEvent(base, digest, "every start-up probe passed inside the sandbox; the command may run")); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return e.setupFailed(sc, res, base, decided, err)
 	}
 	if err := sb.Release(); err != nil {
 		_ = sb.Kill()
-		return e.setupFailed(res, base, decided, err)
+		return e.setupFailed(sc, res, base, decided, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = sb.Kill() })
 	out, waitErr := sb.Wait()
@@ -258,68 +301,210 @@ func (e *Enforcer) runAllowed(ctx context.Context, req Request, res Result, base
 		res.Interrupted = true
 		res.ExitCode = ExitInterrupted
 	}
-	if n := canary.Accepted(); n > 0 {
-		res.EscapeSuspected = fmt.Sprintf("the host's canary listener on %s was reached %d times during the run", probes.CanaryAddr, n)
-		ev := base
-		ev.Event = audit.EventEscapeSuspected
-		_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
+		// Data the caller asked to keep is not there: a failed run, and
+		// a result (airlock did run the command).
+		res.ExitCode, res.Error = ExitFindings, strings.TrimPrefix(waitErr.Error(), "sandbox: ")
+		waitErr = nil
 	}
-	res.Receipt["command"] = "airlock command gate (policy " + e.pol.Digest + ")"
-	res.Receipt["egress"] = "airlock egress proxy inside the sandbox's network namespace, task " + req.Task
-	e.recordOutcome(base, res)
+	if out.InitDied != "" {
+		res.EscapeSuspected = out.InitDied
+		res.ExitCode = ExitEscape
+	}
+	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
+	res.Receipt["command"] = e.commandReceipt()
+	res.Receipt["egress"] = egressReceipt(req.Task)
+	e.recordOutcome(sc, base, res, true)
+	sc.cur.Load().into(&res)
+	res, err = sc.finish(res)
 	if waitErr != nil {
-		return res, fmt.Errorf("enforcer: %w", waitErr)
+		err = errors.Join(fmt.Errorf("enforcer: %w", waitErr), err)
 	}
-	return res, nil
+	return res, err
 }
 
-// record appends ev durably and passes it, and any alert the log's hook
-// wrote after it, to OnEvent.
-func (e *Enforcer) record(ev audit.Event) error { return e.emit(e.log.AppendAll(ev)) }
+// sandboxConfig is the sandbox of a run or a session: its id, files,
+// view, caps and start-up probes, with no command.
+func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
+	cfg := sandbox.Config{
+		Workspace: workspace,
+		Findings:  findings,
+		Root:      rootfs,
+		ReadWrite: fs.ReadWrite,
+		Binds:     e.opts.Binds,
+		Caps:      caps,
+		Proxy:     true,
+		Require:   e.pol.Require,
+		ID:        id,
+		// The runbook's start-up checks, on every launch: nothing runs
+		// until the sandbox has shown, from inside, that it holds.
+		Probes: probes,
+	}
+	if rootfs == "" {
+		cfg.ReadOnly = fs.ReadOnly
+	}
+	cfg.HideFiles(e.hidden()...)
+	return cfg
+}
 
-// recordLazy is record for an event no action waits on: written now,
-// synced by the next record (audit.Log.AppendLazy).
-func (e *Enforcer) recordLazy(ev audit.Event) error { return e.emit(e.log.AppendLazy(ev)) }
-
-// emit passes the lines one append wrote to OnEvent.
-func (e *Enforcer) emit(_ audit.Event, all []audit.Event, err error) error {
+// serveProxy starts the egress proxy for task on lis, the listener inside
+// the sandbox's network namespace. Every egress decision is durable
+// before the dial it allows: a failed write refuses the connection, and
+// fails the command. Nothing the sandbox does grows airlock's own process
+// without bound: its connections are counted against openFiles.
+func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis net.Listener, openFiles int) (*proxy.Proxy, error) {
+	px, err := proxy.New(proxy.Config{
+		Task:     task,
+		Gate:     e.egress,
+		Resolver: e.opts.Resolver,
+		Dialer:   e.opts.Dialer,
+		Record: func(ev proxy.Event) error {
+			a := proxy.AuditEvent(ev, egressBase(base))
+			record := sc.record
+			if ev.Stage == proxy.StageClosed {
+				record = sc.recordLazy // nothing waits on a connection's end
+			}
+			if record(a) != nil {
+				return errNotRecorded
+			}
+			return nil
+		},
+		Limits: proxy.SandboxLimits(openFiles),
+	})
 	if err != nil {
-		return fmt.Errorf("enforcer: audit: %w", err)
+		return nil, err
 	}
-	if e.opts.OnEvent != nil {
-		for _, w := range all {
-			e.opts.OnEvent(w)
+	go func() { _ = px.Serve(lis) }()
+	return px, nil
+}
+
+// stopProxy shuts the proxy down: open tunnels get a second to finish,
+// then are cut, so nothing of the proxy outlives its sandbox.
+func stopProxy(px *proxy.Proxy) {
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = px.Shutdown(sctx)
+	_ = px.Close()
+}
+
+// launchedEvent is the sandbox_launched record.
+func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audit.Event {
+	launched := base
+	launched.Event = audit.EventSandboxLaunched
+	launched.Details = map[string]string{"policy": e.pol.Digest}
+	for k, v := range base.Details {
+		launched.Details[k] = v
+	}
+	if digest != "" {
+		launched.Details["image"] = digest
+	}
+	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: launched}
+}
+
+// checkCanary marks res when the host's canary listener was reached more
+// than seen times: a sign that something inside reached the host.
+func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, canary *runbook.Canary, addr string, seen int64) int64 {
+	n := canary.Accepted()
+	if n > seen {
+		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", addr, n-seen)
+		if res.EscapeSuspected != "" {
+			why = res.EscapeSuspected + "; " + why
 		}
+		res.EscapeSuspected = why
 	}
-	return nil
+	if res.EscapeSuspected != "" {
+		ev := base
+		ev.Event = audit.EventEscapeSuspected
+		_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+	}
+	return n
+}
+
+func (e *Enforcer) commandReceipt() string {
+	return "airlock command gate (policy " + e.pol.Digest + ")"
+}
+
+func egressReceipt(task string) string {
+	return "airlock egress proxy inside the sandbox's network namespace, task " + task
+}
+
+// newScribe is a scribe whose appends go to t.
+func (e *Enforcer) newScribe(t *tally) *scribe {
+	sc := &scribe{e: e}
+	sc.cur.Store(t)
+	return sc
 }
 
 // setupFailed records, after the decision (decided), that airlock could
-// not run the command.
-func (e *Enforcer) setupFailed(res Result, base audit.Context, decided func() error, err error) (Result, error) {
+// not run the command: ExitSetup, or ExitNotFound for a command that is
+// not installed.
+func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decided func() error, err error) (Result, error) {
 	if derr := decided(); derr != nil && derr != err {
 		err = errors.Join(err, derr)
 	}
 	res.ExitCode = ExitSetup
+	if errors.Is(err, cmdgate.ErrNotInstalled) {
+		res.ExitCode = ExitNotFound
+	}
 	res.Error = err.Error()
 	ev := base
 	ev.Event = audit.EventStartupRefused
-	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
+	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
 		Reason: "airlock could not run the command: " + err.Error(), Context: ev})
+	if t := sc.cur.Load(); t != nil {
+		t.into(&res)
+	}
+	res, _ = sc.finish(res)
 	return res, err
 }
 
-// hidden lists the host files the sandbox must not see even when they sit
-// in a bound tree: the policy and the audit log.
+// hidden lists the host files the sandbox must not see even where a tree
+// it shows holds them, however they were named (sandbox.Config.HideFiles):
+// the policy, the audit log's files (audit.Files), those beside it and the
+// signing key's directory (Log.PrivatePaths), and Options.Hide.
 func (e *Enforcer) hidden() []string {
-	var h []string
-	if e.pol.Source != policy.EmbeddedName && strings.HasPrefix(e.pol.Source, "/") {
-		h = append(h, e.pol.Source)
+	h := append(audit.Files(e.log.Path()), e.pol.HostFile())
+	h = append(h, e.log.PrivatePaths()...)
+	return append(h, e.opts.Hide...)
+}
+
+// argv is a command and its arguments as one list.
+func argv(command string, args []string) []string {
+	return append([]string{command}, args...)
+}
+
+// noticesTo returns where a command's notices go: notices, or else its
+// stderr, which then goes through one lock with the child's own output
+// (the sandbox writes that from a goroutine of its own); a stdout that is
+// the same writer stays the same writer.
+func noticesTo(notices io.Writer, stdout, stderr *io.Writer) io.Writer {
+	if notices != nil || *stderr == nil {
+		return notices
 	}
-	if p := e.log.Path(); strings.HasPrefix(p, "/") {
-		h = append(h, p)
+	lw := &lockedWriter{w: *stderr}
+	if sameWriter(*stdout, *stderr) {
+		*stdout = lw
 	}
-	return h
+	*stderr = lw
+	return lw
+}
+
+// sameWriter reports whether a and b are one writer.
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() { _ = recover() }() // uncomparable dynamic types
+	return a == b
+}
+
+// lockedWriter serializes the writes of several goroutines to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // NewRunID returns a fresh random run id.

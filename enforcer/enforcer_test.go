@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -30,7 +31,12 @@ const testPolicy = `{
     "install_deps": {"allow": [
       {"name": "pip-install", "command": "pip", "argPatterns": [["install", "-r", "requirements.txt"]], "allowExtraArgs": false}]},
     "read_file": {"allow": [{"name": "cat", "command": "cat", "argPatterns": [], "allowExtraArgs": true}]},
+    "shell": {"allow": [{"name": "sh", "command": "sh", "argPatterns": [["-c"]], "allowExtraArgs": true}],
+              "deny": [{"name": "no-rm", "command": "rm", "allowExtraArgs": true, "justification": "use git to undo changes"}],
+              "escalate": [{"name": "sh-approved", "command": "sh", "argPatterns": [["-c", "echo approved"]]}]},
     "agent_code": {"allow": [{"name": "payload", "command": "/.airlock/self", "argPatterns": [["payload"]], "allowExtraArgs": true}],
+                   "escalate": [{"name": "ask-first", "command": "/.airlock/self", "argPatterns": [["payload", "echo", "ask"]], "allowExtraArgs": true,
+                                 "justification": "this one needs a person"}],
                    "caps": {"cpuSeconds": 1, "wallSeconds": 3, "memoryMb": 128, "processCount": 32}}
   },
   "egress": {
@@ -46,21 +52,49 @@ const testPolicy = `{
 
 type fixture struct {
 	enf   *enforcer.Enforcer
+	pol   *policy.Loaded
 	log   *audit.Log
 	path  string
 	mu    sync.Mutex
 	seen  []audit.Event
 	dials []string
+	// after, when set before a run, is called with each event once it
+	// is durable, outside the lock.
+	after func(audit.Event)
 }
 
-func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
+func newFixture(t *testing.T, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
 	t.Helper()
-	pol, err := policy.Parse("test.json", []byte(testPolicy))
+	return newFixtureWith(t, testPolicy, false, resolver, adjust...)
+}
+
+// newFixtureIn is newFixture with the audit log in dir and the policy
+// polJSON.
+func newFixtureIn(t *testing.T, dir, polJSON string, resolver proxy.Resolver) *fixture {
+	t.Helper()
+	return newFixtureAt(t, dir, polJSON, false, resolver)
+}
+
+// newFixtureWith is newFixture for another policy, with the monitor
+// watching the log when monitored.
+func newFixtureWith(t *testing.T, src string, monitored bool, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
+	t.Helper()
+	return newFixtureAt(t, t.TempDir(), src, monitored, resolver, adjust...)
+}
+
+// newFixtureAt is newFixtureWith with the audit log in dir.
+func newFixtureAt(t *testing.T, dir, src string, monitored bool, resolver proxy.Resolver, adjust ...func(*enforcer.Options)) *fixture {
+	t.Helper()
+	pol, err := policy.Parse("test.json", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{path: filepath.Join(t.TempDir(), "audit.jsonl")}
-	f.log, err = audit.Open(f.path)
+	f := &fixture{pol: pol, path: filepath.Join(dir, "audit.jsonl")}
+	var hooks []audit.Option
+	if monitored {
+		hooks = append(hooks, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
+	}
+	f.log, err = audit.Open(f.path, hooks...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +102,7 @@ func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 	var self sandbox.Config
 	self.BindSelf()
 	dial := testutil.LoopbackDialer(t)
-	f.enf, err = enforcer.New(pol, f.log, enforcer.Options{
+	opts := enforcer.Options{
 		Binds:    self.Binds,
 		Resolver: resolver,
 		Dialer: proxy.DialerFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -79,10 +113,17 @@ func newFixture(t *testing.T, resolver proxy.Resolver) *fixture {
 		}),
 		OnEvent: func(ev audit.Event) {
 			f.mu.Lock()
-			defer f.mu.Unlock()
 			f.seen = append(f.seen, ev)
+			f.mu.Unlock()
+			if f.after != nil {
+				f.after(ev)
+			}
 		},
-	})
+	}
+	for _, a := range adjust {
+		a(&opts)
+	}
+	f.enf, err = enforcer.New(pol, f.log, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +157,7 @@ func (f *fixture) verify(t *testing.T) audit.Report {
 }
 
 // TestLabCommandCases runs the five cases of lab 1.4 through Run: each
-// refusal exits 126 with its reason, is audited, and spawns nothing.
+// refusal exits 77 with its reason, is audited, and spawns nothing.
 func TestLabCommandCases(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, c := range []struct {
@@ -133,7 +174,7 @@ func TestLabCommandCases(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.ExitCode != enforcer.ExitGate || res.Decision != decision.Deny || res.Reason != c.reason || res.Path != "" {
+		if res.ExitCode != enforcer.ExitDenied || res.Decision != decision.Deny || res.Reason != c.reason || res.Path != "" {
 			t.Errorf("%s %s: got exit %d %s %q path %q", c.tool, c.cmd, res.ExitCode, res.Decision, res.Reason, res.Path)
 		}
 		evs := f.events(res.RunID)
@@ -234,8 +275,14 @@ type fakeResolver struct {
 func (r *fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netipAddr, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.asked[host]++
-	return parseAddrs(r.t, r.addrs[host]), nil
+	// The proxy asks for fully qualified names ("name."): the table is
+	// written without the dot.
+	name, ok := strings.CutSuffix(host, ".")
+	if !ok {
+		r.t.Errorf("the proxy asked for %q, not fully qualified", host)
+	}
+	r.asked[name]++
+	return parseAddrs(r.t, r.addrs[name]), nil
 }
 
 // TestLabEgressCasesFromInside runs the six cases of lab 3.3 from code
@@ -262,12 +309,20 @@ func TestLabEgressCasesFromInside(t *testing.T) {
 		// Allowed by name, then rebinding: the answer is the metadata address.
 		{"web_search", "http://search.example-corp.net/", "deny", "always blocked"},
 	} {
-		var out bytes.Buffer
+		var out, stderr bytes.Buffer
 		r, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "agent_code", Task: c.task, Command: sandbox.SelfPath,
-			Args: []string{"payload", "http-get", c.url}, Stdout: &out})
+			Args: []string{"payload", "http-get", c.url}, Stdout: &out, Stderr: &stderr})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Not silent: one stderr line as it happened, and the result's entry.
+		if line := stderr.String(); !strings.HasPrefix(line, "airlock: egress: deny: ") || !strings.Contains(line, c.reason) || strings.Count(line, "\n") != 1 {
+			t.Errorf("%s %s: stderr %q, want one egress refusal line", c.task, c.url, line)
+		}
+		if len(r.Egress) != 1 || r.Egress[0].Decision != "deny" || !strings.Contains(r.Egress[0].Reason, c.reason) {
+			t.Errorf("%s %s: result's egress %+v", c.task, c.url, r.Egress)
+		}
+		checkResult(t, r)
 		if !strings.HasPrefix(out.String(), "HTTP/1.1 403") {
 			t.Errorf("%s %s: payload saw %q, want a 403", c.task, c.url, out.String())
 		}

@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -12,18 +13,18 @@ import (
 // egressBase is the context of a run's egress events: the run, tool and
 // task, without the command.
 func egressBase(base audit.Context) audit.Context {
-	base.Command, base.Path, base.Args = "", "", nil
+	base.Command, base.Path, base.Args, base.Env = "", "", nil, nil
 	return base
 }
 
 // withOutcome copies the sandbox's result into res and sets the exit
-// status PRODUCT.md gives.
+// status docs/cli.md gives.
 func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Result {
 	res.Signal = out.Signal
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
-	res.Receipt = map[string]string{}
+	res.FindingsSkipped = append(res.FindingsSkipped, out.FindingsSkipped...)
 	for k, v := range out.Receipt {
 		res.Receipt[k] = v
 	}
@@ -56,12 +57,25 @@ func killReason(killedBy string, c policy.EffectiveCaps) string {
 		return fmt.Sprintf("killed by the pids cap: the process tree reached processCount %d tasks; every process was killed", c.ProcessCount)
 	case "disk":
 		return fmt.Sprintf("killed by the disk cap: a file passed diskWriteMb %d; every process was killed", c.DiskWriteMB)
+	case "output":
+		return fmt.Sprintf("killed by the output cap: stdout and stderr passed outputMb %d together, and the output was cut there; every process was killed", c.OutputMB)
 	}
 	return "killed by the " + killedBy + " cap; every process was killed"
 }
 
-// recordOutcome writes the resource outcome and the teardown.
-func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
+// ErrAudit is matched (errors.Is) by Run's error when a record of the run
+// could not be written to the audit log (Result.AuditError).
+var ErrAudit = errors.New("a record of the run could not be written to the audit log")
+
+// errNotRecorded is what the proxy tells a client whose connection it
+// refused because its decision could not be recorded: the log's path and
+// error stay out of the sandbox (the command's AuditError has them).
+var errNotRecorded = errors.New("the audit log could not record it")
+
+// recordOutcome writes the resource outcome and, for a run, the teardown.
+// A step's outcome is not synced: the next step's decision, or the
+// session's teardown, syncs it.
+func (e *Enforcer) recordOutcome(sc *scribe, base audit.Context, res Result, teardown bool) {
 	ctx := base
 	ctx.ExitCode = &res.ExitCode
 	ctx.Signal = res.Signal
@@ -75,9 +89,15 @@ func (e *Enforcer) recordOutcome(base audit.Context, res Result) {
 			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
 	// Synced by the teardown record that follows at once.
-	_ = e.recordLazy(ev)
+	_ = sc.recordLazy(ev)
+	if teardown {
+		e.recordTeardown(sc, base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
+	}
+}
+
+// recordTeardown writes the sandbox_torn_down record, synced.
+func (e *Enforcer) recordTeardown(sc *scribe, base audit.Context, reason string) {
 	down := base
 	down.Event = audit.EventSandboxTornDown
-	_ = e.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo,
-		Reason: "every process of the sandbox ended; its cgroup, mounts and namespaces are gone", Context: down})
+	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: down})
 }

@@ -273,6 +273,11 @@ func TestPodmanExportContains(t *testing.T) {
 		{[]string{"keyctl"}, "EPERM"},
 		{[]string{"clone-newuser"}, "EPERM"},
 		{[]string{"tcp-fastopen", "inside"}, "EPERM"},
+		// socket(2)'s allowlist, in the profile as rules on several
+		// arguments.
+		{[]string{"mptcp-connect", "proxy"}, "EPROTONOSUPPORT"},
+		{[]string{"unix-connect", "@airlock-export-test"}, "EACCES"},
+		{[]string{"socket", "netlink"}, "EAFNOSUPPORT"},
 	} {
 		t.Run("seccomp "+strings.Join(c.args, " "), func(t *testing.T) {
 			if r, _ := lab.run(t, "lab", c.args...); r.Succeeded || r.Errno != c.errno {

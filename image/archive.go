@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 )
 
 // archiveStore is a tar archive of an image: `docker save` output (with or
@@ -40,15 +42,11 @@ const (
 
 // openArchiveStore indexes the tar archive at p.
 func openArchiveStore(p string) (*archiveStore, error) {
-	f, err := os.Open(p)
+	f, fi, err := hostfile.Open(p) // a FIFO or a device is refused, not waited on
 	if err != nil {
 		return nil, fmt.Errorf("image: %w", err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("image: %w", err)
-	}
 	var magic [4]byte
 	if n, _ := io.ReadFull(f, magic[:]); n == 4 && (bytes.Equal(magic[:2], []byte{0x1f, 0x8b}) || bytes.Equal(magic[:], zstdMagic)) {
 		return nil, fmt.Errorf("image: %s is a compressed archive: decompress it first (airlock reads blobs in place): %w", p, ErrUnsupported)
@@ -133,12 +131,11 @@ func (s *archiveStore) open(name string) (io.ReadCloser, int64, error) {
 // section reopens the archive (checking it is still the file indexed) and
 // returns a reader over one member's data.
 func (s *archiveStore) section(name string, m member) (io.ReadCloser, int64, error) {
-	f, err := os.Open(s.path)
+	f, fi, err := hostfile.Open(s.path)
 	if err != nil {
 		return nil, 0, err
 	}
-	fi, err := f.Stat()
-	if err != nil || !os.SameFile(fi, s.fi) || fi.Size() != s.fi.Size() {
+	if !os.SameFile(fi, s.fi) || fi.Size() != s.fi.Size() {
 		f.Close()
 		return nil, 0, fmt.Errorf("archive %s changed since it was indexed", s.path)
 	}

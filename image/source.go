@@ -9,6 +9,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 )
 
 // blobStore is where an image's content-addressed blobs live: an OCI image
@@ -69,7 +71,7 @@ func (s *layoutStore) blob(h v1.Hash) (io.ReadCloser, int64, error) {
 }
 
 func (s *layoutStore) rawIndex() ([]byte, error) {
-	f, err := os.Open(string(s.p) + "/index.json")
+	f, _, err := hostfile.Open(string(s.p) + "/index.json")
 	if err != nil {
 		return nil, err
 	}

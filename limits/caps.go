@@ -28,6 +28,11 @@ type Caps struct {
 	// OpenFiles caps the open file descriptors of each process
 	// (RLIMIT_NOFILE). It is lowered to the host's hard limit when larger.
 	OpenFiles int64
+	// OutputBytes caps what the run writes to stdout and stderr together.
+	// No kernel mechanism counts it: the sandbox counts the bytes as it
+	// forwards them and, past the cap, cuts the output and ends the run
+	// with Trip(KilledByOutput). A Group only validates it.
+	OutputBytes int64
 }
 
 // Validate reports the first cap that is not positive.
@@ -42,6 +47,7 @@ func (c Caps) Validate() error {
 		{"tasks", c.Tasks},
 		{"diskWriteBytes", c.DiskWriteBytes},
 		{"openFiles", c.OpenFiles},
+		{"outputBytes", c.OutputBytes},
 	} {
 		if f.v <= 0 {
 			return fmt.Errorf("limits: cap %s is %d: every cap must be positive (a zero cap is not \"unlimited\")", f.name, f.v)
@@ -52,8 +58,9 @@ func (c Caps) Validate() error {
 
 // KilledBy names the cap that killed a run. The names are the "killedBy"
 // values of airlock's run result; the zero value means no cap killed it.
-// Watch attributes wall, cpu, memory and pids; disk is an rlimit's signal
-// (SIGXFSZ), which the sandbox maps with SignalCause.
+// Watch attributes wall, cpu, memory and pids; an rlimit's signal (SIGXFSZ
+// for disk, SIGXCPU or the SIGKILL of RLIMIT_CPU's hard limit for cpu) is
+// mapped by SignalCause; output is the sandbox's own count (Trip).
 type KilledBy string
 
 // The caps that kill.
@@ -63,6 +70,7 @@ const (
 	KilledByMemory KilledBy = "memory"
 	KilledByPids   KilledBy = "pids"
 	KilledByDisk   KilledBy = "disk"
+	KilledByOutput KilledBy = "output"
 )
 
 // Require names: the values of a policy's "require" list that this package

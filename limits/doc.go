@@ -1,6 +1,7 @@
 // Package limits enforces airlock's resource caps on one sandboxed run: wall
 // clock, CPU time, memory, tasks (processes and threads), bytes written and
-// open files.
+// open files. (The output cap, Caps.OutputBytes, is the sandbox's to count:
+// it forwards the output; Trip ends the run for it.)
 //
 // A Group is one run's cgroup (or cgroups): cgroup v2 where the host has it,
 // cgroup v1 controllers on legacy and hybrid hosts, and on a hybrid host
@@ -28,7 +29,7 @@
 //	// the init calls limits.ApplyRlimits(g.Rlimits()) just before execve
 //	go g.Watch(ctx, onKill)         // wall clock, CPU, OOM and tasks caps
 //	// wait for the init; cancel ctx; wait for Watch to return
-//	g.KilledBy()                    // else limits.SignalCause(signal)
+//	g.KilledBy()                    // else limits.SignalCause(signal, cpu, caps.CPU)
 //	g.Stats(); g.Receipt()
 //	g.Delete()                      // kills what is left, removes every directory
 //

@@ -16,6 +16,7 @@ func Example() {
 	caps := limits.Caps{
 		Wall: 10 * time.Second, CPU: 10 * time.Second,
 		MemoryBytes: 512 << 20, Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256,
+		OutputBytes: 16 << 20,
 	}
 	g, err := limits.New(caps, limits.Options{Name: "run-42", Require: []string{"cgroup-memory"}})
 	if errors.Is(err, limits.ErrUnavailable) {
@@ -49,9 +50,9 @@ func Example() {
 	<-watched
 
 	killedBy := g.KilledBy()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && killedBy == "" && ws.Signaled() {
-		killedBy = limits.SignalCause(ws.Signal())
-	}
 	st, _ := g.Stats()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && killedBy == "" && ws.Signaled() {
+		killedBy = limits.SignalCause(ws.Signal(), st.CPU, caps.CPU)
+	}
 	fmt.Println(killedBy, st.CPU, st.PeakMemoryBytes, g.Receipt())
 }

@@ -101,6 +101,15 @@ func (g *Group) attribute(k KilledBy) bool {
 	return g.killedBy.CompareAndSwap(nil, &k)
 }
 
+// Trip records k as the cap that killed the run, unless one was recorded
+// first, and kills every process in the group (KillAll). It is for caps
+// that the caller counts itself (KilledByOutput: the sandbox counts the
+// output it forwards); Watch trips the others.
+func (g *Group) Trip(k KilledBy) error {
+	g.attribute(k)
+	return g.KillAll()
+}
+
 // KillAll kills every process in the group and waits until it is empty:
 // cgroup.kill where the kernel has it, else freeze, SIGKILL every task,
 // thaw. No fork can race it, so double-forked daemons and setsid orphans

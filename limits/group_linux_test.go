@@ -297,7 +297,7 @@ func TestFileSizeCap(t *testing.T) {
 	if sig != syscall.SIGXFSZ {
 		t.Errorf("writer ended by %v (%v), want SIGXFSZ", sig, c.err)
 	}
-	if k := SignalCause(sig); k != KilledByDisk {
+	if k := SignalCause(sig, 0, caps.CPU); k != KilledByDisk {
 		t.Errorf("SignalCause(%v) = %q, want %q", sig, k, KilledByDisk)
 	}
 	if fi, err := os.Stat(file); err != nil || fi.Size() != caps.DiskWriteBytes {

@@ -25,6 +25,7 @@ func testCaps() Caps {
 		Tasks:          64,
 		DiskWriteBytes: 64 << 20,
 		OpenFiles:      256,
+		OutputBytes:    16 << 20,
 	}
 }
 

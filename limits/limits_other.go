@@ -35,3 +35,6 @@ func Detect() HostInfo {
 
 // ApplyRlimits refuses off Linux.
 func ApplyRlimits([]Rlimit) error { return errNotLinux }
+
+// sweepStale has nothing to sweep off Linux.
+func sweepStale() {}

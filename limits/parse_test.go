@@ -135,7 +135,7 @@ func TestV2Candidates(t *testing.T) {
 }
 
 func TestCapsValidate(t *testing.T) {
-	good := Caps{Wall: time.Second, CPU: time.Second, MemoryBytes: 1, Tasks: 1, DiskWriteBytes: 1, OpenFiles: 1}
+	good := Caps{Wall: time.Second, CPU: time.Second, MemoryBytes: 1, Tasks: 1, DiskWriteBytes: 1, OpenFiles: 1, OutputBytes: 1}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("Validate(%+v) = %v", good, err)
 	}
@@ -146,6 +146,7 @@ func TestCapsValidate(t *testing.T) {
 		"tasks":          func(c *Caps) { c.Tasks = 0 },
 		"diskWriteBytes": func(c *Caps) { c.DiskWriteBytes = -1 },
 		"openFiles":      func(c *Caps) { c.OpenFiles = 0 },
+		"outputBytes":    func(c *Caps) { c.OutputBytes = 0 },
 	} {
 		c := good
 		mut(&c)

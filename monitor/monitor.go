@@ -3,6 +3,7 @@ package monitor
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,18 +30,34 @@ type Monitor struct {
 	th      Thresholds
 	egress  window
 	command window
+	// last is when each rule last alerted for each run, and suppressed
+	// how many of its alerts were held back since (rate limiting).
+	last       map[limitKey]time.Time
+	suppressed map[limitKey]int
 }
 
-var _ audit.Hook = (*Monitor)(nil)
+// limitKey is what alerts are rate limited by: a rule, for one run.
+type limitKey struct{ rule, run string }
+
+var (
+	_ audit.Hook     = (*Monitor)(nil)
+	_ audit.Resetter = (*Monitor)(nil)
+)
 
 // New returns a Monitor with thresholds th.
 func New(th Thresholds) *Monitor {
 	return &Monitor{
-		th:      th,
-		egress:  window{n: th.EgressDenyBurst, width: th.Window},
-		command: window{n: th.CommandDenyRepeat, width: th.Window},
+		th:         th,
+		egress:     window{n: th.EgressDenyBurst, width: th.Window},
+		command:    window{n: th.CommandDenyRepeat, width: th.Window},
+		last:       map[limitKey]time.Time{},
+		suppressed: map[limitKey]int{},
 	}
 }
+
+// interval is the shortest time between two alerts of one rule for one
+// run: the window, and at least a second.
+func (m *Monitor) interval() time.Duration { return max(m.th.Window, time.Second) }
 
 // Thresholds returns the monitor's thresholds.
 func (m *Monitor) Thresholds() Thresholds { return m.th }
@@ -54,19 +71,30 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 	defer m.mu.Unlock()
 	c := &ev.Context
 	var alerts []audit.Event
-	raise := func(rule, reason string, seqs []uint64) {
+	raise := func(rule, reason string, seqs []uint64, count int) {
+		k := limitKey{rule, c.RunID}
+		if last, ok := m.last[k]; ok && ev.TS.Sub(last) < m.interval() {
+			m.suppressed[k]++
+			return
+		}
 		a := audit.Event{Kind: audit.KindBehavioral, Decision: audit.DecisionAlert, Reason: reason,
 			Context: audit.Context{RunID: c.RunID, Tool: c.Tool, Task: c.Task, Alert: rule, TriggerSeqs: seqs}}
-		if len(seqs) > 1 {
-			a.Context.Count, a.Context.WindowSeconds = len(seqs), m.th.Window.Seconds()
+		if count > 1 {
+			a.Context.Count, a.Context.WindowSeconds = count, m.th.Window.Seconds()
 		}
+		if n := m.suppressed[k]; n > 0 {
+			a.Context.Details = map[string]string{"suppressed": strconv.Itoa(n)}
+			a.Reason += fmt.Sprintf(" (%d more %s alerts for this run were held back in the %s before)", n, rule, seconds(m.interval()))
+		}
+		m.last[k], m.suppressed[k] = ev.TS, 0
 		switch rule {
 		case RuleMetadataAccess:
 			a.Context.Host, a.Context.Port, a.Context.Addresses = c.Host, c.Port, c.Addresses
 		case RuleResourceKill:
-			a.Context.KilledBy, a.Context.Command, a.Context.Args = c.KilledBy, c.Command, c.Args
+			a.Context.KilledBy = c.KilledBy
+			a.Context.Command, a.Context.Args, a.Context.ArgvSHA256, a.Context.Tails = c.Command, c.Args, c.ArgvSHA256, c.Tails
 		case RuleCommandDenyRepeat:
-			a.Context.Command, a.Context.Args = c.Command, c.Args
+			a.Context.Command, a.Context.Args, a.Context.ArgvSHA256, a.Context.Tails = c.Command, c.Args, c.ArgvSHA256, c.Tails
 		}
 		alerts = append(alerts, a)
 	}
@@ -74,6 +102,10 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 	case audit.KindBehavioral:
 		if ev.Decision == audit.DecisionAlert {
 			m.recorded(c.Alert)
+			k := limitKey{c.Alert, c.RunID}
+			if last, ok := m.last[k]; !ok || ev.TS.After(last) {
+				m.last[k], m.suppressed[k] = ev.TS, 0
+			}
 		}
 	case audit.KindEgress:
 		if ev.Decision != audit.DecisionDeny {
@@ -81,34 +113,34 @@ func (m *Monitor) Observe(ev audit.Event) []audit.Event {
 		}
 		if isMetadata(c, ev.Reason) {
 			raise(RuleMetadataAccess, fmt.Sprintf("egress to an always-blocked destination (%s) was attempted: "+
-				"a cloud-credential theft signature", shown(destination(c))), []uint64{ev.Seq})
+				"a cloud-credential theft signature", shown(destination(c))), []uint64{ev.Seq}, max(c.Count, 1))
 		}
-		if seqs := m.egress.add(ev.TS, ev.Seq); seqs != nil {
+		if seqs, n := m.egress.add(ev.TS, ev.Seq, c.Count); seqs != nil {
 			raise(RuleEgressDenyBurst, fmt.Sprintf("%d denied egress attempts within %s: "+
-				"a command-and-control or exfiltration signature", len(seqs), seconds(m.th.Window)), seqs)
+				"a command-and-control or exfiltration signature", n, seconds(m.th.Window)), seqs, n)
 		}
 	case audit.KindCommand:
 		if ev.Decision != audit.DecisionDeny {
 			break
 		}
-		if seqs := m.command.add(ev.TS, ev.Seq); seqs != nil {
+		if seqs, n := m.command.add(ev.TS, ev.Seq, c.Count); seqs != nil {
 			raise(RuleCommandDenyRepeat, fmt.Sprintf("%d denied commands within %s: "+
-				"the agent is probing its allowlist", len(seqs), seconds(m.th.Window)), seqs)
+				"the agent is probing its allowlist", n, seconds(m.th.Window)), seqs, n)
 		}
 	case audit.KindResource:
 		if ev.Decision == audit.DecisionKill {
-			raise(RuleResourceKill, killReason(c.KilledBy), []uint64{ev.Seq})
+			raise(RuleResourceKill, killReason(c.KilledBy), []uint64{ev.Seq}, 1)
 		}
 	case audit.KindLifecycle:
 		switch {
 		case c.Event == audit.EventEscapeSuspected:
 			raise(RuleEscapeSuspected, "escape suspected: halt all tests, snapshot the host, "+
-				"keep the sandbox volume, engage incident response (runbook)", []uint64{ev.Seq})
+				"keep the sandbox volume, engage incident response (runbook)", []uint64{ev.Seq}, 1)
 		case c.Event == audit.EventAuditRepaired:
 			raise(RuleAuditRepaired, fmt.Sprintf("the audit log had a damaged line, closed off at seq %d: "+
-				"an airlock process stopped mid-write, or the file was edited", ev.Seq), []uint64{ev.Seq})
+				"an airlock process stopped mid-write, or the file was edited", ev.Seq), []uint64{ev.Seq}, 1)
 		case ev.Decision == audit.DecisionDeny:
-			raise(RuleStartupRefused, "a sandbox start-up check failed: no test may run in it (runbook)", []uint64{ev.Seq})
+			raise(RuleStartupRefused, "a sandbox start-up check failed: no test may run in it (runbook)", []uint64{ev.Seq}, 1)
 		}
 	}
 	return alerts
@@ -122,6 +154,18 @@ func (m *Monitor) recorded(rule string) {
 	case RuleCommandDenyRepeat:
 		m.command.reset()
 	}
+}
+
+// Reset forgets every event the monitor was shown (audit.Resetter): its
+// Log calls it after an append that failed, and then shows it the events
+// in the file again.
+func (m *Monitor) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.egress.reset()
+	m.command.reset()
+	clear(m.last)
+	clear(m.suppressed)
 }
 
 // Lookback is the window: the monitor wants the events of the last

@@ -89,8 +89,10 @@ func TestWindowRules(t *testing.T) {
 		{"five spread over 12s", lab, repeat(5, 0, 3, evil), nil},
 		{"first and last exactly a window apart", lab, repeat(5, 0, 2.5, evil), nil},
 		{"old denials leave the window", lab, append(repeat(3, 0, 1, evil), repeat(4, 20, 1, evil)...), nil},
-		{"the count restarts after an alert", lab, repeat(10, 0, 0.1, evil),
-			[]string{"egress_deny_burst[1 2 3 4 5]", "egress_deny_burst[6 7 8 9 10]"}},
+		{"one alert a window: the next burst is held back", lab, repeat(10, 0, 0.1, evil),
+			[]string{"egress_deny_burst[1 2 3 4 5]"}},
+		{"the count restarts after an alert", lab, append(repeat(10, 0, 0.1, evil), repeat(5, 11, 0.1, evil)...),
+			[]string{"egress_deny_burst[1 2 3 4 5]", "egress_deny_burst[11 12 13 14 15]"}},
 		{"allowed egress does not count", lab, append(repeat(4, 0, 1, evil), timed{4, egressAllow("docs.spec.host")}), nil},
 		{"three denied commands", lab, repeat(3, 0, 4, commandDeny("git")), []string{"command_deny_repeat[1 2 3]"}},
 		{"escalations and allows do not count", lab, []timed{
@@ -103,8 +105,9 @@ func TestWindowRules(t *testing.T) {
 		{"another rule's alert does not", lab, append(repeat(4, 0, 1, evil),
 			timed{4, recordedAlert(RuleCommandDenyRepeat)}, timed{5, evil}), []string{"egress_deny_burst[1 2 3 4 6]"}},
 		{"a threshold of 0 disables its rule", Thresholds{Window: time.Minute}, repeat(10, 0, 0, evil), nil},
-		{"a threshold of 1 alerts on each", Thresholds{CommandDenyRepeat: 1, Window: time.Minute},
-			repeat(2, 0, 1, commandDeny("git")), []string{"command_deny_repeat[1]", "command_deny_repeat[2]"}},
+		{"a threshold of 1 alerts once a window", Thresholds{CommandDenyRepeat: 1, Window: time.Minute},
+			append(repeat(2, 0, 1, commandDeny("git")), timed{61, commandDeny("git")}),
+			[]string{"command_deny_repeat[1]", "command_deny_repeat[3]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := run(tc.th, tc.evs); !slices.Equal(got, tc.want) {
@@ -221,5 +224,30 @@ func TestThresholdsFromPolicy(t *testing.T) {
 	th := ThresholdsFor(&policy.Policy{Monitor: &policy.Monitor{EgressDenyBurst: &burst, WindowSeconds: &window}})
 	if th.EgressDenyBurst != 7 || th.CommandDenyRepeat != policy.DefaultCommandDenyRepeat || th.Window != 2500*time.Millisecond {
 		t.Errorf("from policy: %+v", th)
+	}
+}
+
+// TestCountRecordsAndRateLimit: a count record (audit's coalescing)
+// counts as the refusals it stands for, and a rule alerts once a window
+// for a run, the next alert saying how many were held back.
+func TestCountRecordsAndRateLimit(t *testing.T) {
+	m := New(Thresholds{EgressDenyBurst: 5, Window: 10 * time.Second})
+	obs := func(sec float64, count int, run string) []audit.Event {
+		ev := egressDeny("evil.attacker.example")
+		ev.Seq, ev.TS, ev.Context.Count, ev.Context.RunID = uint64(sec*10)+1, at(sec), count, run
+		return m.Observe(ev)
+	}
+	if a := obs(0, 7, "r1"); len(a) != 1 || a[0].Context.Count != 7 {
+		t.Fatalf("a count record of 7: %+v", a)
+	}
+	if a := obs(1, 10, "r1"); len(a) != 0 {
+		t.Fatalf("not held back: %+v", a)
+	}
+	if a := obs(1.5, 10, "r2"); len(a) != 1 {
+		t.Fatalf("another run's alert was held back: %+v", a)
+	}
+	a := obs(11, 5, "r1")
+	if len(a) != 1 || a[0].Context.Details["suppressed"] != "1" || !strings.Contains(a[0].Reason, "1 more egress_deny_burst alerts") {
+		t.Fatalf("after the window: %+v", a)
 	}
 }

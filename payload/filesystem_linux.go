@@ -24,6 +24,7 @@ func init() {
 	Register("open-any", openAny)
 	Register("open-fds", openFDs)
 	Register("findings-links", findingsLinks)
+	Register("findings-hooks", findingsHooks)
 	Register("environ", environ)
 }
 
@@ -224,6 +225,34 @@ func findingsLinks(args []string) int {
 	r.Detail["regular"] = errnoName(os.WriteFile("/findings/report.txt", []byte("finding\n"), 0o644))
 	r.Evidence = fmt.Sprintf("left links in /findings: symlink to %s (%s), symlink to /etc/shadow (%s), hard link to /etc/passwd (%s)",
 		args[0], okOr(r.Detail["symlink-host"]), okOr(r.Detail["symlink-shadow"]), okOr(r.Detail["hardlink-passwd"]))
+	return report(r)
+}
+
+// findings-hooks: leave in /findings what would run on the host once
+// copied out: a git hook (executable, in a .git), a setuid script, and
+// the shape of a bare repository (whose config git reads).
+func findingsHooks([]string) int {
+	hook := "#!/bin/sh\necho pwned > /tmp/airlock-hook-ran\n"
+	var errs []string
+	try := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	try(os.MkdirAll("/findings/.git/hooks", 0o755))
+	try(os.WriteFile("/findings/.git/hooks/post-checkout", []byte(hook), 0o755))
+	try(os.WriteFile("/findings/tool.sh", []byte(hook), 0o755))
+	try(os.Chmod("/findings/tool.sh", 0o6755))
+	try(os.MkdirAll("/findings/bare/objects", 0o755))
+	try(os.MkdirAll("/findings/bare/refs", 0o755))
+	try(os.WriteFile("/findings/bare/HEAD", []byte("ref: refs/heads/main\n"), 0o644))
+	r := Report{Attempt: "findings-hooks", Detail: map[string]string{}}
+	if len(errs) > 0 {
+		r.Detail["broken"] = "true"
+		r.Evidence = "could not leave the hooks: " + strings.Join(errs, "; ")
+		return report(r)
+	}
+	r.Evidence = "left /findings/.git/hooks/post-checkout (0755), /findings/tool.sh (6755) and a bare repository's HEAD, objects and refs"
 	return report(r)
 }
 

@@ -30,6 +30,7 @@ func init() {
 	Register("http-direct", httpDirect)
 	Register("unix-connect", unixConnect)
 	Register("tcp-fastopen", tcpFastOpen)
+	Register("mptcp-connect", mptcpConnect)
 }
 
 // netWait bounds every network wait of a payload.
@@ -370,4 +371,58 @@ func fastOpenInside() Report {
 	r.Detail["fastopen"] = okOr(errnoName(ferr))
 	r.Evidence = fmt.Sprintf("to a listener inside at %s: connect(2) %s, Fast Open %s", addr, r.Detail["connect"], r.Detail["fastopen"])
 	return r
+}
+
+// mptcp-connect IP:PORT|inside|proxy: connect to the address twice, with
+// a TCP socket and with an MPTCP one (IPPROTO_MPTCP), a protocol that
+// Landlock's TCP connect rule does not cover. "inside" aims at a listener
+// the payload opens on the sandbox's lo, "proxy" at the proxy's port
+// ($HTTP_PROXY). Succeeded means MPTCP connected where TCP was refused.
+func mptcpConnect(args []string) int {
+	if len(args) != 1 {
+		return usage("mptcp-connect", "IP:PORT|inside|proxy")
+	}
+	addr := args[0]
+	switch addr {
+	case "inside":
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			return report(outcome("mptcp-connect", err, ""))
+		}
+		defer ln.Close()
+		addr = ln.Addr().String()
+	case "proxy":
+		addr = strings.TrimPrefix(os.Getenv("HTTP_PROXY"), "http://")
+	}
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		return usage("mptcp-connect", "IP:PORT|inside|proxy")
+	}
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	tcpErr := connect4(sa, unix.IPPROTO_TCP)
+	mpErr := connect4(sa, unix.IPPROTO_MPTCP)
+	r := outcome("mptcp-connect", mpErr, "connected to "+addr+" over MPTCP")
+	r.Succeeded = mpErr == nil && tcpErr != nil
+	r.Detail["tcp"] = connected(tcpErr)
+	r.Detail["mptcp"] = connected(mpErr)
+	r.Evidence = fmt.Sprintf("to %s: TCP %s, MPTCP %s", addr, r.Detail["tcp"], r.Detail["mptcp"])
+	return report(r)
+}
+
+// connected names err's errno, "connected" when there is none.
+func connected(err error) string {
+	if err == nil {
+		return "connected"
+	}
+	return errnoName(err)
+}
+
+// connect4 opens a stream socket of protocol proto and connects it to sa.
+func connect4(sa *unix.SockaddrInet4, proto int) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Connect(fd, sa)
 }

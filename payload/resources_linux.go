@@ -1,13 +1,16 @@
 package payload
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,6 +29,9 @@ func init() {
 	Register("sleep", sleep)
 	Register("big-file", bigFile)
 	Register("fill", fill)
+	Register("fill-all", fillAll)
+	Register("touch", touch)
+	Register("flood", flood)
 	Register("fds", fds)
 }
 
@@ -53,9 +59,15 @@ func started(name, what string) {
 	Emit(os.Stdout, Report{Attempt: name, Evidence: "started: " + what})
 }
 
-// spin [SECONDS]: an infinite loop (ASI09), or one of SECONDS of CPU.
+// spin [SECONDS [xcpu]]: an infinite loop (ASI09), or one of SECONDS of
+// CPU. The Go runtime ignores SIGXCPU, so RLIMIT_CPU ends it with its
+// hard limit's SIGKILL; with "xcpu" it takes SIGXCPU's default action, as
+// a C program does, and dies of it.
 func spin(args []string) int {
 	limit := argSeconds(args, 0, 0)
+	if len(args) > 1 && args[1] == "xcpu" {
+		signal.Reset(unix.SIGXCPU)
+	}
 	started("spin", "burning CPU until a cap stops it")
 	deadline := time.Now().Add(limit)
 	for x := 0; ; x++ {
@@ -207,6 +219,68 @@ func fill(args []string) int {
 	}
 	return report(Report{Attempt: "fill", Succeeded: true, Detail: map[string]string{"mib": strconv.FormatInt(n, 10)},
 		Evidence: fmt.Sprintf("wrote %d MiB in %s", n, args[0])})
+}
+
+// fill-all [MiB]: fill /tmp, /workspace, /findings and /dev/shm in turn
+// with 1 MiB files, each until refused, up to MiB (default 1024) in all:
+// the disk cap holds for the four together or not at all.
+func fillAll(args []string) int {
+	limit := argInt(args, 0, 1024)
+	buf := make([]byte, 1<<20)
+	var n int64
+	var last error
+	var per []string
+	for _, dir := range []string{"/tmp", "/workspace", "/findings", "/dev/shm"} {
+		got := int64(0)
+		for ; n < limit; n++ {
+			if last = os.WriteFile(filepath.Join(dir, fmt.Sprintf("fill-all-%d", n)), buf, 0o644); last != nil {
+				break
+			}
+			got++
+		}
+		per = append(per, fmt.Sprintf("%s %d MiB", dir, got))
+	}
+	r := Report{Attempt: "fill-all", Succeeded: n >= limit, Errno: errnoName(last),
+		Detail: map[string]string{"mib": strconv.FormatInt(n, 10)}}
+	r.Evidence = fmt.Sprintf("wrote %d MiB in all (%s), last: %v", n, strings.Join(per, ", "), last)
+	return report(r)
+}
+
+// touch DIR [N]: make empty files in DIR until refused, up to N (default
+// 1,000,000): they take inodes, which the disk cap's bytes do not count.
+func touch(args []string) int {
+	if len(args) < 1 {
+		return usage("touch", "DIR [N]")
+	}
+	limit := argInt(args, 1, 1000000)
+	var n int64
+	for ; n < limit; n++ {
+		fd, err := unix.Open(filepath.Join(args[0], fmt.Sprintf("e%d", n)), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			r := outcome("touch", err, "")
+			r.Detail["files"] = strconv.FormatInt(n, 10)
+			r.Evidence = fmt.Sprintf("made %d empty files in %s, then: %v", n, args[0], err)
+			return report(r)
+		}
+		unix.Close(fd)
+	}
+	return report(Report{Attempt: "touch", Succeeded: true, Detail: map[string]string{"files": strconv.FormatInt(n, 10)},
+		Evidence: fmt.Sprintf("made %d empty files in %s", n, args[0])})
+}
+
+// flood [MiB]: write to stdout and stderr in turn as fast as the pipes
+// take it, up to MiB (default 65536), for airlock to forward.
+func flood(args []string) int {
+	limit := argInt(args, 0, 65536)
+	started("flood", fmt.Sprintf("writing up to %d MiB to stdout and stderr", limit))
+	block := bytes.Repeat([]byte("flood "), 64<<10/6)
+	var n int64
+	for ; n < limit<<20; n += int64(len(block)) {
+		if _, err := unix.Write(1+int(n/int64(len(block)))%2, block); err != nil {
+			return report(Report{Attempt: "flood", Errno: errnoName(err), Evidence: fmt.Sprintf("wrote %d MiB, then: %v", n>>20, err)})
+		}
+	}
+	return report(Report{Attempt: "flood", Succeeded: true, Evidence: fmt.Sprintf("wrote %d MiB without being stopped", n>>20)})
 }
 
 // fds [N]: open /dev/null until refused, up to N (default 1<<20).

@@ -34,8 +34,6 @@ func (p *Policy) ApprovalConfig() EffectiveApprovals {
 	return c
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
 func checkApprovals(p *Policy) []*Error {
 	a := p.Approvals
 	if a == nil {

@@ -14,6 +14,10 @@ const (
 	DefaultProcessCount = 20
 	DefaultDiskWriteMB  = 100
 	DefaultOpenFiles    = 256
+	// DefaultOutputMB bounds a run's stdout and stderr together: far
+	// more than a test run or an install prints, far less than an agent
+	// harness should hold in memory (docs/sandbox.md, "Caps").
+	DefaultOutputMB = 16
 	// DefaultEgressDenyBurst and the other monitor defaults: five denied
 	// egress attempts or three denied commands within a minute alert.
 	DefaultEgressDenyBurst   = 5
@@ -38,6 +42,7 @@ type EffectiveCaps struct {
 	ProcessCount int64   `json:"processCount"`
 	DiskWriteMB  int64   `json:"diskWriteMb"`
 	OpenFiles    int64   `json:"openFiles"`
+	OutputMB     int64   `json:"outputMb"`
 }
 
 // CapsFor returns the caps of a run of tool: the tool's own caps, field by
@@ -50,6 +55,7 @@ func (p *Policy) CapsFor(tool string) EffectiveCaps {
 		ProcessCount: DefaultProcessCount,
 		DiskWriteMB:  DefaultDiskWriteMB,
 		OpenFiles:    DefaultOpenFiles,
+		OutputMB:     DefaultOutputMB,
 	}
 	wall := 0.0
 	for _, layer := range []*Caps{p.Caps, p.ToolScopes[tool].Caps} {
@@ -62,6 +68,7 @@ func (p *Policy) CapsFor(tool string) EffectiveCaps {
 		setI(&c.ProcessCount, layer.ProcessCount)
 		setI(&c.DiskWriteMB, layer.DiskWriteMB)
 		setI(&c.OpenFiles, layer.OpenFiles)
+		setI(&c.OutputMB, layer.OutputMB)
 	}
 	c.WallSeconds = wall
 	if wall == 0 {
@@ -137,5 +144,6 @@ func (c EffectiveCaps) Limits() limits.Caps {
 		Tasks:          c.ProcessCount,
 		DiskWriteBytes: c.DiskWriteMB << 20,
 		OpenFiles:      c.OpenFiles,
+		OutputBytes:    c.OutputMB << 20,
 	}
 }

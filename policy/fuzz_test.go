@@ -16,6 +16,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"toolScopes": {"t": {"allow": [{"name": "x", "command": "ls"}]}}, "caps": {"memoryMb": 1}}`), false)
 	f.Add([]byte("toolScopes:\n  t:\n    allow: [{name: x, command: ls}]\n"), true)
 	f.Add([]byte(`{"toolScopes": {}} trailing`), false)
+	f.Add([]byte("\xef\xbb\xbftoolScopes: !foo {a: &x [1, *x]}\n- - - [[{'q''[' : \"[\\\"\"}]] # [\n"), true)
+	f.Add([]byte("description: |\n  [[[[ - - -\ntoolScopes: {t: {allow: [{name: x, command: ls}]}}\n"), true)
 	f.Fuzz(func(t *testing.T, data []byte, yaml bool) {
 		name := "fuzz.json"
 		if yaml {

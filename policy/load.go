@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
@@ -42,25 +41,83 @@ type Errors = strict.Errors
 // Loaded is a parsed, defaulted and validated policy with its origin.
 type Loaded struct {
 	*Policy
-	// Source is the file it came from, or EmbeddedName.
+	// Source is the file it came from as it was named, or EmbeddedName.
 	Source string
+	// Path is the file's real path (absolute, every symbolic link
+	// resolved), "" for the embedded default and for Parse.
+	Path string
+	// Origin says how it was chosen; "" for Load and Parse.
+	Origin Origin
 	// Digest is "sha256:" and the hex SHA-256 of the bytes as read, for
 	// the audit stream.
 	Digest string
 }
 
-// Load reads, parses and validates the policy file at path.
+// Origin says how the command line chose a policy (docs/policy.md, "Where
+// the policy comes from").
+type Origin string
+
+// The origins of a policy.
+const (
+	// FromFlag is a policy named by --policy.
+	FromFlag Origin = "--policy"
+	// FromEnv is a policy named by $AIRLOCK_POLICY.
+	FromEnv Origin = "$AIRLOCK_POLICY"
+	// FromEmbedded is the embedded default: nothing was named.
+	FromEmbedded Origin = "embedded"
+)
+
+// Info is where a policy came from and what it was, as results and
+// explanations report it.
+type Info struct {
+	Source string `json:"source"`
+	Path   string `json:"path,omitempty"`
+	Origin Origin `json:"origin,omitempty"`
+	Digest string `json:"digest"`
+}
+
+// HostFile returns the host file l was read from, by its real path when
+// Load found it: "" for the embedded default.
+func (l *Loaded) HostFile() string {
+	switch {
+	case l.Path != "":
+		return l.Path
+	case l.Source == EmbeddedName:
+		return ""
+	}
+	return l.Source
+}
+
+// Info returns where l came from and its digest.
+func (l *Loaded) Info() Info {
+	return Info{Source: l.Source, Path: l.Path, Origin: l.Origin, Digest: l.Digest}
+}
+
+// Load reads, parses and validates the policy file at path. The file must
+// be one that only the caller or root could have written (see
+// docs/policy.md): a regular file owned by the caller or root, writable by
+// nobody else, in directories that nobody else can write either. A FIFO
+// or a device is refused without blocking.
 func Load(path string) (*Loaded, error) {
-	f, err := os.Open(path)
+	f, fi, err := hostfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer f.Close()
+	real, err := trusted(path, fi)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %s: %w", path, err)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("policy: %s: %w", path, err)
 	}
-	return Parse(path, data)
+	l, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	l.Path = real
+	return l, nil
 }
 
 // Default returns the embedded default policy, parsed.
@@ -69,24 +126,62 @@ func Default() *Loaded {
 	if err != nil {
 		panic("policy: embedded default does not load: " + err.Error())
 	}
+	l.Origin = FromEmbedded
 	return l
 }
 
-// Find loads the policy the command line should use: file when it is not
-// empty, else $AIRLOCK_POLICY, else ./policy.json when it exists, else the
-// embedded default.
+// Find loads the policy the command line should use: file (--policy) when
+// it is not empty, else $AIRLOCK_POLICY, else the embedded default. A
+// policy.json in the working directory is never read: whoever can write
+// the directory airlock runs in (an agent, the contained code through
+// --findings) would choose the policy. See Unread.
 func Find(file string) (*Loaded, error) {
+	origin := FromFlag
 	if file == "" {
-		file = os.Getenv("AIRLOCK_POLICY")
+		file, origin = os.Getenv("AIRLOCK_POLICY"), FromEnv
 	}
-	if file != "" {
-		return Load(file)
-	}
-	l, err := Load("policy.json")
-	if errors.Is(err, fs.ErrNotExist) {
+	if file == "" {
 		return Default(), nil
 	}
-	return l, err
+	l, err := Load(file)
+	if err != nil {
+		return nil, err
+	}
+	l.Origin = origin
+	return l, nil
+}
+
+// Unread is the notice for a policy.json in the working directory that
+// Find did not read because l, the embedded default, was chosen; "" when
+// there is none (or l is not the default). A dangling link counts: it
+// too was once meant as the policy.
+func Unread(l *Loaded) string {
+	if l.Origin != FromEmbedded {
+		return ""
+	}
+	if _, err := os.Lstat("policy.json"); err != nil {
+		return ""
+	}
+	return "./policy.json is not read; pass --policy ./policy.json to use it"
+}
+
+// Outside refuses a policy file that lies in dir, compared by real paths:
+// what names dir in the error ("--workspace"). The sandbox can write
+// there (the workspace through a later run, --findings through the copy
+// out), so such a policy could be its own.
+func (l *Loaded) Outside(what, dir string) error {
+	if l.Path == "" || dir == "" {
+		return nil
+	}
+	real, err := hostfile.Real(dir)
+	if err != nil {
+		return fmt.Errorf("policy: %s %s: %w", what, dir, err)
+	}
+	if hostfile.Within(l.Path, real) {
+		return fmt.Errorf("policy: %s is inside the run's %s directory %s, which the sandbox can write: "+
+			"keep the policy where neither the agent nor the sandbox can write", l.Source, what, dir)
+	}
+	return nil
 }
 
 // Parse parses data as a policy named name (used in errors). The format
@@ -116,5 +211,5 @@ func isYAML(name string, data []byte) bool {
 	case ".json":
 		return false
 	}
-	return !bytes.HasPrefix(bytes.TrimLeft(data, " \t\r\n"), []byte("{"))
+	return !bytes.HasPrefix(bytes.TrimLeft(strict.TrimBOM(data), " \t\r\n"), []byte("{"))
 }

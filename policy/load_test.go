@@ -73,7 +73,7 @@ func TestSeedPolicyLoadsUnchanged(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	p := policy.Default().Policy
-	want := policy.EffectiveCaps{WallSeconds: 10, CPUSeconds: 10, MemoryMB: 512, ProcessCount: 20, DiskWriteMB: 100, OpenFiles: 256}
+	want := policy.EffectiveCaps{WallSeconds: 10, CPUSeconds: 10, MemoryMB: 512, ProcessCount: 20, DiskWriteMB: 100, OpenFiles: 256, OutputMB: 16}
 	if got := p.CapsFor("run_tests"); got != want {
 		t.Errorf("default caps = %+v, want %+v", got, want)
 	}
@@ -85,7 +85,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Tool caps override field by field over the top-level caps.
-	want = policy.EffectiveCaps{WallSeconds: 60, CPUSeconds: 30, MemoryMB: 1024, ProcessCount: 64, DiskWriteMB: 100, OpenFiles: 256}
+	want = policy.EffectiveCaps{WallSeconds: 60, CPUSeconds: 30, MemoryMB: 1024, ProcessCount: 64, DiskWriteMB: 100, OpenFiles: 256, OutputMB: 16}
 	if got := full.CapsFor("run_tests"); got != want {
 		t.Errorf("run_tests caps = %+v, want %+v", got, want)
 	}
@@ -138,7 +138,7 @@ func TestStrictErrors(t *testing.T) {
 		{"p.json", `{"toolScopes": {}, "caps": {"memoryMb": 1.5}}`,
 			"p.json:1:41: caps.memoryMb: 1.5 is not an integer in range\n\thint: use a whole number"},
 		{"p.json", `{"toolScopes": {}, "caps": {"memoryMb": 99999999999999999999}}`,
-			"p.json:1:41: caps.memoryMb: 99999999999999999999 is not an integer in range\n\thint: use a whole number"},
+			"p.json:1:41: caps.memoryMb: 99999999999999999999 is not an integer in range\n\thint: it is far too large"},
 		{"p.json", `{"toolScopes": {}, "caps": {"cpuSeconds": null}}`,
 			"p.json:1:43: caps.cpuSeconds: null is not allowed here\n\thint: remove the field to take the default"},
 		{"p.json", "{\"toolScopes\": {}, \"caps\": {\"memoryMb\": -1}}",
@@ -159,6 +159,12 @@ func TestStrictErrors(t *testing.T) {
 			"p.json:1:42: egress.default: egress default \"allow\" is not supported\n\thint: airlock denies by default; write \"deny\" or leave it out, and allowlist hosts per task"},
 		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["ok.example", "169.254.169.254:80"]}}}`,
 			"p.json:1:69: egress.taskAllowlist.t[1]: \"169.254.169.254:80\" is always blocked (cloud metadata or link-local) and can never be allowlisted\n\thint: remove it: no policy can reach metadata endpoints"},
+		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["0.0.0.0/0"]}}}`,
+			"p.json:1:55: egress.taskAllowlist.t[0]: \"0.0.0.0/0\": a catch-all range (it spans special-purpose blocks such as loopback, private and public addresses) is refused\n\thint: write \"*\" for any public host, and each non-public range you mean on its own (\"10.0.0.0/8\", \"127.0.0.1:8080\")"},
+		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["127.0.0.0/8"]}}}`,
+			"p.json:1:55: egress.taskAllowlist.t[0]: \"127.0.0.0/8\": this host's loopback and unspecified addresses are reached only through an entry that names the port\n\thint: add the port, e.g. \"127.0.0.1:8080\""},
+		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["localhost:8080"]}}}`,
+			"p.json:1:55: egress.taskAllowlist.t[0]: \"localhost:8080\": a localhost name resolves to loopback, which no name reaches (only an IP or CIDR entry with a port does)\n\thint: to reach a service on this host, write its address and port, e.g. \"127.0.0.1:8080\""},
 		{"p.json", `{"caps": {}}`,
 			"p.json:1:1: missing toolScopes\n\thint: add \"toolScopes\": {} (an empty object denies every command)"},
 		{"p.json", `[]`, "p.json:1:1: expected an object, found an array"},
@@ -169,7 +175,7 @@ func TestStrictErrors(t *testing.T) {
 		{"p.yaml", "toolScopes: {}\ntoolScopes: {}\n",
 			"p.yaml:2:1: duplicate key \"toolScopes\" (first at line 1, column 1)\n\thint: a key may appear once per object; merge the two entries"},
 		{"p.yaml", "toolScopes: &a {}\ncaps: *a\n",
-			"p.yaml:2:7: YAML aliases are not allowed in a policy\n\thint: write the value out in full"},
+			"p.yaml:1:13: YAML anchors and aliases are not allowed in a policy\n\thint: write the value out in full"},
 		{"p.yaml", "toolScopes: {}\n---\ncaps: {}\n",
 			"p.yaml:2:1: trailing data: a second YAML document\n\thint: a policy file holds exactly one document"},
 		{"p.yaml", "toolScopes: {}\ncaps:\n  memoryMb: lots\n",
@@ -211,34 +217,57 @@ func TestFind(t *testing.T) {
 	t.Chdir(dir)
 	t.Setenv("AIRLOCK_POLICY", "")
 	l, err := policy.Find("")
-	if err != nil || l.Source != policy.EmbeddedName {
-		t.Fatalf("no file: %v %v", l, err)
+	if err != nil || l.Source != policy.EmbeddedName || l.Origin != policy.FromEmbedded || policy.Unread(l) != "" {
+		t.Fatalf("no file: %+v %v", l, err)
 	}
+	// ./policy.json is never read implicitly, however it got there (an
+	// agent in the working directory, a sandbox through --findings .),
+	// and not even a dangling link to it goes unsaid.
+	for _, make := range []func() error{
+		func() error { return os.WriteFile("policy.json", []byte(`{"toolScopes": {"bash": {}}}`), 0o644) },
+		func() error { return os.Symlink("nowhere.json", "policy.json") },
+	} {
+		os.Remove("policy.json")
+		if err := make(); err != nil {
+			t.Fatal(err)
+		}
+		l, err = policy.Find("")
+		if err != nil || l.Source != policy.EmbeddedName || l.Origin != policy.FromEmbedded {
+			t.Fatalf("./policy.json was read: %+v %v", l, err)
+		}
+		if n := policy.Unread(l); !strings.Contains(n, "./policy.json is not read; pass --policy ./policy.json") {
+			t.Errorf("notice %q", n)
+		}
+	}
+	os.Remove("policy.json")
 	if err := os.WriteFile("policy.json", []byte(`{"toolScopes": {}}`), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if l, err = policy.Find(""); err != nil || l.Source != "policy.json" {
-		t.Fatalf("./policy.json: %v %v", l, err)
 	}
 	if err := os.WriteFile("env.json", []byte(`{"toolScopes": {"a": {}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("AIRLOCK_POLICY", "env.json")
-	if l, err = policy.Find(""); err != nil || l.Source != "env.json" {
-		t.Fatalf("$AIRLOCK_POLICY: %v %v", l, err)
+	if l, err = policy.Find(""); err != nil || l.Source != "env.json" || l.Origin != policy.FromEnv || l.Path != filepath.Join(dir, "env.json") {
+		t.Fatalf("$AIRLOCK_POLICY: %+v %v", l, err)
 	}
-	if l, err = policy.Find("policy.json"); err != nil || l.Source != "policy.json" {
-		t.Fatalf("flag: %v %v", l, err)
+	if l, err = policy.Find("policy.json"); err != nil || l.Source != "policy.json" || l.Origin != policy.FromFlag || policy.Unread(l) != "" {
+		t.Fatalf("flag: %+v %v", l, err)
 	}
-	// A broken ./policy.json is an error, never a silent fallback.
-	t.Setenv("AIRLOCK_POLICY", "")
-	if err := os.WriteFile("policy.json", []byte(`{`), 0o644); err != nil {
+	if i := l.Info(); i.Source != "policy.json" || i.Origin != policy.FromFlag || i.Path != filepath.Join(dir, "policy.json") || i.Digest != l.Digest {
+		t.Errorf("info %+v", i)
+	}
+	// A broken or missing named file is an error, never a silent fallback.
+	if err := os.WriteFile("broken.json", []byte(`{`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err = policy.Find(""); err == nil {
-		t.Fatal("a broken ./policy.json fell back to the default")
+	if _, err = policy.Find("broken.json"); err == nil {
+		t.Fatal("a broken --policy file fell back to the default")
 	}
 	if _, err = policy.Find("missing.json"); err == nil {
 		t.Fatal("a missing --policy file fell back to the default")
+	}
+	t.Setenv("AIRLOCK_POLICY", "missing.json")
+	if _, err = policy.Find(""); err == nil {
+		t.Fatal("a missing $AIRLOCK_POLICY file fell back to the default")
 	}
 }

@@ -20,6 +20,9 @@ type Policy struct {
 	Monitor *Monitor `json:"monitor,omitempty"`
 	// Approvals says how escalated commands are approved.
 	Approvals *Approvals `json:"approvals,omitempty"`
+	// Session caps a session (airlock session) as a whole; each of its
+	// steps also has its tool's wall-clock and CPU caps.
+	Session *Session `json:"session,omitempty"`
 }
 
 // ToolScope is what one tool may run.
@@ -48,6 +51,10 @@ type CommandPattern struct {
 	// the arguments must equal a signature exactly (or be empty when there
 	// are no signatures).
 	AllowExtraArgs bool `json:"allowExtraArgs,omitempty"`
+	// Justification says why the rule exists, in words for the agent and
+	// the operator: it is shown with every refusal and escalation the rule
+	// decides.
+	Justification string `json:"justification,omitempty" jsonschema:"maxLength=1024"`
 }
 
 // Caps are resource caps. A nil field takes its default (see Defaults).
@@ -64,6 +71,8 @@ type Caps struct {
 	DiskWriteMB *int64 `json:"diskWriteMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
 	// OpenFiles is the open-file limit of each process (default 256).
 	OpenFiles *int64 `json:"openFiles,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// OutputMB caps stdout and stderr together, in MiB, as airlock forwards them; past it the output is cut and the run killed (default 16).
+	OutputMB *int64 `json:"outputMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
 }
 
 // Egress is the egress gate's policy.
@@ -109,4 +118,24 @@ type Approvals struct {
 	// TTLSeconds is how long a request may be answered and its approval
 	// redeemed (default 900, at most 86400).
 	TTLSeconds *float64 `json:"ttlSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=86400"`
+}
+
+// Session caps one session as a whole: every step's processes and files
+// together. A nil field takes its default (see SessionFor).
+type Session struct {
+	// MemoryMB is the memory of the whole session, files in /tmp and
+	// /workspace included, in MiB (default 1024).
+	MemoryMB *int64 `json:"memoryMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// ProcessCount is the number of tasks (processes and threads) of the
+	// session at any time, its init's included (default 64).
+	ProcessCount *int64 `json:"processCount,omitempty" jsonschema:"minimum=1,maximum=65536"`
+	// DiskWriteMB caps the session's writable space and the size of any
+	// file written, in MiB (default 256).
+	DiskWriteMB *int64 `json:"diskWriteMb,omitempty" jsonschema:"minimum=1,maximum=1048576"`
+	// WallSeconds is the session's whole life, from start to teardown
+	// (default 3600).
+	WallSeconds *float64 `json:"wallSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=604800"`
+	// IdleSeconds ends a session in which no command ran for this long
+	// (default 600).
+	IdleSeconds *float64 `json:"idleSeconds,omitempty" jsonschema:"exclusiveMinimum=0,maximum=604800"`
 }

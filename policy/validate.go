@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
+	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
 )
 
 // check is one validation rule. Each looks at one concern and reports
@@ -25,6 +26,7 @@ var checks = []check{
 	checkRequire,
 	checkMonitor,
 	checkApprovals,
+	checkSession,
 }
 
 func validate(p *Policy) Errors {
@@ -50,7 +52,7 @@ func checkToolNames(p *Policy) []*Error {
 		errs = append(errs, strict.Problem("", "missing toolScopes", `add "toolScopes": {} (an empty object denies every command)`))
 	}
 	for _, tool := range sortedKeys(p.ToolScopes) {
-		if tool == "" || !strict.PlainText(tool) {
+		if !strict.Name(tool) {
 			errs = append(errs, strict.Problem(strict.Field("toolScopes", tool),
 				fmt.Sprintf("tool name %q is empty or has white space or control characters", tool), ""))
 		}
@@ -83,9 +85,12 @@ func checkRules(p *Policy) []*Error {
 	return errs
 }
 
+// maxJustification is the longest justification a rule may carry.
+const maxJustification = 1024
+
 func checkRule(at string, r CommandPattern) []*Error {
 	var errs []*Error
-	if r.Name == "" || !strict.PlainText(r.Name) {
+	if !strict.Name(r.Name) {
 		errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("rule name %q is empty or has white space or control characters", r.Name), ""))
 	}
 	switch {
@@ -97,6 +102,10 @@ func checkRule(at string, r CommandPattern) []*Error {
 	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
 		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
 			`use a bare name resolved through commandSearchPath, or an absolute path such as "/usr/bin/git"`))
+	}
+	if r.Justification != "" && (!strict.PlainText(r.Justification) || len(r.Justification) > maxJustification) {
+		errs = append(errs, strict.Problem(at+".justification", fmt.Sprintf("justification is longer than %d bytes, or has control characters, invalid UTF-8 or white space at its ends", maxJustification),
+			"it is shown to agents and on terminals: write one plain line"))
 	}
 	for i, sig := range r.ArgPatterns {
 		for j, a := range sig {
@@ -120,6 +129,7 @@ var capRange = []struct {
 	{"processCount", func(c *Caps) (float64, bool) { return iget(c.ProcessCount) }, 1 << 16},
 	{"diskWriteMb", func(c *Caps) (float64, bool) { return iget(c.DiskWriteMB) }, 1 << 20},
 	{"openFiles", func(c *Caps) (float64, bool) { return iget(c.OpenFiles) }, 1 << 20},
+	{"outputMb", func(c *Caps) (float64, bool) { return iget(c.OutputMB) }, 1 << 20},
 }
 
 func fget(v *float64) (float64, bool) {
@@ -185,10 +195,34 @@ func checkPaths(p *Policy) []*Error {
 		}
 	}
 	abs("commandSearchPath", "search path entry", p.CommandSearchPath, false)
+	// The sandbox's own validation of what it may show (its words, its
+	// real path, its place among this host's mounts): run refuses the
+	// same paths, and the init checks again what it binds.
+	var host *hostpath.Checker
+	shown := func(at, field string, list []string) {
+		for i, dir := range list {
+			if !path.IsAbs(dir) || path.Clean(dir) != dir || !strict.PlainText(dir) || dir == "/" {
+				continue // reported above
+			}
+			var err error
+			if host == nil {
+				host, err = hostpath.NewChecker()
+			}
+			if err == nil {
+				err = host.Check(field, dir)
+			}
+			if err != nil {
+				errs = append(errs, strict.Problem(strict.Index(at, i), err.Error(),
+					"the sandbox never shows the host's sockets, kernel interfaces, homes or state, nor its own directories (docs/sandbox.md)"))
+			}
+		}
+	}
 	fsCheck := func(at string, fs *Filesystem) {
 		if fs != nil {
 			abs(at+".readOnly", "read-only path", fs.ReadOnly, false)
 			abs(at+".readWrite", "read-write path", fs.ReadWrite, false)
+			shown(at+".readOnly", "readOnly", fs.ReadOnly)
+			shown(at+".readWrite", "readWrite", fs.ReadWrite)
 		}
 	}
 	fsCheck("filesystem", p.Filesystem)

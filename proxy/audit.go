@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -14,12 +15,15 @@ import (
 // decision itself (kind egress, the verdict, the gate's reason, the
 // resolved addresses); at StageClosed an info record of how the allowed
 // connection ended (the dialled address, bytes and duration, or the
-// failure).
+// failure); at StageRejected a denial with the proxy's reason, the raw
+// bytes the client sent in the details ("requested") and, when a flood
+// was coalesced, their number ("count"). Strings the client chose are
+// passed as the raw bytes it sent: the audit stream encodes them.
 func AuditEvent(ev Event, base audit.Context) audit.Event {
 	ctx := base
 	ctx.Task = ev.Task
 	ctx.Host, ctx.Port = ev.Target.Host(), ev.Target.Port
-	if ctx.Host == "" {
+	if ctx.Host == "" && ev.Stage != StageRejected {
 		// Unparsable: keep what the client asked for.
 		ctx.Host = ev.Requested
 		if h, _, err := net.SplitHostPort(ev.Requested); err == nil {
@@ -31,8 +35,11 @@ func AuditEvent(ev Event, base audit.Context) audit.Event {
 	for k, v := range base.Details {
 		details[k] = v
 	}
+	if ev.Count > 1 {
+		details["count"] = strconv.Itoa(ev.Count)
+	}
 	ctx.Details = details
-	if ev.Stage == StageDecided {
+	if ev.Stage == StageDecided || ev.Stage == StageRejected {
 		for _, a := range ev.Resolved {
 			ctx.Addresses = append(ctx.Addresses, a.String())
 		}

@@ -13,7 +13,7 @@ import (
 func TestThousandConcurrentTunnels(t *testing.T) {
 	const n = 1000
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}, limits: Limits{MaxTunnels: n}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}, limits: Limits{MaxTunnels: n, MaxTunnelsPerClient: n}})
 	conns := make([]net.Conn, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -29,7 +29,9 @@ type Gate interface {
 var _ Gate = (*egress.Gate)(nil)
 
 // Resolver looks up the addresses of a host name. *net.Resolver
-// satisfies it.
+// satisfies it. The proxy asks for the name it decided, fully qualified:
+// with a trailing dot ("pypi.org."), so that no search domain is appended
+// to it and ndots plays no part (docs/egress.md).
 type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
@@ -73,11 +75,26 @@ type Config struct {
 	Limits Limits
 }
 
-// Limits bound what one proxy may hold open and how long it waits.
+// Limits bound what one proxy may hold open and how long it waits. Each
+// count is shared fairly: a client (a source address; an IPv6 one by its
+// /64) may hold at most its per-client part, so that one client holding
+// all it may leaves the rest to the others (docs/egress.md, "Bounds").
 type Limits struct {
+	// MaxConns is the most client connections held at once, whatever
+	// their state (sending a request, being decided, tunnelling, idle
+	// between requests); a connection past it, or past its client's part,
+	// is closed as soon as it is accepted, and counted in the audit
+	// stream. Default 4096.
+	MaxConns int
+	// MaxConnsPerClient is one client's part of MaxConns. Default a
+	// quarter of MaxConns.
+	MaxConnsPerClient int
 	// MaxTunnels is the most upstream connections (tunnels and forwarded
 	// requests) open at once; more are refused. Default 1024.
 	MaxTunnels int
+	// MaxTunnelsPerClient is one client's part of MaxTunnels. Default a
+	// quarter of MaxTunnels.
+	MaxTunnelsPerClient int
 	// MaxHeaderBytes caps the size of an HTTP request's header. Default
 	// 64 KiB.
 	MaxHeaderBytes int
@@ -94,6 +111,7 @@ type Limits struct {
 
 // The default limits.
 const (
+	DefaultMaxConns         = 4096
 	DefaultMaxTunnels       = 1024
 	DefaultMaxHeaderBytes   = 64 << 10
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -103,11 +121,21 @@ const (
 
 // withDefaults fills in zero limits and rejects negative ones.
 func (l Limits) withDefaults() (Limits, error) {
-	if l.MaxTunnels < 0 || l.MaxHeaderBytes < 0 || l.HandshakeTimeout < 0 || l.IdleTimeout < 0 || l.DialTimeout < 0 {
+	if l.MaxConns < 0 || l.MaxConnsPerClient < 0 || l.MaxTunnels < 0 || l.MaxTunnelsPerClient < 0 ||
+		l.MaxHeaderBytes < 0 || l.HandshakeTimeout < 0 || l.IdleTimeout < 0 || l.DialTimeout < 0 {
 		return l, errors.New("proxy: limits must not be negative")
+	}
+	if l.MaxConns == 0 {
+		l.MaxConns = DefaultMaxConns
+	}
+	if l.MaxConnsPerClient == 0 {
+		l.MaxConnsPerClient = max(l.MaxConns/4, 1)
 	}
 	if l.MaxTunnels == 0 {
 		l.MaxTunnels = DefaultMaxTunnels
+	}
+	if l.MaxTunnelsPerClient == 0 {
+		l.MaxTunnelsPerClient = max(l.MaxTunnels/4, 1)
 	}
 	if l.MaxHeaderBytes == 0 {
 		l.MaxHeaderBytes = DefaultMaxHeaderBytes
@@ -122,4 +150,21 @@ func (l Limits) withDefaults() (Limits, error) {
 		l.DialTimeout = DefaultDialTimeout
 	}
 	return l, nil
+}
+
+// SandboxMaxConns bounds the connections one sandbox may hold open to its
+// proxy, whatever its caps allow.
+const SandboxMaxConns = 256
+
+// SandboxLimits are the limits of a proxy that serves one sandbox, whose
+// processes may each open openFiles files (the run's openFiles cap): it
+// holds at most min(openFiles, SandboxMaxConns) connections from the
+// sandbox and as many upstream, each costing airlock's own process at most
+// six descriptors (the two sockets, and a splice pipe for each direction
+// of a tunnel), however the sandbox behaves. A sandbox is one client (its
+// connections all come from its loopback), so the per-client parts are
+// the whole.
+func SandboxLimits(openFiles int) Limits {
+	n := min(max(openFiles, 1), SandboxMaxConns)
+	return Limits{MaxConns: n, MaxConnsPerClient: n, MaxTunnels: n, MaxTunnelsPerClient: n}
 }

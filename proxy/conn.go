@@ -3,16 +3,58 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // prefixConn is a connection whose first bytes were already read: it
-// replays them, then reads the connection.
+// replays them, then reads the connection. The proxy hands the
+// connections it sniffed as HTTP to its http.Server as prefixConns; one
+// then also holds the connection's slot of the connection share, and
+// notices when the server answers a request it could not parse (a
+// malformed or oversized request, answered 400 or 431 before any handler
+// runs), so that the refusal reaches the audit stream.
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+
+	p      *Proxy // nil: none of the below
+	slot   *slot
+	first  string                 // the first line of what was read ahead
+	served atomic.Bool            // a handler has run for a request
+	status atomic.Pointer[string] // the server's own error reply, if any
+	once   sync.Once
+}
+
+// connKey carries the server's connection in a request's context.
+type connKey struct{}
+
+// Write passes b on; a write before any handler has run is the
+// http.Server's own error reply to a request it could not parse, whose
+// status line is kept for the audit record.
+func (c *prefixConn) Write(b []byte) (int, error) {
+	if c.p != nil && !c.served.Load() && c.status.Load() == nil {
+		line, _, _ := bytes.Cut(b, []byte("\r\n"))
+		s := string(line[:min(len(line), maxRequestedBytes)])
+		c.status.Store(&s)
+	}
+	return c.Conn.Write(b)
+}
+
+// closed is called when the http.Server has closed c: it reports a
+// request the server refused, and gives c's slot back.
+func (c *prefixConn) closed() {
+	c.once.Do(func() {
+		if s := c.status.Load(); s != nil && c.p != nil {
+			c.p.reject(rejectHTTP, ProtocolHTTP, c.RemoteAddr().String(), c.first,
+				fmt.Sprintf("malformed HTTP request refused: the proxy's HTTP server answered %+q", *s))
+		}
+		c.slot.release()
+	})
 }
 
 func (c *prefixConn) Read(b []byte) (int, error) {
@@ -47,4 +89,13 @@ const lingerTime = 500 * time.Millisecond
 func buffered(br *bufio.Reader) []byte {
 	b, _ := br.Peek(br.Buffered())
 	return bytes.Clone(b)
+}
+
+// firstLine returns the first line of what br has read ahead (without
+// reading more), at most maxRequestedBytes of it, as raw bytes: what a
+// refused request's record keeps of it.
+func firstLine(br *bufio.Reader) string {
+	b, _ := br.Peek(min(br.Buffered(), maxRequestedBytes))
+	line, _, _ := bytes.Cut(b, []byte("\r\n"))
+	return string(line)
 }

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,15 @@ const connectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n"
 // connectMethod starts a CONNECT request line.
 const connectMethod = "CONNECT "
 
+// isGone reports whether a read failed because the client left or its
+// handshake timed out (the timeout closes the connection), rather than
+// because of what it sent.
+func isGone(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
 // serveInlineConnect serves a connection whose first request is CONNECT,
 // without the http.Server: the request is parsed by net/http's parser in
 // the connection's own goroutine, and the tunnel starts from there. (The
@@ -21,19 +31,26 @@ const connectMethod = "CONNECT "
 // cost several goroutine hand-offs per tunnel.) A CONNECT later on a
 // keep-alive connection goes through serveConnect instead.
 func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedReader) {
+	line := firstLine(br)
 	req, err := http.ReadRequest(br)
 	if err != nil {
+		if expired := p.forget(c); expired || (isGone(err) && lr.N > 0) {
+			c.Close() // the client left or timed out mid-request: nothing to answer
+			return
+		}
 		status, reason := http.StatusBadRequest, "malformed CONNECT request"
+		why := fmt.Sprintf("malformed CONNECT request refused: %+q", err.Error())
 		if lr.N <= 0 {
 			status, reason = http.StatusRequestHeaderFieldsTooLarge, "request header too large"
+			why = fmt.Sprintf("CONNECT request refused: its header is larger than %d bytes", p.limits.MaxHeaderBytes)
 		}
-		p.forget(c)
+		p.reject(rejectHTTP, ProtocolConnect, c.RemoteAddr().String(), line, why)
 		writeRaw(c, status, reason)
 		return
 	}
 	p.requested(c)
 	ev := p.newEvent(ProtocolConnect, c.RemoteAddr().String(), req.Host)
-	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, req.Host, 0)
+	p.decideConnect(req, &ev)
 	up, err := p.open(p.ctx, &ev)
 	switch {
 	case !ev.Decision.Allowed():
@@ -62,10 +79,21 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 	p.finish(&ev, p.tunnel(&ev, c, buffered(br), up))
 }
 
+// decideConnect takes the static decision on a CONNECT request's
+// authority into ev: userinfo in it ("a@host:443") is refused as in an
+// absolute-form URL, never silently dropped.
+func (p *Proxy) decideConnect(r *http.Request, ev *Event) {
+	if r.URL != nil && r.URL.User != nil {
+		ev.Decision = deny(reasonUserinfo, r.Host) // the credentials are not repeated
+		return
+	}
+	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.Host, 0)
+}
+
 // serveConnect serves a CONNECT request: decide, dial, then tunnel.
 func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	ev := p.newEvent(ProtocolConnect, r.RemoteAddr, r.Host)
-	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.Host, 0)
+	p.decideConnect(r, &ev)
 	up, err := p.open(r.Context(), &ev)
 	switch {
 	case !ev.Decision.Allowed():
@@ -84,8 +112,13 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, fmt.Errorf("taking over the client connection: %w", err))
 		return
 	}
-	if pc, ok := conn.(*prefixConn); ok && len(pc.prefix) == 0 {
-		conn = pc.Conn // the replayed bytes are long read: splice again
+	if pc, ok := conn.(*prefixConn); ok {
+		// The server no longer owns the connection: its slot is given
+		// back when the tunnel ends.
+		defer pc.slot.release()
+		if len(pc.prefix) == 0 {
+			conn = pc.Conn // the replayed bytes are long read: splice again
+		}
 	}
 	if !p.track(conn, up) {
 		conn.Close()

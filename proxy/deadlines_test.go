@@ -139,7 +139,7 @@ func TestDeadlinesWithTimeout(t *testing.T) {
 func TestDialAndLookupTimeout(t *testing.T) {
 	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 	h := newHarness(t, setup{
-		allow:  []string{"127.0.0.1", "slow.example"},
+		allow:  []string{"127.0.0.1:9", "slow.example"},
 		limits: Limits{DialTimeout: 100 * time.Millisecond},
 		dialer: DialerFunc(func(ctx context.Context, _, _ string) (net.Conn, error) { return nil, hang(ctx) }),
 		resolver: resolverFunc(func(ctx context.Context, _, _ string) ([]netip.Addr, error) {

@@ -16,7 +16,7 @@ import (
 const (
 	reasonNoPort    = "egress to %+q refused: no port given (ask for host:port)"
 	reasonLoop      = "egress to %s refused: it is this proxy's own listener (a request loop)"
-	reasonUserinfo  = "egress to %+q refused: the URL carries user credentials, which the proxy does not forward"
+	reasonUserinfo  = "egress to %+q refused: the request carries user credentials (user@host), which the proxy does not forward"
 	reasonNoAddress = "egress to %s refused: the egress gate allowed the name but no checked address remained"
 	// reasonFailed prefixes an upstream failure after an allow, so that a
 	// client never mistakes it for a refusal.
@@ -82,13 +82,16 @@ func (p *Proxy) decide(ctx context.Context, ev *Event) ([]netip.Addr, error) {
 	return addrs, nil
 }
 
-// resolve looks name up exactly once. Addresses come back unmapped: an
-// IPv4-mapped IPv6 answer is the IPv4 address it carries (the gate checks
-// both forms the same way, and the dial goes to IPv4 either way).
+// resolve looks name up exactly once, as the fully qualified name: with
+// its trailing dot, so that the resolver appends no search domain and
+// ndots plays no part, and the addresses are those of the name the gate
+// decided (docs/egress.md). Addresses come back unmapped: an IPv4-mapped
+// IPv6 answer is the IPv4 address it carries (the gate checks both forms
+// the same way, and the dial goes to IPv4 either way).
 func (p *Proxy) resolve(ctx context.Context, name string) ([]netip.Addr, error) {
 	ctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
-	addrs, err := p.resolver.LookupNetIP(ctx, "ip", name)
+	addrs, err := p.resolver.LookupNetIP(ctx, "ip", name+".")
 	if err != nil && timedOut(ctx) {
 		err = &net.DNSError{Err: os.ErrDeadlineExceeded.Error(), Name: name, IsTimeout: true}
 	}
@@ -119,15 +122,16 @@ func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.acquire(); err != nil {
+	sl, err := p.acquire(ev.client)
+	if err != nil {
 		return nil, err
 	}
 	c, ap, err := p.dial(ctx, addrs, ev.Target.Port)
 	if err != nil {
-		p.release()
+		sl.release()
 		return nil, err
 	}
-	ev.slot = true // released by finish
+	ev.tunnel = sl // released by finish
 	ev.Dialled = ap
 	return c, nil
 }

@@ -10,21 +10,14 @@ import (
 	"syscall"
 )
 
-// errAtCapacity refuses a tunnel when MaxTunnels are open.
-var errAtCapacity = errors.New("the proxy is at its limit of concurrent tunnels")
-
-// acquire takes a tunnel slot, or fails at once when none is free.
-func (p *Proxy) acquire() error {
-	select {
-	case p.slots <- struct{}{}:
-		return nil
-	default:
-		return errAtCapacity
+// acquire takes one of c's tunnel slots, or fails at once when none is
+// free (a *limitError).
+func (p *Proxy) acquire(c client) (*slot, error) {
+	if err := p.tunnelShare.take(c); err != nil {
+		return nil, err
 	}
+	return &slot{s: p.tunnelShare, c: c}, nil
 }
-
-// release returns a slot taken by acquire.
-func (p *Proxy) release() { <-p.slots }
 
 // dial connects to the first of addrs that answers on port. It dials the
 // checked address itself, never a name, so nothing is looked up again.
@@ -79,8 +72,9 @@ func (e *recordError) Unwrap() error { return e.err }
 func classify(err error) failure {
 	var ne net.Error
 	var re *recordError
+	var le *limitError
 	switch {
-	case errors.Is(err, errAtCapacity), errors.As(err, &re):
+	case errors.As(err, &le), errors.As(err, &re):
 		return failCapacity
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return failRefused

@@ -8,10 +8,24 @@
 // checked, never the name, so DNS rebinding gains nothing. IP literals in
 // any spelling are normalised by the gate and never reach the resolver.
 //
+// A name is resolved exactly as decided, fully qualified ("name."), so
+// that no search domain is appended to it.
+//
 // Refusals are HTTP 403 with the reason in the body and in an
 // X-Airlock-Reason header, or SOCKS5 reply 2 ("connection not allowed by
 // ruleset"). Upstream failures after an allow are HTTP 502 or SOCKS5
 // replies 3, 4 or 5, with a reason that says the gate allowed the request.
+// SOCKS4 is refused. What the proxy refuses before any decision (a
+// malformed request, SOCKS4, a connection past its limits) is reported
+// too, coalesced so that a flood is counted rather than reported one by
+// one.
+//
+// Client connections and upstream connections are bounded (Limits), and
+// each client (a source address) may hold only its part of each, so that
+// one client cannot take them all; past a bound a connection is closed at
+// once and a tunnel refused with 503. SandboxLimits derives the bounds of
+// a sandbox's proxy from its openFiles cap. docs/egress.md is the
+// contract.
 //
 // Tunnels (CONNECT and SOCKS5) copy between the bare connections, so on
 // Linux the kernel splices TCP to TCP without copying through user space;

@@ -17,6 +17,10 @@ const (
 	ProtocolHTTP    Protocol = "http"    // absolute-form HTTP request
 	ProtocolConnect Protocol = "connect" // HTTP CONNECT tunnel
 	ProtocolSOCKS5  Protocol = "socks5"  // SOCKS5 CONNECT tunnel
+	ProtocolSOCKS4  Protocol = "socks4"  // SOCKS4 or SOCKS4a, always refused
+	// ProtocolUnknown is a connection refused before anything of it was
+	// read.
+	ProtocolUnknown Protocol = "unknown"
 )
 
 // Stage says when an Event was reported.
@@ -30,6 +34,11 @@ const (
 	// StageClosed is reported when an allowed request's connection ends,
 	// or its upstream connection failed.
 	StageClosed Stage = "closed"
+	// StageRejected is reported for a connection or request the proxy
+	// refused before any egress decision: a connection past its client's
+	// share, a SOCKS4 request, a malformed or oversized request. A flood of
+	// them is coalesced: Count says how many refusals the event stands for.
+	StageRejected Stage = "rejected"
 )
 
 // Event is one request's decision, and, at StageClosed, its outcome.
@@ -68,8 +77,13 @@ type Event struct {
 	Duration time.Duration
 	// Err is why an allowed request failed or ended abnormally.
 	Err error
+	// Count is how many refusals a StageRejected event stands for: 1, or
+	// more when a flood was coalesced (the event is then the first of
+	// them). 0 for the other stages.
+	Count int
 
-	slot bool // the request holds one of the proxy's MaxTunnels slots
+	client client // who asked, for the fair share
+	tunnel *slot  // the request's hold on the tunnel share, once it has one
 }
 
 // eventJSON is the wire form of an Event.
@@ -88,6 +102,7 @@ type eventJSON struct {
 	BytesDown int64             `json:"bytesDown"`
 	Duration  float64           `json:"durationMs"`
 	Err       string            `json:"error,omitempty"`
+	Count     int               `json:"count,omitempty"`
 }
 
 // MarshalJSON encodes the event as one flat object: the target and the
@@ -100,6 +115,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Resolved: e.Resolved, Decision: e.Decision,
 		BytesUp: e.BytesUp, BytesDown: e.BytesDown,
 		Duration: float64(e.Duration) / float64(time.Millisecond),
+		Count:    e.Count,
 	}
 	if e.Dialled.IsValid() {
 		j.Dialled = e.Dialled.String()

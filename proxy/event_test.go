@@ -65,7 +65,7 @@ func TestNewValidates(t *testing.T) {
 // TestUnrecordedDecisionRefused: when Record cannot record an allowed
 // decision, nothing is dialled and the client is told why.
 func TestUnrecordedDecisionRefused(t *testing.T) {
-	g, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"t": {"127.0.0.1"}}})
+	g, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"t": {"127.0.0.1:9"}}, Local: egress.FixedAddrs{}})
 	if err != nil {
 		t.Fatal(err)
 	}

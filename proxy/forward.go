@@ -135,14 +135,13 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		err = p.acquire()
+		ev.tunnel, err = p.acquire(ev.client) // released by finish, in forward
 	}
 	if err != nil {
 		failHTTP(w, err, false)
 		p.finish(&ev, err)
 		return
 	}
-	ev.slot = true // released by finish, in forward
 	p.forward(w, r, &ev, &route{addrs: addrs, port: ev.Target.Port})
 }
 

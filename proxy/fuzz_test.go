@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,6 +51,33 @@ func FuzzSOCKSRequest(f *testing.F) {
 		enc = binary.BigEndian.AppendUint16(enc, req.port)
 		if !bytes.Equal(enc, msg) {
 			t.Fatalf("request % x parsed as %+v, re-encoded as % x", msg, req, enc)
+		}
+	})
+}
+
+// FuzzSOCKS4Request feeds arbitrary bytes to the SOCKS4 parser: it never
+// panics, and a parsed request names the port and the address (or the
+// SOCKS4a host, as sent) the bytes carry.
+func FuzzSOCKS4Request(f *testing.F) {
+	f.Add([]byte("\x04\x01\x00\x50\x7f\x00\x00\x01user\x00"))
+	f.Add([]byte("\x04\x01\x01\xbb\x00\x00\x00\x01\x00ex\xffample.com\x00"))
+	f.Add([]byte("\x04\x01\x00"))
+	f.Add([]byte("\x04\x02\x00\x50\x00\x00\x00\x09no-terminator"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		requested, err := readSOCKS4(bufio.NewReaderSize(bytes.NewReader(data), 64))
+		if err != nil {
+			return
+		}
+		host, port, serr := net.SplitHostPort(requested)
+		if serr != nil || port != strconv.Itoa(int(binary.BigEndian.Uint16(data[2:4]))) {
+			t.Fatalf("% x parsed as %q", data, requested)
+		}
+		if data[4] == 0 && data[5] == 0 && data[6] == 0 && data[7] != 0 {
+			if !bytes.Contains(data[8:], []byte(host+"\x00")) {
+				t.Fatalf("% x: SOCKS4a host %q not in the request", data, host)
+			}
+		} else if host != netip.AddrFrom4([4]byte(data[4:8])).String() {
+			t.Fatalf("% x: address %q", data, host)
 		}
 	})
 }

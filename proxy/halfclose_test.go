@@ -34,7 +34,7 @@ func TestHalfCloseClientFirst(t *testing.T) {
 		b, _ := io.ReadAll(c) // until the client's half-close arrives
 		io.WriteString(c, "got "+string(b))
 	})
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	for _, proto := range []Protocol{ProtocolConnect, ProtocolSOCKS5} {
 		t.Run(string(proto), func(t *testing.T) {
 			c := tunnelTo(t, h, proto, up)
@@ -61,7 +61,7 @@ func TestHalfCloseUpstreamFirst(t *testing.T) {
 		b, _ := io.ReadAll(c)
 		received <- string(b)
 	})
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	for _, proto := range []Protocol{ProtocolConnect, ProtocolSOCKS5} {
 		t.Run(string(proto), func(t *testing.T) {
 			c := tunnelTo(t, h, proto, up)

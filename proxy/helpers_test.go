@@ -31,7 +31,10 @@ func (r *fakeResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.lookups = append(r.lookups, host)
-	if a, ok := r.answers[host]; ok {
+	// The proxy asks for fully qualified names; the table is written
+	// without the trailing dot. A name asked for without one is unknown.
+	name, fqdn := strings.CutSuffix(host, ".")
+	if a, ok := r.answers[name]; ok && fqdn {
 		return append([]netip.Addr(nil), a...), nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
@@ -43,8 +46,15 @@ func (r *fakeResolver) names() []string {
 	return append([]string(nil), r.lookups...)
 }
 
-// dialLog records every address the proxy dials, then dials it through
-// testutil.LoopbackDialer, which fails the test on anything off loopback.
+// standIn returns the stand-in of a loopback address ("127.0.0.1"), for
+// tests that reach a loopback upstream by name (testutil.StandIn).
+func standIn(loopback string) string {
+	return testutil.StandIn(netip.MustParseAddr(loopback)).String()
+}
+
+// dialLog records every address the proxy dials, then dials it (a
+// stand-in through to loopback) through testutil.LoopbackDialer, which
+// fails the test on anything off loopback.
 type dialLog struct {
 	mu    sync.Mutex
 	addrs []string
@@ -55,7 +65,7 @@ func (d *dialLog) DialContext(ctx context.Context, network, addr string) (net.Co
 	d.mu.Lock()
 	d.addrs = append(d.addrs, addr)
 	d.mu.Unlock()
-	return d.next.DialContext(ctx, network, addr)
+	return d.next.DialContext(ctx, network, testutil.ThroughStandIn(addr))
 }
 
 func (d *dialLog) dialled() []string {
@@ -151,6 +161,9 @@ func newHarness(t testing.TB, s setup) *harness {
 	}
 	if s.cfg != nil {
 		cfg = *s.cfg
+	}
+	if cfg.Local == nil {
+		cfg.Local = egress.FixedAddrs{} // loopback only: no test depends on the host's addresses
 	}
 	g, err := egress.Compile(cfg)
 	if err != nil {

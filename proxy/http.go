@@ -36,12 +36,16 @@ func writeRaw(c net.Conn, status int, reason string) {
 
 // serveHTTP serves one HTTP request on a connection sniffed as HTTP.
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if pc, ok := r.Context().Value(connKey{}).(*prefixConn); ok {
+		pc.served.Store(true) // from here on, the server's writes are answers
+	}
 	switch {
 	case r.Method == http.MethodConnect:
 		p.serveConnect(w, r)
 	case r.URL.IsAbs():
 		p.serveForward(w, r)
 	default:
+		p.reject(rejectHTTP, ProtocolHTTP, r.RemoteAddr, r.Method+" "+r.RequestURI, reasonNotProxy)
 		writeReason(w, http.StatusBadRequest, reasonNotProxy, false)
 	}
 }

@@ -39,8 +39,8 @@ func TestHTTPForward(t *testing.T) {
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nConnection: X-Upstream-Hop\r\nX-Upstream-Hop: 1\r\n"+
 			"X-Upstream-End: 2\r\nContent-Length: %d\r\n\r\n%s", len(reply), reply)
 	})
-	h := newHarness(t, setup{allow: []string{"localhost"}, answers: map[string][]netip.Addr{"localhost": addrs("127.0.0.1")}})
-	hostport := up.hostPort("localhost")
+	h := newHarness(t, setup{allow: []string{"svc.test"}, answers: map[string][]netip.Addr{"svc.test": addrs(standIn("127.0.0.1"))}})
+	hostport := up.hostPort("svc.test")
 	req := "POST http://" + hostport + "/echo?x=1 HTTP/1.1\r\n" +
 		"Host: ignored.example\r\n" +
 		"Proxy-Authorization: Basic c2VjcmV0OnNlY3JldA==\r\n" +
@@ -73,11 +73,11 @@ func TestHTTPForward(t *testing.T) {
 	}
 	ev := h.events.wait(t, StageClosed, 1)[0]
 	if ev.Protocol != ProtocolHTTP || ev.Requested != hostport || ev.Target.String() != hostport ||
-		ev.Dialled != up.ap || ev.BytesUp != 7 || ev.BytesDown != int64(len("reply:payload")) || ev.Err != nil ||
-		!ev.Decision.Allowed() || ev.Decision.Rule != "localhost" {
+		ev.Dialled.String() != up.hostPort(standIn("127.0.0.1")) || ev.BytesUp != 7 || ev.BytesDown != int64(len("reply:payload")) || ev.Err != nil ||
+		!ev.Decision.Allowed() || ev.Decision.Rule != "svc.test" {
 		t.Errorf("closed event %+v", ev)
 	}
-	if len(ev.Resolved) != 1 || ev.Resolved[0] != netip.MustParseAddr("127.0.0.1") {
+	if len(ev.Resolved) != 1 || ev.Resolved[0] != netip.MustParseAddr(standIn("127.0.0.1")) {
 		t.Errorf("resolved %v", ev.Resolved)
 	}
 }
@@ -87,7 +87,7 @@ func TestHTTPForward(t *testing.T) {
 // allowed one gets its own upstream connection.
 func TestHTTPKeepAliveDecidesEachRequest(t *testing.T) {
 	up := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	c := dialProxy(t, h.addr)
 	br := bufio.NewReader(c)
 	for i, host := range []string{"127.0.0.1", "127.0.0.2", "127.0.0.1"} {
@@ -120,7 +120,7 @@ func TestHTTPKeepAliveDecidesEachRequest(t *testing.T) {
 
 // TestHTTPRefusals covers requests the proxy refuses by itself.
 func TestHTTPRefusals(t *testing.T) {
-	h := newHarness(t, setup{allow: []string{"*", "127.0.0.1"}, limits: Limits{MaxHeaderBytes: 4096}})
+	h := newHarness(t, setup{allow: []string{"*", "127.0.0.1:9"}, limits: Limits{MaxHeaderBytes: 4096}})
 	cases := []struct {
 		name, req string
 		status    int
@@ -128,12 +128,16 @@ func TestHTTPRefusals(t *testing.T) {
 		notIn     string // must not appear in the reason
 	}{
 		{"userinfo", "GET http://user:hunter2@127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
-			http.StatusForbidden, "the URL carries user credentials", "hunter2"},
+			http.StatusForbidden, "carries user credentials", "hunter2"},
+		{"connect-userinfo", "CONNECT user:hunter2@127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
+			http.StatusForbidden, "carries user credentials", "hunter2"},
+		{"connect-userinfo-no-password", "CONNECT a@127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
+			http.StatusForbidden, `egress to "127.0.0.1:9" refused: the request carries user credentials`, "a@"},
 		{"origin-form", "GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
 			http.StatusBadRequest, "not a proxy request", ""},
 		{"scheme", "GET ftp://127.0.0.1:9/f HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
 			http.StatusForbidden, `scheme "ftp" is not supported`, ""},
-		{"connect-no-port", "CONNECT 127.0.0.1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+		{"connect-no-port", "CONNECT 93.184.216.34 HTTP/1.1\r\nHost: 93.184.216.34\r\n\r\n",
 			http.StatusForbidden, "no port given", ""},
 		{"malformed-host", "CONNECT bad_host!.example:443 HTTP/1.1\r\nHost: x\r\n\r\n",
 			http.StatusForbidden, "is malformed", ""},

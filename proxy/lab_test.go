@@ -38,7 +38,7 @@ func TestLabPhase3CasesThroughProxy(t *testing.T) {
 	httpUp := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "hello from "+r.Host)
 	})
-	answers := map[string][]netip.Addr{"search.example-corp.net": addrs("127.0.0.1")}
+	answers := map[string][]netip.Addr{"search.example-corp.net": addrs(standIn("127.0.0.1"))}
 
 	cases := []struct {
 		task, host string
@@ -74,8 +74,8 @@ func TestLabPhase3CasesThroughProxy(t *testing.T) {
 				}
 				if c.allow {
 					h.events.wait(t, StageClosed, 1)
-					if d := h.dials.dialled(); len(d) != 1 || d[0] != up.hostPort("127.0.0.1") {
-						t.Errorf("dialled %v, want [%s]", d, up.hostPort("127.0.0.1"))
+					if d := h.dials.dialled(); len(d) != 1 || d[0] != up.hostPort(standIn("127.0.0.1")) {
+						t.Errorf("dialled %v, want [%s]", d, up.hostPort(standIn("127.0.0.1")))
 					}
 					return
 				}

@@ -17,7 +17,7 @@ import (
 // silent, a partial HTTP request line, a partial header, a bare SOCKS5
 // version byte, and a SOCKS5 greeting without a request.
 func TestHandshakeTimeout(t *testing.T) {
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}, limits: Limits{HandshakeTimeout: 200 * time.Millisecond}})
+	h := newHarness(t, setup{allow: []string{"127.0.0.1:9"}, limits: Limits{HandshakeTimeout: 200 * time.Millisecond}})
 	for name, send := range map[string]string{
 		"silent":         "",
 		"partial line":   "CONNECT 127.0.0.1:",
@@ -33,8 +33,8 @@ func TestHandshakeTimeout(t *testing.T) {
 			wantEOF(t, c, 10*time.Second)
 		})
 	}
-	if n := len(h.events.all()); n != 0 {
-		t.Errorf("%d events for requests never made", n)
+	if evs := h.events.all(); len(evs) != 0 {
+		t.Errorf("%d events for requests never made: %+v", len(evs), evs)
 	}
 }
 
@@ -42,7 +42,7 @@ func TestHandshakeTimeout(t *testing.T) {
 // reply 1, and accepts one again once a tunnel closes.
 func TestMaxTunnels(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}, limits: Limits{MaxTunnels: 2}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}, limits: Limits{MaxTunnels: 2, MaxTunnelsPerClient: 2}})
 	target := up.hostPort("127.0.0.1")
 	var open []net.Conn
 	for range 2 {
@@ -54,7 +54,7 @@ func TestMaxTunnels(t *testing.T) {
 		open = append(open, c)
 	}
 	resp, _ := connect(t, h.addr, target)
-	if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(r, "limit of concurrent tunnels") {
+	if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(r, "limit of 2 concurrent tunnels") {
 		t.Fatalf("third tunnel: status %d reason %q", resp.StatusCode, r)
 	}
 	if rep, _ := socksDial(t, h.addr, atypIPv4, "127.0.0.1", up.port()); rep != repGeneralFailure {
@@ -90,7 +90,7 @@ func TestIdleTimeout(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := newHarness(t, setup{allow: []string{"127.0.0.1"}, listener: ln, limits: Limits{IdleTimeout: idle}})
+			h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}, listener: ln, limits: Limits{IdleTimeout: idle}})
 			dial := func() net.Conn {
 				c, err := net.Dial(network, h.addr)
 				if err != nil {
@@ -133,7 +133,7 @@ func TestIdleTimeout(t *testing.T) {
 // and Close then cuts the tunnel.
 func TestShutdown(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	resp, tunnel := connect(t, h.addr, up.hostPort("127.0.0.1"))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatal(resp.Status)
@@ -180,7 +180,7 @@ func TestShutdown(t *testing.T) {
 // TestCloseCutsTunnels: Close ends open tunnels at once.
 func TestCloseCutsTunnels(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	resp, tunnel := connect(t, h.addr, up.hostPort("127.0.0.1"))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatal(resp.Status)
@@ -201,7 +201,7 @@ type blockingResolver struct {
 func (r *blockingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
 	close(r.called)
 	<-r.release
-	return addrs("127.0.0.1"), nil
+	return addrs(standIn("127.0.0.1")), nil
 }
 
 // TestShutdownWaitsForDecision: a request read before Shutdown is decided

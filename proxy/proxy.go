@@ -21,14 +21,16 @@ var ErrClosed = errors.New("proxy: closed")
 // Proxy is an egress proxy for one task. Create it with New, serve one or
 // more listeners with Serve, and stop it with Shutdown or Close.
 type Proxy struct {
-	task     string
-	gate     Gate
-	resolver Resolver
-	dialer   Dialer
-	onEvent  func(Event)
-	record   func(Event) error
-	limits   Limits
-	slots    chan struct{} // one token per open upstream connection
+	task        string
+	gate        Gate
+	resolver    Resolver
+	dialer      Dialer
+	onEvent     func(Event)
+	record      func(Event) error
+	limits      Limits
+	connShare   *share // client connections held, per client
+	tunnelShare *share // upstream connections open, per client
+	rejects     *rejects
 
 	hs  *http.Server // serves the connections sniffed as HTTP
 	hln *connListener
@@ -65,18 +67,19 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{
-		task:      cfg.Task,
-		gate:      cfg.Gate,
-		resolver:  cfg.Resolver,
-		dialer:    cfg.Dialer,
-		onEvent:   cfg.OnEvent,
-		record:    cfg.Record,
-		limits:    limits,
-		slots:     make(chan struct{}, limits.MaxTunnels),
-		hln:       newConnListener(),
-		listeners: map[net.Listener]struct{}{},
-		conns:     map[net.Conn]connKind{},
-		handshake: map[net.Conn]*deadline{},
+		task:        cfg.Task,
+		gate:        cfg.Gate,
+		resolver:    cfg.Resolver,
+		dialer:      cfg.Dialer,
+		onEvent:     cfg.OnEvent,
+		record:      cfg.Record,
+		limits:      limits,
+		connShare:   newShare("connections", limits.MaxConns, limits.MaxConnsPerClient),
+		tunnelShare: newShare("concurrent tunnels", limits.MaxTunnels, limits.MaxTunnelsPerClient),
+		hln:         newConnListener(),
+		listeners:   map[net.Listener]struct{}{},
+		conns:       map[net.Conn]connKind{},
+		handshake:   map[net.Conn]*deadline{},
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -87,6 +90,7 @@ func New(cfg Config) (*Proxy, error) {
 		// calls per connection.
 		p.dialer = &net.Dialer{KeepAlive: -1}
 	}
+	p.rejects = newRejects(func(ev Event) { _ = p.emit(ev) })
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.workers = newWorkers(p.ctx.Done())
 	// Idle workers end once the proxy has been idle for a while: when the
@@ -101,6 +105,14 @@ func New(cfg Config) (*Proxy, error) {
 		MaxHeaderBytes:    limits.MaxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return p.ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if pc, ok := c.(*prefixConn); ok && st == http.StateClosed {
+				pc.closed()
+			}
+		},
 		// The proxy answers "OPTIONS *" like any other non-proxy request.
 		DisableGeneralOptionsHandler: true,
 	}
@@ -136,11 +148,21 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		remote := c.RemoteAddr().String()
+		sl, err := p.takeConn(remote)
+		if err != nil {
+			// Refused at once, not queued: the connection's slot is what
+			// bounds airlock's own sockets and memory.
+			c.Close()
+			p.reject(rejectShare, ProtocolUnknown, remote, "", "connection refused as soon as it was accepted: "+err.Error())
+			continue
+		}
 		if !p.begin(c) {
+			sl.release()
 			c.Close()
 			continue
 		}
-		p.workers.run(func() { p.serveConn(c) })
+		p.workers.run(func() { p.serveConn(c, sl) })
 	}
 }
 
@@ -163,9 +185,17 @@ func retryable(err error) bool {
 // the bare connection, so that TCP to TCP splices.
 //
 // The handshake timeout, armed by begin, closes c if its request has not
-// been read in time.
-func (p *Proxy) serveConn(c net.Conn) {
+// been read in time. sl is c's hold on the connection share: released when
+// c is done with, here or, for a connection handed to the http.Server, when
+// the server closes it (prefixConn.closed) or its hijacked tunnel ends.
+func (p *Proxy) serveConn(c net.Conn, sl *slot) {
 	defer p.wg.Done()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			sl.release()
+		}
+	}()
 	// The same allowance as net/http's: MaxHeaderBytes plus 4 KiB.
 	lr := &io.LimitedReader{R: c, N: int64(p.limits.MaxHeaderBytes) + 4096}
 	br := bufio.NewReaderSize(lr, 4096)
@@ -180,8 +210,7 @@ func (p *Proxy) serveConn(c net.Conn) {
 		p.serveSOCKS(c, br)
 		return
 	case socks4Version:
-		p.forget(c)
-		refuseSOCKS4(c)
+		p.serveSOCKS4(c, br)
 		return
 	}
 	if method, err := br.Peek(len(connectMethod)); err == nil && string(method) == connectMethod {
@@ -191,11 +220,22 @@ func (p *Proxy) serveConn(c net.Conn) {
 	// Any other HTTP: the http.Server owns the connection from here and
 	// applies its own header limit and timeout.
 	p.forget(c)
-	conn := &prefixConn{Conn: c, prefix: buffered(br)}
+	conn := &prefixConn{Conn: c, first: firstLine(br), prefix: buffered(br), p: p, slot: sl}
 	p.startHTTP()
 	if !p.hln.push(conn) {
 		conn.Close()
+		return
 	}
+	handedOver = true
+}
+
+// takeConn takes a slot of the connection share for the client at remote.
+func (p *Proxy) takeConn(remote string) (*slot, error) {
+	c := clientOf(remote)
+	if err := p.connShare.take(c); err != nil {
+		return nil, err
+	}
+	return &slot{s: p.connShare, c: c}, nil
 }
 
 // startHTTP starts the http.Server on the first HTTP connection.
@@ -229,6 +269,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 	go func() { hsDone <- p.hs.Shutdown(ctx) }()
 	wgDone := make(chan struct{})
 	go func() { p.wg.Wait(); close(wgDone) }()
+	defer p.rejects.flush() // what the window still holds
 	select {
 	case <-wgDone:
 	case <-ctx.Done():
@@ -253,6 +294,7 @@ func (p *Proxy) Close() error {
 	p.tr.CloseIdleConnections()
 	p.wg.Wait()
 	p.timeouts.wait()
+	p.rejects.close()
 	return err
 }
 

@@ -28,16 +28,18 @@ func TestResolvedAddressesChecked(t *testing.T) {
 	}{
 		{"allowlisted name to metadata", []string{"svc.test"}, addrs("169.254.169.254"),
 			`is always blocked: it resolves to 169.254.169.254, which matches built-in entry`},
-		{"mix of loopback and metadata", []string{"svc.test"}, addrs("127.0.0.1", "169.254.169.254"),
+		{"mix of public and metadata", []string{"svc.test"}, addrs("93.184.216.34", "169.254.169.254"),
 			`is always blocked: it resolves to 169.254.169.254`},
 		{"mapped metadata", []string{"svc.test"}, addrs("::ffff:169.254.169.254"),
 			`is always blocked: it resolves to 169.254.169.254`},
-		{"NAT64 metadata", []string{"svc.test"}, addrs("127.0.0.1", "64:ff9b::a9fe:a9fe"),
+		{"NAT64 metadata", []string{"svc.test"}, addrs("93.184.216.34", "64:ff9b::a9fe:a9fe"),
 			`is always blocked`},
 		{"aws ipv6 metadata", []string{"*.test"}, addrs("fd00:ec2::254"),
 			`is always blocked`},
 		{"wildcard to loopback", []string{"*"}, addrs("127.0.0.1"),
-			`denied: it resolves only to non-public addresses (127.0.0.1 is loopback`},
+			`denied: it resolves to 127.0.0.1, this host's own (loopback)`},
+		{"exact name to loopback", []string{"svc.test"}, addrs("127.0.0.1", "::1"),
+			`denied: it resolves to 127.0.0.1, this host's own (loopback): only an IP or CIDR entry naming the port reaches it, not entry "svc.test"`},
 		{"suffix wildcard to private", []string{"*.test"}, addrs("10.0.0.1", "192.168.1.1"),
 			`resolves only to non-public addresses`},
 	}
@@ -50,8 +52,8 @@ func TestResolvedAddressesChecked(t *testing.T) {
 				if got.allowed || !strings.Contains(got.reason, c.reason) {
 					t.Fatalf("outcome %+v, want a refusal with %q", got, c.reason)
 				}
-				if l := h.res.names(); len(l) != 1 || l[0] != "svc.test" {
-					t.Errorf("lookups %v, want exactly one of svc.test", l)
+				if l := h.res.names(); len(l) != 1 || l[0] != "svc.test." {
+					t.Errorf("lookups %v, want exactly one of svc.test. (fully qualified)", l)
 				}
 				if d := h.dials.dialled(); len(d) != 0 {
 					t.Errorf("dialled %v", d)
@@ -95,7 +97,7 @@ func TestRebindingGainsNothing(t *testing.T) {
 					w.Write([]byte("hello from " + r.Host))
 				})
 			}
-			rr := &rebindingResolver{first: netip.MustParseAddr("127.0.0.1"), later: netip.MustParseAddr("169.254.169.254")}
+			rr := &rebindingResolver{first: netip.MustParseAddr(standIn("127.0.0.1")), later: netip.MustParseAddr("169.254.169.254")}
 			h := newHarness(t, setup{allow: []string{"svc.test"}, resolver: rr})
 			if got := h.reach(t, proto, "svc.test", target); !got.allowed {
 				t.Fatalf("refused: %s", got.reason)
@@ -105,7 +107,7 @@ func TestRebindingGainsNothing(t *testing.T) {
 				t.Errorf("%d lookups, want 1", rr.lookups)
 			}
 			rr.mu.Unlock()
-			if d := h.dials.dialled(); len(d) != 1 || d[0] != target.hostPort("127.0.0.1") {
+			if d := h.dials.dialled(); len(d) != 1 || d[0] != target.hostPort(standIn("127.0.0.1")) {
 				t.Errorf("dialled %v", d)
 			}
 		})
@@ -116,7 +118,7 @@ func TestRebindingGainsNothing(t *testing.T) {
 // dialled address by address (the first refuses), never by name.
 func TestDialsCheckedAddressesInOrder(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"svc.test"}, answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.2", "127.0.0.1")}})
+	h := newHarness(t, setup{allow: []string{"svc.test"}, answers: map[string][]netip.Addr{"svc.test": addrs(standIn("127.0.0.2"), standIn("127.0.0.1"))}})
 	// Nothing listens on 127.0.0.2 at the upstream's port.
 	resp, c := connect(t, h.addr, up.hostPort("svc.test"))
 	if resp.StatusCode != http.StatusOK {
@@ -124,11 +126,11 @@ func TestDialsCheckedAddressesInOrder(t *testing.T) {
 	}
 	exchange(t, c, "x")
 	c.Close()
-	want := []string{up.hostPort("127.0.0.2"), up.hostPort("127.0.0.1")}
+	want := []string{up.hostPort(standIn("127.0.0.2")), up.hostPort(standIn("127.0.0.1"))}
 	if d := h.dials.dialled(); len(d) != 2 || d[0] != want[0] || d[1] != want[1] {
 		t.Errorf("dialled %v, want %v", d, want)
 	}
-	if ev := h.events.wait(t, StageClosed, 1)[0]; ev.Dialled != up.ap {
+	if ev := h.events.wait(t, StageClosed, 1)[0]; ev.Dialled.String() != want[1] {
 		t.Errorf("event dialled %v", ev.Dialled)
 	}
 }
@@ -180,14 +182,14 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 	closedPort := uint16(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
-	h := newHarness(t, setup{allow: []string{"svc.test", "gone.test"}, answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")}})
+	h := newHarness(t, setup{allow: []string{"svc.test", "gone.test"}, answers: map[string][]netip.Addr{"svc.test": addrs(standIn("127.0.0.1"))}})
 	cases := []struct {
 		host   string
 		status int
 		rep    byte
 		reason string
 	}{
-		{"gone.test", http.StatusBadGateway, repHostUnreachable, "resolving gone.test: lookup gone.test: no such host"},
+		{"gone.test", http.StatusBadGateway, repHostUnreachable, "resolving gone.test: lookup gone.test.: no such host"},
 		{"svc.test", http.StatusBadGateway, repConnectionRefused, "connection refused"},
 	}
 	for _, c := range cases {

@@ -28,17 +28,15 @@ func (p *Proxy) decided(ev *Event) error {
 
 // newEvent starts the event of one request.
 func (p *Proxy) newEvent(proto Protocol, client, requested string) Event {
-	return Event{Stage: StageDecided, Time: time.Now(), Task: p.task, Client: client, Protocol: proto, Requested: requested}
+	return Event{Stage: StageDecided, Time: time.Now(), Task: p.task, Client: client, Protocol: proto, Requested: requested, client: clientOf(client)}
 }
 
 // finish reports the end of an allowed request.
 func (p *Proxy) finish(ev *Event, err error) {
-	if ev.slot {
-		// The slot is free before the close is reported: a caller that
-		// sees the report may open a tunnel at once.
-		ev.slot = false
-		p.release()
-	}
+	// The slot is free before the close is reported: a caller that sees
+	// the report may open a tunnel at once.
+	ev.tunnel.release()
+	ev.tunnel = nil
 	ev.Stage = StageClosed
 	ev.Duration = time.Since(ev.Time)
 	ev.Err = err

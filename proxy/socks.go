@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 )
@@ -20,19 +21,49 @@ func socksFailure(err error) byte {
 	return repHostUnreachable
 }
 
-// refuseSOCKS4 answers a SOCKS4 client "request rejected".
-func refuseSOCKS4(c net.Conn) {
+// reasonSOCKS4 refuses every SOCKS4 and SOCKS4a request: the proxy speaks
+// SOCKS5 only (simpler than a second protocol under the same gate, and
+// every SOCKS4 client also speaks SOCKS5 or HTTP CONNECT).
+const reasonSOCKS4 = "SOCKS4 request for %+q refused: SOCKS4 and SOCKS4a are not supported (use SOCKS5 or HTTP CONNECT)"
+
+// serveSOCKS4 reads a SOCKS4 or SOCKS4a request (the version byte 4
+// already peeked), answers it "request rejected", and records the
+// refusal with the destination it asked for.
+func (p *Proxy) serveSOCKS4(c net.Conn, br *bufio.Reader) {
+	requested, _ := readSOCKS4(br) // refused either way, and recorded
+	p.forget(c)
+	p.reject(rejectSOCKS4, ProtocolSOCKS4, c.RemoteAddr().String(), requested, fmt.Sprintf(reasonSOCKS4, requested))
 	_, _ = c.Write([]byte{0, 91, 0, 0, 0, 0, 0, 0})
 	lingerClose(c)
+}
+
+// socksRefusal says why a SOCKS5 handshake is refused, when the client
+// sent something the proxy will not serve; "" when it went away.
+func socksRefusal(err error) string {
+	var se *socksError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return "malformed SOCKS5 request refused: " + se.msg
+	case errors.Is(err, errNoAcceptableMethod):
+		return "SOCKS5 greeting refused: it offers no method the proxy accepts (only no authentication)"
+	case errors.Is(err, errNoMethods):
+		return "malformed SOCKS5 greeting refused: it offers no methods"
+	}
+	return ""
 }
 
 // serveSOCKS serves one SOCKS5 connection whose first byte is 0x05. br
 // reads c; what the client sent ahead of the proxy's replies is relayed
 // before the tunnel copies the bare connection.
 func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
-	req, ok := p.socksHandshake(c, br)
-	if !ok {
+	req, err := p.socksHandshake(c, br)
+	if err != nil {
 		p.forget(c)
+		if why := socksRefusal(err); why != "" {
+			p.reject(rejectSOCKS5, ProtocolSOCKS5, c.RemoteAddr().String(), "", why)
+		}
 		lingerClose(c)
 		return
 	}
@@ -50,24 +81,24 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 
 // socksHandshake reads the greeting and the request, answering the
 // method choice and any malformed request.
-func (p *Proxy) socksHandshake(c net.Conn, br *bufio.Reader) (socksRequest, bool) {
+func (p *Proxy) socksHandshake(c net.Conn, br *bufio.Reader) (socksRequest, error) {
 	noAuth, err := readGreeting(br)
 	if err != nil {
-		return socksRequest{}, false
+		return socksRequest{}, err
 	}
 	if !noAuth {
 		_, _ = c.Write([]byte{socks5Version, socksNoAcceptable})
-		return socksRequest{}, false
+		return socksRequest{}, errNoAcceptableMethod
 	}
 	if _, err := c.Write([]byte{socks5Version, socksNoAuth}); err != nil {
-		return socksRequest{}, false
+		return socksRequest{}, err
 	}
 	req, err := readRequest(br)
 	var se *socksError
 	if errors.As(err, &se) {
 		_, _ = c.Write(socksReply(se.rep, netip.AddrPort{}))
 	}
-	return req, err == nil
+	return req, err
 }
 
 // refuseSOCKS sends a failure reply and closes the connection.

@@ -6,6 +6,7 @@ package proxy
 // the egress gate decides on it.
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -60,6 +61,12 @@ func (r socksRequest) requested() string {
 	return net.JoinHostPort(r.host, strconv.Itoa(int(r.port)))
 }
 
+// The greetings the proxy refuses.
+var (
+	errNoMethods          = errors.New("socks5: greeting offers no methods")
+	errNoAcceptableMethod = errors.New("socks5: greeting offers no acceptable method")
+)
+
 // socksError is a malformed request, answered with reply rep.
 type socksError struct {
 	rep byte
@@ -80,7 +87,7 @@ func readGreeting(r io.Reader) (noAuth bool, err error) {
 		return false, fmt.Errorf("socks5: greeting has version %d", h[0])
 	}
 	if h[1] == 0 {
-		return false, errors.New("socks5: greeting offers no methods")
+		return false, errNoMethods
 	}
 	methods := make([]byte, h[1])
 	if _, err := io.ReadFull(r, methods); err != nil {
@@ -131,6 +138,32 @@ func readRequest(r io.Reader) (socksRequest, error) {
 	}
 	req.port = binary.BigEndian.Uint16(port[:])
 	return req, nil
+}
+
+// readSOCKS4 reads a SOCKS4 request (RFC-less: "SOCKS: A protocol for
+// TCP proxy across firewalls", and the SOCKS4a extension), the version
+// byte 4 peeked, not consumed: VN CD DSTPORT DSTIP USERID NUL, then, when
+// DSTIP is 0.0.0.x with x not 0, HOST NUL. It returns the destination as
+// host:port, the host as sent (raw bytes); the reader's buffer bounds the
+// user id and the host.
+func readSOCKS4(br *bufio.Reader) (string, error) {
+	var h [8]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return "", fmt.Errorf("socks4: reading request: %w", err)
+	}
+	port := strconv.Itoa(int(binary.BigEndian.Uint16(h[2:4])))
+	host := netip.AddrFrom4([4]byte(h[4:8])).String()
+	if _, err := br.ReadSlice(0); err != nil {
+		return net.JoinHostPort(host, port), fmt.Errorf("socks4: reading user id: %w", err)
+	}
+	if h[4] == 0 && h[5] == 0 && h[6] == 0 && h[7] != 0 {
+		name, err := br.ReadSlice(0)
+		if err != nil {
+			return net.JoinHostPort(host, port), fmt.Errorf("socks4a: reading host: %w", err)
+		}
+		host = string(name[:len(name)-1])
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // socksReply encodes a reply carrying the bound address.

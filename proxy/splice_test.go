@@ -31,7 +31,7 @@ func TestTunnelsGetBareTCPConns(t *testing.T) {
 	defer func() { tunnelHook = nil }()
 	up := serveUpstream(t, "127.0.0.1:0", echo)
 	httpUp := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1"), httpUp.hostPort("127.0.0.1")}})
 
 	resp, c := connect(t, h.addr, up.hostPort("127.0.0.1"))
 	if resp.StatusCode != http.StatusOK {

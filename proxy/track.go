@@ -87,10 +87,14 @@ func (p *Proxy) requested(c net.Conn) {
 	}
 }
 
-// forget drops a connection registered by begin.
-func (p *Proxy) forget(c net.Conn) {
+// forget drops a connection registered by begin, and reports whether its
+// handshake timeout had fired (and closed it).
+func (p *Proxy) forget(c net.Conn) (expired bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	k, ok := p.conns[c]
+	_, armed := p.handshake[c]
 	p.endHandshake(c)
 	delete(p.conns, c)
+	return ok && k == kindHandshake && !armed
 }

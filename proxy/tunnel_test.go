@@ -16,11 +16,11 @@ import (
 )
 
 // TestConnectTunnel opens a CONNECT tunnel to an allowlisted
-// "localhost:PORT" entry and checks the closed event.
+// "svc.test:PORT" entry and checks the closed event.
 func TestConnectTunnel(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	entry := up.hostPort("localhost")
-	h := newHarness(t, setup{allow: []string{entry}, answers: map[string][]netip.Addr{"localhost": addrs("127.0.0.1")}})
+	entry := up.hostPort("svc.test")
+	h := newHarness(t, setup{allow: []string{entry}, answers: map[string][]netip.Addr{"svc.test": addrs(standIn("127.0.0.1"))}})
 	resp, c := connect(t, h.addr, entry)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
@@ -30,12 +30,12 @@ func TestConnectTunnel(t *testing.T) {
 	c.Close()
 	ev := h.events.wait(t, StageClosed, 1)[0]
 	n := int64(len("hello") + 1<<20)
-	if ev.Protocol != ProtocolConnect || ev.Requested != entry || ev.Dialled != up.ap ||
+	if ev.Protocol != ProtocolConnect || ev.Requested != entry || ev.Dialled.String() != up.hostPort(standIn("127.0.0.1")) ||
 		ev.BytesUp != n || ev.BytesDown != n || ev.Duration <= 0 || ev.Decision.Rule != entry {
 		t.Errorf("closed event %+v", ev)
 	}
 	// Another port of the same host is not allowed: the entry names a port.
-	resp, _ = connect(t, h.addr, "localhost:1")
+	resp, _ = connect(t, h.addr, "svc.test:1")
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("CONNECT to an unlisted port: status %d", resp.StatusCode)
 	}
@@ -46,7 +46,7 @@ func TestConnectTunnel(t *testing.T) {
 // read along with the request must reach the upstream first.
 func TestConnectEarlyData(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	c := dialProxy(t, h.addr)
 	target := up.hostPort("127.0.0.1")
 	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nearly bytes", target, target)
@@ -68,9 +68,10 @@ func TestSOCKS5Tunnels(t *testing.T) {
 	up4 := serveUpstream(t, "127.0.0.1:0", echo)
 	up6 := serveUpstream(t, "[::1]:0", echo)
 	h := newHarness(t, setup{
-		allow:   []string{"svc.test", "127.0.0.1", "::1"},
-		answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")},
+		allow:   []string{"svc.test", up4.hostPort("127.0.0.1"), up6.hostPort("::1")},
+		answers: map[string][]netip.Addr{"svc.test": addrs(standIn("127.0.0.1"))},
 	})
+	byName := netip.MustParseAddrPort(up4.hostPort(standIn("127.0.0.1")))
 	cases := []struct {
 		name    string
 		atyp    byte
@@ -78,8 +79,8 @@ func TestSOCKS5Tunnels(t *testing.T) {
 		up      *upstream
 		dialled netip.AddrPort
 	}{
-		{"domain", atypDomain, "svc.test", up4, up4.ap},
-		{"domain-mixed-case-dot", atypDomain, "SVC.Test.", up4, up4.ap},
+		{"domain", atypDomain, "svc.test", up4, byName},
+		{"domain-mixed-case-dot", atypDomain, "SVC.Test.", up4, byName},
 		{"ipv4", atypIPv4, "127.0.0.1", up4, up4.ap},
 		{"ipv6", atypIPv6, "::1", up6, up6.ap},
 		{"ipv6-as-domain", atypDomain, "[::1]", up6, up6.ap},
@@ -103,7 +104,7 @@ func TestSOCKS5Tunnels(t *testing.T) {
 // TestSOCKS5EarlyData sends greeting, request and data in one write.
 func TestSOCKS5EarlyData(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	c := dialProxy(t, h.addr)
 	msg := []byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1}
 	msg = binary.BigEndian.AppendUint16(msg, up.port())
@@ -123,7 +124,7 @@ func TestSOCKS5EarlyData(t *testing.T) {
 // TestSOCKS5Refusals covers what the SOCKS5 side refuses by itself.
 func TestSOCKS5Refusals(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1")}})
 	port := binary.BigEndian.AppendUint16(nil, up.port())
 	request := func(cmd, atyp byte, addr []byte) []byte {
 		b := append([]byte{5, 1, 0, 5, cmd, 0, atyp}, addr...)
@@ -185,7 +186,7 @@ func TestSOCKS5Refusals(t *testing.T) {
 // looked up, and what is dialled is the address itself.
 func TestIPLiteralSpellings(t *testing.T) {
 	up := serveUpstream(t, "127.0.0.1:0", echo)
-	h := newHarness(t, setup{allow: []string{"127.0.0.1", "*"}})
+	h := newHarness(t, setup{allow: []string{up.hostPort("127.0.0.1"), "*"}})
 	for _, host := range []string{"127.0.0.1", "0x7f.1", "2130706433", "0177.0.0.1", "127.1", "0x7f000001", "::ffff:127.0.0.1", "::ffff:7f00:1", "127.0.0.1."} {
 		resp, c := connect(t, h.addr, up.hostPort(host))
 		if resp.StatusCode != http.StatusOK {
@@ -214,7 +215,7 @@ func TestIPLiteralSpellings(t *testing.T) {
 	w := newHarness(t, setup{allow: []string{"*"}})
 	for _, host := range []string{"127.0.0.1", "0x7f.1", "2130706433", "::ffff:127.0.0.1", "::1", "0.0.0.0"} {
 		resp, _ := connect(t, w.addr, up.hostPort(host))
-		if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusForbidden || !strings.Contains(r, "reaches public addresses only") {
+		if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusForbidden || !strings.Contains(r, "is this host's own") {
 			t.Errorf("CONNECT %s under *: status %d reason %q", host, resp.StatusCode, r)
 		}
 	}
@@ -224,11 +225,16 @@ func TestIPLiteralSpellings(t *testing.T) {
 }
 
 // TestLoopRefused refuses a CONNECT to the proxy's own listener even when
-// its address is allowlisted.
+// its address is allowlisted, as a literal or through a name.
 func TestLoopRefused(t *testing.T) {
-	h := newHarness(t, setup{allow: []string{"127.0.0.1", "localhost"}, answers: map[string][]netip.Addr{"localhost": addrs("127.0.0.1")}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, setup{listener: ln, allow: []string{ln.Addr().String(), "svc.test"},
+		answers: map[string][]netip.Addr{"svc.test": addrs("127.0.0.1")}})
 	_, port, _ := net.SplitHostPort(h.addr)
-	for _, target := range []string{h.addr, "localhost:" + port} {
+	for _, target := range []string{h.addr, "svc.test:" + port} {
 		resp, _ := connect(t, h.addr, target)
 		if r := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusForbidden || !strings.Contains(r, "this proxy's own listener") {
 			t.Errorf("CONNECT %s: status %d reason %q", target, resp.StatusCode, r)

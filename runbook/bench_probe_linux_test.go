@@ -84,5 +84,5 @@ func BenchmarkLaunch(b *testing.B) {
 }
 
 func benchCaps() limits.Caps {
-	return limits.Caps{Wall: time.Minute, CPU: time.Minute, MemoryBytes: 512 << 20, Tasks: 64, DiskWriteBytes: 64 << 20, OpenFiles: 256}
+	return limits.Caps{Wall: time.Minute, CPU: time.Minute, MemoryBytes: 512 << 20, Tasks: 64, DiskWriteBytes: 64 << 20, OpenFiles: 256, OutputBytes: 16 << 20}
 }

@@ -18,7 +18,8 @@
 //
 // Launch decides every step at the command gate first and records each
 // decision: a plan is approved as a whole, so one denied or escalated step
-// refuses it before anything starts (ExitGate). It then verifies the
+// refuses it before anything starts (ExitDenied, or ExitEscalated when
+// every refused step was escalated). It then verifies the
 // pinned image (Options.Image), resolves every command, starts one
 // sandbox (sandbox.StartSession) and runs the start-up probes inside it,
 // after the privilege drop: uid, capability sets, no_new_privs, seccomp,

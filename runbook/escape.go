@@ -195,6 +195,8 @@ func (l *launch) checkAfterStep(n int) {
 		res, err := p.Probe(req)
 		why := ProbeFailure(res)
 		switch {
+		case errors.Is(err, sandbox.ErrInitDied):
+			sigs = append(sigs, Signal{Name: SignalInitDied, Step: n, Detail: err.Error()})
 		case errors.Is(err, sandbox.ErrSessionEnded), errors.Is(err, sandbox.ErrFrozen):
 			// Nothing is left to probe: the plan halts on its own.
 			why = ""

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -299,4 +300,58 @@ func moveToParentCgroup(t *testing.T, pid int) {
 		return
 	}
 	t.Fatalf("no pids cgroup to move %d out of: %s", pid, b)
+}
+
+// TestInitDeathIsEscape kills the session's init from the host during
+// step 2, as a crash would end it: the launch reports init_died as an
+// escape signal and exits ExitEscape, the step halted and the next not
+// run. TestSignalsToInitHeld shows a process inside cannot do it.
+func TestInitDeathIsEscape(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	var tr tracker
+	tr.track(&e.opts, func(step, pid int) {
+		if step == 1 {
+			go func() { // once step 2 runs: the init has a child again
+				for range 400 {
+					time.Sleep(25 * time.Millisecond)
+					if kids, _ := os.ReadFile("/proc/" + itoa(pid) + "/task/" + itoa(pid) + "/children"); len(kids) > 0 {
+						syscall.Kill(pid, syscall.SIGKILL)
+						return
+					}
+				}
+			}()
+		}
+	})
+	p := plan("T-init-died", sh("first", "true"), sh("killed", "sleep 20"), sh("never", "echo ran > /findings/never.txt"))
+	res, err := runbook.Launch(context.Background(), p, e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitEscape || len(res.Signals) == 0 || res.Signals[0].Name != runbook.SignalInitDied || res.Signals[0].Step != 2 {
+		t.Fatalf("result %+v, want %s at step 2", res, runbook.SignalInitDied)
+	}
+	if res.Steps[1].Status != runbook.StepHalted || res.Steps[2].Status != runbook.StepNotRun {
+		t.Errorf("steps %+v", res.Steps)
+	}
+	tr.checkNoResidue(t, res.RunID, e.dir)
+}
+
+// TestSignalsToInitHeld runs airlock's signal-init attack (every signal
+// sent to pid 1, every way) as a plan's step: nothing fires, and the
+// next step runs.
+func TestSignalsToInitHeld(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	p := plan("T-signals", self("signals", "signal-init"), sh("after", "echo after > /findings/after.txt"))
+	res, err := runbook.Launch(context.Background(), p, e.opts)
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitOK || len(res.Signals) != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.findings, "after.txt")); err != nil || string(b) != "after\n" {
+		t.Errorf("the step after the signals: %q %v", b, err)
+	}
 }

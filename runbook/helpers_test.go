@@ -49,7 +49,7 @@ const testPolicy = `{
     "other": {"allow": [{"name": "true", "command": "true"}]}
   },
   "caps": {"wallSeconds": 20, "cpuSeconds": 10, "memoryMb": 256, "processCount": 64},
-  "egress": {"default": "deny", "taskAllowlist": {"t": ["localhost"]}}
+  "egress": {"default": "deny", "taskAllowlist": {"t": ["upstream.test"]}}
 }`
 
 func loadTestPolicy(t testing.TB) *policy.Loaded {
@@ -101,7 +101,7 @@ func newEnv(t *testing.T) *env {
 		Findings:    e.findings,
 		EvidenceDir: e.evidence,
 		Binds:       self.Binds,
-		Dialer:      proxy.DialerFunc(testutil.LoopbackDialer(t)),
+		Dialer:      proxy.DialerFunc(testutil.StandInDialer(t)),
 		Resolver:    noResolver{t},
 		RunID:       "rb-" + strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()),
 	}
@@ -112,13 +112,14 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-// noResolver fails the test on any name lookup: plans in tests name
-// addresses, and no query may leave the host.
+// noResolver fails the test on any name lookup but of upstream.test, the
+// host's loopback (through its stand-in, testutil.StandIn): no query may
+// leave the host.
 type noResolver struct{ t testing.TB }
 
 func (r noResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	if host == "localhost" {
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	if host == "upstream.test." {
+		return []netip.Addr{testutil.StandIn(netip.MustParseAddr("127.0.0.1"))}, nil
 	}
 	r.t.Errorf("test resolved %q", host)
 	return nil, errors.New("test: no resolution")

@@ -64,7 +64,7 @@ type prepared struct {
 //
 //  1. every step is decided at the command gate and the decision
 //     recorded; one denied or escalated step refuses the whole plan
-//     (ExitGate) before anything starts;
+//     (ExitDenied, ExitEscalated) before anything starts;
 //  2. the image, when given, is verified against its pinned digest and
 //     unpacked; every allowed command is resolved;
 //  3. one sandbox starts, and the start-up probes run inside it: uid,
@@ -87,6 +87,11 @@ type prepared struct {
 // frozen, evidence is written under Options.EvidenceDir (the workspace
 // kept there), escape_suspected is recorded, the findings are marked
 // UNTRUSTED, and the launch exits ExitEscape.
+//
+// A record the audit log refuses (a full disk) is never acted on nor
+// silent: a step's decision or the launch record refuses the launch
+// (ExitSetup), any later one stops the plan there (ExitAudit, unless an
+// escape was suspected); Result.AuditError names the first.
 //
 // The returned error is set when airlock itself could not launch
 // (Result.ExitCode is then ExitSetup) or could not tear down cleanly.
@@ -116,7 +121,8 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
 	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
-	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings}
+	info := opts.Policy.Info()
+	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings, Policy: &info}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
 	return l, nil
 }
@@ -125,16 +131,35 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 // there, with l.res filled in.
 func (l *launch) run(ctx context.Context) (Result, error) {
 	if !l.decide() {
-		return l.res, l.setupErr()
+		return l.finish(l.setupErr())
 	}
 	defer l.closeCanary()
 	for _, stage := range []func(context.Context) bool{l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
 		if !stage(ctx) {
-			return l.res, l.setupErr()
+			return l.finish(l.setupErr())
 		}
 	}
 	l.runSteps(ctx)
 	err := l.teardown()
+	return l.finish(err)
+}
+
+// finish sets the result of a launch whose records were not all written:
+// AuditError, and ExitAudit when steps ran and no escape was suspected.
+func (l *launch) finish(err error) (Result, error) {
+	p := l.auditErr.Load()
+	if p == nil {
+		return l.res, err
+	}
+	l.res.AuditError = (*p).Error()
+	switch l.res.ExitCode {
+	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
+	default:
+		if l.res.Outcome == OutcomePassed {
+			l.res.Reason = "every step of the plan ran, but a record of the launch could not be written to the audit log"
+		}
+		l.res.Outcome, l.res.ExitCode = OutcomeFailed, ExitAudit
+	}
 	return l.res, err
 }
 
@@ -170,7 +195,7 @@ func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
 	w, all, err := l.opts.Log.AppendAll(ev)
 	if err != nil {
-		err = fmt.Errorf("runbook: audit: %w", err)
+		err = audit.NotWritten(ev, err)
 		l.auditErr.CompareAndSwap(nil, &err)
 		return w, err
 	}

@@ -155,7 +155,7 @@ func TestLaunchEgress(t *testing.T) {
 	var out bytes.Buffer
 	e.opts.Stdout = &out
 	res, err := runbook.Launch(context.Background(), plan("T-egress",
-		self("allowed", "http-get", "http://localhost:"+itoa(port)+"/"),
+		self("allowed", "http-get", "http://upstream.test:"+itoa(port)+"/"),
 		self("refused", "http-get", "http://127.0.0.2:"+itoa(port)+"/"),
 	), e.opts)
 	if err != nil || res.ExitCode != runbook.ExitOK {
@@ -204,7 +204,8 @@ func TestLaunchInterrupted(t *testing.T) {
 }
 
 // TestLaunchAuditFailureHalts: when the audit log refuses an event, no
-// later step runs: the trail could not prove what it did.
+// later step runs (the trail could not prove what it did), and the launch
+// exits ExitAudit naming the record.
 func TestLaunchAuditFailureHalts(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
@@ -217,7 +218,8 @@ func TestLaunchAuditFailureHalts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Errorf("Launch error %v, want the teardown's audit failure", err)
 	}
-	if res.ExitCode != runbook.ExitStepFailed || !strings.HasPrefix(res.Reason, `the audit log refused an event during step 2 ("two"), so no later step may run`) {
+	if res.ExitCode != runbook.ExitAudit || !strings.HasPrefix(res.Reason, `the audit log refused an event during step 2 ("two"), so no later step may run`) ||
+		!strings.HasPrefix(res.AuditError, "the resource info record was not written: audit: log is closed") {
 		t.Fatalf("result %+v", res)
 	}
 	if res.Steps[2].Status != runbook.StepNotRun {

@@ -2,9 +2,8 @@ package runbook
 
 import (
 	"fmt"
-	"io"
-	"os"
 
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
@@ -68,16 +67,12 @@ func (s Step) Label(i int) string {
 	return fmt.Sprintf("step %d", i+1)
 }
 
-// LoadPlan reads, parses and validates the plan file at path.
+// LoadPlan reads, parses and validates the plan file at path, which must
+// be a regular file: a FIFO or a device is refused without blocking.
 func LoadPlan(path string) (*Plan, error) {
-	f, err := os.Open(path)
+	data, err := hostfile.ReadFile(path, MaxPlanBytes)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPlanBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("plan: %s: %w", path, err)
 	}
 	return ParsePlan(path, data)
 }

@@ -3,9 +3,12 @@ package runbook_test
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -64,6 +67,13 @@ func TestParsePlanErrors(t *testing.T) {
 		{"two tools", `{"testId":"t","steps":[{"tool":"a","command":"b"},{"tool":"c","command":"b"}]}`,
 			`steps: the steps use several tools ("a", "c") and the plan names no task`},
 		{"big", `{"testId":"` + strings.Repeat("x", runbook.MaxPlanBytes) + `"}`, "p.json: plan is larger than 1048576 bytes"},
+		{"tool with a space", `{"testId":"t","steps":[{"tool":"read file","command":"cat"}]}`,
+			"p.json:1:32: steps[0].tool: tool must be a name of at most 128 bytes, without white space or control characters"},
+		{"task with a tab", `{"testId":"t","task":"web\tsearch","steps":[{"tool":"a","command":"cat"}]}`,
+			"p.json:1:22: task: task must be a name of at most 128 bytes, without white space or control characters"},
+		{"invalid UTF-8", "{\"testId\":\"t\",\"steps\":[{\"tool\":\"a\",\"command\":\"c\xffat\"}]}", "p.json:1:48: invalid UTF-8 (byte 0xff)"},
+		{"raw escape", "{\"testId\":\"t\",\"steps\":[{\"tool\":\"a\",\"command\":\"cat\"}]}\n\x1b[2J", "p.json:2:1: control character U+001B in the plan"},
+		{"deep", `{"testId":"t","steps":` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + "}", "p.json:1:55: nesting too deep"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -79,6 +89,33 @@ func TestParsePlanErrors(t *testing.T) {
 				t.Fatalf("error %T does not carry the file name", err)
 			}
 		})
+	}
+}
+
+// TestLoadPlanRefusesNonRegular: a FIFO, a directory or a device as the
+// plan is refused at once, never read (a FIFO would block "airlock launch"
+// until someone wrote to it).
+func TestLoadPlanRefusesNonRegular(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "plan.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		fifo:         "is a named pipe (FIFO), not a regular file",
+		t.TempDir():  "is a directory, not a regular file",
+		"/dev/zero":  "is a character device, not a regular file",
+		"/nonexist/": "no such file or directory",
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := runbook.LoadPlan(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.HasPrefix(err.Error(), "plan: ") || !strings.Contains(err.Error(), want) {
+				t.Errorf("LoadPlan(%s): %v, want %q", path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("LoadPlan(%s) blocked", path)
+		}
 	}
 }
 

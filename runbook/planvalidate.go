@@ -75,8 +75,8 @@ func checkSteps(p *Plan) []*PlanError {
 		}
 		if s.Tool == "" {
 			errs = append(errs, planProblem(at, "missing or empty tool", "name the agent tool whose scope decides this command"))
-		} else if !strict.PlainText(s.Tool) || len(s.Tool) > 128 {
-			errs = append(errs, planProblem(at+".tool", "tool must be plain text of at most 128 bytes", ""))
+		} else if !strict.Name(s.Tool) || len(s.Tool) > 128 {
+			errs = append(errs, planProblem(at+".tool", "tool must be a name of at most 128 bytes, without white space or control characters", ""))
 		}
 		switch {
 		case s.Command == "":
@@ -98,8 +98,8 @@ func checkSteps(p *Plan) []*PlanError {
 // several any default would be a guess about which allowlist applies.
 func checkTask(p *Plan) []*PlanError {
 	if p.Task != "" {
-		if !strict.PlainText(p.Task) || len(p.Task) > 128 {
-			return []*PlanError{planProblem("task", "task must be plain text of at most 128 bytes", "")}
+		if !strict.Name(p.Task) || len(p.Task) > 128 {
+			return []*PlanError{planProblem("task", "task must be a name of at most 128 bytes, without white space or control characters", "")}
 		}
 		return nil
 	}

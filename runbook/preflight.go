@@ -3,11 +3,11 @@ package runbook
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -40,7 +40,12 @@ func (l *launch) decide() bool {
 		return true
 	}
 	first := refused[0]
-	l.res.ExitCode, l.res.Outcome = ExitGate, OutcomeDenied
+	l.res.ExitCode, l.res.Outcome = ExitEscalated, OutcomeDenied
+	for _, i := range refused {
+		if l.steps[i].d.Verdict != decision.Escalate {
+			l.res.ExitCode = ExitDenied
+		}
+	}
 	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.steps[first].d.Why())
 	if len(refused) > 1 {
 		l.res.Reason += fmt.Sprintf(" (and %d more refused steps)", len(refused)-1)
@@ -81,7 +86,7 @@ func (l *launch) resolve(context.Context) bool {
 		}
 		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU}
+		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)
@@ -123,21 +128,14 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 		c.Tasks = max(c.Tasks, e.Tasks)
 		c.DiskWriteBytes = max(c.DiskWriteBytes, e.DiskWriteBytes)
 		c.OpenFiles = max(c.OpenFiles, e.OpenFiles)
+		c.OutputBytes = max(c.OutputBytes, e.OutputBytes)
 	}
 	return c
 }
 
-// hidden lists the host files the sandbox must not see even where they
-// sit in a bound tree: the policy, the audit log and the plan.
+// hidden lists the host files the sandbox must not see even where a tree
+// it shows holds them, however they were named (sandbox.Config.HideFiles):
+// the policy, the audit log's files (audit.Files) and the plan.
 func (l *launch) hidden() []string {
-	var h []string
-	for _, p := range []string{l.opts.Policy.Source, l.opts.Log.Path(), l.opts.PlanFile} {
-		if p == "" || p == policy.EmbeddedName {
-			continue
-		}
-		if abs, err := filepath.Abs(p); err == nil {
-			h = append(h, abs)
-		}
-	}
-	return h
+	return append(audit.Files(l.opts.Log.Path()), l.opts.Policy.HostFile(), l.opts.PlanFile)
 }

@@ -186,7 +186,7 @@ func TestLaunchDenied(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
-	if res.ExitCode != runbook.ExitGate || res.Outcome != runbook.OutcomeDenied {
+	if res.ExitCode != runbook.ExitDenied || res.Outcome != runbook.OutcomeDenied {
 		t.Fatalf("result %+v", res)
 	}
 	want := `the command gate refused step 2 ("wipe"), so no step was run: "rm" matched deny rule "no-rm" of tool "t" (and 1 more refused steps)`

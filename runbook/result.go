@@ -2,6 +2,7 @@ package runbook
 
 import (
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -16,13 +17,26 @@ const (
 	// ExitEscape: an escape signal fired; the plan was halted, the
 	// sandbox frozen, evidence kept and the artifacts marked untrusted.
 	ExitEscape = 121
+	// ExitAudit: steps ran, but a record of the launch (a step's outcome,
+	// a proxy decision, the teardown) could not be written to the audit
+	// log, a full disk for one; no step ran after it. An escape keeps
+	// ExitEscape (docs/cli.md, "Audit failures").
+	ExitAudit = 74
+	// ExitFindings: --findings were not all kept (an entry of /findings
+	// left out, or a write the host refused; findingsSkipped says which),
+	// whatever the steps did; an escape's ExitEscape wins over it.
+	ExitFindings = 73
 	// ExitSetup: airlock could not launch (a bad plan or policy, a failed
 	// start-up probe, an image that does not verify, a missing
 	// mechanism, a command that is not installed); nothing was run.
 	ExitSetup = 125
-	// ExitGate: the command gate denied or escalated a step of the plan;
-	// nothing was run.
-	ExitGate = 126
+	// ExitDenied: the command gate denied a step of the plan; nothing was
+	// run.
+	ExitDenied = 77
+	// ExitEscalated: the command gate escalated a step of the plan and
+	// denied none; nothing was run (a plan has no approval path: allow
+	// the step in the policy, or run it in a session).
+	ExitEscalated = 75
 )
 
 // Outcomes of a launch, in Result.Outcome.
@@ -80,11 +94,17 @@ type Result struct {
 	// FindingsSkipped what was not copied, with why.
 	Findings        string   `json:"findings,omitempty"`
 	FindingsSkipped []string `json:"findingsSkipped,omitempty"`
+	// Policy is the policy that decided: where it came from (its file,
+	// real path and how it was chosen) and its digest.
+	Policy *policy.Info `json:"policy,omitempty"`
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string `json:"receipt,omitempty"`
 	// Error is why airlock could not launch or tear down, when it could
 	// not.
 	Error string `json:"error,omitempty"`
+	// AuditError is the first record of the launch that the audit log
+	// refused, and why; "" when every record was written.
+	AuditError string `json:"auditError,omitempty"`
 }
 
 // ImageInfo names the image a sandbox ran on.

@@ -26,6 +26,10 @@ const (
 	SignalHostWrite = "host_write"
 	// SignalCanary: the host's canary listener accepted a connection.
 	SignalCanary = "canary_reached"
+	// SignalInitDied: the sandbox's init died on its own during a step
+	// or the probes (sandbox.ErrInitDied): a crash, or a signal from
+	// inside that got through to it.
+	SignalInitDied = "init_died"
 )
 
 // Signal is one fired escape signal.

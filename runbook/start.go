@@ -25,14 +25,11 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.refuse(err.Error(), nil)
 	}
 	l.canary = c
-	l.hostFiles, l.hostTrees = l.sentinels()
-	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
 	cfg := sandbox.Config{
 		Workspace: l.opts.Workspace,
 		Findings:  l.opts.Findings,
 		ReadWrite: l.fs.ReadWrite,
 		Binds:     l.opts.Binds,
-		Hide:      l.hidden(),
 		Caps:      l.caps,
 		Proxy:     true,
 		Require:   l.opts.Policy.Require,
@@ -43,6 +40,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	} else {
 		cfg.ReadOnly = l.fs.ReadOnly
 	}
+	cfg.HideFiles(l.hidden()...)
 	if !canProbe() {
 		// The session cannot report probe results: let it run the
 		// start-up probes itself, failing the start on any failure.
@@ -63,6 +61,10 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.refuse(err.Error(), nil)
 	}
 	l.sess = sess
+	// Once the session has made the findings directory, and before
+	// anything runs in it (the init's own probes aside).
+	l.hostFiles, l.hostTrees = l.sentinels()
+	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
 	return true
 }
 
@@ -114,6 +116,8 @@ func (l *launch) announce(context.Context) bool {
 		Resolver: l.opts.Resolver,
 		Dialer:   l.opts.Dialer,
 		Record:   l.recordEgress,
+		// The sandbox's connections are counted against its openFiles cap.
+		Limits: proxy.SandboxLimits(int(l.caps.OpenFiles)),
 	})
 	if err != nil {
 		return l.refuse(err.Error(), l.res.Probes)

@@ -88,6 +88,9 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		k := out.KilledBy
 		r.KilledBy = &k
 	}
+	if errors.Is(err, sandbox.ErrInitDied) {
+		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: err.Error()})
+	}
 	switch {
 	case l.esc.fired() && err != nil:
 		r.Status, r.Error = StepHalted, err.Error()
@@ -161,5 +164,12 @@ func (l *launch) recordEgress(ev proxy.Event) error {
 	if isMetadataAttempt(ev) {
 		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
 	}
-	return err
+	if err != nil {
+		return errNotRecorded // the sandbox is told that much; the result says why
+	}
+	return nil
 }
+
+// errNotRecorded is what the proxy tells a client whose connection it
+// refused because its decision could not be recorded.
+var errNotRecorded = errors.New("the audit log could not record it")

@@ -3,11 +3,8 @@ package runbook
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -48,6 +45,14 @@ func (l *launch) teardown() error {
 		_ = l.px.Close()
 	}
 	l.res.FindingsSkipped = td.FindingsSkipped
+	if errors.Is(err, sandbox.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
+		// Data the caller asked to keep is not there: a failed launch,
+		// whatever the steps did (an escape's 121 says more, and wins).
+		if l.res.Outcome == OutcomePassed {
+			l.res.Outcome, l.res.Reason = OutcomeFailed, "every step of the plan ran, but "+strings.TrimPrefix(err.Error(), "sandbox: ")
+		}
+		l.res.ExitCode = ExitFindings
+	}
 	l.res.Receipt = td.Receipt
 	if l.res.Receipt == nil {
 		l.res.Receipt = map[string]string{}
@@ -130,29 +135,15 @@ func (l *launch) finishEscape() {
 }
 
 // markUntrusted writes UntrustedMarker into the host findings directory,
-// replacing anything of that name the findings brought.
+// moving aside anything of that name the findings brought
+// (sandbox.MarkFindings: no link followed, nothing written through).
 func markUntrusted(dir, reason, evidence string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
-	}
-	p := filepath.Join(dir, UntrustedMarker)
-	if err := os.RemoveAll(p); err != nil {
-		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
-	}
 	body := "UNTRUSTED: everything in this directory came out of a sandbox in which an escape was suspected.\n" +
 		reason + "\n"
 	if evidence != "" {
 		body += "evidence: " + evidence + "\n"
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
-	}
-	_, err = f.WriteString(body)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := sandbox.MarkFindings(dir, UntrustedMarker, []byte(body)); err != nil {
 		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
 	}
 	return nil

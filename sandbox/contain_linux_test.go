@@ -21,6 +21,16 @@ import (
 // afterwards: no process in its pid namespace, no cgroup directory.
 func runContained(t *testing.T, cfg Config) (Result, string) {
 	t.Helper()
+	res, out, err := runWait(t, cfg)
+	if err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return res, out
+}
+
+// runWait is runContained, returning Wait's error.
+func runWait(t *testing.T, cfg Config) (Result, string, error) {
+	t.Helper()
 	if cfg.ID == "" {
 		cfg.ID = strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()) + "-" + strconv.Itoa(os.Getpid())
 	}
@@ -40,11 +50,8 @@ func runContained(t *testing.T, cfg Config) (Result, string) {
 		t.Fatalf("Release: %v", err)
 	}
 	res, err := s.Wait()
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
 	checkNoResidue(t, cfg.ID, pidns)
-	return res, out.String()
+	return res, out.String(), err
 }
 
 // checkNoResidue fails the test if a process of the sandbox's pid

@@ -87,9 +87,8 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 		n := 0
 		note(listTree(s.work, "", 0, &sb, &n))
 		write("workspace-mtimes.txt", []byte(sb.String()))
-		skipped, err := copyFindings(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
+		ev.WorkspaceSkipped, err = copyTree(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
 		note(err)
-		ev.WorkspaceSkipped = skipped
 		ev.Files = append(ev.Files, "workspace/")
 	}
 	return ev, nil

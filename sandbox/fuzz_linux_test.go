@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,10 +13,12 @@ import (
 )
 
 // FuzzCopyFindings builds a /findings tree from the fuzzer's bytes — files
-// of any size, directories, symbolic links to a host file, fifos — plants
-// a link in the host's findings directory, and checks the copy-out: only
-// directories and regular files arrive, within the size cap, with the
-// source's content, and nothing is written through a link.
+// of any size and mode, directories, symbolic links to a host file, fifos
+// — plants a link in the host's findings directory once airlock has made
+// it (as its owner could), and checks the copy-out: only directories and
+// regular files arrive, within the size cap, with the source's content and
+// no exec bit, nothing is written through a link, and every entry left out
+// is reported.
 func FuzzCopyFindings(f *testing.F) {
 	f.Add([]byte{0, 'a', 10, 1, 'd', 0, 2, 'l', 0, 3, 'p', 0, 0, 'v', 200})
 	f.Add([]byte{1, 'x', 0, 0, 'y', 255, 0, 'z', 255, 0, 'w', 255})
@@ -25,8 +28,12 @@ func FuzzCopyFindings(f *testing.F) {
 		src, dst := filepath.Join(base, "src"), filepath.Join(base, "dst")
 		victim := filepath.Join(base, "victim")
 		os.Mkdir(src, 0o755)
-		os.Mkdir(dst, 0o755)
 		os.WriteFile(victim, []byte("untouched"), 0o644)
+		d, err := openFindingsDest(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.close()
 		// A host-side trap: the sandbox writes "v", the host has a link.
 		os.Symlink(victim, filepath.Join(dst, "v"))
 		dir := src
@@ -36,7 +43,7 @@ func FuzzCopyFindings(f *testing.F) {
 			switch op {
 			case 0:
 				// O_EXCL: never through a link this loop made.
-				if w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err == nil {
+				if w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fs.FileMode(0o600|arg%2*0o111)); err == nil {
 					w.Write(bytes.Repeat([]byte{'x'}, arg*7))
 					w.Close()
 				}
@@ -56,8 +63,12 @@ func FuzzCopyFindings(f *testing.F) {
 		}
 		defer unix.Close(fd)
 		const limit = 1000
-		if _, err := copyFindings(fd, dst, limit); err != nil {
-			t.Fatalf("copyFindings: %v", err)
+		report, err := d.copyOut(fd, limit)
+		if err != nil && !errors.Is(err, ErrFindingsLost) {
+			t.Fatalf("copyOut: %v", err)
+		}
+		if lost := strings.Count(strings.Join(report, "\n"), ": not copied: "); (lost > 0) != (err != nil) {
+			t.Fatalf("copyOut: %d entries reported lost, error %v", lost, err)
 		}
 		if b, _ := os.ReadFile(victim); string(b) != "untouched" {
 			t.Fatalf("the copy wrote through a link: victim is %q", b)
@@ -75,6 +86,9 @@ func FuzzCopyFindings(f *testing.F) {
 				return nil
 			case !d.Type().IsRegular():
 				t.Fatalf("copied %s of type %v", rel, d.Type())
+			}
+			if fi, _ := d.Info(); fi.Mode()&0o7111 != 0 {
+				t.Fatalf("%s: copied with mode %v", rel, fi.Mode())
 			}
 			got, _ := os.ReadFile(p)
 			want, _ := os.ReadFile(filepath.Join(src, rel))

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/payload"
 	"golang.org/x/sys/unix"
 )
 
@@ -26,10 +27,16 @@ var payloads = map[string]func(args []string) int{
 	"sleep":   func([]string) int { time.Sleep(time.Hour); return 0 },
 	"fds":     payloadFDs,
 	"fill":    payloadFill,
+	"touch":   payloadTouch,
+	"flood":   payloadFlood,
 	"daemon":  payloadDaemon,
 	"exit":    func([]string) int { return 7 },
 	"dial":    payloadDial,
 	"root":    payloadRoot,
+	"files":   payloadFiles,
+	// airlock runs one of airlock's own attack programs (package
+	// payload), as selftest and the demo run them: args[0] names it.
+	"airlock": func(args []string) int { return payload.Run(args[0], args[1:]) },
 }
 
 func runPayload(name string, args []string) int {
@@ -119,6 +126,22 @@ func payloadAttacks([]string) int {
 	return 0
 }
 
+// payloadFiles prints, as JSON, each named file's content, or the error
+// reading it gave as "error: ...".
+func payloadFiles(args []string) int {
+	out := map[string]string{}
+	for _, p := range args {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			out[p] = "error: " + err.Error()
+			continue
+		}
+		out[p] = string(b)
+	}
+	json.NewEncoder(os.Stdout).Encode(out)
+	return 0
+}
+
 // payloadMemBomb touches memory until something stops it.
 func payloadMemBomb([]string) int {
 	var keep [][]byte
@@ -173,6 +196,41 @@ func payloadFill(args []string) int {
 			return 3
 		}
 	}
+}
+
+// payloadTouch makes empty files under args[0] until refused (at most
+// 200,000) and prints how many and why it stopped.
+func payloadTouch(args []string) int {
+	for i := 0; i < 200000; i++ {
+		fd, err := unix.Open(fmt.Sprintf("%s/e%d", args[0], i), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			fmt.Printf("%d %v\n", i, err)
+			return 3
+		}
+		unix.Close(fd)
+	}
+	fmt.Println("200000 made")
+	return 0
+}
+
+// payloadFlood writes 64 KiB blocks to stdout and stderr in turn, at most
+// args[0] MiB (default 4096), as fast as the pipes take them.
+func payloadFlood(args []string) int {
+	limit := 4096
+	if len(args) > 0 {
+		fmt.Sscan(args[0], &limit)
+	}
+	block := make([]byte, 64<<10)
+	for i := range block {
+		block[i] = 'x'
+	}
+	for i := 0; i < limit*16; i++ {
+		fd := 1 + i%2
+		if _, err := unix.Write(fd, block); err != nil {
+			return 3
+		}
+	}
+	return 0
 }
 
 // payloadDaemon leaves a double-forked, setsid sleeper behind and exits.

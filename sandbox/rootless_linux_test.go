@@ -44,6 +44,11 @@ func TestRootlessInner(t *testing.T) {
 	})
 	t.Run("attacks", testAttacks)
 	t.Run("holes", testHoles)
+	t.Run("signals", testSignalsToInit)
+	t.Run("unix-socket", testHostUnixSocketUnreachable)
+	t.Run("mptcp", testMPTCPRefused)
+	t.Run("real-path", testRealPathRefused)
+	t.Run("identity", testOwnIdentity)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second
@@ -77,6 +82,13 @@ func TestRootlessInner(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 	})
+	t.Run("caps", func(t *testing.T) {
+		t.Run("disk", testDiskCapTotal)
+		t.Run("inodes", testDiskInodeCap)
+		t.Run("cpu", testCPUCapAttributed)
+		t.Run("output", testOutputCap)
+	})
+	t.Run("findings", testFindingsRootless)
 	t.Run("root", func(t *testing.T) {
 		root := filepath.Join(t.TempDir(), "rootfs")
 		writeRootfs(t, root, rootfsFiles(t))

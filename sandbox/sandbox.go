@@ -28,12 +28,19 @@ type Config struct {
 	// "" leaves /workspace empty.
 	Workspace string
 	// Findings is a host directory that receives the contents of
-	// /findings after the run (regular files and directories only); ""
-	// discards them.
+	// /findings after the run (regular files and directories only, as
+	// data); "" discards them. Start makes it, or takes it when it is an
+	// empty directory of the caller's, and refuses anything else (a path
+	// through a symbolic link, a file, a directory with entries): see
+	// docs/sandbox.md, "Findings".
 	Findings string
 	// ReadOnly host paths are bound read-only at the same place; nil means
 	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
 	// is recreated as the same link. It must be nil when Root is set.
+	// These, ReadWrite and Binds are refused by package hostpath's rules
+	// (docs/sandbox.md): by their words when Start begins, and by their
+	// real path and their place among the host's mounts when the init
+	// binds them.
 	ReadOnly []string
 	// Root is a host directory — an unpacked image's rootfs, for example
 	// image.Prepared.Rootfs — shown read-only as the sandbox's root
@@ -108,6 +115,17 @@ var ErrRequirement = errors.New("required mechanism unavailable")
 // failed inside the sandbox; nothing was run.
 var ErrProbe = errors.New("start-up probe failed")
 
+// ErrFindingsLost is matched (errors.Is) by the error of Wait and
+// Session.Close when /findings was not copied out whole: an entry was
+// left out (the result's FindingsSkipped says which and why) or the host
+// refused a write. airlock exits with its own status then (docs/cli.md).
+var ErrFindingsLost = errors.New("findings not kept")
+
+// ErrInitDied is matched by the error a session's Exec returns when the
+// session's init died on its own (see Result.InitDied): the session has
+// ended, and its integrity is not assured.
+var ErrInitDied = errors.New("the sandbox's init died: the sandbox's integrity is not assured")
+
 // ErrUnsupported is returned by Start on systems without a sandbox.
 var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
 
@@ -119,7 +137,7 @@ type Result struct {
 	// Signal is the signal that killed the target, 0 if none.
 	Signal int
 	// KilledBy names the cap that killed the run ("wall", "cpu",
-	// "memory", "pids", "disk"), or "" if none did.
+	// "memory", "pids", "disk", "output"), or "" if none did.
 	KilledBy string
 	// Wall is the target's wall-clock time, from Release to its end.
 	Wall time.Duration
@@ -130,8 +148,16 @@ type Result struct {
 	// Receipt names, per control, the mechanism that enforced it on this
 	// run.
 	Receipt map[string]string
-	// FindingsSkipped lists /findings entries that were not copied out
-	// (not a regular file or directory, or over the size cap), with why.
+	// InitDied is set when the sandbox's init died before the target
+	// ended, killed neither by a cap nor by Kill: a crash, or a signal
+	// from inside that got through. It says how, and means the sandbox's
+	// integrity is not assured; airlock treats it as an escape signal
+	// (docs/sandbox.md). ExitCode is then -1 and Signal 0: the target's
+	// own status is unknown.
+	InitDied string
+	// FindingsSkipped lists the /findings entries that were left out of
+	// the copy-out, or copied renamed or with their mode changed, each
+	// with why (docs/sandbox.md, "Findings").
 	FindingsSkipped []string
 }
 

@@ -13,10 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -30,19 +32,30 @@ type Sandbox struct {
 	group   *limits.Group
 	lis     net.Listener
 	port    int
-	finds   int // descriptor of the sandbox's /findings tmpfs, -1 when closed
-	work    int // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	finds   int           // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	dst     *findingsDest // the host's findings directory, nil without Config.Findings
+	work    int           // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	// orig keeps a session's workspace stream as sent, for Changes
+	// (changes_linux.go); nil for a single run or without a workspace.
+	orig    *os.File
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
 	// hole is the setup step a test asked to skip (testhole_linux.go).
 	hole initproc.Hole
+	// groups, in a rootless run whose caller has supplementary groups,
+	// is how they are dropped (nil otherwise).
+	groups *idmap.Groups
 
 	mu        sync.Mutex
 	released  time.Time
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	stopCtx   func() bool
+
+	// killed is set when airlock itself ends the init (Kill, the
+	// context, a session's end): its death is then no integrity failure.
+	killed atomic.Bool
 
 	once   sync.Once
 	result Result
@@ -72,6 +85,19 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 		return nil, err
 	}
 	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h}
+	if cfg.Findings != "" {
+		// Made (or taken) now: a destination that will not do refuses
+		// the run before anything runs, not after.
+		if s.dst, err = openFindingsDest(cfg.Findings); err != nil {
+			return nil, err
+		}
+	}
+	if session && cfg.Workspace != "" {
+		if s.orig, err = openOriginal(); err != nil {
+			s.abort()
+			return nil, err
+		}
+	}
 	if err := s.start(ctx, need); err != nil {
 		s.abort()
 		return nil, err
@@ -86,6 +112,9 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 // happens outside the group, and no cgroup.procs write is on the way.
 func (s *Sandbox) start(ctx context.Context, need needs) error {
 	go checkPidfdOnce()
+	if err := s.checkGroups(); err != nil {
+		return err
+	}
 	g, err := limits.New(s.cfg.Caps, limits.Options{Name: "sandbox-" + s.cfg.ID, Rootless: os.Geteuid() != 0, Require: s.cfg.Require})
 	if err != nil {
 		if errors.Is(err, limits.ErrUnavailable) {
@@ -134,7 +163,13 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		setupW.Close()
 		return fmt.Errorf("sandbox: start the init: %w", err)
 	}
-	s.stopCtx = context.AfterFunc(ctx, func() { s.cmd.Process.Kill() })
+	s.stopCtx = context.AfterFunc(ctx, func() { s.killInit() })
+	if s.groups != nil {
+		if err := s.writeMaps(setupW); err != nil {
+			setupW.Close()
+			return err
+		}
+	}
 	if _, inV2 := s.group.Dir(); !inV2 && len(v1) == 0 {
 		// No cgroup at all: Place only remembers the process (pidfd).
 		if err := s.group.Place(s.cmd.Process.Pid); err != nil {
@@ -263,6 +298,14 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Setsid:      true,
 		Pdeathsig:   syscall.SIGKILL,
 	}
+	if s.groups != nil {
+		// Rootless with supplementary groups: the maps are written after
+		// the start (writeMaps), the init's uid and gid are then the
+		// caller's as 65534 inside with no setuid, and it drops the
+		// groups itself (CAP_SETGID, in its namespace only).
+		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
+		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
+	}
 	if s.hole == initproc.HoleNetNS {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
@@ -281,6 +324,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		if s.cfg.Stderr != nil {
 			stderr = s.cfg.Stderr
 		}
+		// The run's output cap: a session's is each step's (stepIO).
+		oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
+		stdout, stderr = oc.writers(stdout, stderr)
 	}
 	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
@@ -289,12 +335,18 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if tasks > 0 {
 		args = append(args, initproc.TasksArg+strconv.Itoa(tasks))
 	}
+	if s.groups != nil {
+		args = append(args, initproc.MapsArg)
+	}
 	if s.hole != "" {
 		// A test hole is honoured only by an init that knows it runs
 		// in a test binary, which takes the testing package: Init.
 		args = append(args, initproc.LateArg)
 	}
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1"}
+	// GOTRACEBACK=none: should the init crash all the same, its stderr
+	// (the target's, in a single run) gets no stack trace, whose frames
+	// name the host's build paths.
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
@@ -311,6 +363,53 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
 	}
+}
+
+// checkGroups refuses a rootless run whose caller has supplementary
+// groups that cannot be dropped, and otherwise remembers how to drop
+// them (package idmap; docs/sandbox.md, "Groups").
+func (s *Sandbox) checkGroups() error {
+	if os.Geteuid() == 0 {
+		s.receipt["groups"] = "none: the init's credentials set an empty group list"
+		return nil
+	}
+	g, err := idmap.Inspect()
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := g.Refusal(); err != nil {
+		return fmt.Errorf("sandbox: %w: %w", ErrRequirement, err)
+	}
+	s.receipt["groups"] = "none: the caller has no supplementary groups"
+	if g.CanDrop() {
+		s.groups = &g
+	}
+	return nil
+}
+
+// writeMaps writes the init's user namespace maps: the uid map itself
+// (the caller's uid as the one uid inside, which an unprivileged process
+// may write), the gid map with newgidmap (the caller's gid and one
+// subordinate gid, which keeps setgroups allowed); then it tells the init
+// on the setup pipe w, before the config.
+func (s *Sandbox) writeMaps(w *os.File) error {
+	pid := s.cmd.Process.Pid
+	inside := initproc.SandboxID
+	if s.hole == initproc.HoleUID {
+		inside = 0
+	}
+	uidMap := fmt.Sprintf("%d %d 1\n", inside, os.Getuid())
+	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/uid_map", []byte(uidMap), 0); err != nil {
+		return fmt.Errorf("sandbox: write the init's uid map: %w", err)
+	}
+	if out, err := exec.Command(s.groups.NewGIDMap, s.groups.MapArgs(pid, inside)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("sandbox: newgidmap: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	if _, err := w.Write([]byte{initproc.MapsWritten}); err != nil {
+		return fmt.Errorf("sandbox: tell the init its maps are written: %w", err)
+	}
+	s.receipt["groups"] = "caller's supplementary groups dropped: newgidmap with a subordinate gid of " + s.groups.User
+	return nil
 }
 
 // writeSetup sends the init its config and, if any, the workspace.
@@ -336,7 +435,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return sendWorkspace(s.cfg.Workspace, w, s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
 	}
 	return nil
 }
@@ -445,10 +544,16 @@ func (s *Sandbox) Wait() (Result, error) {
 // Kill ends the run now: it kills the init (and with it the pid
 // namespace) and every process of the group, then tears down as Wait.
 func (s *Sandbox) Kill() error {
-	s.cmd.Process.Kill()
+	s.killInit()
 	s.group.KillAll()
 	_, err := s.Wait()
 	return err
+}
+
+// killInit kills the init on airlock's own behalf.
+func (s *Sandbox) killInit() {
+	s.killed.Store(true)
+	s.cmd.Process.Kill()
 }
 
 // finish is Wait's body.
@@ -501,13 +606,21 @@ func (s *Sandbox) finish() (Result, error) {
 				res.Signal = int(ws.Signal())
 			}
 		}
+		if res.KilledBy == "" && !s.killed.Load() {
+			// Nothing of airlock's killed it: the init crashed, or
+			// something inside got a signal through to it.
+			res.InitDied = initDeath(waitErr)
+			res.Signal = 0
+		}
 	}
-	if res.KilledBy == "" && res.Signal == int(syscall.SIGXFSZ) {
-		res.KilledBy = string(limits.KilledByDisk)
+	if res.KilledBy == "" {
+		// An rlimit's kill: RLIMIT_FSIZE, or RLIMIT_CPU (its SIGXCPU, or
+		// the SIGKILL of its hard limit for a target that ignores it).
+		res.KilledBy = string(limits.SignalCause(syscall.Signal(res.Signal), res.CPU, s.cfg.Caps.CPU))
 	}
 	var err error
-	if s.cfg.Findings != "" && s.finds >= 0 {
-		res.FindingsSkipped, err = copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+	if s.dst != nil && s.finds >= 0 {
+		res.FindingsSkipped, err = s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
 	}
 	res.Receipt = s.fullReceipt()
 	if terr := s.teardownErr(nil); err == nil {
@@ -519,6 +632,23 @@ func (s *Sandbox) finish() (Result, error) {
 	return res, err
 }
 
+// initDeath says how the init died, from its wait status.
+func initDeath(waitErr error) string {
+	how := "without reporting the target's end"
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok {
+			switch {
+			case ws.Signaled():
+				how = "of signal " + strconv.Itoa(int(ws.Signal())) + " (" + unix.SignalName(ws.Signal()) + ")"
+			case ws.Exited():
+				how = "with exit status " + strconv.Itoa(ws.ExitStatus()) + " before the target ended"
+			}
+		}
+	}
+	return "the sandbox's init died " + how + ": the sandbox's integrity is not assured"
+}
+
 // fullReceipt merges the group's mechanisms with the init's.
 func (s *Sandbox) fullReceipt() map[string]string {
 	r := s.group.Receipt()
@@ -526,6 +656,10 @@ func (s *Sandbox) fullReceipt() map[string]string {
 		r[k] = v
 	}
 	r["namespaces"] = "user, pid, mount, network, ipc, uts, cgroup"
+	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
+	if s.session {
+		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
+	}
 	r["init"] = "pid 1 re-executed from this binary, non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
 	return r
 }
@@ -540,9 +674,15 @@ func (s *Sandbox) teardownErr(first error) error {
 		unix.Close(s.finds)
 		s.finds = -1
 	}
+	if s.dst != nil {
+		s.dst.close()
+	}
 	if s.work >= 0 {
 		unix.Close(s.work)
 		s.work = -1
+	}
+	if s.orig != nil {
+		s.orig.Close() // the field stays: writeSetup may still hold it
 	}
 	if s.lis != nil {
 		s.lis.Close()
@@ -558,8 +698,11 @@ func (s *Sandbox) teardownErr(first error) error {
 
 // abort undoes a failed Start.
 func (s *Sandbox) abort() {
+	if s.dst != nil {
+		s.dst.discard()
+	}
 	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
+		s.killInit()
 		if s.group != nil {
 			s.group.KillAll()
 		}

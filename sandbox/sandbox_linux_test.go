@@ -25,7 +25,7 @@ var testMemory int64 = 256 << 20
 func testCaps() limits.Caps {
 	return limits.Caps{
 		Wall: 30 * time.Second, CPU: 20 * time.Second, MemoryBytes: testMemory,
-		Tasks: 64, DiskWriteBytes: 16 << 20, OpenFiles: 128,
+		Tasks: 64, DiskWriteBytes: 16 << 20, OpenFiles: 128, OutputBytes: 16 << 20,
 	}
 }
 

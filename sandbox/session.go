@@ -43,6 +43,10 @@ type StepCaps struct {
 	// exceed the session's Caps.CPU, which every process of the session
 	// also carries as RLIMIT_CPU.
 	CPU time.Duration
+	// OutputBytes caps the step's stdout and stderr together (see
+	// limits.Caps.OutputBytes); 0 means the session's Caps.OutputBytes,
+	// which it may not exceed.
+	OutputBytes int64
 }
 
 // Teardown is what Session.Close reports about the whole session.
@@ -55,8 +59,8 @@ type Teardown struct {
 	PeakMemoryBytes int64
 	// Receipt names, per control, the mechanism that enforced it.
 	Receipt map[string]string
-	// FindingsSkipped lists /findings entries that were not copied out,
-	// with why.
+	// FindingsSkipped lists the /findings entries left out of the
+	// copy-out, or copied renamed or with their mode changed, with why.
 	FindingsSkipped []string
 	// Frozen is true when the session was frozen (Freeze) before Close.
 	Frozen bool

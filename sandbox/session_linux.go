@@ -27,6 +27,8 @@ type Session struct {
 	ended  atomic.Bool
 	frozen atomic.Pointer[freezeState]
 
+	closing bool // under fdMu: Close's teardown has begun
+
 	closeOnce sync.Once
 	teardown  Teardown
 	closeErr  error
@@ -45,15 +47,16 @@ type Session struct {
 //     step and stay charged to it. A step whose process the kernel kills
 //     for memory, or that hits the tasks cap, is killed (KilledBy
 //     "memory" or "pids"); the session goes on.
-//   - disk (the tmpfs sizes and RLIMIT_FSIZE) and open files
-//     (RLIMIT_NOFILE) are the session's, the same for every step.
-//   - wall clock and CPU time are per step: cfg.Caps.Wall and
-//     cfg.Caps.CPU are each step's defaults, and a Step's own Caps replace
-//     them (CPU no higher than cfg.Caps.CPU, which every process also
-//     carries as RLIMIT_CPU; the session's init too, so a session's init
-//     lives for at most that much CPU time of its own, several thousand
-//     steps). The session as a whole lasts until Close or until ctx is
-//     done.
+//   - disk (the writable tmpfs, which /tmp, /workspace, /findings and
+//     /dev/shm share, and RLIMIT_FSIZE) and open files (RLIMIT_NOFILE)
+//     are the session's, the same for every step.
+//   - wall clock, CPU time and output are per step: cfg.Caps.Wall,
+//     cfg.Caps.CPU and cfg.Caps.OutputBytes are each step's defaults, and
+//     a Step's own Caps replace them (no higher than the session's: every
+//     process also carries cfg.Caps.CPU as RLIMIT_CPU, the session's init
+//     too, so a session's init lives for at most that much CPU time of
+//     its own, several thousand steps). The session as a whole lasts
+//     until Close or until ctx is done.
 //
 // A step that a cap kills ends only that step (its processes, and every
 // process it left behind), unless Step.EndSessionOnKill says otherwise.
@@ -103,7 +106,8 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	ss.steps++
 	n := ss.steps
-	sio, err := newStepIO(st)
+	w := ss.newStepWatch(n)
+	sio, err := newStepIO(st, newOutputCap(caps.OutputBytes, func() { w.kill(limits.KilledByOutput) }))
 	if err != nil {
 		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
 	}
@@ -127,7 +131,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
 	started := time.Now()
-	w := ss.watchStep(ctx, n, caps, before)
+	w.start(ctx, caps, before)
 	m, err = ss.recvStep(n)
 	w.stop()
 	res.Wall = time.Since(started)
@@ -167,8 +171,7 @@ func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			ss.end()
-			return nil, fmt.Errorf("%w: probes: the init is gone: %w", ErrSessionEnded, err)
+			return nil, ss.initGone("probes", err)
 		}
 		if m.Kind == initproc.MsgProbed {
 			return m.Probes, nil
@@ -201,15 +204,21 @@ func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
 	if !path.IsAbs(st.Dir) {
 		return st, StepCaps{}, fmt.Errorf("sandbox: step dir %q: want an absolute path inside the sandbox", st.Dir)
 	}
-	caps := StepCaps{Wall: ss.sb.cfg.Caps.Wall, CPU: ss.sb.cfg.Caps.CPU}
+	session := ss.sb.cfg.Caps
+	caps := StepCaps{Wall: session.Wall, CPU: session.CPU}
 	if st.Caps != nil {
 		caps = *st.Caps
 	}
+	if caps.OutputBytes == 0 {
+		caps.OutputBytes = session.OutputBytes
+	}
 	switch {
-	case caps.Wall <= 0 || caps.CPU <= 0:
-		return st, caps, errors.New("sandbox: step caps: wall and cpu must be positive (a zero cap is not \"unlimited\")")
-	case caps.CPU > ss.sb.cfg.Caps.CPU:
-		return st, caps, fmt.Errorf("sandbox: step caps: cpu %v exceeds the session's %v", caps.CPU, ss.sb.cfg.Caps.CPU)
+	case caps.Wall <= 0 || caps.CPU <= 0 || caps.OutputBytes < 0:
+		return st, caps, errors.New("sandbox: step caps: wall and cpu must be positive, output positive or 0 for the session's (a zero cap is not \"unlimited\")")
+	case caps.CPU > session.CPU:
+		return st, caps, fmt.Errorf("sandbox: step caps: cpu %v exceeds the session's %v", caps.CPU, session.CPU)
+	case caps.OutputBytes > session.OutputBytes:
+		return st, caps, fmt.Errorf("sandbox: step caps: output %d bytes exceeds the session's %d", caps.OutputBytes, session.OutputBytes)
 	}
 	return st, caps, nil
 }
@@ -221,8 +230,7 @@ func (ss *Session) recvStep(n int) (initproc.Message, error) {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			ss.end()
-			return m, fmt.Errorf("%w: step %d: the init is gone: %w", ErrSessionEnded, n, err)
+			return m, ss.initGone(fmt.Sprintf("step %d", n), err)
 		}
 		if m.Step == n {
 			return m, nil
@@ -230,9 +238,23 @@ func (ss *Session) recvStep(n int) (initproc.Message, error) {
 	}
 }
 
+// initGone ends the session after its control socket broke (err) during
+// what, and says why: ErrInitDied too unless airlock ended the init.
+func (ss *Session) initGone(what string, err error) error {
+	died := !ss.sb.killed.Load()
+	ss.end()
+	if died {
+		return fmt.Errorf("%w: %w: %s: %w", ErrSessionEnded, ErrInitDied, what, err)
+	}
+	return fmt.Errorf("%w: %s: the init is gone: %w", ErrSessionEnded, what, err)
+}
+
 // stepWatch enforces one step's wall-clock and CPU caps and the session's
-// memory and tasks caps on it, by asking the init to kill the step.
+// memory and tasks caps on it, by asking the init to kill the step; its
+// output cap (stepIO) kills through it too.
 type stepWatch struct {
+	ss       *Session
+	step     int
 	killedBy atomic.Pointer[limits.KilledBy]
 	ctxErr   atomic.Bool
 	cancel   context.CancelFunc
@@ -251,21 +273,30 @@ func (w *stepWatch) kind() string {
 	return ""
 }
 
+// kill records k (unless a cap was recorded first; "" records nothing)
+// and has the init kill the step.
+func (w *stepWatch) kill(k limits.KilledBy) {
+	if k != "" {
+		w.killedBy.CompareAndSwap(nil, &k)
+	}
+	w.ss.sb.c.Send(initproc.Message{Kind: initproc.MsgKill, Step: w.step})
+}
+
 // stepPoll is how often a step's counters are read, as the single run's
 // watch does (limits' poll interval).
 const stepPoll = 50 * time.Millisecond
 
-// watchStep starts the watch of step n.
-func (ss *Session) watchStep(ctx context.Context, n int, caps StepCaps, before limits.Stats) *stepWatch {
+// newStepWatch makes the watch of step n; start starts it.
+func (ss *Session) newStepWatch(n int) *stepWatch {
+	return &stepWatch{ss: ss, step: n}
+}
+
+// start watches the step from now until stop.
+func (w *stepWatch) start(ctx context.Context, caps StepCaps, before limits.Stats) {
 	wctx, cancel := context.WithCancel(context.Background())
-	w := &stepWatch{cancel: cancel, done: make(chan struct{})}
-	kill := func(k limits.KilledBy) {
-		if k != "" {
-			w.killedBy.CompareAndSwap(nil, &k)
-		}
-		ss.sb.c.Send(initproc.Message{Kind: initproc.MsgKill, Step: n})
-	}
-	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
+	w.cancel, w.done = cancel, make(chan struct{})
+	group := w.ss.sb.group
+	cpuKnown := group.Provides(limits.RequireCgroupCPU)
 	go func() {
 		defer close(w.done)
 		wall := time.NewTimer(caps.Wall)
@@ -278,24 +309,23 @@ func (ss *Session) watchStep(ctx context.Context, n int, caps StepCaps, before l
 				return
 			case <-ctx.Done():
 				w.ctxErr.Store(true)
-				kill("")
+				w.kill("")
 				return
 			case <-wall.C:
-				kill(limits.KilledByWall)
+				w.kill(limits.KilledByWall)
 				return
 			case <-tick.C:
-				now, err := ss.sb.group.Stats()
+				now, err := group.Stats()
 				if err != nil {
 					continue
 				}
 				if k := tripped(before, now, caps, cpuKnown); k != "" {
-					kill(k)
+					w.kill(k)
 					return
 				}
 			}
 		}
 	}()
-	return w
 }
 
 // tripped names the cap a step has exceeded since before, if any: an OOM
@@ -328,22 +358,19 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 		res.KilledBy = string(tripped(before, after, caps, cpuKnown))
 	}
 	if res.KilledBy == "" {
-		switch syscall.Signal(res.Signal) {
-		case syscall.SIGXFSZ:
-			res.KilledBy = string(limits.KilledByDisk)
-		case syscall.SIGXCPU, syscall.SIGKILL:
-			if res.CPU >= ss.sb.cfg.Caps.CPU {
-				res.KilledBy = string(limits.KilledByCPU) // RLIMIT_CPU
-			}
-		}
+		// RLIMIT_CPU is the session's cap, for every process.
+		res.KilledBy = string(limits.SignalCause(syscall.Signal(res.Signal), res.CPU, ss.sb.cfg.Caps.CPU))
 	}
 }
+
+// sessionReceipt is how a session's caps hold, for its receipt.
+const sessionReceipt = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
 
 // end kills the session's every process, the init included; Exec then
 // fails with ErrSessionEnded, and Close tears down.
 func (ss *Session) end() {
 	ss.ended.Store(true)
-	ss.sb.cmd.Process.Kill()
+	ss.sb.killInit()
 	ss.sb.group.KillAll()
 }
 
@@ -364,6 +391,7 @@ func (ss *Session) Close() (Teardown, error) {
 func (ss *Session) close() (Teardown, error) {
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
+	ss.closing = true
 	s := ss.sb
 	td := Teardown{Steps: ss.steps, Frozen: ss.frozen.Load() != nil}
 	var errs []error
@@ -382,15 +410,15 @@ func (ss *Session) close() (Teardown, error) {
 		errs = append(errs, fmt.Errorf("sandbox: read the group's stats: %w", err))
 	}
 	td.CPU, td.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
-	if s.cfg.Findings != "" && s.finds >= 0 {
-		skipped, err := copyFindings(s.finds, s.cfg.Findings, s.cfg.Caps.DiskWriteBytes)
+	if s.dst != nil && s.finds >= 0 {
+		skipped, err := s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
 		td.FindingsSkipped = skipped
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
 	td.Receipt = s.fullReceipt()
-	td.Receipt["session"] = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
+	td.Receipt["session"] = sessionReceipt
 	if err := s.teardownErr(nil); err != nil {
 		errs = append(errs, err)
 	}

@@ -18,22 +18,26 @@ type stepIO struct {
 	wg      sync.WaitGroup
 }
 
-func newStepIO(st Step) (*stepIO, error) {
-	p := &stepIO{stdin: st.Stdin, outputs: [2]io.Writer{st.Stdout, st.Stderr}}
+// newStepIO makes the step's pipes; its output goes through oc, the
+// step's output cap.
+func newStepIO(st Step, oc *outputCap) (*stepIO, error) {
+	p := &stepIO{stdin: st.Stdin}
 	if p.stdin == nil {
 		p.stdin = strings.NewReader("")
 	}
-	for i, w := range p.outputs {
+	outputs := [2]io.Writer{st.Stdout, st.Stderr}
+	for i, w := range outputs {
 		if w == nil {
-			p.outputs[i] = io.Discard
+			outputs[i] = io.Discard
 		}
 	}
+	p.outputs[0], p.outputs[1] = oc.writers(outputs[0], outputs[1])
 	var err error
 	if p.child[0], p.inW, err = os.Pipe(); err != nil {
 		return nil, err
 	}
 	n := 2
-	if interfaceEqual(p.outputs[0], p.outputs[1]) {
+	if p.outputs[0] == p.outputs[1] {
 		n = 1 // one writer, one pipe, as os/exec does: no interleaved copies
 	}
 	for i := range n {
@@ -43,11 +47,6 @@ func newStepIO(st Step) (*stepIO, error) {
 		}
 	}
 	return p, nil
-}
-
-func interfaceEqual(a, b any) bool {
-	defer func() { recover() }() // uncomparable dynamic types
-	return a == b
 }
 
 func (p *stepIO) childFDs() []int {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
@@ -28,14 +29,9 @@ func validID(id string) bool {
 	return true
 }
 
-// forbiddenBinds may never be bound in, nor anything under the first
-// group: they hold the host's sockets (docker.sock, D-Bus, systemd), its
-// kernel interfaces and its users' homes.
-var (
-	forbiddenTrees = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
-	forbiddenExact = []string{"/", "/home", "/root", "/var", "/tmp", "/boot"}
-	sandboxDirs    = []string{"/proc", "/dev", TmpDir, WorkspaceDir, FindingsDir, "/.airlock"}
-)
+// sandboxDirs are the inside paths the sandbox makes itself: no Bind may
+// land at or under them.
+var sandboxDirs = []string{"/proc", "/dev", TmpDir, WorkspaceDir, FindingsDir, "/.airlock"}
 
 // normalize checks cfg and fills in its defaults. It is one list of small
 // checks, each with a fixed wording.
@@ -79,20 +75,10 @@ func normalizeView(cfg Config) (Config, error) {
 	} else if cfg.ReadOnly == nil {
 		cfg.ReadOnly = DefaultReadOnly
 	}
-	for _, p := range cfg.ReadOnly {
-		if err := checkHostPath("readOnly", p); err != nil {
-			return cfg, err
-		}
-	}
-	for _, p := range cfg.ReadWrite {
-		if err := checkHostPath("readWrite", p); err != nil {
-			return cfg, err
-		}
+	if err := checkHostPaths(cfg); err != nil {
+		return cfg, fmt.Errorf("sandbox: %w", err)
 	}
 	for _, b := range cfg.Binds {
-		if b.Host != initproc.SelfExe && (!path.IsAbs(b.Host) || path.Clean(b.Host) != b.Host || under(b.Host, forbiddenTrees)) {
-			return cfg, fmt.Errorf("sandbox: bind %q: want a clean absolute host path outside /proc, /sys, /dev and /run", b.Host)
-		}
 		if b.Host == initproc.SelfExe && b.Inside != SelfPath {
 			return cfg, fmt.Errorf("sandbox: bind of the calling binary at %q: it goes at %s", b.Inside, SelfPath)
 		}
@@ -124,7 +110,7 @@ func checkRoot(cfg Config) error {
 		return fmt.Errorf("sandbox: root %q: want a clean absolute path", r)
 	case r == "/":
 		return errors.New("sandbox: root \"/\": refusing the host's own root (use ReadOnly to show host directories)")
-	case under(r, forbiddenTrees):
+	case hostpath.Under(r):
 		return fmt.Errorf("sandbox: root %q: refusing it (it exposes the host's kernel interfaces or sockets)", r)
 	case cfg.ReadOnly != nil:
 		return fmt.Errorf("sandbox: root %q with a ReadOnly list: the root replaces the read-only host paths; set one of them", r)
@@ -132,21 +118,28 @@ func checkRoot(cfg Config) error {
 	return nil
 }
 
-// checkHostPath refuses a bind of a path that would expose the host.
-func checkHostPath(field, p string) error {
-	if !path.IsAbs(p) || path.Clean(p) != p {
-		return fmt.Errorf("sandbox: %s %q: want a clean absolute path", field, p)
-	}
-	for _, f := range forbiddenExact {
-		if p == f {
-			return fmt.Errorf("sandbox: %s %q: refusing to bind it (it exposes the host's homes, sockets or state)", field, p)
+// checkHostPaths refuses a host path the sandbox may not show on its
+// words (package hostpath). Its real path and its place among the host's
+// mounts are checked by the init on the tree it opens, at bind time; a
+// policy's paths were checked the same way when it was loaded.
+func checkHostPaths(cfg Config) error {
+	for _, p := range cfg.ReadOnly {
+		if err := hostpath.CheckWords("readOnly", p); err != nil {
+			return err
 		}
 	}
-	if under(p, forbiddenTrees) {
-		return fmt.Errorf("sandbox: %s %q: refusing to bind it (it exposes the host's kernel interfaces or sockets)", field, p)
+	for _, p := range cfg.ReadWrite {
+		if err := hostpath.CheckWords("readWrite", p); err != nil {
+			return err
+		}
 	}
-	if under(p, []string{TmpDir, WorkspaceDir, FindingsDir, "/.airlock"}) {
-		return fmt.Errorf("sandbox: %s %q: the sandbox makes this directory itself (use Binds to show a host path elsewhere)", field, p)
+	for _, b := range cfg.Binds {
+		if b.Host == initproc.SelfExe {
+			continue
+		}
+		if err := hostpath.CheckBindWords(b.Host); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -156,7 +156,19 @@ var probes = []probe{
 	{"socket-vsock", false, func() error { return socket(unix.AF_VSOCK, unix.SOCK_STREAM, 0) }},
 	{"socket-inet-raw", false, func() error { return socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP) }},
 	{"socket-inet-stream", false, func() error { return socket(unix.AF_INET, unix.SOCK_STREAM, 0) }},
+	{"socket-inet-mptcp", false, func() error {
+		return socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_MPTCP)
+	}},
+	{"socket-inet6-ping", false, func() error { return socket(unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6) }},
 	{"socket-unix-dgram", false, func() error { return socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0) }},
+	{"socketpair-unix", false, func() error {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		return err
+	}},
 	{"keyctl-session-id", false, func() error {
 		_, err := unix.KeyctlInt(unix.KEYCTL_GET_KEYRING_ID, unix.KEY_SPEC_SESSION_KEYRING, 0, 0, 0)
 		return err

@@ -30,10 +30,16 @@
 //     mount call, namespace creation and entry, io_uring, personality
 //     changes, reboot, swap, the clock, accounting, quotas, file handles,
 //     the kernel log, obsolete interfaces, x86 port I/O, terminal injection
-//     (TIOCSTI, TIOCLINUX), socket families other than unix, inet and inet6,
-//     raw and packet sockets, and TCP Fast Open (MSG_FASTOPEN on sendto,
+//     (TIOCSTI, TIOCLINUX), and TCP Fast Open (MSG_FASTOPEN on sendto,
 //     sendmsg and sendmmsg), which opens a connection without connect(2)
 //     and so past Landlock's rule that TCP may connect only to the proxy.
+//   - socket(2) is an allowlist: inet and inet6 sockets of type
+//     SOCK_STREAM with protocol 0 or TCP and SOCK_DGRAM with 0 or UDP,
+//     nothing else (no MPTCP, which Landlock's TCP rule does not cover, no
+//     SCTP, ICMP, raw or packet sockets, no other family). Unix sockets
+//     are refused too: a read-only bind does not stop connect(2) to a host
+//     service listening in a bound tree; socketpair(2) of AF_UNIX stays
+//     allowed (docs/sandbox.md).
 //
 // # Errors the refused calls return
 //
@@ -42,9 +48,12 @@
 // error path. The exceptions are chosen so that the caller falls back
 // instead of failing: clone3 and io_uring return ENOSYS ("this kernel lacks
 // it": glibc retries clone3 as clone, whose flags the filter can read;
-// libuv, liburing users and Tokio fall back to threads), and a refused
+// libuv, liburing users and Tokio fall back to threads), a refused
 // socket family returns EAFNOSUPPORT ("family not supported", which glibc's
-// getaddrinfo and interface enumeration tolerate).
+// getaddrinfo and interface enumeration tolerate), and a refused inet
+// protocol EPROTONOSUPPORT (Go's net package then uses plain TCP instead
+// of MPTCP). A unix socket gets EACCES, as an LSM's refusal would: glibc's
+// nscd and syslog clients give up quietly on it.
 //
 // # How the program is built
 //

@@ -18,5 +18,7 @@ func ExampleRules() {
 	// Output:
 	// ptrace : operation not permitted
 	// clone3 : function not implemented
-	// socket family is not AF_UNIX, AF_INET or AF_INET6: address family not supported by protocol
+	// socket family is AF_UNIX: permission denied
+	// socket family is not AF_INET, AF_INET6 or AF_UNIX: address family not supported by protocol
+	// socket family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP): protocol not supported
 }

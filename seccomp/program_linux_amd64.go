@@ -4,7 +4,7 @@ package seccomp
 
 import "golang.org/x/sys/unix"
 
-// native is airlock's filter for x86_64 (GOARCH amd64), 153 instructions,
+// native is airlock's filter for x86_64 (GOARCH amd64), 184 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.
 var native = target{
 	arch:       "x86_64",
@@ -75,10 +75,11 @@ var native = target{
 		{Syscall: "fanotify_init", Errno: unix.EPERM, Why: "watches filesystem events beyond the sandbox"},
 		{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM, Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
 		{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM, Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-		{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-		{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
-		{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES, Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+		{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)", Errno: unix.EPROTONOSUPPORT, Why: "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
@@ -101,142 +102,173 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     // 13: jneq #21532,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 14: ret #327681
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 15: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x29},       // 16: jneq #41,5
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x29},       // 16: jneq #41,3
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 17: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 18: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 19: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 20: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 21: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 22: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x29},       // 23: jneq #41,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 24: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 25: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 26: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 27: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 28: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 29: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x35},       // 30: jneq #53,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 31: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 32: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 33: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 34: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 35: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 36: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x35},       // 37: jneq #53,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 38: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 39: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 40: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 41: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 42: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 43: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x2c},       // 44: jneq #44,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 45: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 46: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 47: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 48: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x2e},       // 49: jneq #46,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 50: ld [32]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 51: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 52: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 53: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x133},      // 54: jneq #307,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 55: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 56: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 57: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 58: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x87},       // 59: jneq #135,7
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 60: ld [16]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 61: jeq #0,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 62: jeq #8,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 63: jeq #131072,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 64: jeq #131080,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 65: jeq #4294967295,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 66: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 67: ld [0]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x65},       // 68: jeq #101,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x136},      // 69: jeq #310,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x137},      // 70: jeq #311,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 71: jeq #440,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 72: jeq #438,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x138},      // 73: jneq #312,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 74: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xf6},       // 75: jeq #246,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x140},      // 76: jeq #320,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa9},       // 77: jneq #169,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1},        // 18: jneq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 19: ret #327693
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 20: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x29},       // 21: jneq #41,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 22: ld [16]
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 23: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa},        // 24: jeq #10,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 25: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 26: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 27: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 8, K: 0x29},       // 28: jneq #41,8
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 29: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 30: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xa},        // 31: jneq #10,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 32: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 33: and #15
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 34: jeq #3,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 35: jneq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 36: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 37: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 30, K: 0x29},      // 38: jneq #41,30
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 39: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 40: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 41: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 42: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 43: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x1},        // 44: jneq #1,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 45: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 46: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x6},        // 47: jeq #6,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 48: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 49: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 50: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 51: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 52: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 53: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x2},        // 54: jneq #2,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 55: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 56: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x11},       // 57: jeq #17,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 58: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 59: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 60: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 61: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 62: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 63: and #15
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1},        // 64: jeq #1,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 65: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x3},        // 66: jeq #3,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 67: jeq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 68: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 69: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x35},       // 70: jneq #53,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 71: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 72: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 73: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 74: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x2c},       // 75: jneq #44,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 76: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 77: jset #536870912,0,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 78: ret #327681
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0xaf},       // 79: jeq #175,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x139},      // 80: jeq #313,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xb0},       // 81: jeq #176,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xae},       // 82: jeq #174,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb1},       // 83: jeq #177,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xb2},       // 84: jneq #178,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 85: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x141},      // 86: jeq #321,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x12a},      // 87: jeq #298,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x143},      // 88: jneq #323,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 89: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xf8},       // 90: jeq #248,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf9},       // 91: jeq #249,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xfa},       // 92: jneq #250,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 93: ret #327681
-		{Code: 0x0015, Jt: 11, Jf: 0, K: 0xa5},      // 94: jeq #165,11
-		{Code: 0x0015, Jt: 10, Jf: 0, K: 0xa6},      // 95: jeq #166,10
-		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 96: jeq #429,9
-		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 97: jeq #428,8
-		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 98: jeq #467,7
-		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 99: jeq #430,6
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 100: jeq #432,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 101: jeq #431,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 102: jeq #433,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 103: jeq #442,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x9b},       // 104: jeq #155,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa1},       // 105: jneq #161,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 106: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x110},      // 107: jeq #272,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x134},      // 108: jneq #308,1
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 79: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x2e},       // 80: jneq #46,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 81: ld [32]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 82: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 83: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 84: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x133},      // 85: jneq #307,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 86: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 87: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 88: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 89: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x87},       // 90: jneq #135,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 91: ld [16]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 92: jeq #0,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 93: jeq #8,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 94: jeq #131072,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 95: jeq #131080,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 96: jeq #4294967295,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 97: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 98: ld [0]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x65},       // 99: jeq #101,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x136},      // 100: jeq #310,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x137},      // 101: jeq #311,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 102: jeq #440,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 103: jeq #438,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x138},      // 104: jneq #312,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 105: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xf6},       // 106: jeq #246,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x140},      // 107: jeq #320,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa9},       // 108: jneq #169,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 109: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 110: jneq #435,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 111: ret #327718
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 112: jeq #425,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 113: jeq #426,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 114: jneq #427,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 115: ret #327718
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa7},       // 116: jeq #167,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa8},       // 117: jneq #168,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 118: ret #327681
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xa4},       // 119: jeq #164,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xe3},       // 120: jeq #227,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x131},      // 121: jeq #305,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x9f},       // 122: jneq #159,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 123: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa3},       // 124: jeq #163,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb3},       // 125: jeq #179,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 126: jneq #443,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 127: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x130},      // 128: jeq #304,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xd4},       // 129: jneq #212,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 130: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x67},       // 131: jneq #103,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 132: ret #327681
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x86},       // 133: jeq #134,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x88},       // 134: jeq #136,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x8b},       // 135: jeq #139,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x9c},       // 136: jeq #156,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb4},       // 137: jeq #180,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x99},       // 138: jneq #153,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 139: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xac},       // 140: jeq #172,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xad},       // 141: jeq #173,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x9a},       // 142: jneq #154,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 143: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12c},      // 144: jneq #300,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 145: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x38},       // 146: jneq #56,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 147: ld [20]
-		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 148: jset #0,2
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 149: ld [16]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 150: jset #2114060288,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 151: ret #327681
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 152: ret #2147418112
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0xaf},       // 110: jeq #175,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x139},      // 111: jeq #313,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xb0},       // 112: jeq #176,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xae},       // 113: jeq #174,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb1},       // 114: jeq #177,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xb2},       // 115: jneq #178,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 116: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x141},      // 117: jeq #321,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x12a},      // 118: jeq #298,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x143},      // 119: jneq #323,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 120: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xf8},       // 121: jeq #248,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf9},       // 122: jeq #249,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xfa},       // 123: jneq #250,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 124: ret #327681
+		{Code: 0x0015, Jt: 11, Jf: 0, K: 0xa5},      // 125: jeq #165,11
+		{Code: 0x0015, Jt: 10, Jf: 0, K: 0xa6},      // 126: jeq #166,10
+		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 127: jeq #429,9
+		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 128: jeq #428,8
+		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 129: jeq #467,7
+		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 130: jeq #430,6
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 131: jeq #432,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 132: jeq #431,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 133: jeq #433,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 134: jeq #442,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x9b},       // 135: jeq #155,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa1},       // 136: jneq #161,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 137: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x110},      // 138: jeq #272,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x134},      // 139: jneq #308,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 140: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 141: jneq #435,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 142: ret #327718
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 143: jeq #425,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 144: jeq #426,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 145: jneq #427,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 146: ret #327718
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa7},       // 147: jeq #167,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa8},       // 148: jneq #168,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 149: ret #327681
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xa4},       // 150: jeq #164,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xe3},       // 151: jeq #227,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x131},      // 152: jeq #305,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x9f},       // 153: jneq #159,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 154: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa3},       // 155: jeq #163,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb3},       // 156: jeq #179,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 157: jneq #443,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 158: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x130},      // 159: jeq #304,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xd4},       // 160: jneq #212,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 161: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x67},       // 162: jneq #103,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 163: ret #327681
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x86},       // 164: jeq #134,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x88},       // 165: jeq #136,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x8b},       // 166: jeq #139,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x9c},       // 167: jeq #156,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xb4},       // 168: jeq #180,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x99},       // 169: jneq #153,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 170: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xac},       // 171: jeq #172,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xad},       // 172: jeq #173,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x9a},       // 173: jneq #154,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 174: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12c},      // 175: jneq #300,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 176: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x38},       // 177: jneq #56,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 178: ld [20]
+		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 179: jset #0,2
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 180: ld [16]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 181: jset #2114060288,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 182: ret #327681
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 183: ret #2147418112
 	},
 }

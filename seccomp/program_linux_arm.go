@@ -4,7 +4,7 @@ package seccomp
 
 import "golang.org/x/sys/unix"
 
-// native is airlock's filter for arm (GOARCH arm), 143 instructions,
+// native is airlock's filter for arm (GOARCH arm), 174 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.
 var native = target{
 	arch:       "arm",
@@ -69,10 +69,11 @@ var native = target{
 		{Syscall: "fanotify_init", Errno: unix.EPERM, Why: "watches filesystem events beyond the sandbox"},
 		{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM, Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
 		{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM, Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-		{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-		{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
-		{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES, Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+		{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)", Errno: unix.EPROTONOSUPPORT, Why: "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
@@ -92,135 +93,166 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     // 10: jneq #21532,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 11: ret #327681
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 12: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x119},      // 13: jneq #281,5
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x119},      // 13: jneq #281,3
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 14: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 15: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 16: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 17: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 18: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 19: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x119},      // 20: jneq #281,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 21: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 22: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 23: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 24: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 25: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 26: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x120},      // 27: jneq #288,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 28: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 29: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 30: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 31: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 32: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 33: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x120},      // 34: jneq #288,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 35: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 36: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 37: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 38: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 39: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 40: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x122},      // 41: jneq #290,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 42: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 43: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 44: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 45: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x128},      // 46: jneq #296,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 47: ld [32]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 48: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 49: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 50: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x176},      // 51: jneq #374,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 52: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 53: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 54: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 55: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x88},       // 56: jneq #136,7
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 57: ld [16]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 58: jeq #0,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 59: jeq #8,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 60: jeq #131072,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 61: jeq #131080,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 62: jeq #4294967295,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 63: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 64: ld [0]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1a},       // 65: jeq #26,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x178},      // 66: jeq #376,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x179},      // 67: jeq #377,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 68: jeq #440,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 69: jeq #438,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x17a},      // 70: jneq #378,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 71: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x15b},      // 72: jeq #347,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x191},      // 73: jeq #401,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x58},       // 74: jneq #88,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1},        // 15: jneq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 16: ret #327693
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 17: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x119},      // 18: jneq #281,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 19: ld [16]
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 20: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa},        // 21: jeq #10,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 22: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 23: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 24: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 8, K: 0x119},      // 25: jneq #281,8
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 26: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 27: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xa},        // 28: jneq #10,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 29: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 30: and #15
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 31: jeq #3,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 32: jneq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 33: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 34: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 30, K: 0x119},     // 35: jneq #281,30
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 36: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 37: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 38: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 39: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 40: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x1},        // 41: jneq #1,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 42: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 43: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x6},        // 44: jeq #6,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 45: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 46: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 47: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 48: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 49: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 50: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x2},        // 51: jneq #2,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 52: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 53: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x11},       // 54: jeq #17,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 55: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 56: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 57: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 58: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 59: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 60: and #15
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1},        // 61: jeq #1,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 62: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x3},        // 63: jeq #3,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 64: jeq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 65: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 66: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x120},      // 67: jneq #288,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 68: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 69: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 70: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 71: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x122},      // 72: jneq #290,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 73: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 74: jset #536870912,0,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 75: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x80},       // 76: jeq #128,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x17b},      // 77: jeq #379,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x81},       // 78: jneq #129,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 79: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x182},      // 80: jeq #386,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x16c},      // 81: jeq #364,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x184},      // 82: jneq #388,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 83: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x135},      // 84: jeq #309,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x136},      // 85: jeq #310,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x137},      // 86: jneq #311,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 87: ret #327681
-		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x15},      // 88: jeq #21,11
-		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x34},      // 89: jeq #52,10
-		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 90: jeq #429,9
-		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 91: jeq #428,8
-		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 92: jeq #467,7
-		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 93: jeq #430,6
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 94: jeq #432,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 95: jeq #431,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 96: jeq #433,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 97: jeq #442,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 98: jeq #218,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3d},       // 99: jneq #61,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 100: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x151},      // 101: jeq #337,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x177},      // 102: jneq #375,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 103: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 104: jneq #435,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 105: ret #327718
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 106: jeq #425,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 107: jeq #426,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 108: jneq #427,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 109: ret #327718
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x57},       // 110: jeq #87,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x73},       // 111: jneq #115,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 112: ret #327681
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x4f},       // 113: jeq #79,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x106},      // 114: jeq #262,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x174},      // 115: jeq #372,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x7c},       // 116: jneq #124,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 117: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x33},       // 118: jeq #51,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x83},       // 119: jeq #131,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 120: jneq #443,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 121: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x173},      // 122: jeq #371,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xf9},       // 123: jneq #249,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 124: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x67},       // 125: jneq #103,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 126: ret #327681
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x56},       // 127: jeq #86,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x3e},       // 128: jeq #62,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x87},       // 129: jeq #135,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x95},       // 130: jeq #149,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa9},       // 131: jeq #169,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6f},       // 132: jneq #111,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 133: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x16f},      // 134: jneq #367,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 135: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x78},       // 136: jneq #120,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 137: ld [20]
-		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 138: jset #0,2
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 139: ld [16]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 140: jset #2114060288,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 141: ret #327681
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 142: ret #2147418112
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 76: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x128},      // 77: jneq #296,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 78: ld [32]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 79: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 80: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 81: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x176},      // 82: jneq #374,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 83: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 84: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 85: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 86: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x88},       // 87: jneq #136,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 88: ld [16]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 89: jeq #0,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 90: jeq #8,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 91: jeq #131072,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 92: jeq #131080,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 93: jeq #4294967295,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 94: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 95: ld [0]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1a},       // 96: jeq #26,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x178},      // 97: jeq #376,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x179},      // 98: jeq #377,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 99: jeq #440,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 100: jeq #438,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x17a},      // 101: jneq #378,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 102: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x15b},      // 103: jeq #347,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x191},      // 104: jeq #401,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x58},       // 105: jneq #88,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 106: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x80},       // 107: jeq #128,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x17b},      // 108: jeq #379,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x81},       // 109: jneq #129,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 110: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x182},      // 111: jeq #386,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x16c},      // 112: jeq #364,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x184},      // 113: jneq #388,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 114: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x135},      // 115: jeq #309,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x136},      // 116: jeq #310,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x137},      // 117: jneq #311,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 118: ret #327681
+		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x15},      // 119: jeq #21,11
+		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x34},      // 120: jeq #52,10
+		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 121: jeq #429,9
+		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 122: jeq #428,8
+		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 123: jeq #467,7
+		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 124: jeq #430,6
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 125: jeq #432,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 126: jeq #431,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 127: jeq #433,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 128: jeq #442,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 129: jeq #218,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3d},       // 130: jneq #61,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 131: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x151},      // 132: jeq #337,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x177},      // 133: jneq #375,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 134: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 135: jneq #435,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 136: ret #327718
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 137: jeq #425,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 138: jeq #426,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 139: jneq #427,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 140: ret #327718
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x57},       // 141: jeq #87,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x73},       // 142: jneq #115,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 143: ret #327681
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x4f},       // 144: jeq #79,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x106},      // 145: jeq #262,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x174},      // 146: jeq #372,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x7c},       // 147: jneq #124,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 148: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x33},       // 149: jeq #51,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x83},       // 150: jeq #131,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 151: jneq #443,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 152: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x173},      // 153: jeq #371,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xf9},       // 154: jneq #249,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 155: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x67},       // 156: jneq #103,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 157: ret #327681
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x56},       // 158: jeq #86,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x3e},       // 159: jeq #62,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x87},       // 160: jeq #135,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x95},       // 161: jeq #149,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa9},       // 162: jeq #169,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6f},       // 163: jneq #111,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 164: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x16f},      // 165: jneq #367,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 166: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0x78},       // 167: jneq #120,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 168: ld [20]
+		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 169: jset #0,2
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 170: ld [16]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 171: jset #2114060288,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 172: ret #327681
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 173: ret #2147418112
 	},
 }

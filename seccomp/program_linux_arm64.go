@@ -4,7 +4,7 @@ package seccomp
 
 import "golang.org/x/sys/unix"
 
-// native is airlock's filter for aarch64 (GOARCH arm64), 139 instructions,
+// native is airlock's filter for aarch64 (GOARCH arm64), 170 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.
 var native = target{
 	arch:       "aarch64",
@@ -65,10 +65,11 @@ var native = target{
 		{Syscall: "fanotify_init", Errno: unix.EPERM, Why: "watches filesystem events beyond the sandbox"},
 		{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM, Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
 		{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM, Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-		{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-		{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
-		{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES, Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+		{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM, Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)", Errno: unix.EPROTONOSUPPORT, Why: "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT, Why: "creating the socket loads the family's kernel module"},
 		{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
@@ -88,131 +89,162 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x541c},     // 10: jneq #21532,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 11: ret #327681
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 12: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc6},       // 13: jneq #198,5
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xc6},       // 13: jneq #198,3
 		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 14: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 15: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 16: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 17: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 18: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 19: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc6},       // 20: jneq #198,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 21: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 22: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 23: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 24: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 25: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 26: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc7},       // 27: jneq #199,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 28: ld [16]
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1},        // 29: jeq #1,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x2},        // 30: jeq #2,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 31: jeq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 32: ret #327777
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 33: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc7},       // 34: jneq #199,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 35: ld [24]
-		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 36: and #15
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 37: jeq #3,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 38: jneq #10,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 39: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 40: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xce},       // 41: jneq #206,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 42: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 43: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 44: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 45: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xd3},       // 46: jneq #211,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 47: ld [32]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 48: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 49: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 50: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x10d},      // 51: jneq #269,3
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 52: ld [40]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 53: jset #536870912,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 54: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 55: ld [0]
-		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x5c},       // 56: jneq #92,7
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 57: ld [16]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 58: jeq #0,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 59: jeq #8,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 60: jeq #131072,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 61: jeq #131080,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 62: jeq #4294967295,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 63: ret #327681
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 64: ld [0]
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x75},       // 65: jeq #117,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x10e},      // 66: jeq #270,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x10f},      // 67: jeq #271,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 68: jeq #440,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 69: jeq #438,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x110},      // 70: jneq #272,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 71: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x68},       // 72: jeq #104,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x126},      // 73: jeq #294,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x8e},       // 74: jneq #142,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1},        // 15: jneq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 16: ret #327693
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 17: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xc6},       // 18: jneq #198,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 19: ld [16]
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 20: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xa},        // 21: jeq #10,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 22: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 23: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 24: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 8, K: 0xc6},       // 25: jneq #198,8
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 26: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 27: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xa},        // 28: jneq #10,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 29: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 30: and #15
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3},        // 31: jeq #3,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xa},        // 32: jneq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 33: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 34: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 30, K: 0xc6},      // 35: jneq #198,30
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 36: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 37: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 38: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 39: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 40: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x1},        // 41: jneq #1,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 42: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 43: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x6},        // 44: jeq #6,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 45: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 46: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 47: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 48: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 49: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 50: and #15
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0x2},        // 51: jneq #2,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 52: ld [32]
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x0},        // 53: jeq #0,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x11},       // 54: jeq #17,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 55: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 56: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 57: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0xa},        // 58: jneq #10,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 59: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 60: and #15
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1},        // 61: jeq #1,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x2},        // 62: jeq #2,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x3},        // 63: jeq #3,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xa},        // 64: jeq #10,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5005d},    // 65: ret #327773
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 66: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xc7},       // 67: jneq #199,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 68: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1},        // 69: jeq #1,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50061},    // 70: ret #327777
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 71: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xce},       // 72: jneq #206,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 73: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 74: jset #536870912,0,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 75: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x69},       // 76: jeq #105,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x111},      // 77: jeq #273,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6a},       // 78: jneq #106,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 79: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x118},      // 80: jeq #280,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf1},       // 81: jeq #241,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11a},      // 82: jneq #282,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 83: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xd9},       // 84: jeq #217,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 85: jeq #218,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xdb},       // 86: jneq #219,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 87: ret #327681
-		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x28},      // 88: jeq #40,11
-		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x27},      // 89: jeq #39,10
-		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 90: jeq #429,9
-		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 91: jeq #428,8
-		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 92: jeq #467,7
-		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 93: jeq #430,6
-		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 94: jeq #432,5
-		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 95: jeq #431,4
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 96: jeq #433,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 97: jeq #442,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x29},       // 98: jeq #41,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x33},       // 99: jneq #51,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 100: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x61},       // 101: jeq #97,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x10c},      // 102: jneq #268,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 103: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 104: jneq #435,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 105: ret #327718
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 106: jeq #425,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 107: jeq #426,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 108: jneq #427,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 109: ret #327718
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xe0},       // 110: jeq #224,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xe1},       // 111: jneq #225,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 112: ret #327681
-		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xaa},       // 113: jeq #170,3
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x70},       // 114: jeq #112,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x10a},      // 115: jeq #266,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xab},       // 116: jneq #171,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 117: ret #327681
-		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x59},       // 118: jeq #89,2
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3c},       // 119: jeq #60,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 120: jneq #443,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 121: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x109},      // 122: jeq #265,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12},       // 123: jneq #18,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 124: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x74},       // 125: jneq #116,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 126: ret #327681
-		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2a},       // 127: jeq #42,1
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3a},       // 128: jneq #58,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 129: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x106},      // 130: jneq #262,1
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 76: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0xd3},       // 77: jneq #211,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x20},       // 78: ld [32]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 79: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 80: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 81: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 3, K: 0x10d},      // 82: jneq #269,3
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x28},       // 83: ld [40]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x20000000}, // 84: jset #536870912,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 85: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 86: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x5c},       // 87: jneq #92,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 88: ld [16]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x0},        // 89: jeq #0,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x8},        // 90: jeq #8,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x20000},    // 91: jeq #131072,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x20008},    // 92: jeq #131080,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xffffffff}, // 93: jeq #4294967295,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 94: ret #327681
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 95: ld [0]
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x75},       // 96: jeq #117,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x10e},      // 97: jeq #270,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x10f},      // 98: jeq #271,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1b8},      // 99: jeq #440,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1b6},      // 100: jeq #438,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x110},      // 101: jneq #272,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 102: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x68},       // 103: jeq #104,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x126},      // 104: jeq #294,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x8e},       // 105: jneq #142,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 106: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x69},       // 107: jeq #105,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x111},      // 108: jeq #273,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x6a},       // 109: jneq #106,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 110: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x118},      // 111: jeq #280,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xf1},       // 112: jeq #241,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11a},      // 113: jneq #282,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 114: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0xd9},       // 115: jeq #217,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xda},       // 116: jeq #218,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xdb},       // 117: jneq #219,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 118: ret #327681
+		{Code: 0x0015, Jt: 11, Jf: 0, K: 0x28},      // 119: jeq #40,11
+		{Code: 0x0015, Jt: 10, Jf: 0, K: 0x27},      // 120: jeq #39,10
+		{Code: 0x0015, Jt: 9, Jf: 0, K: 0x1ad},      // 121: jeq #429,9
+		{Code: 0x0015, Jt: 8, Jf: 0, K: 0x1ac},      // 122: jeq #428,8
+		{Code: 0x0015, Jt: 7, Jf: 0, K: 0x1d3},      // 123: jeq #467,7
+		{Code: 0x0015, Jt: 6, Jf: 0, K: 0x1ae},      // 124: jeq #430,6
+		{Code: 0x0015, Jt: 5, Jf: 0, K: 0x1b0},      // 125: jeq #432,5
+		{Code: 0x0015, Jt: 4, Jf: 0, K: 0x1af},      // 126: jeq #431,4
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0x1b1},      // 127: jeq #433,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1ba},      // 128: jeq #442,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x29},       // 129: jeq #41,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x33},       // 130: jneq #51,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 131: ret #327681
-		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xdc},       // 132: jneq #220,5
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 133: ld [20]
-		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 134: jset #0,2
-		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 135: ld [16]
-		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 136: jset #2114060288,0,1
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 137: ret #327681
-		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 138: ret #2147418112
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x61},       // 132: jeq #97,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x10c},      // 133: jneq #268,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 134: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1b3},      // 135: jneq #435,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 136: ret #327718
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x1a9},      // 137: jeq #425,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x1aa},      // 138: jeq #426,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1ab},      // 139: jneq #427,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 140: ret #327718
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xe0},       // 141: jeq #224,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xe1},       // 142: jneq #225,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 143: ret #327681
+		{Code: 0x0015, Jt: 3, Jf: 0, K: 0xaa},       // 144: jeq #170,3
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x70},       // 145: jeq #112,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x10a},      // 146: jeq #266,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0xab},       // 147: jneq #171,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 148: ret #327681
+		{Code: 0x0015, Jt: 2, Jf: 0, K: 0x59},       // 149: jeq #89,2
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x3c},       // 150: jeq #60,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1bb},      // 151: jneq #443,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 152: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x109},      // 153: jeq #265,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12},       // 154: jneq #18,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 155: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x74},       // 156: jneq #116,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 157: ret #327681
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2a},       // 158: jeq #42,1
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x3a},       // 159: jneq #58,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 160: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x106},      // 161: jneq #262,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 162: ret #327681
+		{Code: 0x0015, Jt: 0, Jf: 5, K: 0xdc},       // 163: jneq #220,5
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x14},       // 164: ld [20]
+		{Code: 0x0045, Jt: 2, Jf: 0, K: 0x0},        // 165: jset #0,2
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 166: ld [16]
+		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 167: jset #2114060288,0,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 168: ret #327681
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 169: ret #2147418112
 	},
 }

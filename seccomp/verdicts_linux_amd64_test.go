@@ -30,6 +30,7 @@ func TestFilterVerdicts(t *testing.T) {
 	const hi = 1 << 32 // bits above the 32 an int argument has
 	allow, kill := retAllow, retKill
 	eperm, enosys, eafnosupport := retErrno(unix.EPERM), retErrno(unix.ENOSYS), retErrno(unix.EAFNOSUPPORT)
+	eacces, eprotonosupport := retErrno(unix.EACCES), retErrno(unix.EPROTONOSUPPORT)
 	tests := []struct {
 		name string
 		in   bpfvm.Data
@@ -45,11 +46,13 @@ func TestFilterVerdicts(t *testing.T) {
 		{"clone vfork with pidfd", call(unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_VFORK|unix.CLONE_PIDFD|uint64(unix.SIGCHLD)), allow},
 		{"socket AF_INET stream", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), allow},
 		{"socket AF_INET6 dgram", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM), allow},
-		{"socket AF_UNIX stream", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK), allow},
-		{"socket AF_UNIX seqpacket", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_SEQPACKET), allow},
-		{"socket ICMP ping", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), allow},
+		{"socket AF_INET TCP", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, unix.IPPROTO_TCP), allow},
+		{"socket AF_INET6 UDP", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.IPPROTO_UDP), allow},
 		{"socket AF_INET high bits", call(unix.SYS_SOCKET, hi|unix.AF_INET, unix.SOCK_STREAM), allow},
+		{"socket AF_INET protocol high bits", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, hi|unix.IPPROTO_TCP), allow},
 		{"socketpair AF_UNIX", call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM), allow},
+		{"socketpair AF_UNIX seqpacket", call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC), allow},
+		{"socketpair AF_UNIX dgram", call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_DGRAM), allow},
 		{"ioctl TCGETS", call(unix.SYS_IOCTL, 0, unix.TCGETS), allow},
 		{"ioctl TIOCGWINSZ", call(unix.SYS_IOCTL, 1, unix.TIOCGWINSZ), allow},
 		{"personality query", call(unix.SYS_PERSONALITY, 0xffffffff), allow},
@@ -111,8 +114,21 @@ func TestFilterVerdicts(t *testing.T) {
 		{"socket AF_INET6 SOCK_RAW|CLOEXEC", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC), eperm},
 		{"socket AF_INET SOCK_PACKET", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_PACKET), eperm},
 		{"socket AF_INET SOCK_RAW high bits", call(unix.SYS_SOCKET, unix.AF_INET, hi|unix.SOCK_RAW), eperm},
+		{"socket AF_INET MPTCP", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), eprotonosupport},
+		{"socket AF_INET6 MPTCP|NONBLOCK|CLOEXEC", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_MPTCP), eprotonosupport},
+		{"socket MPTCP high bits", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, hi|unix.IPPROTO_MPTCP), eprotonosupport},
+		{"socket SCTP stream", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP), eprotonosupport},
+		{"socket SCTP seqpacket", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_SEQPACKET, 0), eprotonosupport},
+		{"socket UDP-Lite", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDPLITE), eprotonosupport},
+		{"socket ICMP ping", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), eprotonosupport},
+		{"socket TCP over dgram", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_TCP), eprotonosupport},
+		{"socket UDP over stream", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_UDP), eprotonosupport},
+		{"socket DCCP", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DCCP, unix.IPPROTO_DCCP), eprotonosupport},
+		{"socket AF_UNIX stream", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK), eacces},
+		{"socket AF_UNIX dgram", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_DGRAM), eacces},
+		{"socket AF_UNIX seqpacket high bits", call(unix.SYS_SOCKET, hi|unix.AF_UNIX, unix.SOCK_SEQPACKET), eacces},
 		{"socketpair AF_NETLINK", call(unix.SYS_SOCKETPAIR, unix.AF_NETLINK, unix.SOCK_RAW), eafnosupport},
-		{"socketpair AF_UNIX SOCK_RAW", call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_RAW), eperm},
+		{"socketpair AF_INET", call(unix.SYS_SOCKETPAIR, unix.AF_INET, unix.SOCK_STREAM), eafnosupport},
 		{"personality ADDR_NO_RANDOMIZE", call(unix.SYS_PERSONALITY, 0x0040000), eperm},
 		{"personality READ_IMPLIES_EXEC", call(unix.SYS_PERSONALITY, 0x0400000), eperm},
 		{"personality PER_SVR4", call(unix.SYS_PERSONALITY, 0x0001|0x04000000), eperm},

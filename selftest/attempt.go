@@ -2,6 +2,7 @@ package selftest
 
 import (
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Family groups the attempts by what they attack.
@@ -51,6 +52,7 @@ const (
 	ControlCopyOut      = "copy-out"
 	ControlFDHygiene    = "fd-hygiene"
 	ControlPidNS        = "pid-ns"
+	ControlInitSignals  = "init-signals"
 	ControlCgroupNS     = "cgroup-ns"
 	ControlCgroupMemory = "cgroup-memory"
 	ControlCgroupPids   = "cgroup-pids"
@@ -59,8 +61,12 @@ const (
 	ControlRlimitFsize  = "rlimit-fsize"
 	ControlRlimitNofile = "rlimit-nofile"
 	ControlTmpfsSize    = "tmpfs-size"
+	ControlTmpfsInodes  = "tmpfs-inodes"
+	ControlRlimitCPU    = "rlimit-cpu"
+	ControlOutputCap    = "output-cap"
 	ControlPrivateTmp   = "private-tmp"
 	ControlCleanEnv     = "clean-env"
+	ControlOwnIdentity  = "own-identity"
 )
 
 // Outcome is how an attempt ended.
@@ -139,4 +145,7 @@ type plan struct {
 	req     enforcer.Request
 	judge   func(o *observation) verdict
 	cleanup []func()
+	// binds are host paths bound read-only into req's sandbox, besides
+	// airlock's own binary.
+	binds []sandbox.Bind
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -56,6 +58,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The egress gate watches the host's addresses with one descriptor
+	// for the life of the process (egress.HostAddrs): open before the
+	// snapshot, it is not a run's residue.
+	egress.HostAddrs().Contains(netip.IPv6Unspecified())
 	before := takeSnapshot()
 	fx, err := newFixtures()
 	if err != nil {
@@ -129,11 +135,12 @@ func selfBind() sandbox.Bind {
 	return c.Binds[0]
 }
 
-// execute makes one run of req and observes it.
-func (b *battery) execute(ctx context.Context, req enforcer.Request) *observation {
+// execute makes one run of req, with binds besides airlock's binary, and
+// observes it.
+func (b *battery) execute(ctx context.Context, req enforcer.Request, binds ...sandbox.Bind) *observation {
 	g := &guard{}
 	enf, err := enforcer.New(b.pol, b.log, enforcer.Options{
-		Resolver: b.fx.resolver, Dialer: g, Binds: []sandbox.Bind{selfBind()}, OnEvent: b.collect,
+		Resolver: b.fx.resolver, Dialer: g, Binds: append([]sandbox.Bind{selfBind()}, binds...), OnEvent: b.collect,
 	})
 	if err != nil {
 		return &observation{err: err, res: enforcer.Result{ExitCode: enforcer.ExitSetup}}
@@ -304,7 +311,7 @@ func (b *battery) judged(ctx context.Context, a *attempt, r *Result) verdict {
 			return broken("the first run did not do its part: " + why)
 		}
 	}
-	o := b.execute(ctx, p.req)
+	o := b.execute(ctx, p.req, p.binds...)
 	r.RunID = o.res.RunID
 	return p.judge(o)
 }

@@ -93,8 +93,8 @@ func judgeShadow(o *observation) verdict {
 		return escaped("a sandbox was launched for " + shadowCommand + " (resolved to " + o.res.Path + ")")
 	case o.res.Decision != decision.Allow:
 		return broken("the gate refused the name itself, so resolution was not tested: " + o.res.Reason)
-	case o.res.ExitCode != enforcer.ExitSetup || o.err == nil:
-		return broken("airlock did not refuse to run it as unresolvable (exit " + itoa(o.res.ExitCode) + ")")
+	case o.res.ExitCode != enforcer.ExitNotFound || o.err == nil:
+		return broken("airlock did not refuse to run it as not installed (exit " + itoa(o.res.ExitCode) + ", want 127)")
 	}
 	return contained("allowed by name, then refused: " + o.err.Error() + "; nothing spawned")
 }

@@ -73,9 +73,40 @@ func filesystemAttempts() []attempt {
 			plan: planSwapRace},
 		{family: fs, name: "findings-links", control: ControlCopyOut, sandboxed: true,
 			what: "symlinks in /findings to host files, for the copy-out to follow", plan: planFindingsLinks},
+		{family: fs, name: "findings-hooks", control: ControlCopyOut, sandboxed: true,
+			what: "a git hook, a setuid script and a bare repository left in /findings, to run on the host", plan: planFindingsHooks},
 		payloadAttempt(fs, "inherited-fds", ControlFDHygiene, "descriptors beyond stdio inherited from outside (runc CVE-2024-21626)",
 			p, taskNone, notSucceeded, "open-fds"),
+		identityAttempt("host-resolver", "/etc/resolv.conf"),
+		identityAttempt("host-hosts", "/etc/hosts"),
+		identityAttempt("host-hostname", "/etc/hostname"),
+		identityAttempt("host-machine-id", "/etc/machine-id"),
+		identityAttempt("host-boot-id", "/proc/sys/kernel/random/boot_id"),
+		identityAttempt("host-cmdline", "/proc/cmdline"),
 	}
+}
+
+// identityAttempt reads a file that, seen from inside with the host's
+// content, would name the host's resolver, names or ids: the sandbox's
+// own version (or nothing) must show instead.
+func identityAttempt(name, path string) attempt {
+	return attempt{family: FamilyFilesystem, name: name, control: ControlOwnIdentity, sandboxed: true,
+		what: "reading the host's " + path + " through the bound /etc or /proc",
+		plan: func(*fixtures) (*plan, error) {
+			host, _ := os.ReadFile(path)
+			return &plan{req: payloadRequest(toolPayload, taskNone, "read-file", path), judge: func(o *observation) verdict {
+				rep, v := ran(o)
+				switch {
+				case v != nil:
+					return *v
+				case !rep.Succeeded:
+					return contained(rep.Errno + ": nothing of the host's shows: " + rep.Evidence)
+				case len(host) > 0 && rep.Detail["head"] == string(host[:min(len(host), 256)]):
+					return escaped("the host's " + path + " shows inside: " + rep.Evidence)
+				}
+				return contained(fmt.Sprintf("the sandbox's own %s (%q), not the host's", path, tail(rep.Detail["head"], 60)))
+			}}, nil
+		}}
 }
 
 // ifHostHas skips a when the host's kernel has no file at path (it was
@@ -169,8 +200,10 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 			return broken("read the findings: " + err.Error())
 		case strings.Join(seen, ",") != "report.txt":
 			return broken("the findings hold " + strings.Join(seen, ",") + ", want report.txt alone")
+		case o.res.ExitCode != enforcer.ExitFindings:
+			return broken(fmt.Sprintf("the links were left out, but the run exited %d, not %d (findings not all kept)", o.res.ExitCode, enforcer.ExitFindings))
 		}
-		return contained("only report.txt was copied out; the links stayed inside")
+		return contained(fmt.Sprintf("only report.txt was copied out; the links stayed inside, reported, and the run exited %d", o.res.ExitCode))
 	}}, nil
 }
 

@@ -8,6 +8,7 @@ import (
 const (
 	whyBlocked   = "is always blocked"
 	whyPublic    = "reaches public addresses only"
+	whyHostOwn   = "this host's own"
 	whyMalformed = "is malformed"
 	whyUserinfo  = "carries user credentials"
 )
@@ -72,10 +73,12 @@ func metadataAttempts() []attempt {
 			net.JoinHostPort(nameMetadata6, "443"), whyBlocked),
 		viaSOCKS("rebind-v4-socks", nameMetadata4+" (resolves to 169.254.169.254)", taskRebind, net.JoinHostPort(nameMetadata4, "80"), whyBlocked),
 		viaSOCKS("wildcard-loopback", nameLoopback+" under a * allowlist, which the resolver answers with 127.0.0.1,", taskWild,
-			net.JoinHostPort(nameLoopback, "80"), whyPublic),
+			net.JoinHostPort(nameLoopback, "80"), whyHostOwn),
+		viaConnect("exact-name-loopback", nameLoopbackEx+", allowlisted by exact name without a port, which the resolver answers with 127.0.0.1,",
+			taskUpstream, net.JoinHostPort(nameLoopbackEx, "22"), whyHostOwn),
 		viaHTTP("wildcard-private", namePrivate+" under a * allowlist, which the resolver answers with 10.0.0.1,", taskWild,
 			"http://"+namePrivate+"/", whyPublic),
-		viaHTTP("wildcard-loopback-literal", "127.0.0.1 under a * allowlist", taskWild, "http://127.0.0.1:9/", whyPublic),
+		viaHTTP("wildcard-loopback-literal", "127.0.0.1 under a * allowlist", taskWild, "http://127.0.0.1:9/", whyHostOwn),
 		viaHTTP("wildcard-metadata", "169.254.169.254 under a * allowlist", taskWild, "http://169.254.169.254"+path, whyBlocked),
 	}
 }

@@ -3,7 +3,10 @@ package selftest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // canaryAttempt is a payload aimed at a canary the host opens for it.
@@ -55,11 +58,11 @@ func with(name string) func(string) []string {
 }
 
 // networkAttempts go around the proxy. TCP connect is Landlock's to
-// refuse (only the proxy's port may be connected to), and TCP Fast Open,
-// which connects without connect(2), the filter's; everything else
-// finds an empty network namespace with lo only, where the host's
-// loopback canaries do not exist; sockets of other families and raw
-// sockets are the filter's.
+// refuse (only the proxy's port may be connected to), and TCP Fast Open
+// and MPTCP, which Landlock's rule does not see, the filter's; everything
+// else finds an empty network namespace with lo only, where the host's
+// loopback canaries do not exist; unix sockets, sockets of other
+// families and raw sockets are the filter's.
 func networkAttempts() []attempt {
 	nw := FamilyNetwork
 	return []attempt{
@@ -97,13 +100,45 @@ func networkAttempts() []attempt {
 			toolPayload, taskNone, errnoIs("EAFNOSUPPORT"), "socket", "netlink"),
 		{family: nw, name: "vsock-socket", control: ControlSeccomp, sandboxed: true,
 			what: "an AF_VSOCK socket, the way from a VM guest to its hypervisor", plan: planVsock},
-		canaryAttempt(nw, "abstract-unix", ControlNetNS, "a connection to an abstract unix socket the host listens on",
-			abstractUnix, errnoIs("ECONNREFUSED"), with("unix-connect")),
-		canaryAttempt(nw, "unix-socket-path", ControlMountNS, "a connection to a unix socket at its host path",
-			pathUnix, errnoIs("ENOENT"), with("unix-connect")),
-		payloadAttempt(nw, "docker-socket", ControlMountNS, "a connection to /var/run/docker.sock",
-			toolPayload, taskNone, errnoIs("ENOENT"), "unix-connect", "/var/run/docker.sock"),
-		payloadAttempt(nw, "systemd-socket", ControlMountNS, "a connection to systemd's private socket /run/systemd/private",
-			toolPayload, taskNone, errnoIs("ENOENT"), "unix-connect", "/run/systemd/private"),
+		canaryAttempt(nw, "abstract-unix", ControlSeccomp, "a connection to an abstract unix socket the host listens on",
+			abstractUnix, errnoIs("EACCES"), with("unix-connect")),
+		canaryAttempt(nw, "unix-socket-path", ControlSeccomp, "a connection to a unix socket at its host path",
+			pathUnix, errnoIs("EACCES"), with("unix-connect")),
+		{family: nw, name: "unix-socket-bound-tree", control: ControlSeccomp, sandboxed: true,
+			what: "a connection to a host listener's unix socket (mode 0777) in a directory bound read-only into the sandbox",
+			plan: planBoundSocket},
+		payloadAttempt(nw, "docker-socket", ControlSeccomp, "a connection to /var/run/docker.sock",
+			toolPayload, taskNone, errnoIs("EACCES"), "unix-connect", "/var/run/docker.sock"),
+		payloadAttempt(nw, "systemd-socket", ControlSeccomp, "a connection to systemd's private socket /run/systemd/private",
+			toolPayload, taskNone, errnoIs("EACCES"), "unix-connect", "/run/systemd/private"),
+		payloadAttempt(nw, "mptcp-inside", ControlSeccomp, "an MPTCP connection to a listener on the sandbox's lo, where TCP gets Landlock's EACCES",
+			toolPayload, taskNone, detailIs("tcp", "EACCES", errnoIs("EPROTONOSUPPORT")), "mptcp-connect", "inside"),
+		payloadAttempt(nw, "mptcp-proxy-port", ControlSeccomp, "an MPTCP connection to the proxy's port, which TCP may reach",
+			toolPayload, taskNone, detailIs("tcp", "connected", errnoIs("EPROTONOSUPPORT")), "mptcp-connect", "proxy"),
 	}
+}
+
+// boundSocketInside is where planBoundSocket binds its directory.
+const boundSocketInside = "/srv/airlock-selftest"
+
+// planBoundSocket binds a fresh host directory read-only into the
+// sandbox with a host listener on a unix socket in it that anyone may
+// connect to: a read-only mount does not stop connect(2), the filter's
+// refusal of unix sockets does.
+func planBoundSocket(fx *fixtures) (*plan, error) {
+	dir, err := fx.dir("sockets")
+	if err != nil {
+		return nil, err
+	}
+	c, err := fx.streamCanary("unix", filepath.Join(dir, "host.sock"))
+	if err != nil {
+		return nil, fmt.Errorf("open the host's canary: %w", err)
+	}
+	if err := os.Chmod(c.addr, 0o777); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("selftest: %w", err)
+	}
+	return &plan{req: payloadRequest(toolPayload, taskNone, "unix-connect", boundSocketInside+"/host.sock"),
+		judge: withCanary(c, errnoIs("EACCES")), cleanup: []func(){c.stop},
+		binds: []sandbox.Bind{{Host: dir, Inside: boundSocketInside}}}, nil
 }

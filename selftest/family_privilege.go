@@ -43,6 +43,8 @@ func privilegeAttempts() []attempt {
 			p, taskNone, detailIs("CapBnd", "0000000000000000", errnoIs("EPERM")), "capset"),
 		payloadAttempt(pr, "proc1-ns", ControlNonDumpable, "open the init's namespaces under /proc/1/ns",
 			p, taskNone, errnoIs("EACCES"), "open-any", "/proc/1/ns/net", "/proc/1/ns/mnt", "/proc/1/ns/user"),
+		payloadAttempt(pr, "signal-init", ControlInitSignals, "every signal, 1 to 64, sent to the sandbox's init (pid 1) by kill, rt_sigqueueinfo, pidfd_send_signal and a pipe's F_SETSIG",
+			p, taskNone, initSurvived, "signal-init"),
 		{family: pr, name: "setuid-system-binary", control: ControlNoSuid, sandboxed: true,
 			what: "run a root-owned setuid binary of the host (su, waiting for a password) and sample its effective uid",
 			plan: planSetuidSystem},
@@ -171,4 +173,22 @@ func judgeSetuid(hostBinary bool) func(o *observation) verdict {
 		}
 		return contained(rep.Evidence)
 	}
+}
+
+// initSurvived judges signal-init: the init must be there when the
+// payload reports, and the run must end as the payload did, with no
+// escape suspected (an init that died on its own is one).
+func initSurvived(o *observation) verdict {
+	rep, v := ran(o)
+	switch {
+	case v != nil:
+		return *v
+	case rep.Succeeded:
+		return escaped(rep.Evidence)
+	case o.res.EscapeSuspected != "":
+		return escaped(o.res.EscapeSuspected)
+	case o.res.ExitCode != 0:
+		return broken(fmt.Sprintf("the init survived, but the run exited %d: %s", o.res.ExitCode, rep.Evidence))
+	}
+	return contained(rep.Evidence)
 }

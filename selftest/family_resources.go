@@ -3,6 +3,7 @@ package selftest
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/limits"
 )
@@ -38,9 +39,32 @@ func resourceAttempts() []attempt {
 			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill", "/dev/shm", "64"),
 		capped("fill-workspace", ControlTmpfsSize, fmt.Sprintf("fill /workspace with 1 MiB files under a %d MiB disk cap", capDiskMiB),
 			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill", "/workspace", "64"),
+		capped("fill-all", ControlTmpfsSize, fmt.Sprintf("fill /tmp, /workspace, /findings and /dev/shm in turn under one %d MiB disk cap", capDiskMiB),
+			toolDisk, "", atMost("mib", capDiskMiB, "ENOSPC"), "fill-all", "64"),
+		capped("inode-bomb", ControlTmpfsInodes, fmt.Sprintf("make empty files in /tmp, which take no bytes, under a %d-inode cap", capDiskInodes),
+			toolDisk, "", atMost("files", capDiskInodes, "ENOSPC"), "touch", "/tmp", "200000"),
+		capped("cpu-rlimit", ControlRlimitCPU, "an infinite loop that ignores SIGXCPU under a 1 s CPU cap, however it is stopped",
+			toolCPU, "", killedBy("cpu"), "spin", "30"),
+		capped("cpu-rlimit-xcpu", ControlRlimitCPU, "an infinite loop that dies of SIGXCPU under a 1 s CPU cap",
+			toolCPU, "", killedBy("cpu"), "spin", "30", "xcpu"),
+		capped("output-flood", ControlOutputCap, fmt.Sprintf("write stdout and stderr as fast as they go under a %d MiB output cap", capOutputMiB),
+			toolOutput, "", judgeFlood, "flood", "8192"),
 		capped("open-files", ControlRlimitNofile, fmt.Sprintf("open descriptors without end under a %d-file cap", capOpenFiles),
 			toolFDs, "", atMost("opened", capOpenFiles, "EMFILE"), "fds", "100000"),
 	}
+}
+
+// judgeFlood: the output cap kills the flood, and what airlock forwarded
+// is the cap's worth and the line saying it was cut.
+func judgeFlood(o *observation) verdict {
+	v := killedBy("output")(o)
+	if v.outcome != Contained {
+		return v
+	}
+	if !strings.Contains(o.stdout+o.stderr, "airlock: output cut:") {
+		return broken("killed by the output cap, but the forwarded output does not say it was cut")
+	}
+	return v
 }
 
 // atMost judges a payload that took a resource until refused: contained

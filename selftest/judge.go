@@ -223,8 +223,13 @@ func payloadSaw(rep payload.Report) string {
 
 // gateRefused judges a request the command gate must refuse: the verdict
 // is want (deny or escalate), the reason contains reason, airlock exited
-// 126, and no sandbox was launched.
+// with the verdict's status (77 denied, 75 escalated), and no sandbox was
+// launched.
 func gateRefused(want decision.Verdict, reason string) func(o *observation) verdict {
+	code := enforcer.ExitDenied
+	if want == decision.Escalate {
+		code = enforcer.ExitEscalated
+	}
 	return func(o *observation) verdict {
 		switch {
 		case o.launched():
@@ -233,8 +238,8 @@ func gateRefused(want decision.Verdict, reason string) func(o *observation) verd
 			return escaped("the command gate allowed it: " + o.res.Reason)
 		case o.res.Decision != want:
 			return broken(fmt.Sprintf("decision %s, want %s: %s", o.res.Decision, want, o.res.Reason))
-		case o.res.ExitCode != enforcer.ExitGate:
-			return broken(fmt.Sprintf("exit %d, want %d: %s", o.res.ExitCode, enforcer.ExitGate, o.res.Reason))
+		case o.res.ExitCode != code:
+			return broken(fmt.Sprintf("exit %d, want %d: %s", o.res.ExitCode, code, o.res.Reason))
 		case !strings.Contains(o.res.Reason, reason):
 			return broken(fmt.Sprintf("reason %q does not say %q", o.res.Reason, reason))
 		case !slices.ContainsFunc(o.events, func(ev audit.Event) bool { return ev.Kind == audit.KindCommand }):

@@ -52,7 +52,7 @@ var judgeCases = []struct {
 	{"errno: the last report counts", errnoIs("EACCES"), ranWith(rep("EPERM", false), rep("EACCES", false)), Contained, "EACCES"},
 	{"errno: nothing reported", errnoIs("EACCES"), &observation{res: enforcer.Result{Decision: decision.Allow, ExitCode: 2}, stderr: "panic: boom"}, Broken, "reported nothing (exit 2, signal 0): panic: boom"},
 	{"errno: airlock could not run it", errnoIs("EACCES"), &observation{res: enforcer.Result{ExitCode: enforcer.ExitSetup}, err: errors.New("no userns")}, Broken, "could not run the payload: no userns"},
-	{"errno: the gate refused the payload", errnoIs("EACCES"), &observation{res: enforcer.Result{Decision: decision.Deny, Reason: "nope", ExitCode: 126}}, Broken, "refused the payload itself: nope"},
+	{"errno: the gate refused the payload", errnoIs("EACCES"), &observation{res: enforcer.Result{Decision: decision.Deny, Reason: "nope", ExitCode: 77}}, Broken, "refused the payload itself: nope"},
 	{"errno: teardown error", errnoIs("EACCES"), &observation{res: enforcer.Result{Decision: decision.Allow}, err: errors.New("remove the group"), reports: []payload.Report{rep("EACCES", false)}}, Broken, "remove the group"},
 	{"errno: the payload could not attempt", errnoIs("EACCES"), ranWith(rep("ENOENT", false, "broken", "true")), Broken, "could not make its attempt"},
 
@@ -93,17 +93,19 @@ var judgeCases = []struct {
 		reports: []payload.Report{rep("", false, "status", "400")},
 		events:  []audit.Event{egressEvent(audit.DecisionDeny, "is always blocked")}}, Broken, "saw no refusal"},
 
-	{"gate: denied", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 126, Reason: `no scope for tool "t": deny by default`},
-		events: []audit.Event{{Kind: audit.KindCommand}}}, Contained, "exit 126, no sandbox launched"},
-	{"gate: escalated", gateRefused(decision.Escalate, whyEscalate), &observation{res: enforcer.Result{Decision: decision.Escalate, ExitCode: 126, Reason: "x: needs human approval"},
+	{"gate: denied", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 77, Reason: `no scope for tool "t": deny by default`},
+		events: []audit.Event{{Kind: audit.KindCommand}}}, Contained, "exit 77, no sandbox launched"},
+	{"gate: escalated", gateRefused(decision.Escalate, whyEscalate), &observation{res: enforcer.Result{Decision: decision.Escalate, ExitCode: 75, Reason: "x: needs human approval"},
 		events: []audit.Event{{Kind: audit.KindCommand}}}, Contained, "escalate"},
+	{"gate: escalated, exit of a denial", gateRefused(decision.Escalate, whyEscalate), &observation{res: enforcer.Result{Decision: decision.Escalate, ExitCode: 77, Reason: "x: needs human approval"},
+		events: []audit.Event{{Kind: audit.KindCommand}}}, Broken, "exit 77, want 75"},
 	{"gate: allowed", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Allow, Reason: "matched allow rule"}}, Escaped, "the command gate allowed it"},
-	{"gate: a sandbox was launched", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 126},
+	{"gate: a sandbox was launched", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 77},
 		events: []audit.Event{{Kind: audit.KindLifecycle, Context: audit.Context{Event: audit.EventSandboxLaunched}}}}, Escaped, "a sandbox was launched"},
-	{"gate: escalate instead of deny", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Escalate, ExitCode: 126}}, Broken, "decision escalate, want deny"},
-	{"gate: the reason does not say why", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 126, Reason: "denied"},
+	{"gate: escalate instead of deny", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Escalate, ExitCode: 77}}, Broken, "decision escalate, want deny"},
+	{"gate: the reason does not say why", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 77, Reason: "denied"},
 		events: []audit.Event{{Kind: audit.KindCommand}}}, Broken, "does not say"},
-	{"gate: not audited", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 126, Reason: "no scope for tool"}}, Broken, "not in the audit stream"},
+	{"gate: not audited", gateRefused(decision.Deny, whyNoScope), &observation{res: enforcer.Result{Decision: decision.Deny, ExitCode: 77, Reason: "no scope for tool"}}, Broken, "not in the audit stream"},
 
 	{"foreign: killed by SIGSYS", judgeForeign, ranWith(rep("", false, "signal", "SIGSYS")), Contained, "SIGSYS"},
 	{"foreign: ENOSYS from the kernel", judgeForeign, ranWith(rep("ENOSYS", false)), Broken, "not killed by SIGSYS"},
@@ -245,5 +247,8 @@ func TestPolicyLoads(t *testing.T) {
 	}
 	if c := pol.CapsFor(toolFDs); c.OpenFiles != capOpenFiles {
 		t.Errorf("open-files cap of %s is %d, the judges assume %d", toolFDs, c.OpenFiles, capOpenFiles)
+	}
+	if c := pol.CapsFor(toolOutput); c.OutputMB != capOutputMiB {
+		t.Errorf("output cap of %s is %d, the judges assume %d", toolOutput, c.OutputMB, capOutputMiB)
 	}
 }

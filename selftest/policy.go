@@ -37,6 +37,7 @@ const (
 	toolWall    = "selftest-wall"
 	toolDisk    = "selftest-disk"
 	toolFDs     = "selftest-fds"
+	toolOutput  = "selftest-output"
 	toolTests   = "st-tests"
 	toolReader  = "st-reader"
 	toolShadow  = "st-shadow"
@@ -51,4 +52,8 @@ const (
 const (
 	capDiskMiB   = 4
 	capOpenFiles = 32
+	capOutputMiB = 1
+	// capDiskInodes is the inode cap of toolDisk's writable tmpfs: one
+	// per 4 KiB of the disk cap, at least 1024 (docs/sandbox.md, "Caps").
+	capDiskInodes = max(capDiskMiB<<20/4096, 1024)
 )

@@ -22,7 +22,7 @@ func main() {
 		Path: "/bin/true",
 		Caps: limits.Caps{
 			Wall: 10 * time.Second, CPU: 10 * time.Second, MemoryBytes: 512 << 20,
-			Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256,
+			Tasks: 20, DiskWriteBytes: 100 << 20, OpenFiles: 256, OutputBytes: 16 << 20,
 		},
 		Proxy:  true,
 		Probes: &sandbox.ProbeRequest{},

@@ -16,7 +16,9 @@
 #   airlock         airlock run, audit log on the disk the default audit
 #                   path is on ($XDG_STATE_HOME, else ~/.local/state): the
 #                   events of a run (two of them fdatasync'd) appended to a
-#                   copy of a one-run log made before each run
+#                   copy of a one-run log made before each run, and the
+#                   run's checkpoint signed after it (the key and its kept
+#                   checkpoint on the same disk)
 #   airlock-tmpfs   the same with the audit log on /dev/shm (fdatasync is
 #                   free there): the difference is the audit's fsync cost
 #   library         sandbox.Start, Release, Wait of /bin/true from a small
@@ -44,10 +46,15 @@ if ((${#need[@]})); then
 fi
 out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p "$state"
+mkdir -p -m 700 "$state" # private, as airlock keeps it (its signing key lives beside)
 audit="$state/bench-audit-$$.jsonl"
 shm_audit="/dev/shm/airlock-bench-audit-$$.jsonl"
-trap 'rm -rf "$out" "$audit" "$shm_audit"' EXIT
+# The signing key that signs a checkpoint at the end of every run, in a
+# private directory of its own on the same disk, as the default's is.
+keydir="$state/bench-key-$$"
+mkdir -m 700 "$keydir"
+export AIRLOCK_AUDIT_KEY="$keydir/signing.key"
+trap 'rm -rf "$out" "$audit"* "$shm_audit"* "$keydir"' EXIT
 go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/sandbox-bench" ./bench/sandbox
 cat >"$out/policy.json" <<'EOF'
@@ -67,9 +74,17 @@ run="$out/airlock run --policy $out/policy.json --tool bench"
 # fsync and the chain's first line), and a log grown over the benchmark
 # would add the monitor's look back over the events of its window (up
 # to 256 KiB of the log's end).
-prepare=(--prepare "sh -c 'cp $out/seed.jsonl $audit; cp $out/seed.jsonl $shm_audit'")
+# The log's tree file and the checkpoint the key last signed for it are
+# put back too: a log rewound without them would be refused, rightly.
+reset="cp $out/seed.jsonl $audit; cp $out/seed.jsonl $shm_audit"
+if [[ -e "$out/seed.jsonl.tree" ]]; then
+	cp "$keydir"/*.checkpoint "$out/seed.cp"
+	kept="$keydir/$(basename "$keydir"/*.checkpoint)"
+	reset="$reset; cp $out/seed.jsonl.tree $audit.tree; cp $out/seed.jsonl.tree $shm_audit.tree; cp $out/seed.cp $kept"
+fi
+prepare=(--prepare "sh -c '$reset'")
 if [[ "${SPACED:-}" == 1 ]]; then
-	prepare=(--prepare "sh -c 'cp $out/seed.jsonl $audit; cp $out/seed.jsonl $shm_audit; sleep 0.05'") # -N: no shell unless asked
+	prepare=(--prepare "sh -c '$reset; sleep 0.05'") # -N: no shell unless asked
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))

@@ -96,15 +96,15 @@ record altered); 2 for a mistake in the command line.`,
 func showRequest(w io.Writer, r approval.Request) {
 	line := func(name, v string) { fmt.Fprintf(w, "  %-14s %s\n", name+":", v) }
 	fmt.Fprintf(w, "request %s\n", r.ID)
-	line("tool", termtext.Clean(r.Tool, -1))
+	line("tool", termtext.Clip(r.Tool, -1))
 	line("command", termtext.Argv(r.Argv))
-	line("session", termtext.Clean(r.Session, -1))
-	line("rule", termtext.Clean(r.Rule, -1))
-	line("reason", termtext.Clean(r.Reason, -1))
+	line("session", termtext.Clip(r.Session, -1))
+	line("rule", termtext.Clip(r.Rule, -1))
+	line("reason", termtext.Clip(r.Reason, -1))
 	if r.Justification != "" {
-		line("justification", termtext.Clean(r.Justification, -1))
+		line("justification", termtext.Clip(r.Justification, -1))
 	}
-	line("policy", termtext.Clean(r.PolicyDigest, -1))
+	line("policy", termtext.Clip(r.PolicyDigest, -1))
 	left := "expired"
 	if d := time.Until(r.Expires); d > 0 {
 		left = "in " + d.Round(time.Second).String()

@@ -11,11 +11,13 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/demo"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 func newDemoCmd() *cobra.Command {
@@ -56,8 +58,10 @@ Exit status 0 only if every attempt was contained.`,
 				if err := json.NewEncoder(out).Encode(rep); err != nil {
 					return err
 				}
+			} else if raw := termtext.Raw(out); useColour(raw) {
+				printDemo(ctx, raw, rep, true) // its own colours; every field escaped
 			} else {
-				printDemo(ctx, out, rep, useColour(out))
+				printDemo(ctx, out, rep, false)
 			}
 			if err != nil {
 				return &exitError{Code: exitFailed, Err: err}
@@ -99,7 +103,7 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) 
 		if !a.Contained {
 			verdict = paint("31;1", "NO")
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Step, a.Attempt, a.Gate, a.Decision, verdict, oneLine(a.Reason, 110))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", a.Step, termtext.Escape(a.Attempt), termtext.Escape(string(a.Gate)), termtext.Escape(string(a.Decision)), verdict, oneLine(a.Reason, 110))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -108,7 +112,7 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) 
 		fmt.Fprintf(w, "  %2d. %s\n", a.Step, oneLine(a.Evidence, 150))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+rep.AuditPath+")")
+	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+termtext.Escape(rep.AuditPath)+")")
 	if f, err := os.Open(rep.AuditPath); err == nil {
 		_, _ = audit.Timeline(ctx, &indent{w: w}, f, audit.TimelineOptions{})
 		f.Close()
@@ -119,7 +123,7 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) 
 		fmt.Fprintln(w, "  (none)")
 	}
 	for _, ev := range rep.Alerts {
-		fmt.Fprintf(w, "  seq %d  %s: %s\n", ev.Seq, ev.Context.Alert, ev.Reason)
+		fmt.Fprintf(w, "  seq %d  %s: %s\n", ev.Seq, termtext.Escape(ev.Context.Alert), termtext.Escape(ev.Reason))
 	}
 	fmt.Fprintln(w)
 	contained := 0
@@ -136,13 +140,13 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, colour bool) 
 	}
 }
 
-// oneLine shortens s to n runes on one line.
+// oneLine shortens s to n runes on one line, escaped for the terminal.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	if utf8.RuneCountInString(s) > n {
+		return termtext.Clip(s, n-1)
 	}
-	return s
+	return termtext.Escape(s)
 }
 
 // indent prefixes every line written through it with two spaces.

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/doctor"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -25,8 +26,9 @@ wanted) or missing. Weak and missing controls come with the reason and a fix
 (unprivileged user namespaces restricted by AppArmor on Ubuntu 24.04, no
 cgroup delegation, a kernel without Landlock, ...).
 
-It then checks the policy's "require" list (--policy, $AIRLOCK_POLICY,
-./policy.json or the embedded default): only a strong control meets a
+It then names the policy airlock would use (--policy, else $AIRLOCK_POLICY,
+else the embedded default; a ./policy.json is never read unless named), with
+its digest, and checks its "require" list: only a strong control meets a
 requirement, exactly as "airlock run" decides before it runs anything.
 
 Exit status 0 when the report was printed and the policy's requirements are
@@ -43,12 +45,15 @@ or the policy does not load; 2 for a usage error.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: host, controls, policy requirements")
+	policyFlag(cmd)
 	return cmd
 }
 
-// doctorPolicy is the policy part of "doctor --json".
+// doctorPolicy is the policy part of "doctor --json": where it came from
+// (absent when it did not load), what it requires, and what of that this
+// host does not meet.
 type doctorPolicy struct {
-	Source  string         `json:"source,omitempty"`
+	*policy.Info
 	Require []string       `json:"require"`
 	Unmet   []doctor.Unmet `json:"unmet"`
 	Error   string         `json:"error,omitempty"`
@@ -69,7 +74,8 @@ func runDoctor(cmd *cobra.Command, asJSON bool) error {
 	if loadErr != nil {
 		out.Policy.Error = loadErr.Error()
 	} else {
-		out.Policy.Source = l.Source
+		info := l.Info()
+		out.Policy.Info = &info
 		if l.Require != nil {
 			out.Policy.Require = l.Require
 		}
@@ -143,19 +149,20 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 	}
 
 	p := out.Policy
-	switch {
-	case p.Error != "":
+	if p.Error != "" {
 		_, err := fmt.Fprintf(w, "\nPolicy: does not load: %s\n", p.Error)
 		return err
+	}
+	fmt.Fprintf(w, "\nPolicy: %s (%s), %s\n", p.Source, policyOrigin(*p.Info), p.Digest)
+	switch {
 	case len(p.Require) == 0:
-		_, err := fmt.Fprintf(w, "\nPolicy %s requires no mechanism (add \"require\" to refuse runs on hosts that lack one).\n", p.Source)
+		_, err := fmt.Fprintln(w, "It requires no mechanism (add \"require\" to refuse runs on hosts that lack one).")
 		return err
 	case len(p.Unmet) == 0:
-		_, err := fmt.Fprintf(w, "\nPolicy %s requires %s: met.\n", p.Source, strings.Join(p.Require, ", "))
+		_, err := fmt.Fprintf(w, "It requires %s: met.\n", strings.Join(p.Require, ", "))
 		return err
 	}
-	fmt.Fprintf(w, "\nPolicy %s requires %s: NOT met on this host; airlock run will refuse (exit 125):\n",
-		p.Source, strings.Join(p.Require, ", "))
+	fmt.Fprintf(w, "It requires %s: NOT met on this host; airlock run will refuse (exit 125):\n", strings.Join(p.Require, ", "))
 	for _, u := range p.Unmet {
 		if u.Strength == "" { // not a control: nothing above explains it
 			fmt.Fprintf(w, "  %s\n", u.Reason)
@@ -164,6 +171,17 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 		fmt.Fprintf(w, "  %s: %s (see above)\n", u.Name, u.Strength)
 	}
 	return nil
+}
+
+// policyOrigin says in words how the policy was chosen.
+func policyOrigin(i policy.Info) string {
+	switch i.Origin {
+	case policy.FromFlag:
+		return "named by --policy, real path " + i.Path
+	case policy.FromEnv:
+		return "named by $AIRLOCK_POLICY, real path " + i.Path
+	}
+	return "no --policy or $AIRLOCK_POLICY given"
 }
 
 func orDash(s string) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func newExplainCmd() *cobra.Command {
@@ -57,14 +58,15 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 			}
 			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:])
 			resolved, rerr := cmdgate.Resolve("", args[0], pol.SearchPath())
-			return printCommandDecision(out, d, resolved, rerr, asJSON)
+			return printCommandDecision(out, commandExplanation{Decision: d, Policy: pol.Info()}, resolved, rerr, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&tool, "tool", "", "tool whose scope decides the command")
 	cmd.Flags().StringVar(&task, "task", "", "task whose allowlist decides the host")
 	cmd.Flags().StringVar(&host, "host", "", "destination HOST[:PORT] (with --task)")
 	cmd.Flags().BoolVar(&resolve, "resolve", false, "resolve the name and decide on every address, as the proxy does")
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"gate","decision","reason","rule",...}`)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"gate","decision","reason","rule",...,"policy"}`)
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -74,6 +76,8 @@ type commandExplanation struct {
 	// Resolved is the absolute path airlock would execute, or null when
 	// the command is not installed.
 	Resolved *string `json:"resolved"`
+	// Policy is the policy that decided.
+	Policy policy.Info `json:"policy"`
 }
 
 func (c commandExplanation) MarshalJSON() ([]byte, error) {
@@ -83,12 +87,13 @@ func (c commandExplanation) MarshalJSON() ([]byte, error) {
 		Reason   string           `json:"reason"`
 		Rule     string           `json:"rule"`
 		Resolved *string          `json:"resolved"`
-	}{c.Gate, c.Verdict, c.Why(), c.Rule, c.Resolved})
+		Policy   policy.Info      `json:"policy"`
+	}{c.Gate, c.Verdict, c.Why(), c.Rule, c.Resolved, c.Policy})
 }
 
-func printCommandDecision(w io.Writer, d decision.Decision, resolved string, rerr error, asJSON bool) error {
+func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, rerr error, asJSON bool) error {
+	d := ex.Decision
 	if asJSON {
-		ex := commandExplanation{Decision: d}
 		if rerr == nil {
 			ex.Resolved = &resolved
 		}

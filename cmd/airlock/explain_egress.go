@@ -27,6 +27,8 @@ type egressExplanation struct {
 	// and Dialable the ones the proxy would dial.
 	Resolved []netip.Addr `json:"resolved,omitempty"`
 	Dialable []netip.Addr `json:"dialable,omitempty"`
+	// Policy is the policy that decided.
+	Policy policy.Info `json:"policy"`
 }
 
 // explainEgress prints the egress gate's decision for task reaching host;
@@ -37,11 +39,12 @@ func explainEgress(ctx context.Context, w io.Writer, pol *policy.Loaded, task, h
 		return err
 	}
 	d, t := g.CheckHostPort(task, host, 0)
-	ex := egressExplanation{Target: t.String()}
+	ex := egressExplanation{Target: t.String(), Policy: pol.Info()}
 	if resolve && d.Allowed() && !t.IsIP() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", t.Name)
+		// Fully qualified, as the proxy resolves it: no search domain.
+		addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", t.Name+".")
 		if err != nil {
 			return fmt.Errorf("explain: resolve %s: %w", t.Name, err)
 		}

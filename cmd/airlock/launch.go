@@ -7,11 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
@@ -45,10 +48,13 @@ tree, mounts, network namespaces and sockets, workspace mtimes and contents)
 under --evidence, records escape_suspected, and marks the findings UNTRUSTED.
 
 Exit status: 0 when every step passed (or failed with continueOnFailure); 1
-when a step failed and halted the plan; 121 when an escape was suspected; 125
+when a step failed and halted the plan; 121 when an escape was suspected; 73
+when --findings were not all kept; 74 when steps ran but a record of the launch
+could not be written to the audit log (a full disk): no later step was run; 125
 when airlock could not launch (bad plan or policy, failed probe, image
-mismatch; nothing was run); 126 when the command gate refused a step (nothing
-was run).`,
+mismatch, a --findings path that will not do; nothing was run); 77 when the
+command gate denied a step, 75 when it escalated one and denied none (nothing
+was run). See docs/cli.md, "Exit codes".`,
 		Example: `  airlock launch --plan examples/plan.json --workspace ./target --findings ./findings
   airlock launch --plan plan.json --image ./image.oci@sha256:4f1c... --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -62,11 +68,13 @@ was run).`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			opts.Stdout, opts.Stderr = stdout, stderr
+			opts.Stdout, opts.Stderr = childOutput(stdout), childOutput(stderr)
 			if asJSON {
-				opts.Stdout = stderr // stdout carries the result alone
+				opts.Stdout = opts.Stderr // stdout carries the result alone
 			}
 			res, err := launchPlan(cmd, planFile, auditFile, opts)
+			flush(opts.Stdout)
+			flush(opts.Stderr)
 			if asJSON {
 				if perr := printLaunchJSON(stdout, res); perr != nil && err == nil {
 					err = perr
@@ -84,6 +92,7 @@ was run).`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&opts.EvidenceDir, "evidence", "", "where a suspected escape's evidence goes (default: $XDG_STATE_HOME/airlock/evidence)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout (the steps' output goes to stderr)")
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -102,16 +111,25 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, opts runbook.Opt
 	if err != nil {
 		return fail(err)
 	}
+	if auditFile, err = auditPath(auditFile); err != nil {
+		return fail(err)
+	}
+	if err := outsideSandbox(pol, auditFile, opts.Workspace, opts.Findings); err != nil {
+		return fail(err)
+	}
 	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
 	if err != nil {
 		return fail(err)
 	}
 	defer log.Close()
-	stderr := cmd.ErrOrStderr()
+	// Alerts come from the proxy's decisions too: a stderr nobody reads
+	// must not stop them (linelog drops and counts instead).
+	stderr := linelog.New(cmd.ErrOrStderr())
+	defer stderr.Close(time.Second)
 	opts.Policy, opts.Log, opts.PlanFile = pol, log, planFile
 	opts.OnEvent = func(ev audit.Event) {
 		if ev.Kind == audit.KindBehavioral {
-			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
+			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
 		}
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -136,10 +154,14 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		if err != nil {
 			fmt.Fprintf(w, "airlock: teardown: error: %v\n", err)
 		}
-	case runbook.ExitGate:
+	case runbook.ExitDenied:
 		fmt.Fprintf(w, "airlock: command: deny: %s\n", res.Reason)
+	case runbook.ExitEscalated:
+		fmt.Fprintf(w, "airlock: command: escalate: %s\n", res.Reason)
 	case runbook.ExitSetup:
 		fmt.Fprintf(w, "airlock: setup: error: %s\n", res.Reason)
+	case runbook.ExitFindings:
+		fmt.Fprintf(w, "airlock: findings: error: %s\n", strings.TrimPrefix(res.Error, "sandbox: "))
 	case runbook.ExitEscape:
 		fmt.Fprintf(w, "airlock: escape: suspected: %s\n", res.Reason)
 		if res.Evidence != "" {
@@ -147,5 +169,8 @@ func reportLaunch(w io.Writer, res runbook.Result, err error) {
 		}
 	default:
 		fmt.Fprintf(w, "airlock: plan: failed: %s\n", res.Reason)
+	}
+	if res.AuditError != "" && res.ExitCode != runbook.ExitSetup {
+		printAuditError(w, res.AuditError)
 	}
 }

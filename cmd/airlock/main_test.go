@@ -5,13 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
-	"golang.org/x/sys/unix"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -33,15 +37,26 @@ func TestMain(m *testing.M) {
 // TestScripts runs the command-line scripts in testdata/script, one file
 // per feature, in the style of age and the go command.
 func TestScripts(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
 			// Scripts must not pick up a policy or audit log from the host.
 			env.Setenv("AIRLOCK_POLICY", "")
+			env.Setenv("AIRLOCK_REPO", repo)
 			env.Setenv("AIRLOCK_AUDIT", env.WorkDir+"/audit.jsonl")
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 			env.Setenv("NO_COLOR", "1")
-			return nil
+			// A private runtime directory for session holders, a fresh
+			// session id ($SES), and no holder left when the script ends.
+			run := env.WorkDir + "/run"
+			env.Setenv("XDG_RUNTIME_DIR", run)
+			env.Setenv("SES", enforcer.NewSessionID())
+			env.Defer(func() { stopHolders(run + "/airlock") })
+			return os.Mkdir(run, 0o700)
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
@@ -51,11 +66,13 @@ func TestScripts(t *testing.T) {
 			return false, nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitproc":   cmdWaitProc,
-			"nocgroups":  cmdNoCgroups,
-			"nocanaries": cmdNoStaleCanaries,
-			"mkapproval": cmdMkApproval,
-			"redeem":     cmdRedeem,
+			"waitproc":      cmdWaitProc,
+			"nocgroups":     cmdNoCgroups,
+			"nocanaries":    cmdNoStaleCanaries,
+			"mkapproval":    cmdMkApproval,
+			"redeem":        cmdRedeem,
+			"validresult":   cmdValidResult,
+			"readmeexample": cmdReadmeExample,
 		},
 	})
 }
@@ -108,19 +125,8 @@ func cmdNoStaleCanaries(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 0 || neg {
 		ts.Fatalf("usage: nocanaries")
 	}
-	for _, parent := range []string{os.Getenv("XDG_RUNTIME_DIR"), "/dev/shm", os.TempDir()} {
-		dirs, _ := filepath.Glob(filepath.Join(parent, "airlock-canary-*"))
-		for _, d := range dirs {
-			f, err := os.Open(filepath.Join(d, ".owner"))
-			if err != nil {
-				continue
-			}
-			free := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
-			f.Close()
-			if free {
-				ts.Fatalf("stale canary directory left: %s", d)
-			}
-		}
+	if stale := testutil.StaleCanaries(ts.Getenv("XDG_RUNTIME_DIR")); len(stale) > 0 {
+		ts.Fatalf("stale canary directory left: %s", stale[0])
 	}
 }
 
@@ -140,4 +146,64 @@ func procsMatching(pattern string) []int {
 		}
 	}
 	return pids
+}
+
+// cmdValidResult fails unless the file args[0] holds one result object
+// valid against the published result schema ("validresult r.json").
+func cmdValidResult(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: validresult FILE")
+	}
+	data, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	ts.Check(err)
+	schema, err := resultSchema()
+	ts.Check(err)
+	if err := schema.Validate(doc); err != nil {
+		ts.Fatalf("%s does not match the result schema: %v", args[0], err)
+	}
+}
+
+// resultSchema compiles the published result schema once.
+var resultSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(enforcer.ResultSchema()))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("result.schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("result.schema.json")
+})
+
+// cmdReadmeExample writes the README's Python harness example, exactly as
+// the README shows it, to args[0] ("readmeexample harness.py").
+func cmdReadmeExample(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 || neg {
+		ts.Fatalf("usage: readmeexample FILE")
+	}
+	readme, err := os.ReadFile(filepath.Join(ts.Getenv("AIRLOCK_REPO"), "README.md"))
+	ts.Check(err)
+	_, section, ok := bytes.Cut(readme, []byte("\n## Driving airlock from an agent harness\n"))
+	if !ok {
+		ts.Fatalf("README.md has no section \"Driving airlock from an agent harness\"")
+	}
+	_, code, ok := bytes.Cut(section, []byte("```python\n"))
+	code, _, closed := bytes.Cut(code, []byte("```\n"))
+	if !ok || !closed {
+		ts.Fatalf("the README's harness section has no python block")
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), code, 0o644))
+}
+
+// stopHolders stops every session whose holder listens in dir.
+func stopHolders(dir string) {
+	infos, _ := holder.List(dir)
+	for _, i := range infos {
+		if c, err := holder.Dial(dir, i.ID); err == nil {
+			c.Stop(nil, nil)
+		}
+	}
 }

@@ -19,19 +19,24 @@ func newPolicyCmd() *cobra.Command {
 }
 
 func newPolicyCheckCmd() *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Validate a policy file; report every problem with file:line:col",
 		Long: `check parses and validates a policy strictly: an unknown field, a wrong type,
 a duplicate key, trailing data or an out-of-range value is an error naming the
-file, line and column, with a hint where there is one. Without FILE it checks
-the policy airlock would use ($AIRLOCK_POLICY, ./policy.json, or the embedded
-default).
+file, line and column, with a hint where there is one. FILE must also pass
+the checks of where a policy may come from (a regular file that only you or
+root can write, in directories only you or root can write: see
+docs/policy.md). Without FILE it checks the policy airlock would use
+(--policy, else $AIRLOCK_POLICY, else the embedded default).
 
 Exit status 0 when the policy is valid, 1 when it is not.`,
-		Args: func(_ *cobra.Command, args []string) error {
+		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{errors.New("policy check: at most one FILE")}
+			}
+			if len(args) == 1 && cmd.Flags().Changed("policy") {
+				return usageError{errors.New("policy check: give FILE or --policy, not both")}
 			}
 			return nil
 		},
@@ -61,6 +66,8 @@ Exit status 0 when the policy is valid, 1 when it is not.`,
 			return err
 		},
 	}
+	policyFlag(cmd)
+	return cmd
 }
 
 func newPolicySchemaCmd() *cobra.Command {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 	"time"
 
@@ -16,16 +14,25 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/internal/netns"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
 
+// errNotRecorded is what a client is told of a connection refused because
+// its decision could not be recorded.
+var errNotRecorded = errors.New("the audit log could not record it")
+
 // proxyGrace is how long a stopping proxy lets open tunnels finish.
 const proxyGrace = 10 * time.Second
 
-// proxyDialer replaces the proxy's dialer in tests (nil: a net.Dialer).
-var proxyDialer proxy.Dialer
+// proxyDialer and proxyResolver replace the proxy's dialer and resolver
+// in tests (nil: a net.Dialer, the system's resolver).
+var (
+	proxyDialer   proxy.Dialer
+	proxyResolver proxy.Resolver
+)
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
@@ -79,6 +86,7 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
 	f.StringVar(&o.netns, "netns", "", "listen inside the network namespace at this path (root only)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -92,7 +100,10 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
+	// Lines on stderr never wait for a reader: a full pipe drops lines
+	// (counted) rather than stopping the proxy; the audit log is the record.
+	stderr := linelog.New(cmd.ErrOrStderr())
+	defer stderr.Close(time.Second)
 	path := o.audit
 	if path == "" {
 		if path, err = audit.DefaultPath(); err != nil {
@@ -100,24 +111,36 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		}
 	}
 	rec, err := monitor.Open(path, monitor.ThresholdsFor(pol.Policy), func(a audit.Event) {
-		fmt.Fprintf(stderr, "airlock: monitor: alert: %s\n", a.Reason)
+		stderr.Printf("airlock: monitor: alert: %s", a.Reason)
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	defer rec.Close()
+	defer func() {
+		// Close syncs the connections' lazy end records: a failure loses them.
+		if err := rec.Close(); err != nil {
+			printAuditError(stderr, "closing the log: "+err.Error())
+		}
+	}()
 	px, err := proxy.New(proxy.Config{
-		Task:   o.task,
-		Gate:   gate,
-		Dialer: proxyDialer,
+		Task:     o.task,
+		Gate:     gate,
+		Dialer:   proxyDialer,
+		Resolver: proxyResolver,
 		Record: func(ev proxy.Event) error {
 			printProxyEvent(stderr, ev)
 			record := rec.Record
 			if ev.Stage == proxy.StageClosed {
 				record = rec.RecordLazy // nothing waits on a connection's end
 			}
-			_, _, err := record(proxy.AuditEvent(ev, audit.Context{}))
-			return err
+			a := proxy.AuditEvent(ev, audit.Context{})
+			if _, _, err := record(a); err != nil {
+				// The proxy refuses an allowed connection it cannot record;
+				// the client is told that much, the operator why.
+				printAuditError(stderr, audit.NotWritten(a, err).Error())
+				return errNotRecorded
+			}
+			return nil
 		},
 	})
 	if err != nil {
@@ -138,7 +161,7 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if o.netns != "" {
 		where += " in the network namespace " + o.netns
 	}
-	fmt.Fprintf(stderr, "airlock: proxy: task %q: serving HTTP and SOCKS5 on %s\n", o.task, where)
+	stderr.Printf("airlock: proxy: task %q: serving HTTP and SOCKS5 on %s", o.task, where)
 	served := make(chan error, 1)
 	go func() { served <- px.Serve(ln) }()
 	select {
@@ -147,37 +170,25 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		return fmt.Errorf("proxy: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintf(stderr, "airlock: proxy: stopping: open tunnels have %s to finish\n", proxyGrace)
+	stderr.Printf("airlock: proxy: stopping: open tunnels have %s to finish", proxyGrace)
 	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
 	defer cancel()
 	if err := px.Shutdown(sctx); err != nil {
-		fmt.Fprintf(stderr, "airlock: proxy: closing the tunnels still open: %v\n", err)
+		stderr.Printf("airlock: proxy: closing the tunnels still open: %v", err)
 	}
 	px.Close()
 	<-served
 	return nil
 }
 
-// printProxyEvent prints one line per decision, and one per allowed
-// connection that then failed.
-func printProxyEvent(w io.Writer, ev proxy.Event) {
+// printProxyEvent prints one line per decision and refusal, and one per
+// allowed connection that then failed. The line writer escapes what the
+// client chose.
+func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
 	switch {
-	case ev.Stage == proxy.StageDecided:
-		fmt.Fprintf(w, "airlock: %s (%s from %s)\n", ev.Decision, ev.Protocol, ev.Client)
+	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected:
+		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, ev.Client)
 	case ev.Err != nil:
-		fmt.Fprintf(w, "airlock: egress: error: %s (%s from %s)\n",
-			proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
+		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
 	}
-}
-
-// lockedWriter serialises the lines that the proxy's connections print.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }

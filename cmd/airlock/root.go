@@ -3,20 +3,24 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
-// Exit statuses shared by the commands (PRODUCT.md, "Command line").
+// Exit statuses shared by the commands (README.md, "Using it").
 const (
-	exitOK      = 0
-	exitFailed  = 1   // a check failed (policy check, audit verify, demo, selftest)
-	exitUsage   = 2   // bad flags or arguments
-	exitGate    = 126 // run: the command gate denied or escalated
-	exitSetup   = 125 // run: airlock itself could not run the command
-	exitSignal0 = 128 // run: 128+N when the child died of signal N
+	exitOK        = 0
+	exitFailed    = 1   // a check failed (policy check, audit verify, demo, selftest)
+	exitUsage     = 2   // bad flags or arguments
+	exitDenied    = 77  // run, session exec: the command gate denied
+	exitEscalated = 75  // run, session exec: escalated, and no approval let it run
+	exitSetup     = 125 // run: airlock itself could not run the command
+	exitSignal0   = 128 // run: 128+N when the child died of signal N
 )
 
 // exitError carries a specific exit status out of a command. A nil Err
@@ -43,17 +47,20 @@ func Main(args []string) int {
 	root := newRootCmd()
 	root.SetArgs(args)
 	err := root.Execute()
+	defer flush(root.OutOrStdout())
+	stderr := root.ErrOrStderr()
+	defer flush(stderr)
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.Err != nil {
-			fmt.Fprintf(os.Stderr, "airlock: %v\n", ee.Err)
+			fmt.Fprintf(stderr, "airlock: %v\n", ee.Err)
 		}
 		return ee.Code
 	}
-	fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+	fmt.Fprintf(stderr, "airlock: %v\n", err)
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
@@ -61,13 +68,12 @@ func Main(args []string) int {
 	return exitFailed
 }
 
-// globalFlags are the flags every command shares.
-type globalFlags struct {
-	policyFile string
-}
-
+// newRootCmd builds the command tree. What the commands print for people
+// goes through termtext Writers, so that no name, path or reason an agent
+// or the contained code chose can drive the terminal (cobra's own
+// messages and help included); the child's output is passed through
+// unchanged (termtext.Raw).
 func newRootCmd() *cobra.Command {
-	g := &globalFlags{}
 	root := &cobra.Command{
 		Use:   "airlock",
 		Short: "Sandbox policy enforcer for AI agents' commands",
@@ -78,9 +84,13 @@ hash-chained audit stream.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.PersistentFlags().StringVar(&g.policyFile, "policy", "",
-		"policy file (default: $AIRLOCK_POLICY, else ./policy.json, else the embedded default)")
+	root.SetOut(termtext.NewWriter(os.Stdout))
+	root.SetErr(termtext.NewWriter(os.Stderr))
+	// A flag error quotes the argument as typed: escape all of it, new
+	// lines too, so that it stays one line.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{errors.New(termtext.Escape(err.Error()))}
+	})
 	root.AddCommand(
 		// Commands are registered here, one constructor per file.
 		newExplainCmd(),
@@ -95,10 +105,31 @@ hash-chained audit stream.`,
 		newSelftestCmd(),
 		newLaunchCmd(),
 		newApproveCmd(),
+		newSchemaCmd(),
+		newSessionCmd(),
 		newExportCmd(),
 	)
 	strictUsage(root)
 	return root
+}
+
+// childOutput returns where a child's output stream should go, given
+// airlock's own stream w: to a terminal through a termtext Writer of its
+// own, so that the contained code cannot drive the terminal either; to a
+// pipe or a file byte for byte (the output is data). Flush it at the end.
+func childOutput(w io.Writer) io.Writer {
+	raw := termtext.Raw(w)
+	if f, ok := raw.(*os.File); ok && isTerminal(f) {
+		return termtext.NewWriter(raw)
+	}
+	return raw
+}
+
+// flush writes out what a termtext Writer kept back, if w is one.
+func flush(w io.Writer) {
+	if t, ok := w.(*termtext.Writer); ok {
+		_ = t.Flush()
+	}
 }
 
 // cmdPath is the command's path without the leading "airlock".

@@ -8,6 +8,7 @@ import (
 // TestExitStatuses pins the exit statuses of the command line's contract
 // for the cases that need no sandbox.
 func TestExitStatuses(t *testing.T) {
+	privateKey(t)
 	t.Setenv("AIRLOCK_POLICY", "")
 	t.Chdir(t.TempDir())
 	if err := os.WriteFile("bad.json", []byte(`{"toolScopes": {}, "bogus": 1}`), 0o644); err != nil {
@@ -28,7 +29,7 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"policy", "check"}, exitOK},
 		{[]string{"policy", "check", "bad.json"}, exitFailed},
 		{[]string{"--policy", "bad.json", "explain", "--tool", "t", "--", "ls"}, exitFailed},
-		{[]string{"run", "--tool", "run_tests", "--audit", "a.jsonl", "--", "git", "clone", "x"}, exitGate},
+		{[]string{"run", "--tool", "run_tests", "--audit", "a.jsonl", "--", "git", "clone", "x"}, exitDenied},
 		{[]string{"--policy", "bad.json", "run", "--tool", "t", "--audit", "a.jsonl", "--", "ls"}, exitSetup},
 		{[]string{"--policy", "missing.json", "run", "--tool", "t", "--audit", "a.jsonl", "--", "ls"}, exitSetup},
 	} {

@@ -1,41 +1,58 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func newRunCmd() *cobra.Command {
 	var (
-		req                  enforcer.Request
-		auditFile, resultOut string
+		req       enforcer.Request
+		auditFile string
+		out       resultFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--image PATH@sha256:D] [--audit FILE] [--result FILE] -- CMD [ARG...]",
+		Use:   "run --tool T [--task K] [--workspace DIR] [--findings DIR] [--image PATH@sha256:D] [--audit FILE] [--json] [--result FILE|-] [--approval ID] -- CMD [ARG...]",
 		Short: "Decide a command at the command gate and run it in the sandbox",
 		Long: `run decides the command at the command gate, records the decision in the audit
 stream, and runs an allowed command in a Linux sandbox: its own namespaces, a
 read-only system, a private /tmp, a copy of --workspace at /workspace, no
 privileges, seccomp and Landlock, hard resource caps, and no network except the
 airlock egress proxy, which applies the task's allowlist. The child's output is
-streamed as it comes.
+streamed as it comes; with --json it is captured instead, and one result object
+(docs/result.md) is printed on stdout. Each egress refusal is one stderr line
+as it happens.
+
+An escalated command runs once with --approval ID, the id of an approval
+request an operator approved (airlock approve ID).
 
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
-killed it); 126 when the command gate denied or escalated; 125 when airlock
+killed it); 77 when the command gate denied it; 75 when it escalated and no
+approval let it run; 127 when it is not installed; 125 when airlock
 could not run it (nothing was run); 130 when interrupted (Ctrl-C or SIGTERM
-end the sandbox cleanly: every process in it is killed and it is torn down).`,
+end the sandbox cleanly: every process in it is killed and it is torn down);
+121 when the sandbox's init died (its integrity is not assured); 73 when
+--findings were not all kept; 74 when the command ran but a record of its run
+could not be written to the audit log (a full disk): the result's
+commandExitCode keeps its own status (docs/cli.md, "Exit codes").
+
+--findings names a directory airlock makes (or an empty one of the
+caller's): never a path through a symbolic link, never one with files in it.`,
 		Example: `  airlock run --tool read_file -- cat /etc/os-release
-  airlock run --tool run_tests --workspace . --result result.json -- pytest -v`,
+  airlock run --tool run_tests --workspace . --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case req.Tool == "":
@@ -47,15 +64,14 @@ end the sandbox cleanly: every process in it is killed and it is torn down).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Command, req.Args = args[0], args[1:]
-			req.Stdin, req.Stdout, req.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
+			capture := out.capture(&req.Stdout, &req.Stderr)
+			req.Notices = cmd.ErrOrStderr()
 			res, err := runOnce(cmd, req, auditFile)
-			if resultOut != "" {
-				if werr := writeResult(resultOut, res); werr != nil && err == nil {
-					err = werr
-				}
-			}
-			reportOutcome(cmd, res, err)
-			return &exitError{Code: res.ExitCode}
+			flush(req.Stdout)
+			flush(req.Stderr)
+			capture(&res)
+			return finishResult(cmd, out, res, err)
 		},
 	}
 	f := cmd.Flags()
@@ -64,9 +80,11 @@ end the sandbox cleanly: every process in it is killed and it is torn down).`,
 	f.StringVar(&req.Workspace, "workspace", "", "host directory copied into /workspace")
 	f.StringVar(&req.Findings, "findings", "", "host directory that receives /findings after the run")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
-	f.StringVar(&resultOut, "result", "", "write the run's result as one JSON object to this file")
 	f.StringArrayVar(&req.Env, "env", nil, "add NAME=VALUE to the child's environment (repeatable)")
 	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST (an OCI layout or a docker-archive tarball), verified before anything runs")
+	f.StringVar(&req.Approval, "approval", "", "run an escalated command once on this approved request's id")
+	out.register(cmd)
+	policyFlag(cmd)
 	return cmd
 }
 
@@ -74,68 +92,103 @@ end the sandbox cleanly: every process in it is killed and it is torn down).`,
 // SIGTERM end the sandbox cleanly.
 func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string) (enforcer.Result, error) {
 	fail := func(err error) (enforcer.Result, error) {
-		return enforcer.Result{ExitCode: enforcer.ExitSetup, Error: err.Error()}, err
+		return enforcer.SetupResult(req.RunID, "", 1, err), err
 	}
-	pol, err := loadPolicy(cmd)
+	e, closeLog, err := newEnforcer(cmd, auditFile, req.Workspace, req.Findings)
 	if err != nil {
 		return fail(err)
 	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
-	if err != nil {
-		return fail(err)
-	}
-	defer log.Close()
-	stderr := cmd.ErrOrStderr()
-	e, err := enforcer.New(pol, log, enforcer.Options{OnEvent: func(ev audit.Event) {
-		if ev.Kind == audit.KindBehavioral {
-			fmt.Fprintf(stderr, "airlock: monitor: alert: %s: %s\n", ev.Context.Alert, ev.Reason)
-		}
-	}})
-	if err != nil {
-		return fail(err)
-	}
+	defer closeLog()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return e.Run(ctx, req)
 }
 
-// openAudit opens the audit file named by --audit or the default, with the
-// monitor watching every event written to it.
-func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
-	if file == "" {
-		var err error
-		if file, err = audit.DefaultPath(); err != nil {
-			return nil, err
+// newEnforcer loads the policy and the audit log, refuses either when it
+// lies in the run's workspace or findings directory, and returns an
+// Enforcer that prints the monitor's alerts on stderr as they are raised.
+func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string) (*enforcer.Enforcer, func(), error) {
+	pol, err := loadPolicy(cmd)
+	if err != nil {
+		return nil, nil, err
+	}
+	if auditFile, err = auditPath(auditFile); err != nil {
+		return nil, nil, err
+	}
+	if err := outsideSandbox(pol, auditFile, workspace, findings); err != nil {
+		return nil, nil, err
+	}
+	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	if err != nil {
+		return nil, nil, err
+	}
+	// Alerts come from the proxy's decisions too: a stderr nobody reads
+	// must not stop them (linelog drops and counts instead).
+	stderr := linelog.New(cmd.ErrOrStderr())
+	opts := enforcer.Options{OnEvent: func(ev audit.Event) {
+		if ev.Kind == audit.KindBehavioral {
+			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
+		}
+	}}
+	closeAll := func() {
+		stderr.Close(time.Second)
+		log.Close()
+	}
+	if err := approvalOptions(&opts); err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	e, err := enforcer.New(pol, log, opts)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return e, closeAll, nil
+}
+
+// auditPath returns the audit file named by --audit, else the default.
+func auditPath(file string) (string, error) {
+	if file != "" {
+		return file, nil
+	}
+	return audit.DefaultPath()
+}
+
+// outsideSandbox refuses a run whose policy or audit log lies in its
+// --workspace or --findings directory, compared by real paths
+// (docs/policy.md): the sandbox gets a copy of the workspace, so it would
+// read them, and findings are copied out, so it could write over them.
+func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) error {
+	log, err := hostfile.Real(auditFile)
+	if err != nil {
+		return fmt.Errorf("audit: %s: %w", auditFile, err)
+	}
+	for _, d := range []struct{ flag, dir string }{{"--workspace", workspace}, {"--findings", findings}} {
+		if d.dir == "" {
+			continue
+		}
+		if err := pol.Outside(d.flag, d.dir); err != nil {
+			return err
+		}
+		dir, err := hostfile.Real(d.dir)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", d.flag, d.dir, err)
+		}
+		if hostfile.Within(log, dir) {
+			return fmt.Errorf("audit: the log %s is inside the run's %s directory %s, which the sandbox can read or write: "+
+				"keep the audit log outside it", auditFile, d.flag, d.dir)
 		}
 	}
-	return audit.Open(file, audit.WithHook(m))
+	return nil
 }
 
-// reportOutcome prints the one stderr line PRODUCT.md gives for every
-// refusal, kill and setup failure.
-func reportOutcome(cmd *cobra.Command, res enforcer.Result, err error) {
-	w := cmd.ErrOrStderr()
-	switch {
-	case err != nil && res.ExitCode == enforcer.ExitSetup:
-		fmt.Fprintf(w, "airlock: setup: error: %v\n", err)
-	case res.ExitCode == enforcer.ExitGate:
-		fmt.Fprintf(w, "airlock: %s: %s: %s\n", res.Gate, res.Decision, res.Reason)
-	case res.KilledBy != nil:
-		fmt.Fprintf(w, "airlock: resource: kill: %s\n", res.KillReason)
-	case res.Interrupted:
-		fmt.Fprintln(w, "airlock: interrupted: the sandbox and every process in it were ended")
-	case err != nil:
-		fmt.Fprintf(w, "airlock: %v\n", err)
-	}
-	if res.EscapeSuspected != "" {
-		fmt.Fprintf(w, "airlock: sandbox: escape_suspected: %s\n", res.EscapeSuspected)
-	}
-}
-
-func writeResult(path string, res enforcer.Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
+// openAudit opens the audit file, with the monitor watching every event
+// written to it, repeated refusals coalesced, and the signing key
+// (loadSigner) signing a checkpoint at the end of every run.
+func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
+	signer, err := loadSigner()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer), audit.WithCoalescing())
 }

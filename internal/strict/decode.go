@@ -88,9 +88,13 @@ func (d *decoder) decode(n *node, v reflect.Value, path string) (err error) {
 		}
 		i, err := strconv.ParseInt(n.scalar, 10, 64)
 		if err != nil {
-			if f, ferr := strconv.ParseFloat(n.scalar, 64); ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			f, ferr := strconv.ParseFloat(n.scalar, 64)
+			switch {
+			case ferr == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53:
 				i = int64(f) // 1e3 and 10.0 are integers
-			} else {
+			case math.IsInf(f, 0) || ferr == nil && f == math.Trunc(f):
+				return errorAt(n.pos, fmt.Sprintf("%s is not an integer in range", n.scalar), "it is far too large")
+			default:
 				return errorAt(n.pos, fmt.Sprintf("%s is not an integer in range", n.scalar), "use a whole number")
 			}
 		}

@@ -13,7 +13,7 @@ import (
 type Error struct {
 	File string // file name as given, or "<embedded>"
 	Line int    // 1-based; 0 when the problem has no single place
-	Col  int    // 1-based byte column
+	Col  int    // 1-based byte column; 0 when only the line is known
 	Path string // the field, e.g. toolScopes.run_tests.allow[0].command
 	Msg  string
 	Hint string // how to fix it, when known
@@ -27,13 +27,17 @@ func errorAt(at pos, msg, hint string) *Error {
 	return &Error{Line: at.line, Col: at.col, Msg: msg, Hint: hint}
 }
 
-// Error formats as "file:line:col: path: message" with the hint on its own
-// line, the way compilers report.
+// Error formats as "file:line:col: path: message" (or "file:line:" when
+// the column is not known) with the hint on its own line, the way
+// compilers report.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
-	if e.Line > 0 {
+	switch {
+	case e.Line > 0 && e.Col > 0:
 		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+	case e.Line > 0:
+		fmt.Fprintf(&b, ":%d", e.Line) // the YAML library reports lines only
 	}
 	b.WriteString(": ")
 	if e.Path != "" {

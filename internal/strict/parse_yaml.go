@@ -7,14 +7,19 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
 // parseYAML parses data into a node tree. The YAML library reports
-// duplicate keys itself; aliases and multiple documents are refused so a
-// file always reads the way it looks.
+// duplicate keys itself; anchors, aliases, explicit tags and multiple
+// documents are refused so a file always reads the way it looks (and no
+// alias can multiply its size).
 func parseYAML(data []byte, what string) (*node, error) {
+	if at, deep := yamlTooDeep(data, yamlScanDepth); deep {
+		return nil, errorAt(at, "nesting too deep", "")
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -39,7 +44,9 @@ func parseYAML(data []byte, what string) (*node, error) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// yamlError turns the library's error into an *Error with a line.
+// yamlError turns the library's error into an *Error with a line. The
+// library gives lines only (no columns), and none for a problem on the
+// first line, which is where such an error is then.
 func yamlError(err error) error {
 	var te *yaml.TypeError
 	msg := err.Error()
@@ -48,14 +55,9 @@ func yamlError(err error) error {
 	}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return errorAt(pos{line, 1}, "invalid YAML: "+m[2], "")
+		return &Error{Line: line, Msg: "invalid YAML: " + m[2]}
 	}
-	var out = errorAt(pos{}, "invalid YAML: "+msg, "")
-	if lm := regexp.MustCompile(`line (\d+)`).FindStringSubmatch(msg); lm != nil {
-		out.Line, _ = strconv.Atoi(lm[1])
-		out.Col = 1
-	}
-	return out
+	return &Error{Line: 1, Msg: "invalid YAML: " + strings.TrimPrefix(msg, "yaml: ")}
 }
 
 func fromYAML(y *yaml.Node, depth int, what string) (*node, error) {
@@ -63,9 +65,12 @@ func fromYAML(y *yaml.Node, depth int, what string) (*node, error) {
 	if depth > maxDepth {
 		return nil, errorAt(at, "nesting too deep", "")
 	}
+	if err := plainYAML(y, what); err != nil {
+		return nil, err
+	}
 	switch y.Kind {
 	case yaml.AliasNode:
-		return nil, errorAt(at, "YAML aliases are not allowed in a "+what, "write the value out in full")
+		return nil, errorAt(at, "YAML anchors and aliases are not allowed in a "+what, "write the value out in full")
 	case yaml.MappingNode:
 		n := &node{kind: kindObject, pos: at}
 		seen := map[string]pos{}
@@ -74,6 +79,9 @@ func fromYAML(y *yaml.Node, depth int, what string) (*node, error) {
 			kpos := pos{k.Line, k.Column}
 			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
 				return nil, errorAt(kpos, "object keys must be plain strings", "")
+			}
+			if err := plainYAML(k, what); err != nil {
+				return nil, err
 			}
 			if first, dup := seen[k.Value]; dup {
 				return nil, errorAt(kpos, fmt.Sprintf("duplicate key %q (first at line %d, column %d)", k.Value, first.line, first.col),
@@ -115,4 +123,19 @@ func fromYAML(y *yaml.Node, depth int, what string) (*node, error) {
 		return nil, errorAt(at, fmt.Sprintf("unsupported YAML value of type %s", y.Tag), "")
 	}
 	return nil, errorAt(at, "unsupported YAML construct", "")
+}
+
+// plainYAML refuses an anchor or an explicit tag on y: a custom tag
+// ("!foo {}") would otherwise be dropped without a word, and anchors
+// exist only to be aliased.
+func plainYAML(y *yaml.Node, what string) error {
+	at := pos{y.Line, y.Column}
+	switch {
+	case y.Anchor != "":
+		return errorAt(at, "YAML anchors and aliases are not allowed in a "+what, "write the value out in full")
+	case y.Style&yaml.TaggedStyle != 0:
+		return errorAt(at, fmt.Sprintf("YAML tag %s is not allowed in a %s", y.Tag, what),
+			"remove the tag; quote a value to make it a string")
+	}
+	return nil
 }

@@ -28,13 +28,19 @@ type Positions map[string]pos
 // Decode parses data (YAML when yaml is set, else JSON) and fills v, a
 // pointer to a struct, strictly. what names the file's kind in messages
 // ("policy", "plan"). Struct fields are matched by their json tag, exactly.
+// A leading UTF-8 byte order mark is skipped; invalid UTF-8 and raw
+// control characters (but tab, line feed and carriage return) are errors.
 func Decode(what string, data []byte, yaml bool, maxSize int, v any) (Positions, error) {
 	if len(data) > maxSize {
 		return nil, &Error{Msg: fmt.Sprintf("%s is larger than %d bytes", what, maxSize),
 			Hint: "check that this is the right file"}
 	}
+	data = TrimBOM(data)
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &Error{Line: 1, Col: 1, Msg: "empty " + what, Hint: "write a " + what + " object, e.g. {}"}
+	}
+	if err := checkText(data, what); err != nil {
+		return nil, err
 	}
 	parse := parseJSON
 	if yaml {

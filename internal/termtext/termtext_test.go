@@ -1,56 +1,114 @@
 package termtext
 
 import (
-	"os/exec"
-	"strings"
+	"bytes"
+	"encoding/json"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
-func TestClean(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"plain", -1, "plain"},
-		{"\x1b[2Jgone", -1, `\x1b[2Jgone`},
-		{"a\u202eb", -1, `a\u202eb`},
-		{"\xff", -1, `\xff`},
-		{"line\nbreak", -1, `line\nbreak`},
-		{"abcdef", 3, "abc…"},
+func TestEscape(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"plain text, ünïcode", "plain text, ünïcode"},
+		{"\x1b]0;pwned\a", `\x1b]0;pwned\a`},
+		{"csi \x9b2J", `csi \x9b2J`},   // the 8-bit CSI, as a raw byte
+		{"c1 \u009b2J", `c1 \u009b2J`}, // and as a character
+		{"a\nb\tc\rd", `a\nb\tc\rd`},   // one line
+		{"bidi \u202eevil", `bidi \u202eevil`},
+		{"del \x7f", `del \x7f`},
+		{"bad \xff\xfe", `bad \xff\xfe`},
 	} {
-		if got := Clean(c.in, c.n); got != c.want {
-			t.Errorf("Clean(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		if got := Escape(c.in); got != c.want {
+			t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+	if got := Clip("abcdef", 3); got != "abc…" {
+		t.Errorf("Clip = %q", got)
+	}
+	if got := Clip("a\x1bc", 2); got != `a\x1b…` {
+		t.Errorf("Clip = %q", got)
 	}
 }
 
-// TestArgv checks that what Argv prints has nothing a terminal interprets,
-// and that bash, given the line, runs exactly the argv.
-func TestArgv(t *testing.T) {
-	argv := []string{"git", "push", "it's", "a b", "", "$(id)", "\x1b]0;title\x07", "ab\u202ecd", "\xff\xfe", "é", "new\nline"}
-	line := Argv(argv)
-	for _, r := range line {
-		if r < 0x20 || r == 0x7f || isBidi(r) || r == 0xfffd {
-			t.Fatalf("Argv printed %U raw: %q", r, line)
+func TestWriter(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b)
+	in := "airlock: line one \x1b[31m\n\thint: two \x9b\xff\n"
+	if n, err := w.Write([]byte(in)); n != len(in) || err != nil {
+		t.Fatalf("Write = %d, %v", n, err)
+	}
+	if want := "airlock: line one \\x1b[31m\n\thint: two \\x9b\\xff\n"; b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+	// A character cut between two writes arrives whole; a lone start of
+	// one is escaped at the flush.
+	b.Reset()
+	for _, p := range []string{"caf\xc3", "\xa9 \xe2\x80", "\xae \xf0"} {
+		if _, err := w.Write([]byte(p)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if !strings.HasPrefix(line, "git push ") {
-		t.Errorf("plain words quoted: %q", line)
-	}
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash to check the round trip")
-	}
-	out, err := exec.Command(bash, "-c", `printf '%s\0' `+line).Output()
-	if err != nil {
+	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
-	if strings.Join(got, "\x00") != strings.Join(argv, "\x00") {
-		t.Errorf("bash read back %q, want %q", got, argv)
+	if want := `café \u202e \xf0`; b.String() != want {
+		t.Errorf("pieces wrote %q, want %q", b.String(), want)
 	}
-	if got := Argv([]string{"a\x00b"}); got != `"a\x00b"` {
-		t.Errorf("NUL argument: %q", got)
+	if Raw(w) != &b || Raw(&b) != &b {
+		t.Error("Raw does not unwrap")
+	}
+	// A JSON document stays valid, and means the same.
+	b.Reset()
+	v := map[string]string{"reason": "\x1b]0;x\a \u009b \u202e \xff end"}
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]string
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatalf("not JSON any more: %v\n%s", err, b.Bytes())
+	}
+	if want := "\x1b]0;x\a \u009b \u202e \ufffd end"; back["reason"] != want {
+		t.Errorf("JSON read back as %q, want %q", back["reason"], want)
+	}
+	assertSafe(t, b.String(), true)
+}
+
+// FuzzEscape: nothing that Escape or a Writer lets through can drive a
+// terminal.
+func FuzzEscape(f *testing.F) {
+	f.Add("\x1b]0;pwned\a\x9b\xc2\x9b\u202e\n\t", 9)
+	f.Fuzz(func(t *testing.T, s string, cut int) {
+		assertSafe(t, Escape(s), false)
+		var b bytes.Buffer
+		w := NewWriter(&b)
+		cut = min(max(cut, 0), len(s))
+		for _, p := range []string{s[:cut], s[cut:]} {
+			if _, err := w.Write([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		assertSafe(t, b.String(), true)
+		if utf8.ValidString(s) && plain(s, true) && b.String() != s {
+			t.Fatalf("plain text changed: %q became %q", s, b.String())
+		}
+	})
+}
+
+func assertSafe(t *testing.T, s string, lines bool) {
+	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Fatalf("invalid UTF-8 let through: %q", s)
+	}
+	for _, r := range s {
+		if lines && (r == '\n' || r == '\t') {
+			continue
+		}
+		if !unicode.IsPrint(r) {
+			t.Fatalf("%U let through: %q", r, s)
+		}
 	}
 }

@@ -41,6 +41,13 @@ func SelfCommand(t testing.TB, env ...string) *exec.Cmd {
 // are private to root). It needs root; the copies are removed at cleanup.
 func AsNobody(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 	t.Helper()
+	return AsNobodyInGroups(t, cmd)
+}
+
+// AsNobodyInGroups is AsNobody with the supplementary groups groups: a
+// caller in a group, as rootless claims about groups need.
+func AsNobodyInGroups(t testing.TB, cmd *exec.Cmd, groups ...uint32) *exec.Cmd {
+	t.Helper()
 	RequireRoot(t)
 	dir, err := os.MkdirTemp("", "airlock-nobody-")
 	if err != nil {
@@ -68,7 +75,7 @@ func AsNobody(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: []uint32{}}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: append([]uint32{}, groups...)}
 	return cmd
 }
 
@@ -95,11 +102,18 @@ func copyFile(src, dst string, mode os.FileMode) error {
 // is how a root test shows a rootless claim for real.
 func RunTestAsNobody(t testing.TB, test string, env ...string) string {
 	t.Helper()
+	return RunTestAsNobodyInGroups(t, test, nil, env...)
+}
+
+// RunTestAsNobodyInGroups is RunTestAsNobody with the supplementary
+// groups groups.
+func RunTestAsNobodyInGroups(t testing.TB, test string, groups []uint32, env ...string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatalf("testutil: find the test binary: %v", err)
 	}
-	cmd := AsNobody(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"))
+	cmd := AsNobodyInGroups(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"), groups...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0"}, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {

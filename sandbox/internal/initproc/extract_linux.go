@@ -41,7 +41,7 @@ func extractWorkspace(r io.Reader, dir string, limit int64) error {
 	}
 	defer unix.Close(root)
 	for {
-		e, err := readEntry(r)
+		e, err := ReadEntry(r)
 		if err == io.EOF {
 			return nil
 		}

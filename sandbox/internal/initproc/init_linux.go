@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,9 +22,14 @@ const (
 	Arg0     = "airlock-sandbox-init"
 	RootArg  = "root"
 	TasksArg = "tasks="
-	fdCtrl   = 3 // control socket
-	fdSetup  = 4 // setup pipe: config, then the workspace stream (stream.go)
-	fdRoot   = 5 // Config.Root, opened by the parent (only with Root)
+	// MapsArg makes the init wait, first thing, for the parent to write
+	// its user namespace's maps (newgidmap, for a rootless run whose
+	// caller has supplementary groups; it then says so with one byte on
+	// the setup pipe) and drop its supplementary groups.
+	MapsArg = "maps"
+	fdCtrl  = 3 // control socket
+	fdSetup = 4 // setup pipe: config, then the workspace stream (stream.go)
+	fdRoot  = 5 // Config.Root, opened by the parent (only with Root)
 )
 
 // LateArg, among the init's arguments, makes it wait for sandbox.Init in
@@ -85,6 +91,13 @@ func runInit(allowHoles bool) int {
 	if err := privateProc(); err != nil {
 		s.fail("proc", err)
 		return 1
+	}
+	// After privateProc: psx finds the threads under /proc/1.
+	if slices.Contains(os.Args[1:], MapsArg) {
+		if err := dropGroups(); err != nil {
+			s.fail("groups", err)
+			return 1
+		}
 	}
 	if first, n := tasksFDs(); n > 0 {
 		if err := placeSelf(first, n); err != nil {

@@ -74,6 +74,27 @@ func (s *initState) dropPrivileges(port int) error {
 	return nil
 }
 
+// dropGroups waits for the parent's word that the user namespace's maps
+// are written (one byte on the setup pipe), then empties the supplementary
+// groups of every thread (setgroups(2) is per thread; psx runs it on
+// each), which newgidmap's maps allow.
+func dropGroups() error {
+	var b [1]byte
+	if _, err := unix.Read(fdSetup, b[:]); err != nil {
+		return fmt.Errorf("wait for the user namespace's maps: %w", err)
+	}
+	if b[0] != MapsWritten {
+		return fmt.Errorf("wait for the user namespace's maps: got %#x", b[0])
+	}
+	if err := psxErr(psx.Syscall3(unix.SYS_SETGROUPS, 0, 0, 0)); err != nil {
+		return fmt.Errorf("drop the supplementary groups: %w", err)
+	}
+	return nil
+}
+
+// MapsWritten is the byte by which the parent says the maps are written.
+const MapsWritten = 'M'
+
 // allCapsDropped is the receipt of the capability drop.
 const allCapsDropped = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
 

@@ -100,7 +100,8 @@ type Config struct {
 	Binds     []Bind   `json:"binds"`
 	Hide      []string `json:"hide"`
 
-	// TmpfsBytes sizes /tmp, /workspace, /findings and /dev/shm.
+	// TmpfsBytes sizes the one tmpfs that /tmp, /workspace, /findings and
+	// /dev/shm share (disk_linux.go).
 	TmpfsBytes int64 `json:"tmpfsBytes"`
 	// Workspace says the workspace stream (stream.go) follows the config.
 	Workspace bool `json:"workspace"`

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,27 +19,59 @@ var forwarded = []os.Signal{
 	unix.SIGUSR1, unix.SIGUSR2, unix.SIGCONT, unix.SIGWINCH,
 }
 
+// crashSignals are the signals for which the Go runtime keeps its own
+// handler whatever os/signal asks, and which it turns into a crash (a
+// throw, or a panic at whatever the init was running) when they come
+// with a si_code other than SI_USER or SI_TKILL: from rt_sigqueueinfo,
+// pidfd_send_signal with a siginfo, or a file's F_SETSIG signal with
+// the init as its owner. The init puts them back to SIG_DFL, which the
+// kernel never delivers to a pid namespace's init from inside it
+// (docs/sandbox.md, "Signals to the init"). A real fault of the init
+// still kills it (the kernel forces a fault's signal), and the parent
+// reports that as an integrity failure. The target inherits SIG_DFL, as
+// from any parent.
+var crashSignals = []unix.Signal{
+	unix.SIGILL, unix.SIGTRAP, unix.SIGBUS, unix.SIGFPE, unix.SIGSEGV, unix.SIGSTKFLT, unix.SIGSYS,
+}
+
 // forwarder passes the forwarded signals the init receives to the current
 // target (or step), if any.
 type forwarder struct {
 	pid atomic.Int64
 }
 
-// startForwarding starts the goroutine that forwards signals. The init
-// calls it once, before it is released, so that none of this is on the
-// path from release to the target's exec.
+// startForwarding makes every signal harmless to the init and starts the
+// goroutine that forwards the forwarded ones: the crash signals go back
+// to SIG_DFL, and every other signal that can be caught is taken by
+// os/signal (delivered to a channel, whatever its si_code), so nothing a
+// process inside sends — kill(1, SIGABRT), SIGQUIT, SIGSEGV — crashes,
+// stops or ends the init. The init calls it once, before it is released,
+// so that none of this is on the path from release to the target's exec.
 func startForwarding() *forwarder {
+	for _, sig := range crashSignals {
+		setDefault(sig)
+	}
 	f := &forwarder{}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs) // every signal: the others are absorbed here
 	go func() {
 		for sig := range sigs {
-			if pid := int(f.pid.Load()); pid > 0 {
+			if pid := int(f.pid.Load()); pid > 0 && slices.Contains(forwarded, sig) {
 				unix.Kill(pid, sig.(syscall.Signal))
 			}
 		}
 	}()
 	return f
+}
+
+// setDefault sets sig's disposition to SIG_DFL with rt_sigaction(2),
+// behind the Go runtime's back: os/signal has no way to do it for the
+// signals the runtime keeps (signal.Reset reinstalls its handler). A
+// zeroed struct sigaction is SIG_DFL, no flags, an empty mask, on every
+// architecture; 8 is the size of the kernel's sigset_t.
+func setDefault(sig unix.Signal) {
+	var sa [4]uint64
+	unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&sa[0])), 0, 8, 0, 0)
 }
 
 // target is what the init executes: a path, its argv and environment,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
 	"golang.org/x/sys/unix"
 )
 
@@ -70,64 +71,102 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	if err := s.hide(root); err != nil {
 		return "", err
 	}
-	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	own := "uid=" + itoa(s.id()) + ",gid=" + itoa(s.id())
-	if err := mountTmpfs(root+TmpDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", TmpDir, err)
+	if err := s.ownIdentity(root); err != nil {
+		return "", err
 	}
-	if err := mountTmpfs(root+WorkspaceDir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", WorkspaceDir, err)
+	disk, err := s.mountDisk(root)
+	if err != nil {
+		return "", err
 	}
-	if err := mountTmpfs(root+FindingsDir, unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,"+size+","+own); err != nil {
-		return "", fmt.Errorf("mount %s: %w", FindingsDir, err)
+	defer func() {
+		for _, fd := range disk {
+			unix.Close(fd)
+		}
+	}()
+	for _, d := range []string{TmpDir, WorkspaceDir, FindingsDir} {
+		if err := attachDisk(disk, root, d); err != nil {
+			return "", err
+		}
 	}
 	if s.cfg.Workspace {
 		if err := extractWorkspace(setup, root+WorkspaceDir, s.cfg.TmpfsBytes); err != nil {
 			return "", fmt.Errorf("copy the workspace in: %w", err)
 		}
 	}
-	if err := s.buildDev(root + "/dev"); err != nil {
+	if err := s.buildDev(root, disk); err != nil {
 		return "", err
 	}
 	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return "", fmt.Errorf("mount /proc: %w", err)
 	}
-	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings tmpfs, pivot_root"
+	if err := ownProc(root); err != nil {
+		return "", err
+	}
+	s.receipt["filesystem"] = "tmpfs root (read-only), read-only binds, private /tmp /workspace /findings /dev/shm on one tmpfs, pivot_root"
 	if s.cfg.Root {
-		s.receipt["filesystem"] = "tmpfs root (read-only) holding the image root's entries bound read-only, private /tmp /workspace /findings tmpfs, pivot_root"
+		s.receipt["filesystem"] = "tmpfs root (read-only) holding the image root's entries bound read-only, private /tmp /workspace /findings /dev/shm on one tmpfs, pivot_root"
 	}
 	return root, nil
 }
 
+// What the init checks of a host tree before it clones it (package
+// hostpath, on the descriptor it clones): nothing for an image root's
+// entries (not host paths) and a test hole's, every rule for a view entry
+// (ReadOnly, ReadWrite), the refused trees for a Bind.
+const (
+	checkNone = iota
+	checkView
+	checkBind
+)
+
 // cloneSources clones every host tree the sandbox will see, before the
 // root tmpfs covers anything. Missing ReadOnly paths are skipped (they
-// expose nothing); missing ReadWrite paths and binds are errors.
+// expose nothing); missing ReadWrite paths and binds are errors. Each
+// path is opened once, following the symbolic links on its way but not a
+// last one (recreated as the same link inside), and what that descriptor
+// holds is checked and cloned: no path swapped after the check gets in.
 func (s *initState) cloneSources() ([]mountSource, error) {
 	var srcs []mountSource
-	add := func(host, inside string, ro, optional bool) error {
+	var chk *hostpath.Checker
+	add := func(field, host, inside string, ro, optional bool, check int) error {
 		if host == SelfExe {
 			return nil // copied in by copySelf
 		}
-		st, err := os.Lstat(host)
-		if errors.Is(err, os.ErrNotExist) && optional {
+		fd, err := unix.Open(host, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) && optional {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", host, err)
 		}
-		if st.Mode()&os.ModeSymlink != 0 {
-			target, err := os.Readlink(host)
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("bind %s: %w", host, err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			target, err := readlinkFD(fd)
 			if err != nil {
 				return fmt.Errorf("bind %s: %w", host, err)
 			}
 			srcs = append(srcs, mountSource{inside: inside, tree: -1, link: target})
 			return nil
 		}
-		tree, err := unix.OpenTree(unix.AT_FDCWD, host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_SYMLINK_NOFOLLOW)
+		if check != checkNone {
+			if chk == nil {
+				if chk, err = hostpath.NewChecker(); err != nil {
+					return err
+				}
+			}
+			if err := chk.CheckOpened(field, host, fd, check == checkView); err != nil {
+				return err
+			}
+		}
+		tree, err := unix.OpenTree(fd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE|unix.AT_EMPTY_PATH)
 		if err != nil {
 			return fmt.Errorf("clone %s: %w", host, err)
 		}
-		srcs = append(srcs, mountSource{inside: inside, tree: tree, isDir: st.IsDir()})
+		srcs = append(srcs, mountSource{inside: inside, tree: tree, isDir: st.Mode&unix.S_IFMT == unix.S_IFDIR})
 		attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV}
 		if ro {
 			attr.Attr_set |= unix.MOUNT_ATTR_RDONLY
@@ -145,7 +184,7 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 		names, err := rootEntries(base)
 		for _, name := range names {
 			if err == nil {
-				err = add(base+"/"+name, "/"+name, true, true)
+				err = add("root", base+"/"+name, "/"+name, true, true, checkNone)
 			}
 		}
 		if derr := detach(); err == nil {
@@ -156,30 +195,41 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 		}
 	}
 	for _, p := range s.cfg.ReadOnly {
-		if err := add(p, p, true, true); err != nil {
+		if err := add("readOnly", p, p, true, true, checkView); err != nil {
 			return srcs, err
 		}
 	}
 	if s.open(HoleHomes) {
 		for _, p := range []string{"/home", "/root"} {
-			if err := add(p, p, true, true); err != nil {
+			if err := add("hole", p, p, true, true, checkNone); err != nil {
 				return srcs, err
 			}
 		}
 	}
 	for _, p := range s.cfg.ReadWrite {
-		if err := add(p, p, false, false); err != nil {
+		if err := add("readWrite", p, p, false, false, checkView); err != nil {
 			return srcs, err
 		}
 	}
 	for _, b := range s.cfg.Binds {
-		if err := add(b.Host, b.Inside, true, false); err != nil {
+		if err := add("bind", b.Host, b.Inside, true, false, checkBind); err != nil {
 			return srcs, err
 		}
 	}
 	// Parents before children, so that a nested bind lands on top.
 	slices.SortStableFunc(srcs, func(a, b mountSource) int { return len(a.inside) - len(b.inside) })
 	return srcs, nil
+}
+
+// readlinkFD reads the target of the symbolic link open at fd (O_PATH
+// and O_NOFOLLOW).
+func readlinkFD(fd int) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, "", buf)
+	if err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
 }
 
 // rootBase returns the path, in the init's mount namespace, of the tree
@@ -267,12 +317,15 @@ func makeMountPoint(dst string, dir bool) error {
 }
 
 // hide masks each Hide path that is visible inside: an empty read-only
-// tmpfs over a directory, the empty file over a file.
+// tmpfs over a directory, the empty file over a file. A path the init
+// cannot reach (a bound tree's directory closed to its uid) is left: the
+// init has the target's uid and groups, so the target cannot reach it
+// either.
 func (s *initState) hide(root string) error {
 	for _, p := range s.cfg.Hide {
 		dst := root + p
 		st, err := os.Lstat(dst)
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
 			continue
 		}
 		if err != nil {
@@ -297,9 +350,10 @@ func (s *initState) hide(root string) error {
 }
 
 // buildDev makes the minimal /dev: a tmpfs with the host's null, zero,
-// full, random and urandom bound in, the /proc/self/fd links and a
-// size-capped /dev/shm. No tty, no pts, no block device.
-func (s *initState) buildDev(dev string) error {
+// full, random and urandom bound in, the /proc/self/fd links and /dev/shm
+// from the writable tmpfs (disk). No tty, no pts, no block device.
+func (s *initState) buildDev(root string, disk map[string]int) error {
+	dev := root + "/dev"
 	if err := mountTmpfs(dev, unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64"); err != nil {
 		return fmt.Errorf("mount /dev: %w", err)
 	}
@@ -323,9 +377,8 @@ func (s *initState) buildDev(dev string) error {
 	if err := os.Mkdir(dev+"/shm", 0o755); err != nil {
 		return fmt.Errorf("make /dev/shm: %w", err)
 	}
-	size := "size=" + strconv.FormatInt(s.cfg.TmpfsBytes, 10)
-	if err := mountTmpfs(dev+"/shm", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=1777,uid="+itoa(s.id())+",gid="+itoa(s.id())+","+size); err != nil {
-		return fmt.Errorf("mount /dev/shm: %w", err)
+	if err := attachDisk(disk, root, "/dev/shm"); err != nil {
+		return err
 	}
 	if err := unix.MountSetattr(unix.AT_FDCWD, dev, 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("make /dev read-only: %w", err)
@@ -373,8 +426,9 @@ func mountTmpfs(dst string, flags uintptr, data string) error {
 }
 
 // buildAirlockDir makes /.airlock, a small read-only tmpfs with the empty
-// file that masks hidden files and, for BindSelf, a copy of the binary the
-// init runs from. A copy, not a bind: the init's executable belongs to
+// file that masks hidden files, the sandbox's own identity files (id/,
+// identity_linux.go) and, for BindSelf, a copy of the binary the init
+// runs from. A copy, not a bind: the init's executable belongs to
 // the host's mount namespace (open_tree refuses it), its directory may be
 // closed to uid 65534, and a copy leaves no path to the host's file.
 func (s *initState) buildAirlockDir(dir string) error {
@@ -396,11 +450,14 @@ func (s *initState) buildAirlockDir(dir string) error {
 		}
 		exe, size = f, size+st.Size()
 	}
-	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,nr_inodes=16,size="+strconv.FormatInt(size, 10)); err != nil {
+	if err := mountTmpfs(dir, unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,nr_inodes=32,size="+strconv.FormatInt(size, 10)); err != nil {
 		return fmt.Errorf("mount /.airlock: %w", err)
 	}
 	if err := os.WriteFile(dir+"/empty", nil, 0o444); err != nil {
 		return fmt.Errorf("make mask file: %w", err)
+	}
+	if err := s.writeIdentity(dir + "/id"); err != nil {
+		return err
 	}
 	if exe != nil {
 		out, err := os.OpenFile(dir+"/self", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o555)

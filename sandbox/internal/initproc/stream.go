@@ -71,9 +71,9 @@ func WriteEntry(w io.Writer, e Entry, content io.Reader) error {
 // errChanged is a file that shrank while it was being sent.
 var errChanged = errors.New("changed while being copied")
 
-// readEntry reads the next entry's header; io.EOF at the stream's clean
+// ReadEntry reads the next entry's header; io.EOF at the stream's clean
 // end.
-func readEntry(r io.Reader) (Entry, error) {
+func ReadEntry(r io.Reader) (Entry, error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {

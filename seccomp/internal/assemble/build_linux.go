@@ -138,6 +138,11 @@ func libraryGroups(info *arch.Info) ([]group, error) {
 		if !ok {
 			return nil, fmt.Errorf("assemble: syscall %q is not in the %s table", r.Syscall, info.Name)
 		}
+		// The library's rule is one BitsSet test of one argument.
+		if len(r.clauses) != 1 || len(r.clauses[0]) != 1 || r.clauses[0][0].test != anyBit || r.clauses[0][0].mask != 0 {
+			return nil, fmt.Errorf("assemble: %s: the library assembles only a test of one argument's bits", r.Syscall)
+		}
+		c := r.clauses[0][0]
 		// clone's flags are an unsigned long of which the kernel reads the
 		// low 32 bits; the mask's high half is zero, so the library's
 		// 64-bit BitsSet test is exactly the kernel's view.
@@ -145,7 +150,7 @@ func libraryGroups(info *arch.Info) ([]group, error) {
 			calls: []libseccomp.SyscallWithConditions{{
 				Num: uint32(nr),
 				Conditions: []libseccomp.ArgumentConditions{{{
-					Argument: r.arg, Operation: libseccomp.BitsSet, Value: uint64(r.vals[0]),
+					Argument: c.arg, Operation: libseccomp.BitsSet, Value: uint64(c.vals[0]),
 				}}},
 			}},
 			action: libseccomp.Action(retErrno(r.Errno)),

@@ -80,7 +80,12 @@ func TestEveryArchitecture(t *testing.T) {
 			check("socket AF_INET stream", call("socket", unix.AF_INET, unix.SOCK_STREAM), allow)
 			check("socket AF_NETLINK", call("socket", unix.AF_NETLINK, unix.SOCK_RAW), retErrno(unix.EAFNOSUPPORT))
 			check("socket AF_INET raw", call("socket", unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC), eperm)
+			check("socket AF_INET6 UDP", call("socket", unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, unix.IPPROTO_UDP), allow)
+			check("socket AF_INET MPTCP", call("socket", unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), retErrno(unix.EPROTONOSUPPORT))
+			check("socket AF_INET SCTP", call("socket", unix.AF_INET, unix.SOCK_SEQPACKET, unix.IPPROTO_SCTP), retErrno(unix.EPROTONOSUPPORT))
+			check("socket AF_UNIX", call("socket", unix.AF_UNIX, unix.SOCK_STREAM), retErrno(unix.EACCES))
 			check("socketpair AF_UNIX", call("socketpair", unix.AF_UNIX, unix.SOCK_STREAM), allow)
+			check("socketpair AF_INET", call("socketpair", unix.AF_INET, unix.SOCK_STREAM), retErrno(unix.EAFNOSUPPORT))
 			check("ioctl TCGETS", call("ioctl", 0, unix.TCGETS), allow)
 			check("ioctl TIOCSTI high bits", call("ioctl", 0, hi|unix.TIOCSTI), eperm)
 			check("sendto MSG_FASTOPEN", call("sendto", 3, 0, 0, unix.MSG_FASTOPEN), eperm)
@@ -109,7 +114,7 @@ func TestMatchesLibraryPolicy(t *testing.T) {
 
 	values := []uint64{1, 2, 3, 8, 10, 16, 0x20000, 0x20008, 0x40000, 0x400000, 0xffffffff,
 		unix.TIOCSTI, unix.TIOCLINUX, unix.TCGETS, unix.MSG_FASTOPEN, unix.MSG_NOSIGNAL,
-		unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.SOCK_PACKET, unix.CLONE_NEWUSER | uint64(unix.SIGCHLD),
+		unix.SOCK_RAW | unix.SOCK_CLOEXEC, unix.SOCK_PACKET, unix.IPPROTO_MPTCP, unix.IPPROTO_UDP, unix.SOCK_DCCP, unix.CLONE_NEWUSER | uint64(unix.SIGCHLD),
 		unix.CLONE_NEWNS, unix.CLONE_VM | unix.CLONE_THREAD, 1<<32 | unix.TIOCSTI, 1<<32 | 16,
 		0xffffffff_00000000}
 	var inputs []bpfvm.Data
@@ -197,7 +202,10 @@ func TestNumberReloadedAfterHeader(t *testing.T) {
 	if last.Syscall != "personality" {
 		t.Fatalf("the last argument rule is %s, want personality", last.Syscall)
 	}
-	last.vals = append(slices.Clone(last.vals), ptrace)
+	c := &last.clauses[0][0]
+	last.clauses = [][]cond{{*c}}
+	c = &last.clauses[0][0]
+	c.vals = append(slices.Clone(c.vals), ptrace)
 	tgt, err := Build("amd64")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
@@ -90,17 +91,11 @@ func header(info *arch.Info) ([]bpf.Instruction, error) {
 		if err != nil {
 			return nil, err
 		}
-		ret := retErrno(r.Errno)
-		switch r.test {
-		case refuseIn:
-			h = append(h, denyLowIn(n, r.arg, r.mask, r.vals, ret)...)
-		case refuseUnlessIn:
-			h = append(h, allowLowIn(n, r.arg, r.vals, ret)...)
-		case refuseBits:
-			h = append(h, denyLowBits(n, r.arg, r.vals[0], ret)...)
-		default:
-			return nil, fmt.Errorf("assemble: %s: unknown argument test %d", r.Syscall, r.test)
+		block, err := ruleBlock(n, r)
+		if err != nil {
+			return nil, err
 		}
+		h = append(h, block...)
 	}
 	return h, nil
 }
@@ -111,59 +106,120 @@ func loadArgLow(arg uint32) bpf.Instruction {
 	return bpf.LoadAbsolute{Off: offArgs + 8*arg, Size: 4}
 }
 
-// denyLowIn returns a block that, for syscall nr, returns ret when the low
-// 32 bits of argument arg (ANDed with mask when mask is not 0) equal one of
-// vals, and otherwise falls through to the next block:
+// ruleBlock returns the block of r for syscall nr: each clause's
+// conditions in turn, a failed one jumping to the next clause; a clause
+// whose every condition holds returns r's errno. A call that no clause
+// matches falls through to the next block:
 //
-//	ld nr; jne nr -> next; ld arg.lo; [and mask]; jeq v1 -> ret; ...; jne vn -> next; ret
-func denyLowIn(nr, arg, mask uint32, vals []uint32, ret uint32) []bpf.Instruction {
-	var body []bpf.Instruction
-	body = append(body, loadArgLow(arg))
-	if mask != 0 {
-		body = append(body, bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: mask})
-	}
-	for i, v := range vals {
-		if i < len(vals)-1 {
-			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - 1 - i)})
-		} else {
-			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipFalse: 1})
+//	ld nr; jne nr -> next
+//	c0: ld arg; [and mask]; test, else -> c1; ...; ret errno
+//	c1: ...; ret errno
+//	next:
+func ruleBlock(nr uint32, r argRule) ([]bpf.Instruction, error) {
+	const next = "next"
+	clause := func(i int) string {
+		if i == len(r.clauses) {
+			return next
 		}
+		return "c" + strconv.Itoa(i)
 	}
-	body = append(body, bpf.RetConstant{Val: ret})
-	return guard(nr, body)
-}
-
-// denyLowBits returns a block that, for syscall nr, returns ret when the
-// low 32 bits of argument arg have any bit of mask set, and otherwise falls
-// through to the next block:
-//
-//	ld nr; jne nr -> next; ld arg.lo; jset mask -> ret; next
-func denyLowBits(nr, arg, mask, ret uint32) []bpf.Instruction {
-	return guard(nr, []bpf.Instruction{
-		loadArgLow(arg),
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipFalse: 1},
-		bpf.RetConstant{Val: ret},
-	})
-}
-
-// allowLowIn returns a block that, for syscall nr, returns ret unless the
-// low 32 bits of argument arg equal one of vals, in which case it falls
-// through to the next block:
-//
-//	ld nr; jne nr -> next; ld arg.lo; jeq v1 -> next; ...; jeq vn -> next; ret
-func allowLowIn(nr, arg uint32, vals []uint32, ret uint32) []bpf.Instruction {
-	body := []bpf.Instruction{loadArgLow(arg)}
-	for i, v := range vals {
-		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - i)})
+	var b labelled
+	b.add(bpf.LoadAbsolute{Off: offNr, Size: 4})
+	b.jump(bpf.JumpEqual, nr, "", next)
+	for i, conds := range r.clauses {
+		b.label(clause(i))
+		fail := clause(i + 1)
+		for j, c := range conds {
+			if len(c.vals) == 0 {
+				return nil, fmt.Errorf("assemble: %s: a condition without values", r.Syscall)
+			}
+			b.add(loadArgLow(c.arg))
+			if c.mask != 0 {
+				b.add(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+			}
+			pass := "p" + strconv.Itoa(i) + "." + strconv.Itoa(j)
+			switch c.test {
+			case oneOf:
+				for k, v := range c.vals {
+					if k < len(c.vals)-1 {
+						b.jump(bpf.JumpEqual, v, pass, "")
+					} else {
+						b.jump(bpf.JumpEqual, v, "", fail)
+					}
+				}
+			case noneOf:
+				for _, v := range c.vals {
+					b.jump(bpf.JumpEqual, v, fail, "")
+				}
+			case anyBit:
+				b.jump(bpf.JumpBitsSet, c.vals[0], "", fail)
+			default:
+				return nil, fmt.Errorf("assemble: %s: unknown argument test %d", r.Syscall, c.test)
+			}
+			b.label(pass)
+		}
+		b.add(bpf.RetConstant{Val: retErrno(r.Errno)})
 	}
-	body = append(body, bpf.RetConstant{Val: ret})
-	return guard(nr, body)
+	b.label(next)
+	return b.resolve()
 }
 
-// guard prefixes body with "load nr; if nr is not this syscall, skip body".
-func guard(nr uint32, body []bpf.Instruction) []bpf.Instruction {
-	return append([]bpf.Instruction{
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(body))},
-	}, body...)
+// labelled is a block of instructions whose jumps name forward labels,
+// resolved into short skips by resolve. The library's assembler has
+// labels too, but no ALU instruction (the type mask).
+type labelled struct {
+	ins    []bpf.Instruction
+	labels map[string]int
+	jumps  []labelledJump
+}
+
+// labelledJump is a jump at index at to the labels t (true) and f
+// (false); "" is the next instruction.
+type labelledJump struct {
+	at   int
+	t, f string
+}
+
+func (b *labelled) add(ins ...bpf.Instruction) { b.ins = append(b.ins, ins...) }
+
+func (b *labelled) label(name string) {
+	if b.labels == nil {
+		b.labels = map[string]int{}
+	}
+	b.labels[name] = len(b.ins)
+}
+
+func (b *labelled) jump(cond bpf.JumpTest, val uint32, t, f string) {
+	b.jumps = append(b.jumps, labelledJump{at: len(b.ins), t: t, f: f})
+	b.add(bpf.JumpIf{Cond: cond, Val: val})
+}
+
+// resolve sets every jump's skips; a label that is unknown, behind the
+// jump or beyond a short jump's reach is an error.
+func (b *labelled) resolve() ([]bpf.Instruction, error) {
+	skip := func(at int, name string) (uint8, error) {
+		if name == "" {
+			return 0, nil
+		}
+		to, ok := b.labels[name]
+		switch {
+		case !ok:
+			return 0, fmt.Errorf("assemble: jump to unknown label %q", name)
+		case to <= at || to-at-1 > 255:
+			return 0, fmt.Errorf("assemble: jump from %d to label %q at %d is not a short forward jump", at, name, to)
+		}
+		return uint8(to - at - 1), nil
+	}
+	for _, j := range b.jumps {
+		ins := b.ins[j.at].(bpf.JumpIf)
+		var err error
+		if ins.SkipTrue, err = skip(j.at, j.t); err != nil {
+			return nil, err
+		}
+		if ins.SkipFalse, err = skip(j.at, j.f); err != nil {
+			return nil, err
+		}
+		b.ins[j.at] = ins
+	}
+	return b.ins, nil
 }

@@ -24,17 +24,17 @@ import (
 //   - ENOSYS for syscall numbers above the filter's table: runc adds that
 //     stub only to profiles whose default action is not allow, so a call
 //     newer than the runtime's table is allowed.
-//   - the order of the tests: where two refusals match one call (socket
-//     with a refused family and a raw type), which errno is returned is
-//     libseccomp's choice; the call is refused either way.
 //   - a syscall name the runtime's libseccomp does not know is skipped by
 //     runc with a warning: the call is then allowed.
 //
 // The argument tests compare exactly what airlock's filter compares, the
 // low 32 bits: every one is SCMP_CMP_MASKED_EQ with a mask whose high half
 // is zero, which libseccomp compiles into a test of the low word only. A
-// test of "not one of these values" (refuseUnlessIn) becomes the blocks of
-// aligned values that cover the other values.
+// test of "none of these values" (noneOf) becomes the blocks of aligned
+// values that cover the other values; a clause of several conditions
+// becomes rules that test several arguments, which libseccomp ANDs. The
+// rules of one call are disjoint (argRule), so the profile has no order to
+// lose: a refused call matches one rule, with the filter's errno.
 
 // ContainerProfileFile and EntrypointProfileFile are the profiles' file
 // names in package seccomp.
@@ -117,65 +117,112 @@ func BuildProfile(entrypoint bool) (*Profile, error) {
 		if entrypoint && sandboxSetup[r.Syscall] {
 			continue
 		}
-		tests, err := maskedTests(r)
+		rules, err := profileRules(r)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range tests {
-			p.Syscalls = append(p.Syscalls, Syscall{Names: []string{r.Syscall}, Action: "SCMP_ACT_ERRNO",
-				ErrnoRet: uint(r.Errno), Comment: r.When + ": " + r.Why,
-				Args: []Arg{{Index: uint(r.arg), Value: uint64(t[0]), ValueTwo: uint64(t[1]), Op: "SCMP_CMP_MASKED_EQ"}}})
-		}
+		p.Syscalls = append(p.Syscalls, rules...)
 	}
 	return p, nil
 }
 
-// maskedTests returns r's test as masked-equal tests, {mask, value}
-// each, any of which refuses the call.
-func maskedTests(r argRule) ([][2]uint32, error) {
-	var out [][2]uint32
-	switch r.test {
-	case refuseIn:
-		mask := r.mask
-		if mask == 0 {
-			mask = 0xffffffff
+// profileRules returns r as profile rules, any of which refuses the call:
+// for each clause, one rule per combination of its conditions' masked
+// tests, each rule testing every argument of the clause once.
+func profileRules(r argRule) ([]Syscall, error) {
+	var out []Syscall
+	for _, conds := range r.clauses {
+		combos := [][]Arg{nil}
+		seen := map[uint32]bool{}
+		for _, c := range conds {
+			if seen[c.arg] {
+				return nil, fmt.Errorf("assemble: %s: a clause tests argument %d twice", r.Syscall, c.arg)
+			}
+			seen[c.arg] = true
+			tests, err := maskedTests(c)
+			if err != nil {
+				return nil, fmt.Errorf("assemble: %s: %w", r.Syscall, err)
+			}
+			var next [][]Arg
+			for _, args := range combos {
+				for _, t := range tests {
+					next = append(next, append(slices.Clone(args),
+						Arg{Index: uint(c.arg), Value: uint64(t[0]), ValueTwo: uint64(t[1]), Op: "SCMP_CMP_MASKED_EQ"}))
+				}
+			}
+			combos = next
 		}
-		for _, v := range r.vals {
+		for _, args := range combos {
+			// The reason once, on the refusal's first rule.
+			comment := r.When
+			if len(out) == 0 {
+				comment += ": " + r.Why
+			}
+			out = append(out, Syscall{Names: []string{r.Syscall}, Action: "SCMP_ACT_ERRNO",
+				ErrnoRet: uint(r.Errno), Comment: comment, Args: args})
+		}
+	}
+	return out, nil
+}
+
+// maskedTests returns c as disjoint masked-equal tests, {mask, value}
+// each: exactly one holds when c does, none when it does not.
+func maskedTests(c cond) ([][2]uint32, error) {
+	var out [][2]uint32
+	mask := c.mask
+	if mask == 0 {
+		mask = 0xffffffff
+	}
+	switch c.test {
+	case oneOf:
+		for _, v := range c.vals {
 			if v&mask != v {
-				return nil, fmt.Errorf("assemble: %s: value %#x has bits outside the mask %#x", r.Syscall, v, mask)
+				return nil, fmt.Errorf("value %#x has bits outside the mask %#x", v, mask)
 			}
 			out = append(out, [2]uint32{mask, v})
 		}
-	case refuseBits:
-		for b := r.vals[0]; b != 0; b &= b - 1 {
+	case anyBit:
+		// One test per bit, that bit set and the lower ones of the set
+		// clear: the tests are disjoint.
+		var lower uint32
+		for b := c.vals[0] & mask; b != 0; b &= b - 1 {
 			bit := uint32(1) << bits.TrailingZeros32(b)
-			out = append(out, [2]uint32{bit, bit})
+			out = append(out, [2]uint32{bit | lower, bit})
+			lower |= bit
 		}
-	case refuseUnlessIn:
-		out = complementBlocks(r.vals)
+	case noneOf:
+		if mask&(mask+1) != 0 {
+			return nil, fmt.Errorf("mask %#x is not a run of low bits", mask)
+		}
+		for _, v := range c.vals {
+			if v&mask != v {
+				return nil, fmt.Errorf("value %#x has bits outside the mask %#x", v, mask)
+			}
+		}
+		out = complementBlocks(c.vals, mask)
 	default:
-		return nil, fmt.Errorf("assemble: %s: unknown argument test %d", r.Syscall, r.test)
+		return nil, fmt.Errorf("unknown argument test %d", c.test)
 	}
 	return out, nil
 }
 
 // complementBlocks returns the fewest aligned blocks {mask, value} (the
-// values v with v&mask == value) that cover every 32-bit value not in
-// vals: each gap between them is split into the largest aligned
-// power-of-two blocks it holds.
-func complementBlocks(vals []uint32) [][2]uint32 {
+// values v with v&mask == value) that cover every value of v&width not in
+// vals, where width is a run of low bits: each gap between them is split
+// into the largest aligned power-of-two blocks it holds.
+func complementBlocks(vals []uint32, width uint32) [][2]uint32 {
 	vs := slices.Clone(vals)
 	slices.Sort(vs)
 	vs = slices.Compact(vs)
 	var out [][2]uint32
 	lo := uint64(0)
-	for _, v := range append(sliceU64(vs), 1<<32) {
+	for _, v := range append(sliceU64(vs), uint64(width)+1) {
 		for hi := v; lo < hi; { // cover [lo, hi)
 			size := uint64(1) << bits.TrailingZeros64(lo|1<<32)
 			for lo+size > hi {
 				size >>= 1
 			}
-			out = append(out, [2]uint32{uint32(^(size - 1)), uint32(lo)})
+			out = append(out, [2]uint32{uint32(^(size - 1)) & width, uint32(lo)})
 			lo += size
 		}
 		lo = v + 1
@@ -191,14 +238,37 @@ func sliceU64(vs []uint32) []uint64 {
 	return out
 }
 
-// profileJSON renders p as an indented JSON file.
+// profileJSON renders p as a JSON file with one rule a line: socket's
+// allowlist alone is 185 rules, and an indented file would be four times
+// the size.
 func profileJSON(p *Profile) ([]byte, error) {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(p); err != nil {
-		return nil, fmt.Errorf("assemble: encode profile: %w", err)
+	line := func(prefix string, v any, suffix string) error {
+		j, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("assemble: encode profile: %w", err)
+		}
+		b.WriteString(prefix)
+		b.Write(j)
+		b.WriteString(suffix)
+		return nil
 	}
+	if err := line("{\n  \"defaultAction\": ", p.DefaultAction, ",\n"); err != nil {
+		return nil, err
+	}
+	if err := line("  \"archMap\": ", p.ArchMap, ",\n  \"syscalls\": [\n"); err != nil {
+		return nil, err
+	}
+	for i, s := range p.Syscalls {
+		sep := ",\n"
+		if i == len(p.Syscalls)-1 {
+			sep = "\n"
+		}
+		if err := line("    ", s, sep); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteString("  ]\n}\n")
 	return b.Bytes(), nil
 }
 

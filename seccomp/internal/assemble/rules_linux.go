@@ -128,109 +128,136 @@ const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE
 // socket(2) carries SOCK_NONBLOCK and SOCK_CLOEXEC in its higher bits.
 const sockTypeMask = 0xf
 
-// argTest is how an argument rule tests the low 32 bits of its argument,
-// the bits the kernel reads of an int argument.
+// inetFamilies are AF_INET and AF_INET6.
+var inetFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
+
+// argTest is how a condition tests the low 32 bits of an argument, the
+// bits the kernel reads of an int argument.
 type argTest int
 
 const (
-	// refuseIn refuses the call when the argument, ANDed with mask when
-	// mask is not 0, equals one of vals.
-	refuseIn argTest = iota
-	// refuseUnlessIn refuses the call unless the argument equals one of
-	// vals.
-	refuseUnlessIn
-	// refuseBits refuses the call when the argument has any bit of vals[0]
-	// set.
-	refuseBits
+	// oneOf holds when the argument, ANDed with mask when mask is not 0,
+	// equals one of vals.
+	oneOf argTest = iota
+	// noneOf holds when the argument, ANDed with mask when mask is not 0,
+	// equals none of vals. The mask must be 0 or a run of low bits.
+	noneOf
+	// anyBit holds when the argument has any bit of vals[0] set.
+	anyBit
 )
 
-// argRule is one refusal that depends on an argument: the test the filter
-// makes, and the receipt's words for it (Rule).
-type argRule struct {
-	Rule
-	// arg is the argument tested (0-based).
-	arg uint32
-	// test, mask and vals are the test.
+// cond is one test of one argument (0-based).
+type cond struct {
+	arg  uint32
 	test argTest
 	mask uint32
 	vals []uint32
+}
+
+// is, isNot and hasBit are the three tests; masked applies a mask.
+func is(arg uint32, vals ...uint32) cond    { return cond{arg: arg, test: oneOf, vals: vals} }
+func isNot(arg uint32, vals ...uint32) cond { return cond{arg: arg, test: noneOf, vals: vals} }
+func hasBit(arg, bits uint32) cond          { return cond{arg: arg, test: anyBit, vals: []uint32{bits}} }
+func masked(mask uint32, c cond) cond       { c.mask = mask; return c }
+
+// argRule is one refusal that depends on arguments: the call is refused
+// when every condition of any one of its clauses holds. Rule is the
+// receipt's words for it.
+//
+// The rules of one call are disjoint (no call matches two of them), so
+// the filter, which tests them in order, and a container profile, whose
+// rules have no order, refuse a call with the same errno. A clause tests
+// each argument at most once (the profile format's rule).
+type argRule struct {
+	Rule
+	clauses [][]cond
 	// byLibrary marks the clone rule, which go-seccomp-bpf assembles after
 	// the name rules (build_linux.go); the header (header_linux.go)
 	// assembles every other argument rule, in this order.
 	byLibrary bool
 }
 
+// when returns a rule refused when all of conds hold.
+func when(r Rule, conds ...cond) argRule { return argRule{Rule: r, clauses: [][]cond{conds}} }
+
 // fastOpen is the refusal of MSG_FASTOPEN on call, whose flags are
 // argument arg: TCP Fast Open connects from sendto, sendmsg and sendmmsg
 // without connect(2), so Landlock's connect rule (only the proxy's port)
 // never sees it.
 func fastOpen(call string, arg uint32) argRule {
-	return argRule{
-		Rule: Rule{Syscall: call, When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-			Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-		arg: arg, test: refuseBits, vals: []uint32{unix.MSG_FASTOPEN},
-	}
+	return when(Rule{Syscall: call, When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
+		hasBit(arg, unix.MSG_FASTOPEN))
 }
 
 // argRules are the conditional refusals, in the order of the filter and of
 // the receipt. The VM tests check that each says what the program does.
 //
-// The socket rules allow only AF_UNIX, AF_INET and AF_INET6 and refuse
-// SOCK_RAW and SOCK_PACKET for them. The personality rule allows
-// PER_LINUX, PER_LINUX32 (uname reports i686: 32-bit build chroots) and
-// their UNAME26 variants, as Docker allows, and 0xffffffff, the query; it
-// refuses ADDR_NO_RANDOMIZE (turns ASLR off), READ_IMPLIES_EXEC and every
-// other execution domain.
+// socket(2) is an allowlist: AF_INET and AF_INET6 with (SOCK_STREAM, 0 or
+// IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP) only. TCP reaches the
+// proxy (and loopback inside), UDP nothing but the sandbox's own lo.
+// Refused: MPTCP (IPPROTO_MPTCP on a stream socket, which Landlock's TCP
+// connect rule does not cover), SCTP, UDP-Lite, ICMP "ping" sockets, DCCP
+// and any protocol a later kernel adds; raw and packet types with EPERM,
+// as the kernel refuses them to a process without CAP_NET_RAW; unix
+// sockets with EACCES. socketpair(2) makes unix pairs only (a connected
+// pair reaches nothing but itself).
+//
+// The personality rule allows PER_LINUX, PER_LINUX32 (uname reports i686:
+// 32-bit build chroots) and their UNAME26 variants, as Docker allows, and
+// 0xffffffff, the query; it refuses ADDR_NO_RANDOMIZE (turns ASLR off),
+// READ_IMPLIES_EXEC and every other execution domain.
 var argRules = []argRule{
 	{
 		Rule: Rule{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
 			Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
-		arg: 0, test: refuseBits, vals: []uint32{cloneNamespaceFlags}, byLibrary: true,
+		clauses:   [][]cond{{hasBit(0, cloneNamespaceFlags)}},
+		byLibrary: true,
 	},
+	// TIOCLINUX can inject input too, on a virtual console, through its
+	// paste selection.
+	when(Rule{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
+		Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
+		is(1, unix.TIOCSTI, unix.TIOCLINUX)),
+	when(Rule{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES,
+		Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
+		is(0, unix.AF_UNIX)),
+	when(Rule{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT,
+		Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
+		isNot(0, unix.AF_INET, unix.AF_INET6, unix.AF_UNIX)),
+	when(Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
+		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
+		is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_RAW, unix.SOCK_PACKET))),
 	{
-		// TIOCLINUX can inject input too, on a virtual console, through its
-		// paste selection.
-		Rule: Rule{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
-			Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-		arg: 1, test: refuseIn, vals: []uint32{unix.TIOCSTI, unix.TIOCLINUX},
+		Rule: Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)",
+			Errno: unix.EPROTONOSUPPORT,
+			Why:   "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		clauses: [][]cond{
+			{is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_STREAM)), isNot(2, 0, unix.IPPROTO_TCP)},
+			{is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_DGRAM)), isNot(2, 0, unix.IPPROTO_UDP)},
+			{is(0, inetFamilies...), masked(sockTypeMask, isNot(1, unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_PACKET))},
+		},
 	},
-	{
-		Rule: Rule{Syscall: "socket", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
-			Why: "netlink, packet, key, vsock, alg and other families reach kernel or host interfaces the sandbox does not need"},
-		arg: 0, test: refuseUnlessIn, vals: []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6},
-	},
-	{
-		Rule: Rule{Syscall: "socket", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
-			Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		arg: 1, test: refuseIn, mask: sockTypeMask, vals: []uint32{unix.SOCK_RAW, unix.SOCK_PACKET},
-	},
-	{
-		Rule: Rule{Syscall: "socketpair", When: "family is not AF_UNIX, AF_INET or AF_INET6", Errno: unix.EAFNOSUPPORT,
-			Why: "creating the socket loads the family's kernel module"},
-		arg: 0, test: refuseUnlessIn, vals: []uint32{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6},
-	},
-	{
-		Rule: Rule{Syscall: "socketpair", When: "type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
-			Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-		arg: 1, test: refuseIn, mask: sockTypeMask, vals: []uint32{unix.SOCK_RAW, unix.SOCK_PACKET},
-	},
+	when(Rule{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT,
+		Why: "creating the socket loads the family's kernel module"},
+		isNot(0, unix.AF_UNIX)),
 	fastOpen("sendto", 3),
 	fastOpen("sendmsg", 2),
 	fastOpen("sendmmsg", 3),
-	{
-		Rule: Rule{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
-			Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
-		arg: 0, test: refuseUnlessIn, vals: []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff},
-	},
+	when(Rule{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
+		Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
+		isNot(0, 0x0, 0x8, 0x20000, 0x20008, 0xffffffff)),
 }
 
-// sandboxSetup are the refused calls that airlock's sandbox init itself
-// makes while it builds the sandbox, before it installs the filter: a
-// container whose entrypoint is airlock must let them through (the
-// entrypoint profile, oci_linux.go), and the filter the init installs
-// refuses them to everything it runs. The clone rule is one of them.
+// sandboxSetup are the refused calls that airlock itself makes: its
+// sandbox init while it builds the sandbox, before it installs the filter,
+// and its proxy (socket: the egress gate's rtnetlink watch of the host's
+// addresses; a session holder's unix socket). A container whose entrypoint
+// is airlock must let them through (the entrypoint profile, oci_linux.go),
+// and the filter the init installs refuses them to everything it runs.
+// The clone and socket rules are among them.
 var sandboxSetup = map[string]bool{
-	"clone": true, "clone3": true, "unshare": true,
+	"clone": true, "clone3": true, "unshare": true, "socket": true,
 	"mount": true, "umount2": true, "move_mount": true, "open_tree": true,
 	"mount_setattr": true, "pivot_root": true, "chroot": true,
 }

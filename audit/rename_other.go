@@ -1,0 +1,6 @@
+//go:build !linux
+
+package audit
+
+// exchange fails closed where writing a log is not supported.
+func exchange(string, string) error { return errUnsupported }

@@ -1,0 +1,365 @@
+package audit
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/decision"
+)
+
+// text is a string as a line holds it (docs/audit.md, "Strings"). A
+// string that is valid UTF-8 is a JSON string, exactly as encoding/json
+// writes it, so every such line is byte for byte what airlock always
+// wrote. Any other string, which JSON cannot carry, is the object
+// {"base64":"…"} holding its bytes in standard, padded base64: a JSON
+// string never decodes to it and it decodes to nothing else, so every
+// byte an agent or a sandbox chose (a host name, an argument) is kept and
+// verifies. encoding/json alone would write U+FFFD for each invalid
+// byte, losing them, and its reader could not tell that from a real
+// U+FFFD.
+type text string
+
+// rawBytes is the form of a text that is not valid UTF-8.
+type rawBytes struct {
+	Base64 string `json:"base64"`
+}
+
+// MarshalJSON writes t as a JSON string or, when it is not valid UTF-8,
+// as {"base64":"…"}.
+func (t text) MarshalJSON() ([]byte, error) {
+	s := string(t)
+	if !utf8.ValidString(s) {
+		return json.Marshal(rawBytes{base64.StdEncoding.EncodeToString([]byte(s))})
+	}
+	if plain(s) {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"'), nil
+	}
+	return json.Marshal(s)
+}
+
+// plain reports whether encoding/json writes the valid UTF-8 string s
+// between quotes unchanged: no quote, backslash, control character,
+// HTML-sensitive character or U+2028/U+2029 (whose UTF-8 starts 0xe2).
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xe2:
+			return false
+		}
+	}
+	return true
+}
+
+// errNotText is the error for a member that is neither a JSON string nor
+// a {"base64":"…"} object.
+var errNotText = errors.New(`a string member is neither a JSON string nor {"base64":"…"}`)
+
+// UnmarshalJSON reads either form that MarshalJSON writes. It is lenient
+// where the canonical check after it is exact: ParseLine re-encodes every
+// line it decodes and refuses any other spelling.
+func (t *text) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0:
+		*t = text(b[1 : len(b)-1]) // nothing escaped: the bytes are the string
+		return nil
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*t = text(s)
+		return nil
+	case len(b) > 0 && b[0] == '{':
+		var r struct {
+			Base64 *string `json:"base64"`
+		}
+		if err := json.Unmarshal(b, &r); err != nil || r.Base64 == nil {
+			return errNotText
+		}
+		raw, err := base64.StdEncoding.Strict().DecodeString(*r.Base64)
+		if err != nil {
+			return errNotText
+		}
+		*t = text(raw)
+		return nil
+	case string(b) == "null":
+		return nil
+	}
+	return errNotText
+}
+
+// plainContext is Context without its JSON methods, and plainBody and
+// plainLine the line's members with plain strings: the fast path for the
+// common event, whose every string is valid UTF-8, which encoding/json
+// then writes exactly as the text encoding does.
+type plainContext Context
+
+type plainBody struct {
+	Seq      uint64       `json:"seq"`
+	TS       time.Time    `json:"ts"`
+	Kind     Kind         `json:"kind"`
+	Decision string       `json:"decision"`
+	Reason   string       `json:"reason"`
+	Context  plainContext `json:"context"`
+	Prev     string       `json:"prev"`
+}
+
+type plainLine struct {
+	plainBody
+	Hash string `json:"hash"`
+}
+
+// encodeBody encodes ev without its hash: the bytes that are hashed.
+func encodeBody(ev *Event) ([]byte, error) {
+	if allUTF8(ev) {
+		return json.Marshal(plainBody{Seq: ev.Seq, TS: ev.TS, Kind: ev.Kind, Decision: ev.Decision,
+			Reason: ev.Reason, Context: plainContext(ev.Context), Prev: ev.Prev})
+	}
+	return json.Marshal(toWireBody(ev))
+}
+
+// decodeLine decodes a line's JSON, leniently (ParseLine checks it).
+func decodeLine(line []byte) (Event, error) {
+	var p plainLine
+	err := json.Unmarshal(line, &p)
+	if err == nil {
+		ev := Event{Seq: p.Seq, TS: p.TS, Kind: p.Kind, Decision: p.Decision, Reason: p.Reason,
+			Context: Context(p.Context), Prev: p.Prev, Hash: p.Hash}
+		return ev, nil
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return Event{}, err
+	}
+	var w wireLine // a {"base64":…} member, or a wrong type
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Event{}, err
+	}
+	return w.event(), nil
+}
+
+// allUTF8 reports whether every string of ev is valid UTF-8.
+func allUTF8(ev *Event) bool {
+	c := &ev.Context
+	for _, s := range [...]string{string(ev.Kind), ev.Decision, ev.Reason, ev.Prev, c.RunID, c.Tool, c.Task,
+		string(c.Gate), c.Rule, c.Event, c.Command, c.Path, c.Host, c.Protocol, c.KilledBy, c.Alert, c.ChainID,
+		c.RepairedSHA256, c.ArgvSHA256, c.EnvSHA256} {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	for _, t := range c.Tails {
+		if !utf8.ValidString(t.Field) || !utf8.ValidString(t.Tail) {
+			return false
+		}
+	}
+	for _, l := range [...][]string{c.Args, c.Env, c.Addresses} {
+		for _, s := range l {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+	}
+	for k, v := range c.Details {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// wireBody is a line without its hash member: the bytes that are hashed.
+type wireBody struct {
+	Seq      uint64      `json:"seq"`
+	TS       time.Time   `json:"ts"`
+	Kind     text        `json:"kind"`
+	Decision text        `json:"decision"`
+	Reason   text        `json:"reason"`
+	Context  wireContext `json:"context"`
+	Prev     text        `json:"prev"`
+}
+
+// wireLine is a whole line.
+type wireLine struct {
+	wireBody
+	Hash text `json:"hash"`
+}
+
+// wireContext is Context with every string a text. Its members are
+// Context's, in the same order with the same names (a test checks).
+type wireContext struct {
+	RunID           text            `json:"runId,omitempty"`
+	Tool            text            `json:"tool,omitempty"`
+	Task            text            `json:"task,omitempty"`
+	Gate            text            `json:"gate,omitempty"`
+	Rule            text            `json:"rule,omitempty"`
+	Event           text            `json:"event,omitempty"`
+	Command         text            `json:"command,omitempty"`
+	Path            text            `json:"path,omitempty"`
+	Args            []text          `json:"args,omitempty"`
+	Env             []text          `json:"env,omitempty"`
+	ArgvSHA256      text            `json:"argvSha256,omitempty"`
+	EnvSHA256       text            `json:"envSha256,omitempty"`
+	Tails           []wireTail      `json:"tails,omitempty"`
+	Host            text            `json:"host,omitempty"`
+	Port            uint16          `json:"port,omitempty"`
+	Protocol        text            `json:"protocol,omitempty"`
+	Addresses       []text          `json:"addresses,omitempty"`
+	KilledBy        text            `json:"killedBy,omitempty"`
+	ExitCode        *int            `json:"exitCode,omitempty"`
+	Signal          int             `json:"signal,omitempty"`
+	WallMs          int64           `json:"wallMs,omitempty"`
+	CPUMs           int64           `json:"cpuMs,omitempty"`
+	PeakMemoryBytes int64           `json:"peakMemoryBytes,omitempty"`
+	PID             int             `json:"pid,omitempty"`
+	Alert           text            `json:"alert,omitempty"`
+	Count           int             `json:"count,omitempty"`
+	WindowSeconds   float64         `json:"windowSeconds,omitempty"`
+	TriggerSeqs     []uint64        `json:"triggerSeqs,omitempty"`
+	ChainID         text            `json:"chainId,omitempty"`
+	RepairedBytes   int64           `json:"repairedBytes,omitempty"`
+	RepairedSHA256  text            `json:"repairedSha256,omitempty"`
+	Truncated       bool            `json:"truncated,omitempty"`
+	Details         map[string]text `json:"details,omitempty"`
+}
+
+// wireTail is Tail with its strings texts.
+type wireTail struct {
+	Field text `json:"field"`
+	Bytes int  `json:"bytes"`
+	Tail  text `json:"tail"`
+}
+
+func toWireTails(ts []Tail) []wireTail {
+	if ts == nil {
+		return nil
+	}
+	out := make([]wireTail, len(ts))
+	for i, t := range ts {
+		out[i] = wireTail{text(t.Field), t.Bytes, text(t.Tail)}
+	}
+	return out
+}
+
+func fromWireTails(ws []wireTail) []Tail {
+	if ws == nil {
+		return nil
+	}
+	out := make([]Tail, len(ws))
+	for i, w := range ws {
+		out[i] = Tail{string(w.Field), w.Bytes, string(w.Tail)}
+	}
+	return out
+}
+
+func toTexts(ss []string) []text {
+	if ss == nil {
+		return nil
+	}
+	out := make([]text, len(ss))
+	for i, s := range ss {
+		out[i] = text(s)
+	}
+	return out
+}
+
+func fromTexts(ts []text) []string {
+	if ts == nil {
+		return nil
+	}
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+func toWireBody(ev *Event) wireBody {
+	return wireBody{Seq: ev.Seq, TS: ev.TS, Kind: text(ev.Kind), Decision: text(ev.Decision),
+		Reason: text(ev.Reason), Context: toWire(&ev.Context), Prev: text(ev.Prev)}
+}
+
+func (w *wireLine) event() Event {
+	return Event{Seq: w.Seq, TS: w.TS, Kind: Kind(w.Kind), Decision: string(w.Decision), Reason: string(w.Reason),
+		Context: w.Context.context(), Prev: string(w.Prev), Hash: string(w.Hash)}
+}
+
+func toWire(c *Context) wireContext {
+	w := wireContext{
+		RunID: text(c.RunID), Tool: text(c.Tool), Task: text(c.Task), Gate: text(c.Gate), Rule: text(c.Rule),
+		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: toTexts(c.Args),
+		Env: toTexts(c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: toWireTails(c.Tails),
+		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: toTexts(c.Addresses),
+		KilledBy: text(c.KilledBy), ExitCode: c.ExitCode, Signal: c.Signal,
+		WallMs: c.WallMs, CPUMs: c.CPUMs, PeakMemoryBytes: c.PeakMemoryBytes, PID: c.PID,
+		Alert: text(c.Alert), Count: c.Count, WindowSeconds: c.WindowSeconds, TriggerSeqs: c.TriggerSeqs,
+		ChainID: text(c.ChainID), RepairedBytes: c.RepairedBytes, RepairedSHA256: text(c.RepairedSHA256),
+		Truncated: c.Truncated,
+	}
+	if c.Details != nil {
+		w.Details = make(map[string]text, len(c.Details))
+		for k, v := range c.Details {
+			w.Details[k] = text(v)
+		}
+	}
+	return w
+}
+
+func (w *wireContext) context() Context {
+	c := Context{
+		RunID: string(w.RunID), Tool: string(w.Tool), Task: string(w.Task), Gate: decision.Gate(w.Gate),
+		Rule: string(w.Rule), Event: string(w.Event), Command: string(w.Command), Path: string(w.Path),
+		Args: fromTexts(w.Args), Env: fromTexts(w.Env), ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
+		Tails: fromWireTails(w.Tails), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
+		Addresses: fromTexts(w.Addresses), KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
+		WallMs: w.WallMs, CPUMs: w.CPUMs, PeakMemoryBytes: w.PeakMemoryBytes, PID: w.PID,
+		Alert: string(w.Alert), Count: w.Count, WindowSeconds: w.WindowSeconds, TriggerSeqs: w.TriggerSeqs,
+		ChainID: string(w.ChainID), RepairedBytes: w.RepairedBytes, RepairedSHA256: string(w.RepairedSHA256),
+		Truncated: w.Truncated,
+	}
+	if w.Details != nil {
+		c.Details = make(map[string]string, len(w.Details))
+		for k, v := range w.Details {
+			c.Details[k] = string(v)
+		}
+	}
+	return c
+}
+
+// MarshalJSON writes ev as a line holds it (without the newline), every
+// string in the line's encoding: what an agent or a sandbox chose is kept
+// byte for byte wherever an event is written as JSON.
+func (ev Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(wireLine{toWireBody(&ev), text(ev.Hash)})
+}
+
+// UnmarshalJSON reads an event in the form MarshalJSON writes. It checks
+// nothing else: ParseLine checks a line.
+func (ev *Event) UnmarshalJSON(b []byte) error {
+	var w wireLine
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*ev = w.event()
+	return nil
+}
+
+// MarshalJSON writes c as a line's context member.
+func (c Context) MarshalJSON() ([]byte, error) { return json.Marshal(toWire(&c)) }
+
+// UnmarshalJSON reads a line's context member.
+func (c *Context) UnmarshalJSON(b []byte) error {
+	var w wireContext
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*c = w.context()
+	return nil
+}

@@ -1,0 +1,468 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
+	"github.com/airlock-sandbox/airlock/policy"
+)
+
+func newSessionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Run an agent's commands one after another in one sandbox",
+		Long: `session keeps one sandbox across an agent's tool calls, for a harness that
+shells out: start it, run each command in it (each decided at the command gate
+against the tool that asks, and recorded before it runs; /workspace and /tmp
+are kept from one command to the next, every process a command leaves is
+killed), fetch what changed in /workspace as a patch, and stop it. A
+background holder process of this user owns the sandbox. See docs/sessions.md.`,
+	}
+	cmd.AddCommand(newSessionStartCmd(), newSessionExecCmd(), newSessionChangesCmd(), newSessionStopCmd(), newSessionListCmd(),
+		newSessionHoldCmd(), newSessionWatchCmd())
+	return cmd
+}
+
+func newSessionStartCmd() *cobra.Command {
+	var (
+		req       enforcer.SessionRequest
+		auditFile string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "start [--task K] [--workspace DIR] [--image PATH@sha256:D] [--findings DIR] [--id ID] [--audit FILE] [--json]",
+		Short: "Start a session and print its id once its sandbox is ready",
+		Long: `start copies --workspace into a new sandbox, runs the start-up probes inside it,
+starts the egress proxy for --task (no destination without one), and prints
+the session's id (with --json, one object) once the sandbox is ready. The
+session ends when stopped, after the policy's session wallSeconds, or after
+idleSeconds without a command.
+
+Exit status 0 when the session started, 125 when it could not.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info, err := startSession(cmd, req, auditFile)
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
+			}
+			if asJSON {
+				return printJSON(cmd, info)
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), info.ID)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.Task, "task", "", "egress task whose allowlist the proxy serves (default: none, no destination)")
+	f.StringVar(&req.Workspace, "workspace", "", "host directory copied into /workspace")
+	f.StringVar(&req.Findings, "findings", "", "host directory that receives /findings when the session ends")
+	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST, verified before anything runs")
+	f.StringVar(&req.ID, "id", "", "the session's id (default: a fresh random one)")
+	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	f.BoolVar(&asJSON, "json", false, "print the session as one JSON object")
+	policyFlag(cmd)
+	return cmd
+}
+
+// startSession checks the policy, resolves every path, and starts the
+// session's holder.
+func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile string) (holder.Info, error) {
+	name, data, err := policySource(cmd)
+	if err != nil {
+		return holder.Info{}, err
+	}
+	if auditFile == "" {
+		auditFile = os.Getenv("AIRLOCK_AUDIT")
+	}
+	if auditFile == "" {
+		if auditFile, err = audit.DefaultPath(); err != nil {
+			return holder.Info{}, err
+		}
+	}
+	for _, p := range []*string{&auditFile, &req.Workspace, &req.Findings} {
+		if err := absolute(p); err != nil {
+			return holder.Info{}, err
+		}
+	}
+	if req.Image != "" {
+		ref, err := image.ParseRef(req.Image)
+		if err != nil {
+			return holder.Info{}, err
+		}
+		p := ref.Path
+		if err := absolute(&p); err != nil {
+			return holder.Info{}, err
+		}
+		req.Image = p + "@" + ref.Digest.String()
+	}
+	dir, err := holder.Dir()
+	if err != nil {
+		return holder.Info{}, err
+	}
+	// The holder signs with the key a run would (loadSigner): checked
+	// here, so that a key that will not do fails the start, not the end.
+	if _, err := loadSigner(); err != nil {
+		return holder.Info{}, err
+	}
+	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Session: req,
+		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
+}
+
+// policySource is the policy the command line would use, checked, with
+// its bytes: the holder decides under exactly these.
+func policySource(cmd *cobra.Command) (string, []byte, error) {
+	pol, err := loadPolicy(cmd)
+	if err != nil {
+		return "", nil, err
+	}
+	if pol.Source == policy.EmbeddedName {
+		return pol.Source, policy.DefaultJSON(), nil
+	}
+	f, err := os.Open(pol.Source)
+	if err != nil {
+		return "", nil, fmt.Errorf("policy: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, policy.MaxSize+1))
+	if err != nil {
+		return "", nil, fmt.Errorf("policy: %s: %w", pol.Source, err)
+	}
+	name, err := filepath.Abs(pol.Source)
+	return name, data, err
+}
+
+// absolute makes a non-empty path absolute.
+func absolute(p *string) error {
+	if *p == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(*p)
+	*p = abs
+	return err
+}
+
+func newSessionExecCmd() *cobra.Command {
+	var (
+		st      enforcer.StepRequest
+		env     []string
+		timeout float64
+		out     resultFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "exec ID --tool T [--json] [--result FILE|-] [--timeout S] [--env K=V|K] [--cwd DIR] [--approval ID] -- CMD [ARG...]",
+		Short: "Run one command in a session; exit as airlock run does",
+		Long: `exec decides the command at the command gate against --tool, records the
+decision, and runs an allowed command in the session's sandbox, in --cwd
+(relative to /workspace), with the tool's caps (--timeout lowers its wall
+clock). Its output is streamed; with --json it is captured instead and one
+result object (docs/result.md) is printed on stdout. --env K=V adds a
+variable; --env K passes K's value from here.
+
+Exit status: as airlock run — the child's own; 128+N when it died of signal N
+(137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
+could not be executed; 127 not installed; 125 airlock could not run it (no
+such session); 130 interrupted.`,
+		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
+  airlock session exec "$S" --tool run_tests --json -- pytest -v`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case cmd.ArgsLenAtDash() != 1 || len(args) < 2:
+				return usageError{errors.New("session exec: give the session's id, then the command after --, e.g. airlock session exec ID --tool run_tests -- pytest -v")}
+			case st.Tool == "":
+				return usageError{errors.New("session exec: --tool is required")}
+			case timeout < 0:
+				return usageError{errors.New("session exec: --timeout must be positive")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id := args[0]
+			st.Command, st.Args = args[1], args[2:]
+			st.Timeout = time.Duration(timeout * float64(time.Second))
+			var err error
+			if st.Env, err = stepEnv(env); err != nil {
+				return usageError{err}
+			}
+			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+			capture := out.capture(&st.Stdout, &st.Stderr)
+			res, err := execStep(cmd, id, st)
+			capture(&res)
+			return finishResult(cmd, out, res, err)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&st.Tool, "tool", "", "agent tool asking to run the command (its scope decides)")
+	f.StringArrayVar(&env, "env", nil, "add NAME=VALUE, or NAME with its value here, to the child's environment (repeatable)")
+	f.StringVar(&st.Cwd, "cwd", "", "working directory inside the sandbox (relative to /workspace)")
+	f.Float64Var(&timeout, "timeout", 0, "lower the tool's wall-clock cap for this command, in seconds")
+	f.StringVar(&st.Approval, "approval", "", "run an escalated command once on this approved request's id")
+	out.register(cmd)
+	return cmd
+}
+
+// execStep runs st in session id; Ctrl-C and SIGTERM interrupt it.
+func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest) (enforcer.Result, error) {
+	c, err := dialSession(id)
+	if err != nil {
+		return enforcer.SetupResult(id, id, 1, err), err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := c.Exec(ctx, st)
+	if res.SchemaVersion == 0 {
+		res = enforcer.SetupResult(id, id, 1, err)
+	}
+	if err != nil && res.ExitCode != enforcer.ExitSetup && res.ExitCode != enforcer.ExitNotFound {
+		err = nil // a result that says what happened: not airlock's failure
+	}
+	return res, err
+}
+
+// stepEnv turns --env values into NAME=VALUE, looking up a bare NAME here.
+func stepEnv(flags []string) ([]string, error) {
+	env := make([]string, 0, len(flags))
+	for _, kv := range flags {
+		name, _, hasValue := strings.Cut(kv, "=")
+		switch {
+		case name == "" || strings.ContainsAny(name, "\x00"):
+			return nil, fmt.Errorf("session exec: --env %q: want NAME=VALUE or NAME", kv)
+		case hasValue:
+			env = append(env, kv)
+		default:
+			v, ok := os.LookupEnv(name)
+			if !ok {
+				return nil, fmt.Errorf("session exec: --env %s: %s is not set here", name, name)
+			}
+			env = append(env, name+"="+v)
+		}
+	}
+	return env, nil
+}
+
+// dialSession finds session id's holder in this user's runtime directory.
+func dialSession(id string) (*holder.Client, error) {
+	dir, err := holder.Dir()
+	if err != nil {
+		return nil, err
+	}
+	return holder.Dial(dir, id)
+}
+
+func newSessionChangesCmd() *cobra.Command {
+	var patch string
+	cmd := &cobra.Command{
+		Use:   "changes ID [--patch FILE]",
+		Short: "Print what changed in the session's /workspace, as a patch git can apply",
+		Long: `changes hands back what changed in /workspace since the session started: a
+unified diff in git's format, applicable with git apply to the original tree.
+It is written by whatever ran in the sandbox: read it before you apply it;
+airlock never applies it. Without --patch it goes to stdout (never to a
+terminal); with --patch FILE it goes to FILE and the changed paths are listed
+on stdout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dialSession(args[0])
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: err}
+			}
+			f, done, err := patchFile(cmd, patch)
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: err}
+			}
+			ch, err := c.Changes(f)
+			if derr := done(); err == nil {
+				err = derr
+			}
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: fmt.Errorf("session changes: %w", err)}
+			}
+			if patch != "" {
+				printManifest(cmd.OutOrStdout(), ch)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&patch, "patch", "", "write the patch to this file and list the changed paths")
+	return cmd
+}
+
+// patchFile opens where a patch goes: FILE, or stdout when it is not a
+// terminal (a patch is untrusted bytes).
+func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) {
+	if path == "" {
+		out, ok := cmd.OutOrStdout().(*os.File)
+		if !ok || isTerminal(out) {
+			return nil, nil, errors.New("the patch is untrusted and may hold terminal escapes: give --patch FILE, or redirect stdout")
+		}
+		return out, func() error { return nil }, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f.Close, nil
+}
+
+// printManifest lists the changed paths, one a line, quoted as git
+// quotes them (nothing a terminal interprets).
+func printManifest(w io.Writer, ch enforcer.Changes) {
+	for _, c := range ch.Files {
+		switch {
+		case c.OldPath != "":
+			fmt.Fprintf(w, "%s %s -> %s", c.Kind, changes.QuotePath(c.OldPath), changes.QuotePath(c.Path))
+		default:
+			fmt.Fprintf(w, "%s %s", c.Kind, changes.QuotePath(c.Path))
+		}
+		if c.Omitted != "" {
+			fmt.Fprintf(w, " (not in the patch: %s)", termtext.Escape(c.Omitted))
+		}
+		fmt.Fprintln(w)
+	}
+	if ch.Incomplete != "" {
+		fmt.Fprintf(w, "incomplete: %s\n", termtext.Escape(ch.Incomplete))
+	}
+}
+
+// exitPatchLost is session stop's status when the session stopped but
+// the patch asked for could not be made (EX_CANTCREAT).
+const exitPatchLost = 73
+
+func newSessionStopCmd() *cobra.Command {
+	var (
+		findings, patch string
+		asJSON          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "stop ID [--findings DIR] [--patch FILE] [--json]",
+		Short: "Stop a session: its patch, its findings, and the teardown",
+		Long: `stop writes the session's patch to --patch FILE (see airlock session changes),
+kills every process of the session, copies /findings to --findings (else where
+start said), tears the sandbox down, and prints what the session did (with
+--json, one object).
+
+Exit status 0; 73 when the session stopped but the patch could not be made;
+125 when there is no such session.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := dialSession(args[0])
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: err}
+			}
+			var dst *string
+			if findings != "" {
+				if err := absolute(&findings); err != nil {
+					return &exitError{Code: exitSetup, Err: err}
+				}
+				dst = &findings
+			}
+			var pf *os.File
+			done := func() error { return nil }
+			if patch != "" {
+				if pf, done, err = patchFile(cmd, patch); err != nil {
+					return &exitError{Code: exitSetup, Err: err}
+				}
+			}
+			sum, ch, err := c.Stop(dst, pf)
+			if derr := done(); err == nil {
+				err = derr
+			}
+			var lost error
+			if errors.Is(err, holder.ErrNoPatch) {
+				lost, err = err, nil // stopped: say so, then that the patch is lost
+			}
+			if err != nil {
+				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
+			}
+			if asJSON {
+				err = printJSON(cmd, struct {
+					enforcer.SessionSummary
+					Changes *enforcer.Changes `json:"changes,omitempty"`
+				}{sum, ch})
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d commands\n", sum.Session, sum.Steps)
+				for _, s := range sum.FindingsSkipped {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
+				}
+			}
+			if lost != nil {
+				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&findings, "findings", "", "host directory that receives /findings (default: the one start was given)")
+	cmd.Flags().StringVar(&patch, "patch", "", "write the session's patch to this file first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session's summary as one JSON object")
+	return cmd
+}
+
+func newSessionListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List this user's live sessions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := holder.Dir()
+			if err != nil {
+				return err
+			}
+			infos, err := holder.List(dir)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if infos == nil {
+					infos = []holder.Info{}
+				}
+				return printJSON(cmd, infos)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")
+			for _, i := range infos {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", i.ID, termtext.Escape(i.Task), i.Pid, i.Started.Local().Format(time.DateTime))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the sessions as a JSON array")
+	return cmd
+}
+
+// newSessionHoldCmd is the holder process (holder.Hold), run by session
+// start; not for people.
+func newSessionHoldCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "hold", Hidden: true, Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions); err != nil {
+				return &exitError{Code: exitSetup}
+			}
+			return nil
+		},
+	}
+}
+
+// newSessionWatchCmd is a holder's watchdog (holder.Watch); not for people.
+func newSessionWatchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use: "watch", Hidden: true, Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return holder.Watch(os.Stdin, os.Stdout) },
+	}
+}

@@ -1,0 +1,257 @@
+package enforcer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/approval"
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
+)
+
+// ApprovalStore keeps approval requests between the command that was
+// escalated and the one that redeems its approval (*approval.Store).
+type ApprovalStore interface {
+	// Create mints the request's ID, Created and Expires and keeps it,
+	// pending, for ttl.
+	Create(r approval.Request, ttl time.Duration) (approval.Request, error)
+	// Answer records an answer to a pending request.
+	Answer(id string, a approval.Answer) error
+	// Redeem consumes an approved request whose Session, Tool, Argv and
+	// PolicyDigest equal want's, once, before it expires.
+	Redeem(id string, want approval.Request) (approval.Request, approval.Answer, error)
+}
+
+// DefaultApprovalTTL is how long an approval request waits for its
+// answer and its redemption when Options.ApprovalTTL is zero.
+const DefaultApprovalTTL = 15 * time.Minute
+
+// RunScope is the Session of an approval request made by Run: a run's
+// approval is bound to the tool, the argv and the policy, and redeemed by
+// a later run (`airlock run --approval ID`), which has its own run id. No
+// session may have this id.
+const RunScope = "run"
+
+// Lifecycle names of the approval records in the audit stream
+// (Context.Event of command events).
+const (
+	EventApprovalRequested = "approval_requested" // an escalation made a request (decision escalate)
+	EventApprovalAnswered  = "approval_answered"  // an Approver answered it (decision allow or deny)
+	EventApprovalRedeemed  = "approval_redeemed"  // an approval let the command run once (decision allow)
+	EventApprovalRefused   = "approval_refused"   // no approval let it run (decision deny)
+)
+
+// ask is one command the gate did not allow: who asks, for what, where.
+type ask struct {
+	scope    string // the approval's binding: the session's id, or RunScope
+	tool     string
+	argv     []string
+	approval string // an approval id to redeem, "" if none
+	base     audit.Context
+}
+
+// admit decides whether a command the gate did not allow (d, already
+// recorded) may run: a denial never; an escalation once, when an
+// approval is redeemed or the Approver allows it. Every request and
+// answer is recorded. It returns the approval when the command may run
+// now, else the refusal and the exit status.
+func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Decision) (*ApprovalUse, *Refusal, int, error) {
+	ref := &Refusal{Gate: d.Gate, Decision: d.Verdict.String(), Reason: d.Why(), Rule: d.Rule,
+		Justification: d.Justification, AllowedSignatures: e.cmd.Signatures(a.tool, a.argv[0])}
+	if d.Verdict != decision.Escalate {
+		ref.Decision = decision.Deny.String()
+		return nil, ref, ExitDenied, nil
+	}
+	ref.Retryable = true
+	want := approval.Request{Session: a.scope, Tool: a.tool, Argv: a.argv, PolicyDigest: e.pol.Digest,
+		Rule: d.Rule, Reason: d.Why(), Justification: d.Justification}
+	if a.approval != "" {
+		return e.redeem(sc, a, want, ref)
+	}
+	store, approver := e.opts.Approvals, e.opts.Approver
+	if store == nil && approver == nil {
+		ref.Approval = &ApprovalHint{How: "this airlock has no approval path (no approval store and no approver): " +
+			"the command cannot run until the policy allows it"}
+		ref.Retryable = false
+		return nil, ref, ExitEscalated, nil
+	}
+	r, err := e.request(store, want)
+	if err != nil {
+		return nil, nil, ExitSetup, err
+	}
+	ev := approvalEvent(a.base, EventApprovalRequested, audit.DecisionEscalate, r.ID,
+		fmt.Sprintf("approval request %s: tool %q asks to run %s (rule %q); it waits for an answer until %s",
+			r.ID, a.tool, quoteArgv(a.argv), d.Rule, r.Expires.UTC().Format(time.RFC3339)))
+	if err := sc.record(ev); err != nil {
+		return nil, nil, ExitSetup, err
+	}
+	hint := &ApprovalHint{ID: r.ID, Expires: &r.Expires, How: approveHow(r.ID)}
+	if store == nil {
+		hint = &ApprovalHint{ID: r.ID, Expires: &r.Expires, How: "the approver is asked each time the command is escalated"}
+	}
+	if approver == nil {
+		ref.Approval = hint
+		return nil, ref, ExitEscalated, nil
+	}
+	actx, cancel := context.WithDeadline(ctx, r.Expires)
+	defer cancel()
+	ans, err := approver.Approve(actx, r)
+	if err != nil {
+		ref.Reason = fmt.Sprintf("%s; the approver gave no answer to request %s: %v", d.Why(), r.ID, err)
+		ref.Approval = hint
+		return nil, ref, ExitEscalated, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID,
+			fmt.Sprintf("approval request %s got no answer from the approver: %v", r.ID, err)))
+	}
+	if ans.At.IsZero() {
+		ans.At = time.Now()
+	}
+	if ans.By == "" {
+		ans.By = "library callback"
+	}
+	return e.answered(sc, a, store, r, ans, want, ref)
+}
+
+// request makes the approval request for want: kept in the store, or,
+// with an Approver alone, minted here and kept nowhere.
+func (e *Enforcer) request(store ApprovalStore, want approval.Request) (approval.Request, error) {
+	ttl := e.opts.ApprovalTTL
+	if ttl <= 0 {
+		ttl = DefaultApprovalTTL
+	}
+	if store != nil {
+		r, err := store.Create(want, ttl)
+		if err != nil {
+			return r, fmt.Errorf("enforcer: approval request: %w", err)
+		}
+		return r, nil
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	r := want
+	r.ID, r.Created = "apr-"+hex.EncodeToString(b[:]), time.Now().UTC()
+	r.Expires = r.Created.Add(ttl)
+	return r, nil
+}
+
+// answered records an Approver's answer and, for an approval, consumes
+// it in the store (so that it cannot be redeemed a second time).
+func (e *Enforcer) answered(sc *scribe, a ask, store ApprovalStore, r approval.Request, ans approval.Answer, want approval.Request, ref *Refusal) (*ApprovalUse, *Refusal, int, error) {
+	verdict, word := audit.DecisionDeny, "denied"
+	if ans.Allow {
+		verdict, word = audit.DecisionAllow, "approved"
+	}
+	ev := approvalEvent(a.base, EventApprovalAnswered, verdict, r.ID,
+		fmt.Sprintf("approval request %s was %s by %s%s", r.ID, word, ans.By, saying(ans.Reason)))
+	ev.Context.Details["answeredBy"] = ans.By
+	if err := sc.record(ev); err != nil {
+		return nil, nil, ExitSetup, err
+	}
+	if store != nil {
+		err := store.Answer(r.ID, ans)
+		if err == nil && ans.Allow {
+			_, _, err = store.Redeem(r.ID, want)
+		}
+		if err != nil {
+			ref.Reason = fmt.Sprintf("%s; the answer to approval request %s could not be kept: %v", want.Reason, r.ID, err)
+			return nil, ref, ExitEscalated, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID, ref.Reason))
+		}
+	}
+	if !ans.Allow {
+		ref.Decision, ref.Retryable = decision.Deny.String(), false
+		ref.Reason = fmt.Sprintf("%s; approval request %s was denied by %s%s", want.Reason, r.ID, ans.By, saying(ans.Reason))
+		return nil, ref, ExitDenied, nil
+	}
+	return &ApprovalUse{ID: r.ID, By: ans.By, Reason: ans.Reason}, nil, 0, nil
+}
+
+// redeem lets an escalated command run on the approval a.approval, once.
+func (e *Enforcer) redeem(sc *scribe, a ask, want approval.Request, ref *Refusal) (*ApprovalUse, *Refusal, int, error) {
+	id := a.approval
+	store := e.opts.Approvals
+	var (
+		ans approval.Answer
+		err = errors.New("this airlock has no approval store to check it against")
+	)
+	if store != nil {
+		_, ans, err = store.Redeem(id, want)
+	}
+	if err != nil {
+		code := ExitEscalated
+		if errors.Is(err, approval.ErrDenied) {
+			code, ref.Decision, ref.Retryable = ExitDenied, decision.Deny.String(), false
+		}
+		ref.Reason = fmt.Sprintf("%s; approval %s was refused: %v", want.Reason, shownID(id), err)
+		ref.Approval = &ApprovalHint{How: "ask again without --approval to make a new request; " +
+			"an approval answers one request, for one command, tool, session and policy, once"}
+		if store == nil {
+			ref.Approval.How = "this airlock has no approval store: the command cannot be approved here"
+			ref.Retryable = false
+		}
+		return nil, ref, code, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, clipID(id),
+			fmt.Sprintf("approval %s was refused for %s: %v", shownID(id), quoteArgv(a.argv), err)))
+	}
+	ev := approvalEvent(a.base, EventApprovalRedeemed, audit.DecisionAllow, id,
+		fmt.Sprintf("approval %s, given by %s%s, lets %s run once", id, ans.By, saying(ans.Reason), quoteArgv(a.argv)))
+	ev.Context.Details["answeredBy"] = ans.By
+	if err := sc.record(ev); err != nil {
+		return nil, nil, ExitSetup, err
+	}
+	return &ApprovalUse{ID: id, By: ans.By, Reason: ans.Reason}, nil, 0, nil
+}
+
+// approvalEvent is the audit record of one step of an approval.
+func approvalEvent(base audit.Context, event, verdict, id, reason string) audit.Event {
+	ctx := base
+	ctx.Event, ctx.Gate = event, decision.GateCommand
+	ctx.Details = map[string]string{"approval": id}
+	for k, v := range base.Details {
+		ctx.Details[k] = v
+	}
+	return audit.Event{Kind: audit.KindCommand, Decision: verdict, Reason: reason, Context: ctx}
+}
+
+// approveHow is the sentence that tells how request id is approved.
+func approveHow(id string) string {
+	return "an operator approves it outside the sandbox with `airlock approve " + id +
+		"`; then the same command, asked again with --approval " + id + ", runs once"
+}
+
+func saying(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + fmt.Sprintf("%q", reason)
+}
+
+// quoteArgv shows an argv in a reason, each word quoted, at most 512
+// bytes of it.
+func quoteArgv(argv []string) string {
+	var b strings.Builder
+	for i, w := range argv {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%q", w)
+		if b.Len() > 512 {
+			return b.String()[:512] + "..."
+		}
+	}
+	return b.String()
+}
+
+// shownID quotes an approval id the caller gave, which may be anything,
+// for a reason.
+func shownID(id string) string { return fmt.Sprintf("%q", clipID(id)) }
+
+// clipID keeps at most 48 bytes of an approval id the caller gave.
+func clipID(id string) string {
+	if len(id) > 48 {
+		return id[:48] + "..."
+	}
+	return id
+}

@@ -1,0 +1,510 @@
+package enforcer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"path"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
+)
+
+// SessionRequest opens a session: one sandbox in which an agent's
+// commands run one after another, sharing /workspace and /tmp.
+type SessionRequest struct {
+	// ID names the session in the audit stream (its runId) and on the
+	// host; "" means a fresh random id ("ses-" and 12 hex digits). It is
+	// 1 to 48 letters, digits, '.', '_' or '-', and not RunScope.
+	ID string
+	// Task names the egress allowlist that the proxy serves for the
+	// session's whole life; "" means policy.NoTask, which allows no
+	// destination.
+	Task string
+	// Workspace is a host directory copied into /workspace at the start;
+	// Findings a host directory that receives /findings at the end.
+	Workspace, Findings string
+	// Image and ImageCache are as in Request.
+	Image, ImageCache string
+}
+
+// StepRequest is one command of a session.
+type StepRequest struct {
+	// Tool is the agent tool asking; its scope decides the command, and
+	// its caps bound the step's wall clock and CPU time.
+	Tool string
+	// Command and Args are what to run, as the agent asked.
+	Command string
+	Args    []string
+	// Env is added to the child's minimal environment, as in Request.
+	Env []string
+	// Cwd is the working directory inside: absolute, or relative to
+	// /workspace; "" means /workspace.
+	Cwd string
+	// Timeout, when positive, lowers the tool's wall-clock cap for this
+	// step; it never raises it.
+	Timeout time.Duration
+	// Approval is the id of an approval to redeem when the command gate
+	// escalates the command.
+	Approval string
+	// Stdin, Stdout and Stderr are the child's streams; Notices receives
+	// airlock's own lines while the step runs (nil means Stderr).
+	Stdin                   io.Reader
+	Stdout, Stderr, Notices io.Writer
+}
+
+// SessionSummary is what a session reports when it ends.
+type SessionSummary struct {
+	// Session is the session's id; Steps the number of commands asked for.
+	Session string `json:"session"`
+	Steps   int    `json:"steps"`
+	// Ended says why the session ended: closed, wall (its wall clock
+	// passed), idle (no command for its idle timeout), or escape (a sign
+	// that something inside reached the host).
+	Ended string `json:"ended"`
+	// CPUMs and PeakMemoryBytes are the whole session's.
+	CPUMs           int64 `json:"cpuMs"`
+	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
+	// FindingsSkipped lists /findings entries not copied out, with why.
+	FindingsSkipped []string `json:"findingsSkipped"`
+	// Receipt names, per control, the mechanism that enforced it.
+	Receipt map[string]string `json:"receipt"`
+	// Error is what went wrong in the teardown, if anything.
+	Error string `json:"error,omitempty"`
+	// AuditError is the first record outside the session's commands (its
+	// start and teardown) that the audit log refused, or why its
+	// checkpoint was not signed; "" when every one was written
+	// (docs/audit.md, "Durability and failures").
+	AuditError string `json:"auditError,omitempty"`
+	// Audit proves the session's records: the checkpoint signed at its end
+	// and each record's inclusion proof in it (docs/audit.md, "Proofs");
+	// absent when the audit log has no signing key.
+	Audit *audit.RunProof `json:"audit,omitempty"`
+}
+
+// Why a session ended (SessionSummary.Ended).
+const (
+	EndedClosed = "closed"
+	EndedWall   = "wall"
+	EndedIdle   = "idle"
+	EndedEscape = "escape"
+)
+
+// ErrSessionEnded is matched by the error of Exec and Changes on a
+// session that has ended; Done says when and Summary why.
+var ErrSessionEnded = errors.New("enforcer: the session has ended")
+
+// KilledBySession is Result.KilledBy for a step ended by its session's
+// wall clock.
+const KilledBySession = "session-wall"
+
+// Session is one gated sandbox across an agent's commands (OpenSession).
+// Exec runs one step at a time; every method is safe for concurrent use.
+type Session struct {
+	e       *Enforcer
+	id      string
+	task    string
+	ss      *sandbox.Session
+	px      *proxy.Proxy
+	canary  *runbook.Canary
+	canaryN int64           // the canary's accepted connections seen so far; under mu
+	canaryA string          // the canary listener's address
+	life    context.Context // ends when the session ends
+	cancel  context.CancelFunc
+	sc      *scribe
+	base    audit.Context
+	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
+	rootfs  string
+	fs      policy.Filesystem
+	caps    policy.EffectiveSession
+	receipt map[string]string
+	started time.Time
+
+	mu     sync.Mutex // held by Exec for a whole step, by Changes and by the end of Close
+	steps  int
+	ending atomic.Pointer[string] // why the session is ending, once it is
+	wall   *time.Timer
+	idle   *time.Timer
+
+	closeOnce sync.Once
+	done      chan struct{}
+	summary   SessionSummary
+	closeErr  error
+}
+
+// OpenSession starts a session for req: its sandbox, built and probed as
+// Run's is, with the egress proxy serving req.Task inside it for the
+// session's whole life, and the session's caps from the policy's session
+// section (memory, tasks and bytes written for all steps together; a wall
+// clock and an idle timeout, after which the session is closed). ctx
+// bounds the opening only. The session's start and end are recorded in
+// the audit stream under its id.
+func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Session, error) {
+	if req.ID == "" {
+		req.ID = NewSessionID()
+	}
+	if req.Task == "" {
+		req.Task = policy.NoTask
+	}
+	if !ValidSessionID(req.ID) {
+		return nil, fmt.Errorf("enforcer: session id %q: use 1 to 48 letters, digits, '.', '_' or '-' (not %q)", req.ID, RunScope)
+	}
+	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
+		started: time.Now(), done: make(chan struct{})}
+	s.sc = e.newScribe(nil)
+	s.base = audit.Context{RunID: s.id, Task: s.task}
+	// The session is claimed on the audit log while it lives: one whose
+	// holder dies is recorded as abandoned by the log's next writer.
+	claim, err := e.log.BeginRun(s.id)
+	if err != nil {
+		return nil, fmt.Errorf("enforcer: session: %w", err)
+	}
+	s.claim = claim
+	if err := e.checkWorkspace(req.Workspace); err != nil {
+		return nil, s.openFailed(err)
+	}
+	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
+	if err != nil {
+		return nil, s.openFailed(fmt.Errorf("image integrity: %w", err))
+	}
+	s.rootfs = rootfs
+	canary, err := runbook.NewCanary()
+	if err != nil {
+		return nil, s.openFailed(err)
+	}
+	probes := canary.Request()
+	cfg := e.sandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
+	// The sandbox lives until Close, not until ctx is done: ctx may stop
+	// the opening only.
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	ss, err := sandbox.StartSession(life, cfg)
+	if !stop() || err != nil {
+		if ss != nil {
+			ss.Close()
+		}
+		canary.Close()
+		cancel()
+		return nil, s.openFailed(errors.Join(err, ctx.Err()))
+	}
+	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
+	s.px, err = e.serveProxy(s.sc, s.task, s.base, ss.Listener(), int(cfg.Caps.OpenFiles))
+	if err != nil {
+		s.abort()
+		return nil, s.openFailed(err)
+	}
+	s.receipt = ss.Receipt()
+	s.receipt["command"] = e.commandReceipt()
+	s.receipt["egress"] = egressReceipt(s.task)
+	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
+		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
+	if err := s.sc.record(open); err != nil {
+		s.abort()
+		return nil, err
+	}
+	// Armed once both are set: end stops both.
+	s.wall = time.AfterFunc(math.MaxInt64, func() { s.end(EndedWall) })
+	s.idle = time.AfterFunc(math.MaxInt64, func() { s.end(EndedIdle) })
+	s.wall.Reset(s.caps.Wall())
+	s.idle.Reset(s.caps.Idle())
+	return s, nil
+}
+
+// sessionLimits are the caps of a session's sandbox: memory, tasks and
+// disk from the policy's session section, for all steps together; CPU,
+// wall clock and open files the largest any tool allows, as the bound
+// under which each step gets its own tool's CPU and wall-clock caps.
+func (e *Enforcer) sessionLimits(sc policy.EffectiveSession) limits.Caps {
+	c := e.pol.CapsFor("").Limits()
+	for tool := range e.pol.ToolScopes {
+		t := e.pol.CapsFor(tool).Limits()
+		c.Wall, c.CPU, c.OpenFiles = max(c.Wall, t.Wall), max(c.CPU, t.CPU), max(c.OpenFiles, t.OpenFiles)
+	}
+	c.MemoryBytes, c.Tasks, c.DiskWriteBytes = sc.MemoryMB<<20, sc.ProcessCount, sc.DiskWriteMB<<20
+	return c
+}
+
+// ID returns the session's id.
+func (s *Session) ID() string { return s.id }
+
+// Task returns the egress task the session's proxy serves.
+func (s *Session) Task() string { return s.task }
+
+// Started returns when the session was opened.
+func (s *Session) Started() time.Time { return s.started }
+
+// Pid returns the process id of the session's init on the host.
+func (s *Session) Pid() int { return s.ss.Pid() }
+
+// Done is closed once the session has ended and is torn down: closed,
+// or ended by its wall clock, its idle timeout or an escape signal.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Exec decides one command at the command gate against st.Tool, records
+// the decision (synced) under the session's id and the step's number,
+// and runs an allowed command in the session's sandbox, with the tool's
+// wall-clock and CPU caps; the processes a step leaves are killed before
+// the next. Like Run, it returns an error only when airlock could not run
+// the command; ErrSessionEnded when the session is gone.
+func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if why := s.ending.Load(); why != nil {
+		err := fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
+		return SetupResult(s.id, s.id, s.steps+1, err), err
+	}
+	s.idle.Stop()
+	defer s.rearm()
+	// The session's end ends the step too, an approver's wait included.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
+	s.steps++
+	t := newTally(noticesTo(st.Notices, &st.Stdout, &st.Stderr))
+	defer t.end()
+	s.sc.cur.Store(t)
+	defer s.sc.cur.Store(nil)
+	base := s.base
+	base.Tool, base.Command, base.Args = st.Tool, st.Command, st.Args
+	base.Details = map[string]string{"step": strconv.Itoa(s.steps)}
+	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args)
+	res := newResult(s.id, s.id, s.steps, d, time.Now())
+	res.Receipt = maps.Clone(s.receipt)
+	recorded := func() error { return nil }
+	if err := s.sc.record(audit.FromDecision(d, base)); err != nil {
+		return s.e.setupFailed(s.sc, res, base, recorded, err)
+	}
+	if !d.Allowed() {
+		a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
+		ok, err := s.e.admitted(ctx, s.sc, &res, a, d)
+		if err != nil {
+			return s.e.setupFailed(s.sc, res, base, recorded, err)
+		}
+		if !ok {
+			return res, nil
+		}
+	}
+	step, caps, err := s.prepareStep(st)
+	if err != nil {
+		return s.e.setupFailed(s.sc, res, base, recorded, err)
+	}
+	base.Path, res.Path = step.Path, step.Path
+	out, err := s.ss.Exec(ctx, step)
+	switch {
+	case errors.Is(err, sandbox.ErrStepStart):
+		res.ExitCode, res.Error = ExitCannotExec, err.Error()
+	case errors.Is(err, sandbox.ErrInitDied):
+		// Its integrity is not assured: an escape signal, and the end.
+		res = withOutcome(res, out, caps)
+		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
+	case err != nil && s.ending.Load() != nil:
+		return s.stepLost(res, base, err) // the session ended under the step
+	case err != nil && ctx.Err() != nil:
+		res = withOutcome(res, out, caps)
+		res.Interrupted, res.ExitCode = true, ExitInterrupted
+	case err != nil:
+		return s.stepLost(res, base, err)
+	default:
+		res = withOutcome(res, out, caps)
+	}
+	s.canaryN = s.e.checkCanary(s.sc, &res, base, s.canary, s.canaryA, s.canaryN)
+	s.e.recordOutcome(s.sc, base, res, false)
+	t.into(&res)
+	if res.EscapeSuspected != "" {
+		go s.end(EndedEscape)
+	}
+	return s.sc.finish(res)
+}
+
+// prepareStep resolves an allowed command and works out its step: the
+// session's one filesystem view must be the tool's, and the caps are the
+// tool's, the wall clock lowered to st.Timeout.
+func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCaps, error) {
+	caps := s.e.pol.CapsFor(st.Tool)
+	if fs := s.e.pol.FilesystemFor(st.Tool); !reflect.DeepEqual(fs, s.fs) {
+		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
+			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
+	}
+	p, err := s.e.resolve(s.rootfs, st.Command)
+	if err != nil {
+		return sandbox.Step{}, caps, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", st.Command, err)
+	}
+	dir, err := stepDir(st.Cwd)
+	if err != nil {
+		return sandbox.Step{}, caps, err
+	}
+	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
+		caps.WallSeconds = st.Timeout.Seconds()
+	}
+	l := caps.Limits()
+	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(sandbox.BaseEnv(s.e.pol.SearchPath()), st.Env...), Dir: dir,
+		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU}}, caps, nil
+}
+
+// stepDir is a step's working directory inside the sandbox.
+func stepDir(cwd string) (string, error) {
+	switch {
+	case cwd == "":
+		return sandbox.WorkspaceDir, nil
+	case strings.IndexByte(cwd, 0) >= 0:
+		return "", errors.New("the working directory has a NUL byte")
+	case !path.IsAbs(cwd):
+		cwd = path.Join(sandbox.WorkspaceDir, cwd)
+	}
+	return path.Clean(cwd), nil
+}
+
+// stepLost is the result of a step whose session ended under it: by its
+// wall clock (a kill), by Close (an interruption), or by its init dying.
+func (s *Session) stepLost(res Result, base audit.Context, err error) (Result, error) {
+	why := s.ending.Load()
+	switch {
+	case why != nil && *why == EndedWall:
+		k := KilledBySession
+		res.KilledBy, res.ExitCode, res.Signal = &k, 137, 9
+		res.KillReason = fmt.Sprintf("killed by the session's wall clock: the session passed wallSeconds %g; every process was killed and the session torn down", s.caps.WallSeconds)
+	case why != nil:
+		res.Interrupted, res.ExitCode = true, ExitInterrupted
+	default:
+		go s.end(EndedClosed)
+		return s.e.setupFailed(s.sc, res, base, func() error { return nil }, err)
+	}
+	s.e.recordOutcome(s.sc, base, res, false)
+	s.sc.cur.Load().into(&res)
+	return s.sc.finish(res)
+}
+
+// rearm restarts the idle timer after a step.
+func (s *Session) rearm() {
+	if s.ending.Load() == nil {
+		s.idle.Reset(s.caps.Idle())
+	}
+}
+
+// SetFindings changes the host directory that receives /findings when the
+// session ends ("" discards them).
+func (s *Session) SetFindings(dir string) error { return s.ss.SetFindings(dir) }
+
+// Close ends the session: it kills every process, copies /findings out,
+// tears the sandbox down and stops the proxy, and records the teardown. It
+// returns the same summary to every caller; a step in flight is killed.
+// When ctx ends first, Close returns its error and the teardown goes on.
+func (s *Session) Close(ctx context.Context) (SessionSummary, error) {
+	go s.end(EndedClosed)
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return SessionSummary{Session: s.id}, ctx.Err()
+	}
+	return s.summary, s.closeErr
+}
+
+// Summary returns the session's summary once it has ended (Done).
+func (s *Session) Summary() (SessionSummary, error) {
+	<-s.done
+	return s.summary, s.closeErr
+}
+
+// end tears the session down, once, for why.
+func (s *Session) end(why string) {
+	s.closeOnce.Do(func() {
+		s.ending.Store(&why)
+		s.wall.Stop()
+		s.idle.Stop()
+		td, err := s.ss.Close() // kills a step in flight
+		s.cancel()              // and ends an approver's wait
+		s.mu.Lock()             // so the step has returned now
+		defer s.mu.Unlock()
+		stopProxy(s.px)
+		s.canary.Close()
+		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
+			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
+		if err != nil {
+			s.summary.Error, s.closeErr = err.Error(), err
+		}
+		s.e.recordTeardown(s.sc, s.base, fmt.Sprintf("session %s ended (%s) after %d commands; every process of its sandbox ended; its cgroup, mounts and namespaces are gone",
+			s.id, endedWhy(why, s.caps), s.steps))
+		// The session's end: a signed checkpoint, and the proofs of its
+		// records in it, when the log has a signer.
+		proof, perr := s.claim.End()
+		s.summary.Audit = proof
+		failed := s.sc.sessionFailed()
+		if failed == nil && perr != nil {
+			failed = fmt.Errorf("the session's checkpoint was not signed: %w", perr)
+		}
+		if failed != nil {
+			s.summary.AuditError = failed.Error()
+			s.closeErr = errors.Join(s.closeErr, fmt.Errorf("enforcer: %w: %w", ErrAudit, failed))
+		}
+		close(s.done)
+	})
+}
+
+// endedWhy says why a session ended, for the teardown record.
+func endedWhy(why string, c policy.EffectiveSession) string {
+	switch why {
+	case EndedWall:
+		return fmt.Sprintf("its wall clock passed wallSeconds %g", c.WallSeconds)
+	case EndedIdle:
+		return fmt.Sprintf("no command for idleSeconds %g", c.IdleSeconds)
+	case EndedEscape:
+		return "an escape signal was seen"
+	}
+	return "closed"
+}
+
+// abort undoes a half-opened session.
+func (s *Session) abort() {
+	s.ss.Close()
+	if s.px != nil {
+		stopProxy(s.px)
+	}
+	s.canary.Close()
+	s.cancel()
+}
+
+// openFailed records that a session could not be opened.
+func (s *Session) openFailed(err error) error {
+	ev := s.base
+	ev.Event = audit.EventStartupRefused
+	_ = s.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny,
+		Reason: "airlock could not start the session: " + err.Error(), Context: ev})
+	_, _ = s.claim.End()
+	return fmt.Errorf("enforcer: session: %w", err)
+}
+
+// ValidSessionID reports whether id may name a session: a sandbox, a
+// cgroup and a holder's socket are named for it.
+func ValidSessionID(id string) bool {
+	if id == "" || len(id) > 48 || id == RunScope {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return id[0] != '.' && id[0] != '-'
+}
+
+// NewSessionID returns a fresh random session id.
+func NewSessionID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "ses-" + hex.EncodeToString(b[:])
+}

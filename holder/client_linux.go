@@ -1,0 +1,353 @@
+package holder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/enforcer"
+)
+
+// Start runs a holder for cfg in the background and returns its Info once
+// the session's sandbox is ready (every start-up probe passed): airlock
+// is re-executed as cfg.Self + "watch", detached in its own session, and
+// that watchdog runs the holder (Watch). A session id is minted when cfg
+// has none. ctx bounds the wait; when it ends first, the holder is
+// killed.
+func Start(ctx context.Context, cfg Config) (Info, error) {
+	if cfg.Session.ID == "" {
+		cfg.Session.ID = enforcer.NewSessionID()
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return Info{}, fmt.Errorf("holder: %w", err)
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return Info{}, fmt.Errorf("holder: %w", err)
+	}
+	defer readyR.Close()
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "watch"), Env: holderEnv(), Dir: "/",
+		Stdin: cfgR, Stdout: readyW, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	err = cmd.Start()
+	cfgR.Close()
+	readyW.Close()
+	if err != nil {
+		cfgW.Close()
+		return Info{}, fmt.Errorf("holder: start: %w", err)
+	}
+	go func() {
+		json.NewEncoder(cfgW).Encode(cfg)
+		cfgW.Close()
+	}()
+	var msg ready
+	var derr error
+	decoded := make(chan struct{})
+	go func() {
+		derr = json.NewDecoder(io.LimitReader(readyR, 1<<20)).Decode(&msg)
+		close(decoded)
+	}()
+	select {
+	case <-decoded:
+	case <-ctx.Done():
+		// The holder is the watchdog's child: end it by its session,
+		// which both are alone in.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-decoded
+	}
+	switch {
+	case ctx.Err() != nil:
+		cmd.Wait()
+		return Info{}, fmt.Errorf("holder: start: %w", ctx.Err())
+	case derr != nil:
+		cmd.Wait()
+		return Info{}, fmt.Errorf("holder: start: the holder ended before its session was ready: %w", derr)
+	case msg.Error != "" || msg.Info == nil:
+		cmd.Wait()
+		return Info{}, errors.New(msg.Error)
+	}
+	go cmd.Wait() // the watchdog outlives a short-lived caller
+	return *msg.Info, nil
+}
+
+// Client talks to one session's holder. Each call is one connection and
+// one round trip.
+type Client struct {
+	id, path string
+}
+
+// Dial finds the holder of session id in the runtime directory dir. It
+// refuses a socket that another user owns.
+func Dial(dir, id string) (*Client, error) {
+	if !enforcer.ValidSessionID(id) {
+		return nil, fmt.Errorf("holder: %q is not a session id", id)
+	}
+	p := socketPath(dir, id)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("holder: session %s: %w (see airlock session list)", id, ErrNoSession)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("holder: session %s: %w", id, err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("holder: session %s: %s is not a socket: refusing it", id, p)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return nil, fmt.Errorf("holder: session %s: %s is owned by another user: refusing it", id, p)
+	}
+	return &Client{id: id, path: p}, nil
+}
+
+// ID is the session's id.
+func (c *Client) ID() string { return c.id }
+
+// connect dials the holder and checks that it runs as this user.
+func (c *Client) connect() (*net.UnixConn, error) {
+	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.path, Net: "unix"})
+	if err != nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("holder: session %s: its holder is gone: %w", c.id, ErrNoSession)
+		}
+		return nil, fmt.Errorf("holder: session %s: %w", c.id, err)
+	}
+	uid, _, err := peerUID(conn)
+	if err != nil || uid != os.Geteuid() {
+		conn.Close()
+		return nil, fmt.Errorf("holder: session %s: its socket is served by uid %d, not this user: refusing it", c.id, uid)
+	}
+	return conn, nil
+}
+
+// roundTrip sends req with files and reads the answer.
+func (c *Client) roundTrip(conn *net.UnixConn, req request, files ...*os.File) (response, error) {
+	var resp response
+	if err := writeMsg(conn, req, files...); err != nil {
+		return resp, fmt.Errorf("holder: session %s: send: %w", c.id, err)
+	}
+	if _, err := readMsg(conn, &resp, maxResponse); err != nil {
+		return resp, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, err)
+	}
+	if resp.Error != "" {
+		err := errors.New(resp.Error)
+		if resp.Ended {
+			err = fmt.Errorf("%w: %s", ErrEnded, resp.Error)
+		}
+		return resp, err
+	}
+	return resp, nil
+}
+
+// call is roundTrip on a fresh connection.
+func (c *Client) call(req request, files ...*os.File) (response, error) {
+	conn, err := c.connect()
+	if err != nil {
+		return response{}, err
+	}
+	defer conn.Close()
+	return c.roundTrip(conn, req, files...)
+}
+
+// Info asks the holder about its session.
+func (c *Client) Info() (Info, error) {
+	resp, err := c.call(request{Op: opInfo})
+	if err != nil || resp.Info == nil {
+		return Info{}, errors.Join(err, errors.New("holder: no info in the answer"))
+	}
+	return *resp.Info, nil
+}
+
+// Exec runs one step in the session. The step's streams are relayed
+// through pipes: st.Stdin to the child, the child's output to st.Stdout
+// and st.Stderr, airlock's notices to st.Notices (nil discards). When ctx
+// ends, the step is interrupted and its result still returned.
+func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Result, error) {
+	conn, err := c.connect()
+	if err != nil {
+		return enforcer.Result{}, err
+	}
+	defer conn.Close()
+	rl, err := newRelays(st)
+	if err != nil {
+		return enforcer.Result{}, err
+	}
+	defer rl.close()
+	stop := context.AfterFunc(ctx, func() {
+		conn.CloseWrite() // the holder sees the hang-up and kills the step
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	})
+	defer stop()
+	req := request{Op: opExec, Exec: &execRequest{Tool: st.Tool, Command: st.Command, Args: st.Args, Env: st.Env, Cwd: st.Cwd,
+		TimeoutMs: st.Timeout.Milliseconds(), Approval: st.Approval}}
+	if err := writeMsg(conn, req, rl.remote[:]...); err != nil {
+		return enforcer.Result{}, fmt.Errorf("holder: session %s: send: %w", c.id, err)
+	}
+	rl.start()
+	var resp response
+	_, rerr := readMsg(conn, &resp, maxResponse)
+	rl.wait()
+	switch {
+	case rerr != nil:
+		return enforcer.Result{}, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, rerr)
+	case resp.Result == nil:
+		return enforcer.Result{}, fmt.Errorf("holder: session %s: %s", c.id, resp.Error)
+	case resp.Error != "" && resp.Ended:
+		return *resp.Result, fmt.Errorf("%w: %s", ErrEnded, resp.Error)
+	case resp.Error != "":
+		return *resp.Result, errors.New(resp.Error)
+	}
+	return *resp.Result, nil
+}
+
+// relays are a step's four pipes: the holder gets remote, the client
+// copies between local and its own streams.
+type relays struct {
+	remote [4]*os.File // stdin read end; stdout, stderr, notices write ends
+	local  [4]*os.File
+	st     enforcer.StepRequest
+	out    sync.WaitGroup
+}
+
+func newRelays(st enforcer.StepRequest) (*relays, error) {
+	rl := &relays{st: st}
+	shared := st.Stdout != nil && sameWriter(st.Stdout, st.Stderr)
+	for i := range 4 {
+		if i == 2 && shared {
+			// One writer, one pipe, as os/exec does: one copy into it.
+			rl.remote[2] = rl.remote[1]
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			rl.close()
+			return nil, fmt.Errorf("holder: %w", err)
+		}
+		if i == 0 {
+			rl.remote[i], rl.local[i] = r, w
+		} else {
+			rl.remote[i], rl.local[i] = w, r
+		}
+	}
+	return rl, nil
+}
+
+// start closes the holder's ends here and starts the copies.
+func (rl *relays) start() {
+	closeFiles(rl.remote[:])
+	rl.remote = [4]*os.File{}
+	go func() {
+		if rl.st.Stdin != nil {
+			io.Copy(rl.local[0], rl.st.Stdin)
+		}
+		rl.local[0].Close()
+	}()
+	for i, w := range []io.Writer{rl.st.Stdout, rl.st.Stderr, rl.st.Notices} {
+		if w == nil {
+			w = io.Discard
+		}
+		if r := rl.local[i+1]; r != nil {
+			rl.out.Go(func() { io.Copy(w, r) })
+		}
+	}
+}
+
+// sameWriter reports whether a and b are one writer.
+func sameWriter(a, b io.Writer) bool {
+	defer func() { recover() }() // uncomparable dynamic types
+	return a == b
+}
+
+// wait waits until the holder has closed its ends of the output pipes.
+func (rl *relays) wait() { rl.out.Wait() }
+
+func (rl *relays) close() {
+	closeFiles(rl.remote[:])
+	closeFiles(rl.local[1:])
+}
+
+// Changes writes the session's patch to patch and returns its manifest.
+func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
+	resp, err := c.call(request{Op: opChanges, Patch: true}, patch)
+	if err != nil || resp.Changes == nil {
+		return enforcer.Changes{}, errors.Join(err, errors.New("holder: no changes in the answer"))
+	}
+	return *resp.Changes, nil
+}
+
+// Stop ends the session: its patch first, to patch when not nil, and its
+// findings to findings when not nil (else where the start said).
+func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
+	req := request{Op: opStop, Findings: findings}
+	var files []*os.File
+	if patch != nil {
+		req.Patch, files = true, []*os.File{patch}
+	}
+	resp, err := c.call(req, files...)
+	var sum enforcer.SessionSummary
+	if resp.Summary != nil {
+		sum = *resp.Summary
+	}
+	switch {
+	case err == nil && resp.Summary == nil:
+		err = errors.New("holder: no summary in the answer")
+	case err == nil && resp.PatchError != "":
+		err = fmt.Errorf("%w: %s", ErrNoPatch, resp.PatchError)
+	}
+	return sum, resp.Changes, err
+}
+
+// List returns the live sessions in the runtime directory dir, oldest
+// first, and removes what dead holders left there (a socket whose lock is
+// free).
+func List(dir string) ([]Info, error) {
+	socks, err := filepath.Glob(filepath.Join(dir, "*"+sockSuffix))
+	if err != nil {
+		return nil, err
+	}
+	var out []Info
+	for _, s := range socks {
+		id := strings.TrimSuffix(filepath.Base(s), sockSuffix)
+		c, err := Dial(dir, id)
+		if err == nil {
+			var info Info
+			if info, err = c.Info(); err == nil {
+				out = append(out, info)
+				continue
+			}
+		}
+		sweepDead(dir, id)
+	}
+	slices.SortFunc(out, func(a, b Info) int { return a.Started.Compare(b.Started) })
+	return out, nil
+}
+
+// sweepDead removes the socket and lock of session id when no holder
+// holds the lock.
+func sweepDead(dir, id string) {
+	f, err := os.OpenFile(lockPath(dir, id), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		defer f.Close()
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+			return // alive, and busy or starting
+		}
+	}
+	os.Remove(socketPath(dir, id))
+	os.Remove(lockPath(dir, id))
+}

@@ -1,0 +1,58 @@
+//go:build !linux
+
+package holder
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/airlock-sandbox/airlock/enforcer"
+)
+
+// errUnsupported is every operation's error off Linux: a holder holds a
+// Linux sandbox.
+var errUnsupported = errors.New("holder: sessions need Linux (no weaker mode chosen)")
+
+// Client talks to one session's holder; there are none here.
+type Client struct{}
+
+// Dir fails closed.
+func Dir() (string, error) { return "", errUnsupported }
+
+// Start fails closed.
+func Start(context.Context, Config) (Info, error) { return Info{}, errUnsupported }
+
+// Hold fails closed.
+func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error) error { return errUnsupported }
+
+// Watch fails closed.
+func Watch(io.Reader, *os.File) error { return errUnsupported }
+
+// Dial fails closed.
+func Dial(dir, id string) (*Client, error) { return nil, errUnsupported }
+
+// List fails closed.
+func List(dir string) ([]Info, error) { return nil, errUnsupported }
+
+// ID returns "".
+func (c *Client) ID() string { return "" }
+
+// Info fails closed.
+func (c *Client) Info() (Info, error) { return Info{}, errUnsupported }
+
+// Exec fails closed.
+func (c *Client) Exec(context.Context, enforcer.StepRequest) (enforcer.Result, error) {
+	return enforcer.Result{}, errUnsupported
+}
+
+// Changes fails closed.
+func (c *Client) Changes(*os.File) (enforcer.Changes, error) {
+	return enforcer.Changes{}, errUnsupported
+}
+
+// Stop fails closed.
+func (c *Client) Stop(*string, *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
+	return enforcer.SessionSummary{}, nil, errUnsupported
+}

@@ -1,0 +1,140 @@
+package holder
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// writeMsg sends v as one frame — a 4-byte big-endian length, then JSON —
+// with files' descriptors attached to it (SCM_RIGHTS), in one sendmsg.
+func writeMsg(c *net.UnixConn, v any, files ...*os.File) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	frame := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(frame, uint32(len(body)))
+	frame = append(frame, body...)
+	var oob []byte
+	if len(files) > 0 {
+		fds := make([]int, len(files))
+		for i, f := range files {
+			fds[i] = int(f.Fd())
+		}
+		oob = unix.UnixRights(fds...)
+	}
+	n, _, err := c.WriteMsgUnix(frame, oob, nil)
+	if err != nil {
+		return err
+	}
+	if n < len(frame) {
+		_, err = c.Write(frame[n:])
+	}
+	return err
+}
+
+// readMsg reads one frame of at most limit bytes into v, and returns the
+// descriptors that came with it as files (at most maxFDs; more, or a
+// truncated control message, is an error and closes them all).
+func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(4*(maxFDs+1)))
+	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	files, ferr := rights(oob[:oobn])
+	fail := func(err error) ([]*os.File, error) {
+		closeFiles(files)
+		return nil, err
+	}
+	switch {
+	case ferr != nil:
+		return fail(ferr)
+	case flags&unix.MSG_CTRUNC != 0 || len(files) > maxFDs:
+		return fail(errors.New("holder: too many descriptors with a message"))
+	case n < 4:
+		if _, err := io.ReadFull(c, buf[n:4]); err != nil {
+			return fail(fmt.Errorf("holder: short message: %w", err))
+		}
+		n = 4
+	}
+	size := int(binary.BigEndian.Uint32(buf[:4]))
+	if size > limit {
+		return fail(fmt.Errorf("holder: message of %d bytes is over the %d-byte limit", size, limit))
+	}
+	body := make([]byte, size)
+	got := copy(body, buf[4:n])
+	if n-4 > size {
+		return fail(errors.New("holder: unexpected bytes after a message"))
+	}
+	if _, err := io.ReadFull(c, body[got:]); err != nil {
+		return fail(fmt.Errorf("holder: short message: %w", err))
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fail(fmt.Errorf("holder: bad message: %w", err))
+	}
+	return files, nil
+}
+
+// rights parses the descriptors of a control message into files.
+func rights(oob []byte) ([]*os.File, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("holder: control message: %w", err)
+	}
+	var files []*os.File
+	var bad error
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			bad = fmt.Errorf("holder: control message: %w", err)
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "holder-fd"))
+		}
+	}
+	if bad != nil {
+		closeFiles(files)
+		return nil, bad
+	}
+	return files, nil
+}
+
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// peerUID is the uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, -1, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, -1, err
+	}
+	if cerr != nil {
+		return -1, -1, cerr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}

@@ -1,0 +1,113 @@
+//go:build unix
+
+package hostfile
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open opens the file at path for reading and returns it with what fstat
+// says of it. The open does not block: a FIFO or a device named by
+// mistake (or by an attacker) would otherwise hang airlock before it
+// could say why. Anything but a regular file is refused, named as what it
+// is. The returned file is in blocking mode.
+func Open(path string) (*os.File, fs.FileInfo, error) {
+	fd, err := openFlags(path, unix.O_RDONLY, 0)
+	if err != nil {
+		return nil, nil, openError(path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, nil, notRegular(path, fileType(uint32(st.Mode)))
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, fi, nil
+}
+
+// WriteFile writes data to the file at path, creating it with perm, as
+// os.WriteFile does, but without blocking on a FIFO (with no reader, or
+// any other special file) and only into a regular file, which it
+// truncates once it knows that is what it is.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT, uint32(perm.Perm()))
+	if err != nil {
+		return openError(path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// openError is the error of a failed open: ENXIO, which open(2) gives
+// for a socket and, written to, for a FIFO with no reader, is said as
+// what the file is.
+func openError(path string, err error) error {
+	if err == unix.ENXIO {
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			return notRegular(path, fi.Mode())
+		}
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: err}
+}
+
+// openFlags opens path with flags, never blocking and never making it
+// the controlling terminal.
+func openFlags(path string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Open(path, flags|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, perm)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// fileType is the fs.FileMode type bits of a stat(2) mode.
+func fileType(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
+}
