@@ -5,7 +5,8 @@ package seccomp
 import "golang.org/x/sys/unix"
 
 // native is airlock's filter for arm (GOARCH arm), 174 instructions,
-// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.
+// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,
+// and the second filter of a sandbox without a network namespace.
 var native = target{
 	arch:       "arm",
 	auditArch:  0x40000028,
@@ -254,5 +255,27 @@ var native = target{
 		{Code: 0x0045, Jt: 0, Jf: 1, K: 0x7e020000}, // 171: jset #2114060288,0,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50001},    // 172: ret #327681
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 173: ret #2147418112
+	},
+	noNetNSRules: []Rule{
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES, Why: "without a network namespace of its own, a UDP socket reaches the container's network (its DNS resolver included) past the proxy, and Landlock's rules cover TCP only"},
+		{Syscall: "listen", Errno: unix.EACCES, Why: "without a network namespace of its own, a listening socket takes connections from the container's network; Landlock refuses bind(2) to every port, but listen(2) binds an unbound socket itself"},
+	},
+	noNetNSFilter: []unix.SockFilter{
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x4},        // 0: ld [4]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x40000028}, // 1: jeq #1073741864,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x80000000}, // 2: ret #2147483648
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 3: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x119},      // 4: jneq #281,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 5: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 6: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0xa},        // 7: jneq #10,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 8: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 9: and #15
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x2},        // 10: jneq #2,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 11: ret #327693
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 12: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11c},      // 13: jneq #284,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 14: ret #327693
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 15: ret #2147418112
 	},
 }

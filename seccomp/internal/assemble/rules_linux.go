@@ -249,6 +249,23 @@ var argRules = []argRule{
 		isNot(0, 0x0, 0x8, 0x20000, 0x20008, 0xffffffff)),
 }
 
+// noNetNSRules are the refusals of the second filter, stacked on the
+// first in a sandbox that has no network namespace of its own (inside a
+// container that refuses one: docs/sandbox.md, "Inside a container").
+// There the sandbox shares the container's network, and the proxy stays
+// its only way out only while Landlock allows TCP connect to the proxy's
+// port alone and refuses bind(2), and this filter refuses the rest.
+var noNetNSRules = []argRule{
+	when(Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES,
+		Why: "without a network namespace of its own, a UDP socket reaches the container's network (its DNS resolver included) past the proxy, and Landlock's rules cover TCP only"},
+		is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_DGRAM))),
+	{
+		Rule: Rule{Syscall: "listen", Errno: unix.EACCES,
+			Why: "without a network namespace of its own, a listening socket takes connections from the container's network; Landlock refuses bind(2) to every port, but listen(2) binds an unbound socket itself"},
+		clauses: [][]cond{{}},
+	},
+}
+
 // sandboxSetup are the refused calls that airlock itself makes: its
 // sandbox init while it builds the sandbox, before it installs the filter,
 // and its proxy (socket: the egress gate's rtnetlink watch of the host's
