@@ -24,6 +24,7 @@ var checks = []check{
 	checkEgress,
 	checkPaths,
 	checkRequire,
+	checkWeakerModes,
 	checkMonitor,
 	checkApprovals,
 	checkSession,
