@@ -1,7 +1,6 @@
 package export
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -24,10 +23,6 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// podmanFlags are this host's global podman flags (crun refuses hybrid
-// cgroups here; see docs/export.md).
-const podmanFlags = "--runtime runc --cgroup-manager cgroupfs"
-
 // podmanLab is an image holding airlock's own binary as the attacker,
 // pinned by digest, and a policy whose task allows one loopback server.
 type podmanLab struct {
@@ -38,28 +33,19 @@ type podmanLab struct {
 	denied  *httptest.Server
 	hits    [2]atomic.Int32 // requests that reached allowed, denied
 	audit   string
+	podman  *testutil.Podman
 }
 
 // newPodmanLab builds the binary and the image and removes the image when
 // the test ends.
 func newPodmanLab(t *testing.T) *podmanLab {
 	t.Helper()
-	testutil.RequirePodman(t)
-	lab := &podmanLab{}
+	lab := &podmanLab{podman: testutil.RootfulPodman(t)}
 	dir := t.TempDir()
-	lab.airlock = filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", lab.airlock, "github.com/airlock-sandbox/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build airlock: %v\n%s", err, out)
-	}
+	lab.airlock = testutil.StaticAirlock(t, dir)
 	tarPath := filepath.Join(dir, "root.tar")
 	writeImageTar(t, tarPath, lab.airlock)
-	tag := fmt.Sprintf("localhost/airlock-export-test:%d", os.Getpid())
-	podman(t, "import", tarPath, tag)
-	t.Cleanup(func() { podman(t, "rmi", "--force", tag) })
-	digest := strings.TrimSpace(podman(t, "image", "inspect", "--format", "{{.Digest}}", tag))
-	lab.image = "localhost/airlock-export-test@" + digest
+	lab.image = lab.podman.Import(t, tarPath, fmt.Sprintf("localhost/airlock-export-test:%d", os.Getpid()))
 
 	handler := func(i int) http.HandlerFunc {
 		return func(w http.ResponseWriter, _ *http.Request) { lab.hits[i].Add(1); fmt.Fprintln(w, "reached") }
@@ -86,43 +72,11 @@ func newPodmanLab(t *testing.T) *podmanLab {
 // directories the run line mounts over, /workspace owned by uid 65534.
 func writeImageTar(t *testing.T, path, airlock string) {
 	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	tw := tar.NewWriter(f)
-	for _, d := range []struct {
-		name string
-		mode int64
-		uid  int
-	}{{"bin/", 0o755, 0}, {"tmp/", 0o1777, 0}, {"workspace/", 0o755, 65534}, {"findings/", 0o755, 0}, {"etc/", 0o755, 0}} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d.name, Mode: d.mode, Uid: d.uid, Gid: d.uid}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin, err := os.ReadFile(airlock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "bin/airlock", Mode: 0o755, Size: int64(len(bin))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(bin); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func podman(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("podman", append(strings.Fields(podmanFlags), args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("podman %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	testutil.WriteTar(t, path, []testutil.TarEntry{
+		{Name: "bin", Dir: true, Mode: 0o755}, {Name: "tmp", Dir: true, Mode: 0o1777},
+		{Name: "workspace", Dir: true, Mode: 0o755, UID: 65534}, {Name: "findings", Dir: true, Mode: 0o755},
+		{Name: "etc", Dir: true, Mode: 0o755}, {Name: "bin/airlock", Mode: 0o755, FromFile: airlock},
+	})
 }
 
 // netnsNames lists the host's named network namespaces.
@@ -157,7 +111,7 @@ func (lab *podmanLab) run(t *testing.T, task string, args ...string) (payload.Re
 	}
 	before := netnsNames(t)
 	cmd := exec.Command("sh", "-c", out.Script)
-	cmd.Env = append(os.Environ(), "AIRLOCK="+lab.airlock, "AIRLOCK_AUDIT="+lab.audit, "AIRLOCK_PODMAN_FLAGS="+podmanFlags)
+	cmd.Env = append(os.Environ(), "AIRLOCK="+lab.airlock, "AIRLOCK_AUDIT="+lab.audit, "AIRLOCK_PODMAN_FLAGS="+testutil.PodmanFlags)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -173,7 +127,7 @@ func (lab *podmanLab) run(t *testing.T, task string, args ...string) (payload.Re
 	if left := slices.DeleteFunc(netnsNames(t), func(n string) bool { return slices.Contains(before, n) }); len(left) > 0 {
 		t.Errorf("the script left network namespaces %v", left)
 	}
-	if ps := strings.TrimSpace(podman(t, "ps", "--all", "--quiet", "--filter", "ancestor="+lab.image)); ps != "" {
+	if ps := strings.TrimSpace(lab.podman.Run(t, "ps", "--all", "--quiet", "--filter", "ancestor="+lab.image)); ps != "" {
 		t.Errorf("the script left containers %s", ps)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
