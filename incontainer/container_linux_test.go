@@ -25,6 +25,8 @@ type profile struct {
 	opt string
 	// netns: the profile lets the sandbox make a network namespace.
 	netns bool
+	// extra are more podman run flags.
+	extra []string
 }
 
 // lab is what every container run shares: the static binary, the
@@ -53,6 +55,12 @@ const noNetNSProfile = `{"defaultAction": "SCMP_ACT_ALLOW",
   {"names": ["clone3"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38}]}
 `
 
+// noLandlockProfile is noNetNSProfile that refuses Landlock too (ENOSYS,
+// as a kernel without it answers).
+var noLandlockProfile = strings.Replace(noNetNSProfile, `{"names": ["clone3"]`,
+	`{"names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"], "action": "SCMP_ACT_ERRNO", "errnoRet": 38},
+  {"names": ["clone3"]`, 1)
+
 // TestInsideContainers runs airlock inside rootful and rootless podman
 // containers, with podman's default seccomp profile, with none, and with
 // one that refuses network namespaces: doctor says what the container
@@ -66,6 +74,9 @@ func TestInsideContainers(t *testing.T) {
 	profiles := []profile{{name: "default", netns: true}, {name: "unconfined", opt: "unconfined", netns: true},
 		{name: "no-netns", opt: filepath.Join(l.dir, "no-netns.json")}}
 	if err := os.WriteFile(profiles[2].opt, []byte(noNetNSProfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(l.dir, "no-landlock.json"), []byte(noLandlockProfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, rootless := range []bool{false, true} {
@@ -82,7 +93,17 @@ func TestInsideContainers(t *testing.T) {
 					c.doctor(t)
 					c.attacks(t)
 					c.demo(t)
+					if !prof.netns {
+						c.requireNetNS(t)
+					}
 				})
+			}
+			c := &ctr{lab: l, podman: p, image: image, prof: profiles[2]}
+			t.Run("session", c.session)
+			if !rootless {
+				c := &ctr{lab: l, podman: p, image: image, prof: profile{name: "no-netns-no-landlock", opt: filepath.Join(l.dir, "no-landlock.json"),
+					extra: []string{"--security-opt", "unmask=ALL"}}}
+				t.Run(c.prof.name, c.weakerMode)
 			}
 			if ps := strings.TrimSpace(p.Run(t, "ps", "--all", "--quiet")); ps != "" {
 				t.Errorf("containers left: %s", ps)
@@ -137,6 +158,8 @@ func newLab(t *testing.T) *lab {
     "caps": {"memoryMb": 128, "processCount": 32, "diskWriteMb": 16, "cpuSeconds": 10, "wallSeconds": 20}}},
   "egress": {"default": "deny", "taskAllowlist": {"attack": [%q]}}
 }`, l.allowed.Listener.Addr().String())
+	weaker := strings.Replace(pol, `"egress":`, `"weakerModes": ["egress-unenforced"], "egress":`, 1)
+	require := strings.Replace(pol, `"egress":`, `"require": ["netns"], "egress":`, 1)
 	l.tar = filepath.Join(l.dir, "root.tar")
 	testutil.WriteTar(t, l.tar, []testutil.TarEntry{
 		{Name: "bin", Dir: true, Mode: 0o755}, {Name: "etc", Dir: true, Mode: 0o755},
@@ -144,6 +167,8 @@ func newLab(t *testing.T) *lab {
 		{Name: "out", Dir: true, Mode: 0o755},
 		{Name: "bin/airlock", Mode: 0o755, FromFile: bin},
 		{Name: "etc/airlock.json", Mode: 0o644, Data: []byte(pol)},
+		{Name: "etc/airlock-weaker.json", Mode: 0o644, Data: []byte(weaker)},
+		{Name: "etc/airlock-require.json", Mode: 0o644, Data: []byte(require)},
 	})
 	return l
 }
@@ -165,6 +190,7 @@ func (c *ctr) run(t *testing.T, result any, args ...string) (string, string, int
 	if c.prof.opt != "" {
 		podArgs = append(podArgs, "--security-opt", "seccomp="+c.prof.opt)
 	}
+	podArgs = append(podArgs, c.prof.extra...)
 	var out string
 	if result != nil {
 		out = testutil.SharedDir(t, "airlock-out-")
@@ -243,8 +269,14 @@ type result struct {
 // and returns its last report and the run's result.
 func (c *ctr) payloadRun(t *testing.T, args ...string) (payload.Report, result) {
 	t.Helper()
+	return c.payloadRunWith(t, "/etc/airlock.json", args...)
+}
+
+// payloadRunWith is payloadRun with the policy at pol.
+func (c *ctr) payloadRunWith(t *testing.T, pol string, args ...string) (payload.Report, result) {
+	t.Helper()
 	var res result
-	run := append([]string{"run", "--policy", "/etc/airlock.json", "--tool", "attack", "--task", "attack",
+	run := append([]string{"run", "--policy", pol, "--tool", "attack", "--task", "attack",
 		"--audit", "/tmp/audit.jsonl", "--result", "/out/r.json", "--", "/bin/airlock", "payload"}, args...)
 	out, errOut, status := c.run(t, &res, run...)
 	reps := payload.Parse([]byte(out))
@@ -326,5 +358,66 @@ func (c *ctr) demo(t *testing.T) {
 	out, errOut, status := c.run(t, nil, "demo", "--offline")
 	if status != 0 || !strings.Contains(out, "every control held") {
 		t.Errorf("demo: exit %d\n%s\n%s", status, out, errOut)
+	}
+}
+
+// runArgs is airlock run of payload args under the policy at pol.
+func runArgs(pol string, args ...string) []string {
+	return append([]string{"run", "--policy", pol, "--tool", "attack", "--task", "attack", "--audit", "/tmp/audit.jsonl",
+		"--", "/bin/airlock", "payload"}, args...)
+}
+
+// requireNetNS: a policy that requires a network namespace of the
+// sandbox's own refuses the run where the container refuses one.
+func (c *ctr) requireNetNS(t *testing.T) {
+	out, errOut, status := c.run(t, nil, runArgs("/etc/airlock-require.json", "hello")...)
+	if status != 125 || !strings.Contains(errOut, "netns") || strings.Contains(out, `"attempt"`) {
+		t.Errorf("require netns without one: exit %d\nstdout %s\nstderr %s", status, out, errOut)
+	}
+}
+
+// weakerMode: where the container refuses network namespaces and
+// Landlock, run refuses, naming the weaker mode a policy may accept; a
+// policy that accepts it still gets no run here, since the start-up
+// probes want Landlock's file rules (the accepted mode's run is
+// sandbox's TestUnenforcedEgress, on a kernel whose Landlock the test
+// hides without probes: this kernel has ABI 7, not the 1 to 3 that give
+// file rules without TCP ones).
+func (c *ctr) weakerMode(t *testing.T) {
+	out, errOut, status := c.run(t, nil, runArgs("/etc/airlock.json", "connect", c.directA)...)
+	if status != 125 || !strings.Contains(errOut, "egress-unenforced") || strings.Contains(out, `"attempt"`) {
+		t.Errorf("without the weaker mode: exit %d\nstdout %s\nstderr %s", status, out, errOut)
+	}
+	out, errOut, status = c.run(t, nil, runArgs("/etc/airlock-weaker.json", "connect", c.directA)...)
+	if status != 125 || !strings.Contains(errOut, "start-up probe failed: landlock") || strings.Contains(out, `"attempt"`) {
+		t.Errorf("with the weaker mode, without Landlock: exit %d\nstdout %s\nstderr %s", status, out, errOut)
+	}
+}
+
+// session: a session's steps in one sandbox, in a container that stays
+// up: started, attacked past the proxy, stopped.
+func (c *ctr) session(t *testing.T) {
+	name := fmt.Sprintf("airlock-incontainer-session-%d", os.Getpid())
+	args := []string{"run", "-d", "--name", name, "--network", "host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096"}
+	if c.prof.opt != "" {
+		args = append(args, "--security-opt", "seccomp="+c.prof.opt)
+	}
+	c.podman.Run(t, append(args, c.image, "/bin/airlock", "payload", "sleep")...)
+	t.Cleanup(func() { c.podman.Command("rm", "--force", "--time", "0", name).Run() })
+	exec := func(args ...string) string {
+		return c.podman.Run(t, append([]string{"exec", name, "/bin/airlock"}, args...)...)
+	}
+	if id := strings.TrimSpace(exec("session", "start", "--policy", "/etc/airlock.json", "--task", "attack", "--id", "s1",
+		"--audit", "/tmp/audit.jsonl")); id != "s1" {
+		t.Fatalf("session start: %q", id)
+	}
+	for args, errno := range map[string]string{"connect " + c.directA: "EACCES", "udp-send " + c.udpA: "EACCES"} {
+		out := exec(append([]string{"session", "exec", "s1", "--tool", "attack", "--", "/bin/airlock", "payload"}, strings.Fields(args)...)...)
+		if reps := payload.Parse([]byte(out)); len(reps) == 0 || reps[0].Succeeded || reps[0].Errno != errno {
+			t.Errorf("session step %s: %s", args, out)
+		}
+	}
+	if out := exec("session", "stop", "s1"); !strings.Contains(out, "stopped") {
+		t.Errorf("session stop: %s", out)
 	}
 }
