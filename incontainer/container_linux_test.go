@@ -3,7 +3,6 @@ package incontainer
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,11 +36,9 @@ type lab struct {
 	tar     string
 	allowed *httptest.Server
 	denied  *httptest.Server
-	hits    [2]atomic.Int32 // requests that reached allowed, denied
-	direct  atomic.Int32    // connections that reached the direct listener
-	udp     atomic.Int32    // datagrams that reached the UDP socket
-	directA string
-	udpA    string
+	hits    [2]atomic.Int32   // requests that reached allowed, denied
+	direct  *testutil.Counted // a listener only a direct connection would reach
+	udp     *testutil.Counted // a UDP socket only a datagram past the proxy would reach
 }
 
 // noNetNSProfile lets everything through but network namespaces (clone
@@ -122,36 +119,7 @@ func newLab(t *testing.T) *lab {
 	l.allowed, l.denied = httptest.NewServer(handler(0)), httptest.NewServer(handler(1))
 	t.Cleanup(l.allowed.Close)
 	t.Cleanup(l.denied.Close)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.direct.Add(1)
-			c.Close()
-		}
-	}()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
-				return
-			}
-			l.udp.Add(1)
-		}
-	}()
-	l.directA, l.udpA = ln.Addr().String(), pc.LocalAddr().String()
+	l.direct, l.udp = testutil.CountingListener(t), testutil.CountingUDP(t)
 	pol := fmt.Sprintf(`{
   "toolScopes": {"attack": {
     "allow": [{"name": "payload", "command": "/bin/airlock", "argPatterns": [["payload"]], "allowExtraArgs": true}],
@@ -291,7 +259,7 @@ func (c *ctr) payloadRunWith(t *testing.T, pol string, args ...string) (payload.
 // proxy's allowed path, and the receipt.
 func (c *ctr) attacks(t *testing.T) {
 	allowed, denied := c.hits[0].Load(), c.hits[1].Load()
-	direct, udp := c.direct.Load(), c.udp.Load()
+	direct, udp := c.direct.Hits.Load(), c.udp.Hits.Load()
 
 	r, res := c.payloadRun(t, "http-get", c.allowed.URL+"/")
 	if !r.Succeeded || r.Detail["status"] != "200" || c.hits[0].Load() != allowed+1 {
@@ -327,7 +295,7 @@ func (c *ctr) attacks(t *testing.T) {
 	// Past the proxy: with a network namespace of its own nothing is
 	// there to reach; without one, the kernel refuses each (EACCES).
 	refusedErrno := map[bool]string{true: "", false: "EACCES"}[c.prof.netns]
-	for _, args := range [][]string{{"connect", c.directA}, {"udp-send", c.udpA}} {
+	for _, args := range [][]string{{"connect", c.direct.Addr}, {"udp-send", c.udp.Addr}} {
 		if r, _ := c.payloadRun(t, args...); r.Succeeded || refusedErrno != "" && r.Errno != refusedErrno {
 			t.Errorf("%v: %+v, want refused %s", args, r, refusedErrno)
 		}
@@ -345,10 +313,10 @@ func (c *ctr) attacks(t *testing.T) {
 	if n := c.hits[1].Load() - denied; n != 0 {
 		t.Errorf("the denied host was reached %d times", n)
 	}
-	if n := c.direct.Load() - direct; n != 0 {
+	if n := c.direct.Hits.Load() - direct; n != 0 {
 		t.Errorf("the host's listener was reached %d times past the proxy", n)
 	}
-	if n := c.udp.Load() - udp; n != 0 {
+	if n := c.udp.Hits.Load() - udp; n != 0 {
 		t.Errorf("the host's UDP socket got %d datagrams", n)
 	}
 }
@@ -384,11 +352,11 @@ func (c *ctr) requireNetNS(t *testing.T) {
 // hides without probes: this kernel has ABI 7, not the 1 to 3 that give
 // file rules without TCP ones).
 func (c *ctr) weakerMode(t *testing.T) {
-	out, errOut, status := c.run(t, nil, runArgs("/etc/airlock.json", "connect", c.directA)...)
+	out, errOut, status := c.run(t, nil, runArgs("/etc/airlock.json", "connect", c.direct.Addr)...)
 	if status != 125 || !strings.Contains(errOut, "egress-unenforced") || strings.Contains(out, `"attempt"`) {
 		t.Errorf("without the weaker mode: exit %d\nstdout %s\nstderr %s", status, out, errOut)
 	}
-	out, errOut, status = c.run(t, nil, runArgs("/etc/airlock-weaker.json", "connect", c.directA)...)
+	out, errOut, status = c.run(t, nil, runArgs("/etc/airlock-weaker.json", "connect", c.direct.Addr)...)
 	if status != 125 || !strings.Contains(errOut, "start-up probe failed: landlock") || strings.Contains(out, `"attempt"`) {
 		t.Errorf("with the weaker mode, without Landlock: exit %d\nstdout %s\nstderr %s", status, out, errOut)
 	}
@@ -411,7 +379,7 @@ func (c *ctr) session(t *testing.T) {
 		"--audit", "/tmp/audit.jsonl")); id != "s1" {
 		t.Fatalf("session start: %q", id)
 	}
-	for args, errno := range map[string]string{"connect " + c.directA: "EACCES", "udp-send " + c.udpA: "EACCES"} {
+	for args, errno := range map[string]string{"connect " + c.direct.Addr: "EACCES", "udp-send " + c.udp.Addr: "EACCES"} {
 		out := exec(append([]string{"session", "exec", "s1", "--tool", "attack", "--", "/bin/airlock", "payload"}, strings.Fields(args)...)...)
 		if reps := payload.Parse([]byte(out)); len(reps) == 0 || reps[0].Succeeded || reps[0].Errno != errno {
 			t.Errorf("session step %s: %s", args, out)

@@ -3,11 +3,9 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -53,8 +51,8 @@ func TestSharedNetworkInner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		testMemory = 1 << 44 // RLIMIT_DATA without a cgroup: the race detector's shadow
 	}
-	host := countingListener(t)
-	udp := countingUDP(t)
+	host := testutil.CountingListener(t)
+	udp := testutil.CountingUDP(t)
 
 	// The receipt and the start-up probes of the mode.
 	file, addr := canaries(t)
@@ -81,8 +79,8 @@ func TestSharedNetworkInner(t *testing.T) {
 		detail map[string]string
 		errno  string
 	}{
-		{args: []string{"connect", host.addr}, errno: "EACCES"},
-		{args: []string{"udp-send", udp.addr}, errno: "EACCES"},
+		{args: []string{"connect", host.Addr}, errno: "EACCES"},
+		{args: []string{"udp-send", udp.Addr}, errno: "EACCES"},
 		{args: []string{"tcp-listen", "bind"}, errno: "EACCES"},
 		{args: []string{"tcp-listen", "autobind"}, errno: "EACCES"},
 		{args: []string{"mptcp-connect", "proxy"}, detail: map[string]string{"mptcp": "EPROTONOSUPPORT", "tcp": "connected"}},
@@ -100,10 +98,10 @@ func TestSharedNetworkInner(t *testing.T) {
 			}
 		}
 	}
-	if n := host.hits.Load(); n != 0 {
+	if n := host.Hits.Load(); n != 0 {
 		t.Errorf("the host's listener was reached %d times from inside", n)
 	}
-	if n := udp.hits.Load(); n != 0 {
+	if n := udp.Hits.Load(); n != 0 {
 		t.Errorf("the host's UDP socket got %d datagrams from inside", n)
 	}
 
@@ -130,8 +128,8 @@ func TestUnenforcedEgressInner(t *testing.T) {
 	if initproc.LandlockABI() != 0 {
 		t.Fatal("the filter did not hide Landlock")
 	}
-	host := countingListener(t)
-	cfg := airlockConfig("connect", host.addr)
+	host := testutil.CountingListener(t)
+	cfg := airlockConfig("connect", host.Addr)
 	cfg.Proxy = true
 	if s, err := Start(context.Background(), cfg); err == nil {
 		s.Kill()
@@ -141,7 +139,7 @@ func TestUnenforcedEgressInner(t *testing.T) {
 	}
 	cfg.Weaker = []string{WeakerEgressUnenforced}
 	res, out, errOut := run(t, cfg)
-	if r := lastReport(t, out+errOut); !r.Succeeded || host.hits.Load() == 0 {
+	if r := lastReport(t, out+errOut); !r.Succeeded || host.Hits.Load() == 0 {
 		t.Errorf("the accepted weaker mode held egress after all: %+v", r)
 	}
 	if want := "NOT kernel-enforced (weakerModes egress-unenforced)"; !strings.Contains(res.Receipt["network"], want) {
@@ -204,57 +202,6 @@ func refuseNamespaces(t *testing.T, landlock bool) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); !errors.Is(err, unix.EPERM) {
 		t.Fatalf("unshare(CLONE_NEWNET) under the test's filter: %v, want EPERM", err)
 	}
-}
-
-// counted is a host socket that counts what reaches it.
-type counted struct {
-	addr string
-	hits atomic.Int32
-}
-
-// countingListener is a TCP listener on the host's loopback that counts
-// the connections it takes.
-func countingListener(t *testing.T) *counted {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	c := &counted{addr: ln.Addr().String()}
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.hits.Add(1)
-			conn.Close()
-		}
-	}()
-	return c
-}
-
-// countingUDP is a UDP socket on the host's loopback that counts the
-// datagrams it gets.
-func countingUDP(t *testing.T) *counted {
-	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	c := &counted{addr: pc.LocalAddr().String()}
-	go func() {
-		buf := make([]byte, 512)
-		for {
-			if _, _, err := pc.ReadFrom(buf); err != nil {
-				return
-			}
-			c.hits.Add(1)
-		}
-	}()
-	return c
 }
 
 // TestHostProc runs a sandbox where the host's /proc has a part masked
