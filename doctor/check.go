@@ -25,12 +25,15 @@ func CheckWith(ctx context.Context, p Probes) Report {
 	for _, c := range ns {
 		byName[c.Name] = c
 	}
+	r.Host.Container = container(p)
+	sc := seccompControl(ctx, p)
+	ll := landlock(p)
 	r.Controls = append(r.Controls, privileges(p))
 	r.Controls = append(r.Controls, ns...)
-	r.Controls = append(r.Controls, pivotRoot(p, byName[RequireMountNS]), noNewPrivs(p), seccompControl(p))
-	r.Controls = append(r.Controls, landlock(p)...)
+	r.Controls = append(r.Controls, pivotRoot(p, byName[RequireMountNS]), procFS(ctx, p, byName[RequireMountNS]), noNewPrivs(p), sc)
+	r.Controls = append(r.Controls, ll...)
 	r.Controls = append(r.Controls, cgroups(p)...)
-	r.Controls = append(r.Controls, openFiles(p), egressProxy(byName[RequireNetNS]))
+	r.Controls = append(r.Controls, openFiles(p), egressProxy(byName[RequireNetNS], byName[RequireMountNS], ll[1], sc)) // ll[1]: landlock-net
 	return r
 }
 

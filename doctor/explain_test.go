@@ -144,15 +144,18 @@ func TestMaxUserNamespacesZero(t *testing.T) {
 	}
 }
 
-func TestRootWithoutUserNamespacesKeepsTheOthers(t *testing.T) {
+// TestRootNeedsUserNamespacesToo: the sandbox's init is made in a user
+// namespace of its own even for root, so without one no other namespace
+// is of use to it.
+func TestRootNeedsUserNamespacesToo(t *testing.T) {
 	p, sp := fakeHost(0)
 	setFile(p, "proc/sys/user/max_user_namespaces", ptr("0"))
 	sp.fail = failWith("user", syscall.ENOSPC)
 	check(t, CheckWith(context.Background(), p),
 		expect{name: RequireUserNS, strength: Missing},
-		expect{name: RequireNetNS, strength: Strong},
-		expect{name: RequirePIDNS, strength: Strong},
-		expect{name: RequirePivotRoot, strength: Strong})
+		expect{name: RequireNetNS, strength: Missing, detail: []string{"user namespace of its own"}},
+		expect{name: RequirePIDNS, strength: Missing},
+		expect{name: RequirePivotRoot, strength: Missing})
 }
 
 func TestKernelWithoutUserNamespaces(t *testing.T) {
@@ -166,19 +169,19 @@ func TestKernelWithoutUserNamespaces(t *testing.T) {
 func TestContainerSeccompRefusesNamespaces(t *testing.T) {
 	p, sp := fakeHost(0)
 	setFile(p, "proc/self/status", ptr("Seccomp:\t2\nSeccomp_filters:\t1\nNoNewPrivs:\t1\n"))
-	sp.fail = func(ns []string) error {
-		if len(ns) > 1 || ns[0] == "net" || ns[0] == "user" {
-			return syscall.EPERM
-		}
-		return nil
-	}
+	sp.fail = failWith("net", syscall.EPERM)
 	r := CheckWith(context.Background(), p)
 	check(t, r,
-		expect{name: RequireUserNS, strength: Missing, detail: []string{"already runs under a seccomp filter"}},
+		expect{name: RequireUserNS, strength: Strong},
 		expect{name: RequireNetNS, strength: Missing, detail: []string{"creating a net namespace failed", "seccomp filter"}, fix: []string{"container"}},
 		expect{name: RequirePIDNS, strength: Strong},
 		expect{name: RequireSeccomp, strength: Strong, detail: []string{"seccomp mode 2 with 1 filter(s)", "stacks"}},
-		expect{name: RequireEgressProxy, strength: Weak})
+		expect{name: RequireEgressProxy, strength: Weak, detail: []string{"listens on the proxy's port"}})
+	sp.fail = func(ns []string) error { return syscall.EPERM }
+	check(t, CheckWith(context.Background(), p),
+		expect{name: RequireUserNS, strength: Missing, detail: []string{"already runs under a seccomp filter"}},
+		expect{name: RequireNetNS, strength: Missing, detail: []string{"user namespace of its own"}},
+		expect{name: RequireEgressProxy, strength: Weak, detail: []string{"ignores HTTP_PROXY"}})
 }
 
 func TestOldKernelWithoutLandlock(t *testing.T) {

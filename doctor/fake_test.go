@@ -82,8 +82,10 @@ func fakeHost(euid int) (Probes, *fakeSpawn) {
 					ctl("cpu", "cpuacct.usage", usable), ctl("freezer", "freezer.state", usable),
 				}}
 		},
-		NoFile: func() (uint64, uint64, error) { return 1024, 20000, nil },
-		Groups: func() (idmap.Groups, error) { return idmap.Groups{User: "agent"}, nil },
+		NoFile:       func() (uint64, uint64, error) { return 1024, 20000, nil },
+		Groups:       func() (idmap.Groups, error) { return idmap.Groups{User: "agent"}, nil },
+		Proc:         func(context.Context) error { return nil },
+		SeccompStack: func(context.Context) error { return nil },
 	}
 	return p, sp
 }

@@ -1,6 +1,9 @@
 package doctor
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // noNewPrivs reports no_new_privs: setuid binaries and file capabilities
 // grant nothing once it is set (Linux 3.5; shown in /proc/self/status
@@ -18,7 +21,7 @@ func noNewPrivs(p Probes) Control {
 
 // seccompControl reports seccomp filter mode with KILL_PROCESS, which
 // airlock's filter needs.
-func seccompControl(p Probes) Control {
+func seccompControl(ctx context.Context, p Probes) Control {
 	c := Control{Name: RequireSeccomp, Mechanism: p.SeccompFilterDescription, Strength: Strong}
 	st := p.status()
 	mode, hasField := st["Seccomp"]
@@ -29,6 +32,11 @@ func seccompControl(p Probes) Control {
 		default:
 			c.Detail = fmt.Sprintf("this process already runs under seccomp mode %s with %s filter(s) (a container runtime's?); airlock's filter stacks on it, and the stricter answer wins",
 				mode, orUnknown(st["Seccomp_filters"]))
+		}
+		if err := p.SeccompStack(ctx); err != nil {
+			c.Strength, c.Mechanism = Missing, "none"
+			c.Detail += fmt.Sprintf("; but installing airlock's filters in a child failed: %v", err)
+			c.Fix = "let this process use seccomp(2) (a container's profile may refuse it)"
 		}
 		return c
 	}

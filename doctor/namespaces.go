@@ -21,20 +21,20 @@ var nsControls = []nsInfo{
 
 // namespaces reports the user namespace and the six others, from real
 // children: one with every namespace at once and, if that fails, one per
-// namespace to say which.
+// namespace to say which. Every child is in a new user namespace too, as
+// the sandbox's init is, root's included: root in a container may hold no
+// CAP_SYS_ADMIN, and namespaces owned by a user namespace of its own are
+// what it can still make.
 func namespaces(ctx context.Context, p Probes) []Control {
 	user := userNamespace(ctx, p)
 	out := []Control{user}
 	rootless := p.Euid != 0
-	var all []string
-	if rootless {
-		all = append(all, "user")
-	}
+	all := []string{"user"}
 	for _, n := range nsControls {
 		all = append(all, n.ns)
 	}
 	allErr := error(nil)
-	if !rootless || user.Strength == Strong {
+	if user.Strength == Strong {
 		allErr = p.Spawn(ctx, all...)
 	}
 	for _, n := range nsControls {
@@ -47,19 +47,18 @@ func namespaces(ctx context.Context, p Probes) []Control {
 			c.Strength = Missing
 			c.Detail = fmt.Sprintf("the kernel has no %s namespaces (/proc/self/ns/%s is absent)", n.ns, n.ns)
 			c.Fix = "use a kernel built with " + n.config + "=y (Linux 4.6 or later for cgroup namespaces)"
-		case rootless && user.Strength != Strong:
+		case user.Strength != Strong:
 			c.Strength = Missing
-			c.Detail = "an unprivileged user needs a user namespace to create any other namespace, and it is not available (see userns)"
+			c.Detail = "the sandbox makes its namespaces inside a user namespace of its own, and that is not available (see userns)"
+			if rootless {
+				c.Detail = "an unprivileged user needs a user namespace to create any other namespace, and it is not available (see userns)"
+			}
 			c.Fix = user.Fix
 		case allErr != nil:
-			ns := []string{n.ns}
-			if rootless {
-				ns = []string{"user", n.ns}
-			}
-			if err := p.Spawn(ctx, ns...); err != nil {
+			if err := p.Spawn(ctx, "user", n.ns); err != nil {
 				c.Strength = Missing
 				c.Detail = fmt.Sprintf("creating a %s namespace failed: %v%s", n.ns, err, seccompHint(p))
-				c.Fix = "run airlock on the host rather than inside a container that refuses namespace creation, or as root"
+				c.Fix = "run the container with a seccomp profile that lets it create namespaces (podman's default does; Docker's and containerd's refuse them without CAP_SYS_ADMIN), or run airlock on the host"
 			}
 		}
 		out = append(out, c)

@@ -46,6 +46,13 @@ type Probes struct {
 	// Groups returns the caller's supplementary groups and what the host
 	// offers to drop them in a rootless sandbox.
 	Groups func() (idmap.Groups, error)
+	// Proc mounts a fresh proc in a child in new user, mount and pid
+	// namespaces, as the sandbox's init does; an error
+	// matching errProcRefused means the kernel refused it (EPERM).
+	Proc func(ctx context.Context) error
+	// SeccompStack installs airlock's two filters in a child, on top of
+	// any filter this process runs under.
+	SeccompStack func(ctx context.Context) error
 }
 
 // maxRead caps every file the doctor reads; mountinfo on a busy host is
@@ -118,6 +125,10 @@ func (p Probes) rootFSType() (string, bool) {
 	return typ, found
 }
 
+// errProcRefused is the Proc probe's error where the kernel refuses a
+// fresh proc.
+var errProcRefused = errors.New("a fresh proc mount is refused (EPERM): the /proc here has parts masked by mounts over them, as a container runtime's has")
+
 // errNoProbe is the answer of a probe that was not provided.
 var errNoProbe = errors.New("probe not provided")
 
@@ -146,8 +157,11 @@ func (p Probes) withDefaults() Probes {
 	if p.Groups == nil {
 		p.Groups = func() (idmap.Groups, error) { return idmap.Groups{}, errNoProbe }
 	}
+	if p.Proc == nil {
+		p.Proc = func(context.Context) error { return errNoProbe }
+	}
+	if p.SeccompStack == nil {
+		p.SeccompStack = func(context.Context) error { return errNoProbe }
+	}
 	return p
 }
-
-// errNoProbeBinary is Spawn's error when no true(1) exists to run.
-var errNoProbeBinary = errors.New("no /usr/bin/true or /bin/true to run in the namespaces")

@@ -3,9 +3,7 @@ package doctor
 import (
 	"context"
 	"os"
-	"os/exec"
 	"runtime"
-	"syscall"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -30,6 +28,8 @@ func HostProbes() Probes {
 		SeccompFilterDescription: seccomp.Describe(),
 		Cgroups:                  limits.Detect,
 		Groups:                   idmap.Inspect,
+		Proc:                     procProbe,
+		SeccompStack:             seccompProbe,
 		NoFile: func() (uint64, uint64, error) {
 			var r unix.Rlimit
 			err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r)
@@ -45,36 +45,15 @@ var cloneFlags = map[string]uintptr{
 	"cgroup": unix.CLONE_NEWCGROUP,
 }
 
-// spawn runs true(1) in the named new namespaces. A real child is the only
-// honest test: sysctls do not cover every restriction (AppArmor, a
-// container's seccomp profile, an LSM), and unshare(CLONE_NEWUSER) is
-// refused in a multithreaded Go process whatever the host allows.
+// spawn runs this binary as a child that exits at once, in the named new
+// namespaces. A real child is the only honest test: sysctls do not cover
+// every restriction (AppArmor, a container's seccomp profile, an LSM),
+// and unshare(CLONE_NEWUSER) is refused in a multithreaded Go process
+// whatever the host allows.
 func spawn(ctx context.Context, namespaces ...string) error {
-	path := ""
-	for _, p := range []string{"/usr/bin/true", "/bin/true"} {
-		if _, err := os.Stat(p); err == nil {
-			path = p
-			break
-		}
-	}
-	if path == "" {
-		return errNoProbeBinary
-	}
 	var flags uintptr
 	for _, n := range namespaces {
 		flags |= cloneFlags[n]
 	}
-	cmd := exec.CommandContext(ctx, path)
-	cmd.Env = []string{}
-	attr := &syscall.SysProcAttr{Cloneflags: flags}
-	if flags&unix.CLONE_NEWUSER != 0 {
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
-		attr.GidMappingsEnableSetgroups = false
-		// chroot needs CAP_SYS_CHROOT in the new namespace: it fails
-		// where the namespace is created but stripped of capabilities.
-		attr.Chroot = "/"
-	}
-	cmd.SysProcAttr = attr
-	return cmd.Run()
+	return runSelf(ctx, "true", nsAttr(flags))
 }

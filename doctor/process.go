@@ -26,15 +26,3 @@ func openFiles(p Probes) Control {
 	}
 	return c
 }
-
-// egressProxy reports the egress gate: the proxy is always there; it is
-// the only way out only when the sandbox has its own network namespace.
-func egressProxy(netns Control) Control {
-	if netns.Strength == Strong {
-		return Control{Name: RequireEgressProxy, Mechanism: "airlock proxy inside the sandbox's network namespace", Strength: Strong,
-			Detail: "the namespace has no route out, so the proxy and its allowlist are the only path"}
-	}
-	return Control{Name: RequireEgressProxy, Mechanism: "airlock proxy, by proxy variables only", Strength: Weak,
-		Detail: "without a network namespace, code that ignores HTTP_PROXY reaches the network directly",
-		Fix:    netns.Fix}
-}

@@ -49,6 +49,8 @@ type Host struct {
 	UID int `json:"uid"`
 	// Root reports whether they ran as root.
 	Root bool `json:"root"`
+	// Container names the container runtime found, "" for none.
+	Container string `json:"container,omitempty"`
 }
 
 // Report is what Check found: one Control per control, in a fixed order.

@@ -33,13 +33,24 @@ const (
 	RequireOpenFiles     = "open-files"
 )
 
+// RequireProcFS is met where a sandbox gets a /proc of its own pid
+// namespace (a container's masked /proc refuses a fresh one).
+const RequireProcFS = "procfs"
+
+// WeakerEgressUnenforced is the weaker mode (a policy's "weakerModes")
+// that runs a sandbox whose egress the kernel does not hold.
+const WeakerEgressUnenforced = "egress-unenforced"
+
+// WeakerModeNames returns every name a policy's "weakerModes" may use.
+func WeakerModeNames() []string { return []string{WeakerEgressUnenforced} }
+
 // requirementNames lists them in report order.
 var requirementNames = []string{
 	RequirePrivileges, RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS,
 	RequireUTSNS, RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs,
 	RequireSeccomp, RequireLandlock, RequireLandlockNet, RequireLandlockScope,
 	RequireCgroup, RequireCgroupMemory, RequireCgroupPids, RequireCgroupCPU,
-	RequireOpenFiles, RequireEgressProxy,
+	RequireOpenFiles, RequireEgressProxy, RequireProcFS,
 }
 
 // RequirementNames returns every name a policy's "require" list may use,

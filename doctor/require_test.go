@@ -48,7 +48,7 @@ func TestRequirementNames(t *testing.T) {
 	names := RequirementNames()
 	want := []string{"privileges", "userns", "pidns", "mountns", "netns", "ipcns", "utsns", "cgroupns", "pivot-root",
 		"no-new-privs", "seccomp", "landlock", "landlock-net", "landlock-scope",
-		"cgroup", "cgroup-memory", "cgroup-pids", "cgroup-cpu", "open-files", "egress-proxy"}
+		"cgroup", "cgroup-memory", "cgroup-pids", "cgroup-cpu", "open-files", "egress-proxy", "procfs"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("RequirementNames() = %q\nwant %q", names, want)
 	}

@@ -379,6 +379,7 @@ func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs poli
 		Caps:      caps,
 		Proxy:     true,
 		Require:   e.pol.Require,
+		Weaker:    e.pol.WeakerModes,
 		ID:        id,
 		// The runbook's start-up checks, on every launch: nothing runs
 		// until the sandbox has shown, from inside, that it holds.
@@ -472,7 +473,7 @@ func (e *Enforcer) commandReceipt() string {
 }
 
 func egressReceipt(task string) string {
-	return "airlock egress proxy inside the sandbox's network namespace, task " + task
+	return "airlock egress proxy on the listener the sandbox's init opened (where, and what else holds egress: network), task " + task
 }
 
 // newScribe is a scribe whose appends go to t.

@@ -31,6 +31,35 @@ func init() {
 	Register("unix-connect", unixConnect)
 	Register("tcp-fastopen", tcpFastOpen)
 	Register("mptcp-connect", mptcpConnect)
+	Register("tcp-listen", tcpListen)
+}
+
+// tcp-listen bind|autobind: open a TCP server socket, bound to a port of
+// every address ("bind": 0.0.0.0, port 0) or bound by listen(2) itself
+// ("autobind"), which in a sandbox without a network namespace of its
+// own would take connections from the host's network.
+func tcpListen(args []string) int {
+	if len(args) != 1 || args[0] != "bind" && args[0] != "autobind" {
+		return usage("tcp-listen", "bind|autobind")
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return report(outcome("tcp-listen", err, ""))
+	}
+	defer unix.Close(fd)
+	if args[0] == "bind" {
+		if err := unix.Bind(fd, &unix.SockaddrInet4{}); err != nil {
+			return report(outcome("tcp-listen", fmt.Errorf("bind: %w", err), ""))
+		}
+	}
+	err = unix.Listen(fd, 1)
+	ok := ""
+	if err == nil {
+		if sa, serr := unix.Getsockname(fd); serr == nil {
+			ok = fmt.Sprintf("listening on port %d of every address", sa.(*unix.SockaddrInet4).Port)
+		}
+	}
+	return report(outcome("tcp-listen", err, ok))
 }
 
 // netWait bounds every network wait of a payload.

@@ -15,4 +15,7 @@ func TestRequireNamesAgree(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Fatalf("doctor knows %q\nsandbox knows %q", a, b)
 	}
+	if a, b := doctor.WeakerModeNames(), sandbox.WeakerModes(); !slices.Equal(a, b) {
+		t.Fatalf("doctor knows the weaker modes %q, sandbox %q", a, b)
+	}
 }

@@ -16,6 +16,13 @@ type Policy struct {
 	// Require names enforcement mechanisms the host must offer; airlock
 	// refuses to run (exit 125) on a host that lacks one.
 	Require []string `json:"require,omitempty"`
+	// WeakerModes names the weaker modes this policy accepts on a host
+	// that cannot do better: "egress-unenforced" runs a sandbox whose
+	// egress the kernel does not hold (no network namespace and no
+	// Landlock TCP rules, as in some containers), where only programs that
+	// honour the proxy variables use the proxy. Without it such a host
+	// refuses the run; the receipt names the mode whenever it is used.
+	WeakerModes []string `json:"weakerModes,omitempty" jsonschema:"uniqueItems=true,enum=egress-unenforced"`
 	// Monitor holds the thresholds of the monitor's alert rules.
 	Monitor *Monitor `json:"monitor,omitempty"`
 	// Approvals says how escalated commands are approved.

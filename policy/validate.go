@@ -26,6 +26,7 @@ var checks = []check{
 	checkBudgets,
 	checkPaths,
 	checkRequire,
+	checkWeakerModes,
 	checkMonitor,
 	checkApprovals,
 	checkSession,

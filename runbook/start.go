@@ -34,6 +34,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		Caps:      l.caps,
 		Proxy:     true,
 		Require:   l.opts.Policy.Require,
+		Weaker:    l.opts.Policy.WeakerModes,
 		ID:        l.opts.RunID,
 	}
 	if l.rootfs != "" {

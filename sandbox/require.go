@@ -19,8 +19,9 @@ const (
 
 // The require names that every sandbox meets by construction: Start
 // creates these namespaces, pivots its root and sets no_new_privs, or
-// fails. RequireLandlockScope needs Landlock ABI 6; RequireEgressProxy is
-// met when Config.Proxy is set.
+// fails (but for RequireNetNS: see RequireProcFS). RequireLandlockScope
+// needs Landlock ABI 6; RequireEgressProxy is met when Config.Proxy is
+// set.
 const (
 	RequirePIDNS         = "pidns"
 	RequireMountNS       = "mountns"
@@ -40,17 +41,25 @@ const (
 	RequireOpenFiles  = "open-files"
 )
 
+// RequireProcFS is met where the sandbox gets a /proc of its own pid
+// namespace; a host that refuses a fresh one (a container) gives it the
+// host's instead, unless the policy requires this (docs/sandbox.md,
+// "Inside a container"). RequireNetNS, once met by construction, is now
+// met only where the host lets the sandbox make a network namespace.
+const RequireProcFS = "procfs"
+
 // RequireNames lists every require name a Config may carry: the doctor
 // package's list, which a test keeps equal to it.
 func RequireNames() []string {
 	return append([]string{RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS, RequireUTSNS,
 		RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs, RequireSeccomp, RequireLandlock, RequireLandlockNet,
-		RequireLandlockScope, RequireEgressProxy, RequirePrivileges, RequireOpenFiles}, limits.RequireNames...)
+		RequireLandlockScope, RequireEgressProxy, RequirePrivileges, RequireOpenFiles, RequireProcFS}, limits.RequireNames...)
 }
 
-// needs are the requirements the init must enforce rather than skip.
+// needs are the requirements the init (or the start of it) must enforce
+// rather than skip or work around.
 type needs struct {
-	landlock, seccomp bool
+	landlock, seccomp, netns, procfs, egress bool
 }
 
 // checkRequire fails closed: a name the host cannot provide is an
@@ -75,6 +84,12 @@ func checkRequire(require []string, proxy bool) (needs, error) {
 			n.landlock = true
 		case RequireSeccomp:
 			n.seccomp = true
+		case RequireNetNS:
+			n.netns = true
+		case RequireEgressProxy:
+			n.egress = true
+		case RequireProcFS:
+			n.procfs = true
 		}
 	}
 	if len(missing.Missing) > 0 {

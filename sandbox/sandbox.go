@@ -72,6 +72,11 @@ type Config struct {
 	// "landlock", "landlock-net", "cgroup", "cgroup-memory", ...); one the
 	// host lacks makes Start fail with an error matching ErrRequirement.
 	Require []string
+	// Weaker names the weaker modes the caller accepts where the host
+	// cannot do better (WeakerEgressUnenforced); without one, such a host
+	// refuses the run. The receipt names a weaker mode whenever one is
+	// used (docs/sandbox.md, "Inside a container").
+	Weaker []string
 	// Stdin, Stdout and Stderr are the target's standard streams. They
 	// always reach the target through pipes, never as the caller's own
 	// descriptors, so a terminal is never passed in. Nil Stdin reads as
@@ -88,6 +93,15 @@ type Config struct {
 	// fails (see ProbeRequest).
 	Probes *ProbeRequest
 }
+
+// WeakerEgressUnenforced accepts a sandbox whose egress the kernel does
+// not hold: where the host refuses a network namespace and Landlock has
+// no TCP rules (or there is no seccomp filter), only programs that honour
+// the proxy variables use the proxy.
+const WeakerEgressUnenforced = "egress-unenforced"
+
+// WeakerModes lists the names Config.Weaker may carry.
+func WeakerModes() []string { return []string{WeakerEgressUnenforced} }
 
 // Bind is a host file or directory bound read-only at Inside, an absolute
 // path that must not lie under a bound tree or a sandbox directory.

@@ -46,6 +46,12 @@ type Sandbox struct {
 	// groups, in a rootless run whose caller has supplementary groups,
 	// is how they are dropped (nil otherwise).
 	groups *idmap.Groups
+	// network is how the sandbox is networked (initproc.NetOwn unless
+	// the host refuses a network namespace: container_linux.go).
+	network string
+	// noCloneInto: the host refuses clone3, so the init is started
+	// without CLONE_INTO_CGROUP and placed after (container_linux.go).
+	noCloneInto bool
 
 	mu        sync.Mutex
 	released  time.Time
@@ -157,14 +163,13 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		extra = append(extra, root)
 	}
 	extra = append(extra, tasks...)
-	s.cmd = s.initCmd(extra, len(tasks))
-	err = s.cmd.Start()
+	err = s.startInit(extra, len(tasks), need)
 	child.Close()
 	setupR.Close()
 	closeFiles(tasks)
 	if err != nil {
 		setupW.Close()
-		return fmt.Errorf("sandbox: start the init: %w", err)
+		return err
 	}
 	s.stopCtx = context.AfterFunc(ctx, func() { s.end(ctx) })
 	if s.groups != nil {
@@ -278,10 +283,10 @@ var checkPidfdOnce = sync.OnceFunc(func() {
 // namespaces with a clean environment, stdio through pipes only. extra
 // are its descriptors 3 and up (fdCtrl, fdSetup, and fdRoot with Root).
 func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
-	rootful := os.Geteuid() == 0
+	rootful := setsGroups()
 	hostUID, hostGID := os.Getuid(), os.Getgid()
 	if rootful {
-		hostUID, hostGID = initproc.SandboxID, initproc.SandboxID
+		hostUID, hostGID = sandboxHostIDs()
 	}
 	inside := initproc.SandboxID
 	if s.hole == initproc.HoleUID {
@@ -309,10 +314,10 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
 		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
 	}
-	if s.hole == initproc.HoleNetNS {
+	if s.hole == initproc.HoleNetNS || s.network != initproc.NetOwn {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
-	if fd, ok := s.group.Dir(); ok {
+	if fd, ok := s.group.Dir(); ok && !s.noCloneInto {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
 	var stdin io.Reader = strings.NewReader("")
@@ -372,7 +377,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 // groups that cannot be dropped, and otherwise remembers how to drop
 // them (package idmap; docs/sandbox.md, "Groups").
 func (s *Sandbox) checkGroups() error {
-	if os.Geteuid() == 0 {
+	if setsGroups() {
 		s.receipt["groups"] = "none: the init's credentials set an empty group list"
 		return nil
 	}
@@ -424,6 +429,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: initRlimits(s.group.Rlimits()), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
+		NeedOwnProc: need.procfs, Network: s.network,
 		Probe:    s.cfg.Probes,
 		TestHole: string(s.hole),
 	}
@@ -696,7 +702,7 @@ func (s *Sandbox) fullReceipt() map[string]string {
 	for k, v := range s.receipt {
 		r[k] = v
 	}
-	r["namespaces"] = "user, pid, mount, network, ipc, uts, cgroup"
+	r["namespaces"] = s.namespacesReceipt()
 	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
 	if s.session {
 		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)

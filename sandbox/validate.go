@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
@@ -67,6 +68,11 @@ func normalizeView(cfg Config) (Config, error) {
 	}
 	if err := cfg.Caps.Validate(); err != nil {
 		return cfg, fmt.Errorf("sandbox: %w", err)
+	}
+	for _, w := range cfg.Weaker {
+		if !slices.Contains(WeakerModes(), w) {
+			return cfg, fmt.Errorf("sandbox: weaker mode %q: unknown (known: %s)", w, strings.Join(WeakerModes(), ", "))
+		}
 	}
 	if cfg.Root != "" {
 		if err := checkRoot(cfg); err != nil {

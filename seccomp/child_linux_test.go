@@ -48,11 +48,17 @@ func runChild(scenario string) int {
 		return true
 	}
 	switch scenario {
-	case "probe-filtered", "probe-control":
-		if scenario == "probe-filtered" && !install() {
+	case "probe-filtered", "probe-control", "probe-nonetns":
+		if scenario != "probe-control" && !install() {
 			return 2
 		}
-		out, err := json.Marshal(runProbes(scenario == "probe-filtered"))
+		if scenario == "probe-nonetns" {
+			if err := InstallNoNetNS(); err != nil {
+				fmt.Fprintln(os.Stderr, "child: install the second filter:", err)
+				return 2
+			}
+		}
+		out, err := json.Marshal(runProbes(scenario != "probe-control"))
 		if err != nil {
 			return 2
 		}
@@ -161,6 +167,9 @@ var probes = []probe{
 	}},
 	{"socket-inet6-ping", false, func() error { return socket(unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6) }},
 	{"socket-unix-dgram", false, func() error { return socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0) }},
+	{"socket-inet-udp", false, func() error { return socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0) }},
+	{"socket-inet6-udp", false, func() error { return socket(unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_UDP) }},
+	{"listen-loopback", false, listenLoopback},
 	{"socketpair-unix", false, func() error {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		if err == nil {
@@ -273,6 +282,19 @@ func errnoErr(e syscall.Errno) error {
 func ptrace(req, pid int) error {
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), 0, 0, 0, 0)
 	return errnoErr(e)
+}
+
+// listenLoopback binds a TCP socket to 127.0.0.1 and listens on it.
+func listenLoopback() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("bind: %w", err)
+	}
+	return unix.Listen(fd, 1)
 }
 
 func socket(family, typ, proto int) error {

@@ -40,6 +40,11 @@
 //     are refused too: a read-only bind does not stop connect(2) to a host
 //     service listening in a bound tree; socketpair(2) of AF_UNIX stays
 //     allowed (docs/sandbox.md).
+//   - A sandbox without a network namespace of its own (inside a container
+//     that refuses one) gets a second filter stacked on the first
+//     (InstallNoNetNS): UDP sockets and listen(2) are refused with EACCES
+//     too, so that TCP connect to the proxy's port, which Landlock allows
+//     alone, is its only way out (docs/sandbox.md, "Inside a container").
 //
 // # Errors the refused calls return
 //

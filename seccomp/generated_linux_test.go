@@ -86,6 +86,24 @@ func TestCompiledInIsAssembled(t *testing.T) {
 	if !slices.Equal(filter, raw) {
 		t.Error("the compiled-in filter differs from the assembled one")
 	}
+	raw, err = bpf.Assemble(want.NoNetNSProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter = filter[:0]
+	for _, f := range native.noNetNSFilter {
+		filter = append(filter, bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K})
+	}
+	if !slices.Equal(filter, raw) {
+		t.Error("the compiled-in second filter differs from the assembled one")
+	}
+	var noNet []Rule
+	for _, r := range want.NoNetNSRules {
+		noNet = append(noNet, Rule{Syscall: r.Syscall, When: r.When, Errno: syscall.Errno(r.Errno), Why: r.Why})
+	}
+	if !reflect.DeepEqual(NoNetNSRules(), noNet) {
+		t.Error("NoNetNSRules differs from the assembled rules")
+	}
 	var rules []Rule
 	for _, r := range want.Rules {
 		rules = append(rules, Rule{Syscall: r.Syscall, When: r.When, Errno: syscall.Errno(r.Errno), Why: r.Why})

@@ -20,8 +20,17 @@ import (
 // documentation): Install only hands it to the kernel, and itself uses no
 // refused call. After it, clone3 fails with ENOSYS: a Go program that sets
 // SysProcAttr.UseCgroupFD cannot start children.
-func Install() error {
-	filter := native.filter
+func Install() error { return install(native.filter) }
+
+// InstallNoNetNS installs, as Install does, the second filter, for a
+// sandbox that has no network namespace of its own: it refuses UDP
+// sockets and listen(2) (NoNetNSRules; docs/sandbox.md, "Inside a
+// container"). It narrows what Install's filter allows and is installed
+// after it.
+func InstallNoNetNS() error { return install(native.noNetNSFilter) }
+
+// install installs filter on every thread.
+func install(filter []unix.SockFilter) error {
 	if filter == nil {
 		return errNoFilter()
 	}

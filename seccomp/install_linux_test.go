@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"sort"
@@ -37,6 +38,9 @@ var filtered = map[string]string{
 	"socket-inet-mptcp":       "EPROTONOSUPPORT",
 	"socket-inet6-ping":       "EPROTONOSUPPORT",
 	"socket-unix-dgram":       "EACCES",
+	"socket-inet-udp":         "ok",
+	"socket-inet6-udp":        "ok",
+	"listen-loopback":         "ok",
 	"socketpair-unix":         "ok",
 	"keyctl-session-id":       "EPERM",
 	"bpf-map-create-empty":    "EPERM",
@@ -119,6 +123,20 @@ func TestProbesWithoutFilter(t *testing.T) {
 			t.Errorf("%s: got %s without the filter too; the probe does not show the filter's refusal", name, c)
 		}
 	}
+}
+
+// TestNoNetNSFilterRefuses installs both filters, as an init without a
+// network namespace of its own does: UDP sockets and listen(2) are
+// refused with EACCES on top of everything the first filter refuses (a
+// datagram socket the first refuses already gets the second's EACCES:
+// the newer filter's errno wins), and TCP sockets still open.
+func TestNoNetNSFilterRefuses(t *testing.T) {
+	want := maps.Clone(filtered)
+	for _, p := range []string{"socket-inet-udp", "socket-inet6-udp", "listen-loopback", "socket-inet6-ping"} {
+		want[p] = "EACCES"
+	}
+	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nonetns"))
+	compareProbes(t, runProbeChild(t, cmd), want)
 }
 
 func TestInstallRefusesUnprivileged(t *testing.T) {

@@ -26,6 +26,11 @@ type target struct {
 	rules []Rule
 	// filter is the program, nil where airlock has none.
 	filter []unix.SockFilter
+	// noNetNSRules and noNetNSFilter are the second filter, stacked on
+	// the first in a sandbox without a network namespace of its own
+	// (InstallNoNetNS).
+	noNetNSRules  []Rule
+	noNetNSFilter []unix.SockFilter
 }
 
 // errNoFilter is returned where the filter was not generated.

@@ -82,4 +82,8 @@ var native = target{
 		{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM, Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
 		{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query", Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
 	},
+	noNetNSRules: []Rule{
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES, Why: "without a network namespace of its own, a UDP socket reaches the container's network (its DNS resolver included) past the proxy, and Landlock's rules cover TCP only"},
+		{Syscall: "listen", Errno: unix.EACCES, Why: "without a network namespace of its own, a listening socket takes connections from the container's network; Landlock refuses bind(2) to every port, but listen(2) binds an unbound socket itself"},
+	},
 }

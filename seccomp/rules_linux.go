@@ -28,6 +28,12 @@ func Rules() []Rule {
 	return slices.Clone(native.rules)
 }
 
+// NoNetNSRules returns the refusals of the second filter
+// (InstallNoNetNS).
+func NoNetNSRules() []Rule {
+	return slices.Clone(native.noNetNSRules)
+}
+
 // Describe returns one line for the run receipt, for example
 // "seccomp filter: 83 rules, default allow, kill on foreign arch and x32,
 // ENOSYS above syscall 467 (x86_64)".

@@ -33,6 +33,12 @@ func Program() ([]bpf.Instruction, error) { return nil, errUnsupported }
 // it had a filter.
 func Install() error { return errUnsupported }
 
+// InstallNoNetNS fails: seccomp is Linux-only.
+func InstallNoNetNS() error { return errUnsupported }
+
+// NoNetNSRules returns nil: there is no filter on this system.
+func NoNetNSRules() []Rule { return nil }
+
 // Available reports false: seccomp is Linux-only.
 func Available() bool { return false }
 

@@ -19,8 +19,8 @@ func newDoctorCmd() *cobra.Command {
 		Use:   "doctor [--json]",
 		Short: "Show which mechanism enforces each control on this host",
 		Long: `doctor probes this host, as the user who runs it, and prints for every control
-(namespaces, pivot_root, no_new_privs, seccomp, Landlock, cgroups, the
-open-files limit, the egress proxy) the mechanism that would enforce it and
+(namespaces, pivot_root, a /proc of the sandbox's own, no_new_privs,
+seccomp, Landlock, cgroups, the open-files limit, the egress proxy) the mechanism that would enforce it and
 its strength: strong, weak (a fallback such as an rlimit where a cgroup was
 wanted) or missing. Weak and missing controls come with the reason and a fix
 (unprivileged user namespaces restricted by AppArmor on Ubuntu 24.04, no
@@ -118,6 +118,9 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 	who := fmt.Sprintf("uid %d", h.UID)
 	if h.Root {
 		who += " (root)"
+	}
+	if h.Container != "" {
+		who += ", inside a container: " + h.Container
 	}
 	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, orDash(h.Kernel), who)
 

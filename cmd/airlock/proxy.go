@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/netns"
 	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -46,8 +47,8 @@ var (
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
-	task, listen, audit, caCert string
-	allowRemote                 bool
+	task, listen, audit, caCert, netns string
+	allowRemote                        bool
 }
 
 func newProxyCmd() *cobra.Command {
@@ -76,6 +77,11 @@ lacks would refuse every destination). --listen must be a loopback address
 that clients on other hosts may use the proxy: anything that reaches the
 address can then reach what the task allows, as this host.
 
+With --netns PATH the proxy listens inside the network namespace at PATH
+(as "ip netns add" makes one) and connects out from its own: a container
+placed in that namespace has the proxy as its only way out (see
+airlock export podman).
+
 SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
 tunnels 10 seconds to finish.`,
 		Example: `  airlock proxy --task web_search --listen 127.0.0.1:3128
@@ -102,6 +108,7 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.task, "task", "", "task whose egress allowlist applies")
 	f.StringVar(&o.listen, "listen", "", "address to serve HTTP and SOCKS5 on (host:port; port 0 picks one)")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "let --listen be an address other hosts can reach (not loopback)")
+	f.StringVar(&o.netns, "netns", "", "listen inside the network namespace at this path (root only)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
 	policyFlag(cmd)
@@ -190,11 +197,20 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	}
 	// No TCP keep-alive on client connections: the proxy's idle timeout
 	// cuts idle ones (see proxy.Limits).
-	ln, err := (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
+	var ln net.Listener
+	if o.netns != "" {
+		ln, err = netns.Listen(ctx, o.netns, "tcp", o.listen)
+	} else {
+		ln, err = (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
+	}
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	stderr.Printf("airlock: proxy: task %q: serving HTTP and SOCKS5 on %s", o.task, ln.Addr())
+	where := ln.Addr().String()
+	if o.netns != "" {
+		where += " in the network namespace " + o.netns
+	}
+	stderr.Printf("airlock: proxy: task %q: serving HTTP and SOCKS5 on %s", o.task, where)
 	served := make(chan error, 1)
 	go func() { served <- px.Serve(ln) }()
 	select {

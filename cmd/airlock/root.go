@@ -97,6 +97,7 @@ func newRootCmd() *cobra.Command {
 		newSchemaCmd(),
 		newSessionCmd(),
 		newMCPCmd(),
+		newExportCmd(),
 	)
 }
 

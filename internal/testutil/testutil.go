@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -41,4 +42,28 @@ func LoopbackDialer(t testing.TB) func(ctx context.Context, network, addr string
 		}
 		return d.DialContext(ctx, network, addr)
 	}
+}
+
+// RequireCommands skips the test unless every named program is on PATH.
+func RequireCommands(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			t.Skipf("needs %s on PATH (CI installs it)", n)
+		}
+	}
+}
+
+// RequirePodman skips the test unless it runs as root with podman and
+// runc installed: rootful podman, as .ci/run installs it.
+func RequirePodman(t testing.TB) {
+	t.Helper()
+	RequireRoot(t)
+	RequireCommands(t, "podman", "runc", "ip")
+}
+
+// RequireKubectl skips the test unless kubectl is on PATH.
+func RequireKubectl(t testing.TB) {
+	t.Helper()
+	RequireCommands(t, "kubectl")
 }

@@ -84,16 +84,21 @@ type initState struct {
 	oom oomAdj
 	// copied is set once a session has had its one copy-in (copyIn).
 	copied bool
+	// hostProc: the host refused a fresh /proc (container_linux.go), and
+	// the init and the sandbox use the host's.
+	hostProc bool
 }
 
 // runInit is the init's whole life; its return value is the init's exit
 // status (the parent reads the target's from the control socket).
 func runInit(allowHoles bool) int {
 	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles, oom: oomAdj{fd: -1}}
-	if err := privateProc(); err != nil {
+	hostProc, err := privateProc()
+	if err != nil {
 		s.fail("proc", err)
 		return 1
 	}
+	s.hostProc = hostProc
 	// After privateProc: psx finds the threads under /proc/1.
 	if slices.Contains(os.Args[1:], MapsArg) {
 		if err := dropGroups(); err != nil {
@@ -135,6 +140,10 @@ func runInit(allowHoles bool) int {
 		s.fail("config", err)
 		return 1
 	}
+	if err := s.checkProc(); err != nil {
+		s.fail("proc", err)
+		return 1
+	}
 	if s.cfg.Root != hasRootFD() {
 		s.fail("config", errors.New("the root directory descriptor and the config disagree"))
 		return 1
@@ -174,7 +183,7 @@ func runInit(allowHoles bool) int {
 	// with ready: one message fewer on the way to the target.
 	var probes []ProbeResult
 	if s.cfg.Probe != nil {
-		probes = runProbes(s.cfg.Probe, probeSelf)
+		probes = s.probes(s.cfg.Probe)
 	}
 	if err := s.c.Send(Message{Kind: MsgReady, Port: port, Receipt: s.receipt, Probes: probes}, fds...); err != nil {
 		return 1
@@ -210,7 +219,7 @@ func (s *initState) serve(t target, fw *forwarder, prep <-chan error) int {
 		}
 		switch m.Kind {
 		case MsgProbe:
-			res := runProbes(m.Probe, probeSelf)
+			res := s.probes(m.Probe)
 			if err := s.c.Send(Message{Kind: MsgProbed, Probes: res}); err != nil {
 				return 1
 			}
@@ -285,15 +294,23 @@ func sanitizeFDs() error {
 // reaches the host's, whatever the propagation it was copied with) and
 // mounts the /proc of its own pid namespace over the host's: psx, which
 // runs a call on every thread, finds the threads in /proc/<getpid()>/task,
-// and getpid() is 1 here.
-func privateProc() error {
+// and getpid() is 1 here. Where the host refuses a fresh /proc (a
+// container), it keeps the host's if it may (useHostProc) and says so.
+func privateProc() (hostProc bool, err error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("make / private: %w", err)
+		return false, fmt.Errorf("make / private: %w", err)
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount the pid namespace's /proc: %w", err)
+	err = unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	if procRefused(err) {
+		if herr := useHostProc(); herr != nil {
+			return false, fmt.Errorf("mount the pid namespace's /proc: %w: %w", err, herr)
+		}
+		return true, nil
 	}
-	return nil
+	if err != nil {
+		return false, fmt.Errorf("mount the pid namespace's /proc: %w", err)
+	}
+	return false, nil
 }
 
 // tasksFDs returns the first of the v1 tasks descriptors the parent

@@ -15,6 +15,8 @@ func (s *initState) network() (int, int, error) {
 	if s.open(HoleNetNS) {
 		// The host's lo is up, and not the init's to change.
 		s.receipt["network"] = "the host's network namespace: test hole"
+	} else if s.cfg.Network != NetOwn {
+		s.sharedNetwork()
 	} else if err := linkUp("lo"); err != nil {
 		return -1, 0, err
 	} else {
@@ -33,7 +35,7 @@ func (s *initState) network() (int, int, error) {
 	if err != nil {
 		return -1, 0, err
 	}
-	s.receipt["network"] = fmt.Sprintf("empty network namespace, lo only; egress proxy listener 127.0.0.1:%d passed to the parent", port)
+	s.receipt["network"] = s.networkReceipt(port)
 	return fd, port, nil
 }
 

@@ -62,15 +62,23 @@ func (s *initState) dropPrivileges(port int) error {
 		s.receipt["seccomp"] = "none: test hole"
 		return nil
 	}
+	stacked := seccompFiltered()
 	desc, err := installSeccomp()
 	if err != nil {
-		if s.cfg.NeedSeccomp || !errors.Is(err, errNoSeccomp) {
+		if s.cfg.NeedSeccomp || s.cfg.Network == NetShared || !errors.Is(err, errNoSeccomp) {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 		s.receipt["seccomp"] = "none: " + err.Error()
-	} else {
-		s.receipt["seccomp"] = desc
+		return nil
 	}
+	second, err := s.installNoNetNS()
+	if err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	if stacked {
+		desc += "; stacked on a filter airlock runs under (a container's)"
+	}
+	s.receipt["seccomp"] = desc + second
 	return nil
 }
 
@@ -182,6 +190,9 @@ func (s *initState) landlock(port int) error {
 		return nil
 	}
 	abi := LandlockABI()
+	if err := s.checkSharedLandlock(abi); err != nil {
+		return err
+	}
 	if abi < 1 {
 		if s.cfg.NeedLandlock {
 			return errors.New("landlock: the kernel has no Landlock")
@@ -191,7 +202,7 @@ func (s *initState) landlock(port int) error {
 	}
 	cfg := landlock.Config{
 		HandledAccessFS:  landlock.V7.HandledAccessFS,
-		HandledAccessNet: llsys.AccessNetConnectTCP,
+		HandledAccessNet: s.landlockNet(),
 		Scoped:           landlock.V7.Scoped,
 	}.BestEffort()
 	rw := append([]string{TmpDir, WorkspaceDir, FindingsDir, "/dev/shm"}, s.cfg.ReadWrite...)
@@ -204,11 +215,10 @@ func (s *initState) landlock(port int) error {
 		landlock.RWDirs(rw...).WithRefer(),
 		landlock.RWFiles(devs...),
 	}
-	net := "no TCP connect"
 	if port > 0 {
 		rules = append(rules, landlock.ConnectTCP(uint16(port)))
-		net = "TCP connect only to the proxy port " + strconv.Itoa(port)
 	}
+	net := s.landlockNetReceipt(port)
 	fd, flags, err := cfg.NewRulesetFD(rules...)
 	if err != nil {
 		return fmt.Errorf("landlock: %w", err)

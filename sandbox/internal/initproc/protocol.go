@@ -132,6 +132,13 @@ type Config struct {
 	// without them.
 	NeedLandlock bool `json:"needLandlock"`
 	NeedSeccomp  bool `json:"needSeccomp"`
+	// NeedOwnProc makes the init fail where the host refuses a fresh
+	// /proc, instead of binding the host's (require "procfs").
+	NeedOwnProc bool `json:"needOwnProc,omitempty"`
+	// Network is how the sandbox is networked: NetOwn, NetShared or
+	// NetUnenforced (container_linux.go), chosen by the parent by what
+	// the host let it create.
+	Network string `json:"network,omitempty"`
 
 	// Probe asks for the start-up probes, run after the privilege drop
 	// and answered with ready.
@@ -150,6 +157,10 @@ type ProbeRequest struct {
 	// CanaryAddr is a host loopback address ("127.0.0.1:port") with a
 	// listener that must be unreachable inside.
 	CanaryAddr string `json:"canaryAddr,omitempty"`
+	// Network is the sandbox's Config.Network, set by the init itself:
+	// the probes of a sandbox in the host's network namespace check what
+	// holds there instead of an empty namespace.
+	Network string `json:"network,omitempty"`
 }
 
 // ProbeResult is one start-up probe's outcome. The zero value is a

@@ -96,8 +96,8 @@ func (s *initState) buildRoot(setup io.Reader) (string, error) {
 	if err := s.buildDev(root, disk); err != nil {
 		return "", err
 	}
-	if err := unix.Mount("proc", root+"/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return "", fmt.Errorf("mount /proc: %w", err)
+	if err := s.mountProc(root); err != nil {
+		return "", err
 	}
 	if err := ownProc(root); err != nil {
 		return "", err
@@ -409,12 +409,13 @@ func (s *initState) enterRoot(root string) error {
 	// No nested user namespace (the one way to regain capabilities, if
 	// only inside the sandbox), enforced by the kernel whatever the
 	// seccomp filter allows.
-	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+	if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err == nil {
+		s.receipt["nested_namespaces"] = "user.max_user_namespaces=0 inside"
+	} else if !s.nestedUserNSRefused(err) {
 		return fmt.Errorf("forbid nested user namespaces: %w", err)
 	}
-	s.receipt["nested_namespaces"] = "user.max_user_namespaces=0 inside"
 	if s.cfg.Hostname != "" {
-		if err := unix.Sethostname([]byte(s.cfg.Hostname)); err != nil {
+		if err := unix.Sethostname([]byte(s.cfg.Hostname)); err != nil && !s.hostnameRefused(err) {
 			return fmt.Errorf("sethostname: %w", err)
 		}
 	}

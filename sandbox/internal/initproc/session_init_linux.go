@@ -31,7 +31,7 @@ func (s *initState) serveSession(port int, fw *forwarder) int {
 		switch r.m.Kind {
 		case MsgProbe:
 			CloseAll(r.fds)
-			res := runProbes(r.m.Probe, probeSelf)
+			res := s.probes(r.m.Probe)
 			if err := s.c.Send(Message{Kind: MsgProbed, Probes: res}); err != nil {
 				return 1
 			}

@@ -38,6 +38,11 @@ type Target struct {
 	Rules []Rule
 	// Program is the filter.
 	Program []bpf.Instruction
+	// NoNetNSRules and NoNetNSProgram are the second filter, stacked on
+	// the first in a sandbox without a network namespace of its own
+	// (noNetNSRules).
+	NoNetNSRules   []Rule
+	NoNetNSProgram []bpf.Instruction
 }
 
 // Rule is one refusal, as package seccomp reports it.
@@ -85,6 +90,14 @@ func Build(goarch string) (*Target, error) {
 	if _, err := bpf.Assemble(prog); err != nil {
 		return nil, fmt.Errorf("assemble: encode filter: %w", err)
 	}
+	noNet, err := noNetNSProgram(info)
+	if err != nil {
+		return nil, err
+	}
+	var noNetRules []Rule
+	for _, r := range noNetNSRules {
+		noNetRules = append(noNetRules, r.Rule)
+	}
 	return &Target{
 		GOARCH:     goarch,
 		Arch:       info.Name,
@@ -93,7 +106,37 @@ func Build(goarch string) (*Target, error) {
 		X32:        info.ID == arch.X86_64.ID,
 		Rules:      rules(info),
 		Program:    prog,
+
+		NoNetNSRules:   noNetRules,
+		NoNetNSProgram: noNet,
 	}, nil
+}
+
+// noNetNSProgram assembles the second filter: the architecture check
+// (foreign calls are killed, as by the first filter, under which this one
+// always runs), one block per rule of noNetNSRules, then allow.
+func noNetNSProgram(info *arch.Info) ([]bpf.Instruction, error) {
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
+		bpf.RetConstant{Val: retKill},
+	}
+	for _, r := range noNetNSRules {
+		n, ok := info.SyscallNames[r.Syscall]
+		if !ok {
+			return nil, fmt.Errorf("assemble: syscall %q is not in the %s table", r.Syscall, info.Name)
+		}
+		block, err := ruleBlock(uint32(n), r)
+		if err != nil {
+			return nil, err
+		}
+		prog = append(prog, block...)
+	}
+	prog = append(prog, bpf.RetConstant{Val: retAllow})
+	if _, err := bpf.Assemble(prog); err != nil {
+		return nil, fmt.Errorf("assemble: encode the second filter: %w", err)
+	}
+	return prog, nil
 }
 
 // group is one block of the library's program: the calls it matches and
@@ -130,22 +173,32 @@ func libraryGroups(info *arch.Info) ([]group, error) {
 		}
 		groups = append(groups, g)
 	}
-	clone, ok := info.SyscallNames["clone"]
-	if !ok {
-		return nil, fmt.Errorf("assemble: syscall \"clone\" is not in the %s table", info.Name)
+	for _, r := range argRules {
+		if !r.byLibrary {
+			continue
+		}
+		nr, ok := info.SyscallNames[r.Syscall]
+		if !ok {
+			return nil, fmt.Errorf("assemble: syscall %q is not in the %s table", r.Syscall, info.Name)
+		}
+		// The library's rule is one BitsSet test of one argument.
+		if len(r.clauses) != 1 || len(r.clauses[0]) != 1 || r.clauses[0][0].test != anyBit || r.clauses[0][0].mask != 0 {
+			return nil, fmt.Errorf("assemble: %s: the library assembles only a test of one argument's bits", r.Syscall)
+		}
+		c := r.clauses[0][0]
+		// clone's flags are an unsigned long of which the kernel reads the
+		// low 32 bits; the mask's high half is zero, so the library's
+		// 64-bit BitsSet test is exactly the kernel's view.
+		groups = append(groups, group{
+			calls: []libseccomp.SyscallWithConditions{{
+				Num: uint32(nr),
+				Conditions: []libseccomp.ArgumentConditions{{{
+					Argument: c.arg, Operation: libseccomp.BitsSet, Value: uint64(c.vals[0]),
+				}}},
+			}},
+			action: libseccomp.Action(retErrno(r.Errno)),
+		})
 	}
-	// clone's flags are an unsigned long of which the kernel reads the low
-	// 32 bits; the mask's high half is zero, so the library's 64-bit
-	// BitsSet test is exactly the kernel's view.
-	groups = append(groups, group{
-		calls: []libseccomp.SyscallWithConditions{{
-			Num: uint32(clone),
-			Conditions: []libseccomp.ArgumentConditions{{{
-				Argument: 0, Operation: libseccomp.BitsSet, Value: cloneNamespaceFlags,
-			}}},
-		}},
-		action: libseccomp.Action(retErrno(unix.EPERM)),
-	})
 	return groups, nil
 }
 
@@ -190,5 +243,8 @@ func rules(info *arch.Info) []Rule {
 			out = append(out, Rule{Syscall: n, Errno: r.errno, Why: r.why})
 		}
 	}
-	return append(out, argRules...)
+	for _, r := range argRules {
+		out = append(out, r.Rule)
+	}
+	return out
 }

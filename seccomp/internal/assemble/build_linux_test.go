@@ -93,6 +93,24 @@ func TestEveryArchitecture(t *testing.T) {
 			check("personality query", call("personality", 0xffffffff), allow)
 			check("personality PER_LINUX32", call("personality", 0x8), allow)
 			check("personality ADDR_NO_RANDOMIZE", call("personality", 0x0040000), eperm)
+
+			// The second filter, of a sandbox without a network namespace.
+			vm = bpfvm.New(t, tgt.NoNetNSProgram)
+			eacces := retErrno(unix.EACCES)
+			check("no netns: socket AF_INET UDP", call("socket", unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC), eacces)
+			check("no netns: socket AF_INET6 UDP high bits", call("socket", hi|unix.AF_INET6, hi|unix.SOCK_DGRAM, unix.IPPROTO_UDP), eacces)
+			check("no netns: socket AF_INET6 ping", call("socket", unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6), eacces)
+			check("no netns: socket AF_INET TCP", call("socket", unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK, unix.IPPROTO_TCP), allow)
+			check("no netns: socket AF_UNIX dgram (the first filter's)", call("socket", unix.AF_UNIX, unix.SOCK_DGRAM), allow)
+			check("no netns: socketpair dgram", call("socketpair", unix.AF_UNIX, unix.SOCK_DGRAM), allow)
+			check("no netns: listen", call("listen", 3, 128), eacces)
+			check("no netns: connect", call("connect", 3), allow)
+			check("no netns: read", call("read"), allow)
+			for _, a := range foreign {
+				if a != tgt.AuditArch {
+					check("no netns: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
+				}
+			}
 		})
 	}
 }
@@ -195,9 +213,17 @@ func TestNumberReloadedAfterHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptrace, pers := uint32(info.SyscallNames["ptrace"]), uint32(info.SyscallNames["personality"])
-	saved := allowedPersonalities
-	t.Cleanup(func() { allowedPersonalities = saved })
-	allowedPersonalities = append(slices.Clone(saved), ptrace)
+	saved := argRules
+	t.Cleanup(func() { argRules = saved })
+	argRules = slices.Clone(saved)
+	last := &argRules[len(argRules)-1]
+	if last.Syscall != "personality" {
+		t.Fatalf("the last argument rule is %s, want personality", last.Syscall)
+	}
+	c := &last.clauses[0][0]
+	last.clauses = [][]cond{{*c}}
+	c = &last.clauses[0][0]
+	c.vals = append(slices.Clone(c.vals), ptrace)
 	tgt, err := Build("amd64")
 	if err != nil {
 		t.Fatal(err)

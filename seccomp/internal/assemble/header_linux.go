@@ -83,39 +83,20 @@ func header(info *arch.Info) ([]bpf.Instruction, error) {
 		bpf.RetConstant{Val: retErrno(unix.ENOSYS)},
 	)
 
-	ioctl, err := nr("ioctl")
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, denyLowIn(ioctl, 1, refusedIoctls, retErrno(unix.EPERM))...)
-	sock, err := nr("socket")
-	if err != nil {
-		return nil, err
-	}
-	block, err := socketBlock(sock)
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, block...)
-	pair, err := nr("socketpair")
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, allowLowIn(pair, 0, socketpairFamilies, retErrno(unix.EAFNOSUPPORT))...)
-	// TCP Fast Open connects from sendto/sendmsg without connect(2), so
-	// Landlock's connect rule (only the proxy's port) never sees it.
-	for _, c := range fastOpenCalls {
-		n, err := nr(c.name)
+	for _, r := range argRules {
+		if r.byLibrary {
+			continue
+		}
+		n, err := nr(r.Syscall)
 		if err != nil {
 			return nil, err
 		}
-		h = append(h, denyLowBits(n, c.flagsArg, unix.MSG_FASTOPEN, retErrno(unix.EPERM))...)
+		block, err := ruleBlock(n, r)
+		if err != nil {
+			return nil, err
+		}
+		h = append(h, block...)
 	}
-	pers, err := nr("personality")
-	if err != nil {
-		return nil, err
-	}
-	h = append(h, allowLowIn(pers, 0, allowedPersonalities, retErrno(unix.EPERM))...)
 	return h, nil
 }
 
@@ -125,57 +106,59 @@ func loadArgLow(arg uint32) bpf.Instruction {
 	return bpf.LoadAbsolute{Off: offArgs + 8*arg, Size: 4}
 }
 
-// socketBlock returns the block of socket(2)'s allowlist: AF_UNIX is
-// refused with EACCES; an inet family passes only with a (type,
-// protocol) pair of socketInetTypes, else raw and packet types get EPERM
-// and the rest EPROTONOSUPPORT; every other family gets EAFNOSUPPORT. An
-// allowed call falls through to the next block:
+// ruleBlock returns the block of r for syscall nr: each clause's
+// conditions in turn, a failed one jumping to the next clause; a clause
+// whose every condition holds returns r's errno. A call that no clause
+// matches falls through to the next block:
 //
-//	ld nr; jne socket -> next
-//	ld family; jeq AF_UNIX -> eacces; jeq AF_INET -> inet; jeq AF_INET6 -> inet; ret EAFNOSUPPORT
-//	eacces: ret EACCES
-//	inet: ld type; and SOCK_TYPE_MASK; jeq SOCK_STREAM -> t0; jeq SOCK_DGRAM -> t1
-//	      jeq SOCK_RAW -> eperm; jeq SOCK_PACKET -> eperm; ret EPROTONOSUPPORT
-//	eperm: ret EPERM
-//	t0: ld protocol; jeq 0 -> next; jeq IPPROTO_TCP -> next; ret EPROTONOSUPPORT
-//	t1: ld protocol; jeq 0 -> next; jeq IPPROTO_UDP -> next; ret EPROTONOSUPPORT
+//	ld nr; jne nr -> next
+//	c0: ld arg; [and mask]; test, else -> c1; ...; ret errno
+//	c1: ...; ret errno
 //	next:
-func socketBlock(nr uint32) ([]bpf.Instruction, error) {
+func ruleBlock(nr uint32, r argRule) ([]bpf.Instruction, error) {
 	const next = "next"
+	clause := func(i int) string {
+		if i == len(r.clauses) {
+			return next
+		}
+		return "c" + strconv.Itoa(i)
+	}
 	var b labelled
 	b.add(bpf.LoadAbsolute{Off: offNr, Size: 4})
 	b.jump(bpf.JumpEqual, nr, "", next)
-	b.add(loadArgLow(0))
-	b.jump(bpf.JumpEqual, unix.AF_UNIX, "eacces", "")
-	for i, f := range socketInetFamilies {
-		if i < len(socketInetFamilies)-1 {
-			b.jump(bpf.JumpEqual, f, "inet", "")
-		} else {
-			b.jump(bpf.JumpEqual, f, "inet", "eafnosupport")
+	for i, conds := range r.clauses {
+		b.label(clause(i))
+		fail := clause(i + 1)
+		for j, c := range conds {
+			if len(c.vals) == 0 {
+				return nil, fmt.Errorf("assemble: %s: a condition without values", r.Syscall)
+			}
+			b.add(loadArgLow(c.arg))
+			if c.mask != 0 {
+				b.add(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: c.mask})
+			}
+			pass := "p" + strconv.Itoa(i) + "." + strconv.Itoa(j)
+			switch c.test {
+			case oneOf:
+				for k, v := range c.vals {
+					if k < len(c.vals)-1 {
+						b.jump(bpf.JumpEqual, v, pass, "")
+					} else {
+						b.jump(bpf.JumpEqual, v, "", fail)
+					}
+				}
+			case noneOf:
+				for _, v := range c.vals {
+					b.jump(bpf.JumpEqual, v, fail, "")
+				}
+			case anyBit:
+				b.jump(bpf.JumpBitsSet, c.vals[0], "", fail)
+			default:
+				return nil, fmt.Errorf("assemble: %s: unknown argument test %d", r.Syscall, c.test)
+			}
+			b.label(pass)
 		}
-	}
-	b.label("eafnosupport")
-	b.add(bpf.RetConstant{Val: retErrno(unix.EAFNOSUPPORT)})
-	b.label("eacces")
-	b.add(bpf.RetConstant{Val: retErrno(unix.EACCES)})
-	b.label("inet")
-	b.add(loadArgLow(1), bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask})
-	for i, t := range socketInetTypes {
-		b.jump(bpf.JumpEqual, t.typ, "type"+strconv.Itoa(i), "")
-	}
-	for _, t := range refusedSocketTypes {
-		b.jump(bpf.JumpEqual, t, "eperm", "")
-	}
-	b.add(bpf.RetConstant{Val: retErrno(unix.EPROTONOSUPPORT)})
-	b.label("eperm")
-	b.add(bpf.RetConstant{Val: retErrno(unix.EPERM)})
-	for i, t := range socketInetTypes {
-		b.label("type" + strconv.Itoa(i))
-		b.add(loadArgLow(2))
-		for _, p := range t.protocols {
-			b.jump(bpf.JumpEqual, p, next, "")
-		}
-		b.add(bpf.RetConstant{Val: retErrno(unix.EPROTONOSUPPORT)})
+		b.add(bpf.RetConstant{Val: retErrno(r.Errno)})
 	}
 	b.label(next)
 	return b.resolve()
@@ -239,57 +222,4 @@ func (b *labelled) resolve() ([]bpf.Instruction, error) {
 		b.ins[j.at] = ins
 	}
 	return b.ins, nil
-}
-
-// denyLowIn returns a block that, for syscall nr, returns ret when the low
-// 32 bits of argument arg equal one of vals, and otherwise falls through
-// to the next block:
-//
-//	ld nr; jne nr -> next; ld arg.lo; jeq v1 -> ret; ...; jne vn -> next; ret
-func denyLowIn(nr, arg uint32, vals []uint32, ret uint32) []bpf.Instruction {
-	body := []bpf.Instruction{loadArgLow(arg)}
-	for i, v := range vals {
-		if i < len(vals)-1 {
-			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - 1 - i)})
-		} else {
-			body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipFalse: 1})
-		}
-	}
-	body = append(body, bpf.RetConstant{Val: ret})
-	return guard(nr, body)
-}
-
-// denyLowBits returns a block that, for syscall nr, returns ret when the
-// low 32 bits of argument arg have any bit of mask set, and otherwise falls
-// through to the next block:
-//
-//	ld nr; jne nr -> next; ld arg.lo; jset mask -> ret; next
-func denyLowBits(nr, arg, mask, ret uint32) []bpf.Instruction {
-	return guard(nr, []bpf.Instruction{
-		loadArgLow(arg),
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: mask, SkipFalse: 1},
-		bpf.RetConstant{Val: ret},
-	})
-}
-
-// allowLowIn returns a block that, for syscall nr, returns ret unless the
-// low 32 bits of argument arg equal one of vals, in which case it falls
-// through to the next block:
-//
-//	ld nr; jne nr -> next; ld arg.lo; jeq v1 -> next; ...; jeq vn -> next; ret
-func allowLowIn(nr, arg uint32, vals []uint32, ret uint32) []bpf.Instruction {
-	body := []bpf.Instruction{loadArgLow(arg)}
-	for i, v := range vals {
-		body = append(body, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - i)})
-	}
-	body = append(body, bpf.RetConstant{Val: ret})
-	return guard(nr, body)
-}
-
-// guard prefixes body with "load nr; if nr is not this syscall, skip body".
-func guard(nr uint32, body []bpf.Instruction) []bpf.Instruction {
-	return append([]bpf.Instruction{
-		bpf.LoadAbsolute{Off: offNr, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: uint8(len(body))},
-	}, body...)
 }

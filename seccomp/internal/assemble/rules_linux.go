@@ -124,87 +124,157 @@ var archOptional = map[string]bool{
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
-// socketInetFamilies are the families socket(2) may create a socket of,
-// with the (type, protocol) pairs of socketInetTypes only: TCP to reach
-// the proxy (and loopback inside), UDP, which in the sandbox's empty
-// network namespace reaches nothing but its own lo.
-var socketInetFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
-
-// socketType is one allowed socket type and the protocols it may carry
-// (0 asks the kernel for the type's default, TCP or UDP).
-type socketType struct {
-	typ       uint32
-	protocols []uint32
-}
-
-// socketInetTypes are the allowed (type, protocol) pairs of the inet
-// families. Everything else is refused: MPTCP (IPPROTO_MPTCP on a stream
-// socket, which Landlock's TCP connect rule does not cover), SCTP,
-// UDP-Lite, ICMP "ping" sockets, DCCP and any protocol a later kernel
-// adds. The type argument carries SOCK_NONBLOCK and SOCK_CLOEXEC in its
-// high bits; the kernel masks it with SOCK_TYPE_MASK, and so does the
-// filter.
-var socketInetTypes = []socketType{
-	{typ: unix.SOCK_STREAM, protocols: []uint32{0, unix.IPPROTO_TCP}},
-	{typ: unix.SOCK_DGRAM, protocols: []uint32{0, unix.IPPROTO_UDP}},
-}
-
-// refusedSocketTypes are refused with EPERM, as the kernel refuses them
-// to a process without CAP_NET_RAW, rather than EPROTONOSUPPORT.
-var refusedSocketTypes = []uint32{unix.SOCK_RAW, unix.SOCK_PACKET}
-
-// socketpairFamilies are the families socketpair(2) may create: unix
-// only (a connected pair reaches nothing but itself; the kernel supports
-// no other family there).
-var socketpairFamilies = []uint32{unix.AF_UNIX}
-
-// sockTypeMask is the kernel's SOCK_TYPE_MASK.
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: the type argument of
+// socket(2) carries SOCK_NONBLOCK and SOCK_CLOEXEC in its higher bits.
 const sockTypeMask = 0xf
 
-// allowedPersonalities are the personality(2) values the sandbox may set:
-// PER_LINUX, PER_LINUX32 (uname reports i686: 32-bit build chroots) and
-// their UNAME26 variants, as Docker allows, and 0xffffffff, the query.
-// Refused: ADDR_NO_RANDOMIZE (turns ASLR off), READ_IMPLIES_EXEC, and every
-// other execution domain.
-var allowedPersonalities = []uint32{0x0, 0x8, 0x20000, 0x20008, 0xffffffff}
+// inetFamilies are AF_INET and AF_INET6.
+var inetFamilies = []uint32{unix.AF_INET, unix.AF_INET6}
 
-// refusedIoctls are refused on every file descriptor: TIOCSTI types into a
-// terminal's input queue (bubblewrap CVE-2017-5226), TIOCLINUX can do the
-// same on a virtual console through its paste selection.
-var refusedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX}
+// argTest is how a condition tests the low 32 bits of an argument, the
+// bits the kernel reads of an int argument.
+type argTest int
 
-// fastOpenCalls are the calls that can open a TCP connection with
-// MSG_FASTOPEN, and which argument holds their flags.
-var fastOpenCalls = []struct {
-	name     string
-	flagsArg uint32
-}{{"sendto", 3}, {"sendmsg", 2}, {"sendmmsg", 3}}
+const (
+	// oneOf holds when the argument, ANDed with mask when mask is not 0,
+	// equals one of vals.
+	oneOf argTest = iota
+	// noneOf holds when the argument, ANDed with mask when mask is not 0,
+	// equals none of vals. The mask must be 0 or a run of low bits.
+	noneOf
+	// anyBit holds when the argument has any bit of vals[0] set.
+	anyBit
+)
 
-// argRules are the conditional refusals, in the receipt's words. The
-// header (header_linux.go) and the clone group (build_linux.go) enforce
-// them; the VM tests check that each says what the program does.
-var argRules = []Rule{
-	{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
-		Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
-	{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
+// cond is one test of one argument (0-based).
+type cond struct {
+	arg  uint32
+	test argTest
+	mask uint32
+	vals []uint32
+}
+
+// is, isNot and hasBit are the three tests; masked applies a mask.
+func is(arg uint32, vals ...uint32) cond    { return cond{arg: arg, test: oneOf, vals: vals} }
+func isNot(arg uint32, vals ...uint32) cond { return cond{arg: arg, test: noneOf, vals: vals} }
+func hasBit(arg, bits uint32) cond          { return cond{arg: arg, test: anyBit, vals: []uint32{bits}} }
+func masked(mask uint32, c cond) cond       { c.mask = mask; return c }
+
+// argRule is one refusal that depends on arguments: the call is refused
+// when every condition of any one of its clauses holds. Rule is the
+// receipt's words for it.
+//
+// The rules of one call are disjoint (no call matches two of them), so
+// the filter, which tests them in order, and a container profile, whose
+// rules have no order, refuse a call with the same errno. A clause tests
+// each argument at most once (the profile format's rule).
+type argRule struct {
+	Rule
+	clauses [][]cond
+	// byLibrary marks the clone rule, which go-seccomp-bpf assembles after
+	// the name rules (build_linux.go); the header (header_linux.go)
+	// assembles every other argument rule, in this order.
+	byLibrary bool
+}
+
+// when returns a rule refused when all of conds hold.
+func when(r Rule, conds ...cond) argRule { return argRule{Rule: r, clauses: [][]cond{conds}} }
+
+// fastOpen is the refusal of MSG_FASTOPEN on call, whose flags are
+// argument arg: TCP Fast Open connects from sendto, sendmsg and sendmmsg
+// without connect(2), so Landlock's connect rule (only the proxy's port)
+// never sees it.
+func fastOpen(call string, arg uint32) argRule {
+	return when(Rule{Syscall: call, When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
+		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
+		hasBit(arg, unix.MSG_FASTOPEN))
+}
+
+// argRules are the conditional refusals, in the order of the filter and of
+// the receipt. The VM tests check that each says what the program does.
+//
+// socket(2) is an allowlist: AF_INET and AF_INET6 with (SOCK_STREAM, 0 or
+// IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP) only. TCP reaches the
+// proxy (and loopback inside), UDP nothing but the sandbox's own lo.
+// Refused: MPTCP (IPPROTO_MPTCP on a stream socket, which Landlock's TCP
+// connect rule does not cover), SCTP, UDP-Lite, ICMP "ping" sockets, DCCP
+// and any protocol a later kernel adds; raw and packet types with EPERM,
+// as the kernel refuses them to a process without CAP_NET_RAW; unix
+// sockets with EACCES. socketpair(2) makes unix pairs only (a connected
+// pair reaches nothing but itself).
+//
+// The personality rule allows PER_LINUX, PER_LINUX32 (uname reports i686:
+// 32-bit build chroots) and their UNAME26 variants, as Docker allows, and
+// 0xffffffff, the query; it refuses ADDR_NO_RANDOMIZE (turns ASLR off),
+// READ_IMPLIES_EXEC and every other execution domain.
+var argRules = []argRule{
+	{
+		Rule: Rule{Syscall: "clone", When: "flags include a CLONE_NEW* namespace flag", Errno: unix.EPERM,
+			Why: "creates namespaces (user namespaces unlock kernel attack surface)"},
+		clauses:   [][]cond{{hasBit(0, cloneNamespaceFlags)}},
+		byLibrary: true,
+	},
+	// TIOCLINUX can inject input too, on a virtual console, through its
+	// paste selection.
+	when(Rule{Syscall: "ioctl", When: "request is TIOCSTI or TIOCLINUX", Errno: unix.EPERM,
 		Why: "injects input into a terminal (bubblewrap CVE-2017-5226)"},
-	{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES,
+		is(1, unix.TIOCSTI, unix.TIOCLINUX)),
+	when(Rule{Syscall: "socket", When: "family is AF_UNIX", Errno: unix.EACCES,
 		Why: "a pathname or abstract unix socket can connect to a host service listening in a bound tree, which a read-only mount does not stop; socketpair stays allowed (docs/sandbox.md)"},
-	{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT,
+		is(0, unix.AF_UNIX)),
+	when(Rule{Syscall: "socket", When: "family is not AF_INET, AF_INET6 or AF_UNIX", Errno: unix.EAFNOSUPPORT,
 		Why: "netlink, packet, key, vsock, bluetooth, alg and other families reach kernel or host interfaces the sandbox does not need"},
-	{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
+		isNot(0, unix.AF_INET, unix.AF_INET6, unix.AF_UNIX)),
+	when(Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_RAW or SOCK_PACKET", Errno: unix.EPERM,
 		Why: "raw sockets forge packets and reach protocol code the proxy does not mediate"},
-	{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)",
-		Errno: unix.EPROTONOSUPPORT,
-		Why:   "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
-	{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT,
+		is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_RAW, unix.SOCK_PACKET))),
+	{
+		Rule: Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and (type, protocol) is not (SOCK_STREAM, 0 or IPPROTO_TCP) or (SOCK_DGRAM, 0 or IPPROTO_UDP)",
+			Errno: unix.EPROTONOSUPPORT,
+			Why:   "MPTCP, SCTP, UDP-Lite, ICMP and other protocols reach kernel code the sandbox has no use for, and Landlock's TCP rule does not cover MPTCP; EPROTONOSUPPORT makes Go and glibc fall back to TCP"},
+		clauses: [][]cond{
+			{is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_STREAM)), isNot(2, 0, unix.IPPROTO_TCP)},
+			{is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_DGRAM)), isNot(2, 0, unix.IPPROTO_UDP)},
+			{is(0, inetFamilies...), masked(sockTypeMask, isNot(1, unix.SOCK_STREAM, unix.SOCK_DGRAM, unix.SOCK_RAW, unix.SOCK_PACKET))},
+		},
+	},
+	when(Rule{Syscall: "socketpair", When: "family is not AF_UNIX", Errno: unix.EAFNOSUPPORT,
 		Why: "creating the socket loads the family's kernel module"},
-	{Syscall: "sendto", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "sendmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "sendmmsg", When: "flags include MSG_FASTOPEN", Errno: unix.EPERM,
-		Why: "TCP Fast Open connects without connect(2), past Landlock's rule that allows TCP connect only to the proxy's port"},
-	{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
+		isNot(0, unix.AF_UNIX)),
+	fastOpen("sendto", 3),
+	fastOpen("sendmsg", 2),
+	fastOpen("sendmmsg", 3),
+	when(Rule{Syscall: "personality", When: "persona is not PER_LINUX, PER_LINUX32 (with or without UNAME26) or the 0xffffffff query",
 		Errno: unix.EPERM, Why: "turns off address-space randomisation or changes the execution domain"},
+		isNot(0, 0x0, 0x8, 0x20000, 0x20008, 0xffffffff)),
+}
+
+// noNetNSRules are the refusals of the second filter, stacked on the
+// first in a sandbox that has no network namespace of its own (inside a
+// container that refuses one: docs/sandbox.md, "Inside a container").
+// There the sandbox shares the container's network, and the proxy stays
+// its only way out only while Landlock allows TCP connect to the proxy's
+// port alone and refuses bind(2), and this filter refuses the rest.
+var noNetNSRules = []argRule{
+	when(Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES,
+		Why: "without a network namespace of its own, a UDP socket reaches the container's network (its DNS resolver included) past the proxy, and Landlock's rules cover TCP only"},
+		is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_DGRAM))),
+	{
+		Rule: Rule{Syscall: "listen", Errno: unix.EACCES,
+			Why: "without a network namespace of its own, a listening socket takes connections from the container's network; Landlock refuses bind(2) to every port, but listen(2) binds an unbound socket itself"},
+		clauses: [][]cond{{}},
+	},
+}
+
+// sandboxSetup are the refused calls that airlock itself makes: its
+// sandbox init while it builds the sandbox, before it installs the filter,
+// and its proxy (socket: the egress gate's rtnetlink watch of the host's
+// addresses; a session holder's unix socket). A container whose entrypoint
+// is airlock must let them through (the entrypoint profile, oci_linux.go),
+// and the filter the init installs refuses them to everything it runs.
+// The clone and socket rules are among them.
+var sandboxSetup = map[string]bool{
+	"clone": true, "clone3": true, "unshare": true, "socket": true,
+	"mount": true, "umount2": true, "move_mount": true, "open_tree": true,
+	"mount_setattr": true, "pivot_root": true, "chroot": true,
 }

@@ -21,9 +21,13 @@ const OthersFile = "program_linux_others.go"
 func FileName(goarch string) string { return "program_linux_" + goarch + ".go" }
 
 // Files returns package seccomp's generated files by name: the filter for
-// each architecture in GOARCHes, and OthersFile for the rest.
+// each architecture in GOARCHes, OthersFile for the rest, and the two
+// container profiles (oci_linux.go).
 func Files() (map[string][]byte, error) {
-	files := map[string][]byte{}
+	files, err := profileFiles()
+	if err != nil {
+		return nil, err
+	}
 	for _, goarch := range GOARCHes {
 		t, err := Build(goarch)
 		if err != nil {
@@ -54,16 +58,30 @@ func Source(t *Target) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s\n\npackage seccomp\n\nimport \"golang.org/x/sys/unix\"\n\n", Header)
 	fmt.Fprintf(&b, "// native is airlock's filter for %s (GOARCH %s), %d instructions,\n", t.Arch, t.GOARCH, len(raw))
-	fmt.Fprintf(&b, "// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf.\n")
+	fmt.Fprintf(&b, "// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,\n")
+	fmt.Fprintf(&b, "// and the second filter of a sandbox without a network namespace.\n")
 	fmt.Fprintf(&b, "var native = target{\n")
 	fmt.Fprintf(&b, "arch: %q,\nauditArch: %#x,\nmaxSyscall: %d,\nx32: %t,\n", t.Arch, t.AuditArch, t.MaxSyscall, t.X32)
 	writeRules(&b, t.Rules)
-	fmt.Fprintf(&b, "filter: []unix.SockFilter{\n")
-	for i, r := range raw {
-		fmt.Fprintf(&b, "{Code: %#04x, Jt: %d, Jf: %d, K: %#x}, // %d: %v\n", r.Op, r.Jt, r.Jf, r.K, i, r.Disassemble())
+	writeFilter(&b, "filter", raw)
+	noNet, err := bpf.Assemble(t.NoNetNSProgram)
+	if err != nil {
+		return nil, fmt.Errorf("assemble: encode the second filter for %s: %w", t.GOARCH, err)
 	}
-	fmt.Fprintf(&b, "},\n}\n")
+	writeRulesField(&b, "noNetNSRules", t.NoNetNSRules)
+	writeFilter(&b, "noNetNSFilter", noNet)
+	fmt.Fprintf(&b, "}\n")
 	return gofmt(t.GOARCH, b.Bytes())
+}
+
+// writeFilter writes a filter field of a target literal, each
+// instruction commented with its index and its disassembly.
+func writeFilter(b *bytes.Buffer, field string, raw []bpf.RawInstruction) {
+	fmt.Fprintf(b, "%s: []unix.SockFilter{\n", field)
+	for i, r := range raw {
+		fmt.Fprintf(b, "{Code: %#04x, Jt: %d, Jf: %d, K: %#x}, // %d: %v\n", r.Op, r.Jt, r.Jf, r.K, i, r.Disassemble())
+	}
+	fmt.Fprintf(b, "},\n")
 }
 
 // othersSource renders the file for the architectures outside GOARCHes:
@@ -79,13 +97,21 @@ func othersSource() ([]byte, error) {
 	fmt.Fprintf(&b, "// native has no filter: airlock generates one only for %s.\n", strings.Join(GOARCHes, ", "))
 	fmt.Fprintf(&b, "var native = target{\n")
 	writeRules(&b, rules(nil))
+	var noNet []Rule
+	for _, r := range noNetNSRules {
+		noNet = append(noNet, r.Rule)
+	}
+	writeRulesField(&b, "noNetNSRules", noNet)
 	fmt.Fprintf(&b, "}\n")
 	return gofmt("others", b.Bytes())
 }
 
 // writeRules writes the rules field of a target literal.
-func writeRules(b *bytes.Buffer, rules []Rule) {
-	fmt.Fprintf(b, "rules: []Rule{\n")
+func writeRules(b *bytes.Buffer, rules []Rule) { writeRulesField(b, "rules", rules) }
+
+// writeRulesField writes a field of rules of a target literal.
+func writeRulesField(b *bytes.Buffer, field string, rules []Rule) {
+	fmt.Fprintf(b, "%s: []Rule{\n", field)
 	for _, r := range rules {
 		fmt.Fprintf(b, "{Syscall: %q, ", r.Syscall)
 		if r.When != "" {
