@@ -30,6 +30,10 @@ package initproc
 //
 // Any setup step may instead answer failed {stage, error}; the init then
 // exits.
+//
+// Every path, argument, variable and name the init acts on crosses as a
+// rawtext string (lossless.go): what runs is exactly what was decided,
+// byte for byte, UTF-8 or not.
 
 // Message kinds.
 const (
