@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
 
 // Start runs a holder for cfg in the background and returns its Info once
@@ -194,8 +195,8 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	})
 	defer stop()
-	req := request{Op: opExec, Exec: &execRequest{Tool: st.Tool, Command: st.Command, Args: st.Args, Env: st.Env, Cwd: st.Cwd,
-		TimeoutMs: st.Timeout.Milliseconds(), Approval: st.Approval}}
+	req := request{Op: opExec, Exec: &execRequest{Tool: rawtext.String(st.Tool), Command: rawtext.String(st.Command),
+		Args: st.Args, Env: st.Env, Cwd: rawtext.String(st.Cwd), TimeoutMs: st.Timeout.Milliseconds(), Approval: rawtext.String(st.Approval)}}
 	if err := writeMsg(conn, req, rl.remote[:]...); err != nil {
 		return enforcer.Result{}, fmt.Errorf("holder: session %s: send: %w", c.id, err)
 	}
@@ -294,7 +295,7 @@ func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 // Stop ends the session: its patch first, to patch when not nil, and its
 // findings to findings when not nil (else where the start said).
 func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
-	req := request{Op: opStop, Findings: findings}
+	req := request{Op: opStop, Findings: (*rawtext.String)(findings)}
 	var files []*os.File
 	if patch != nil {
 		req.Patch, files = true, []*os.File{patch}

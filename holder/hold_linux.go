@@ -215,8 +215,8 @@ func (h *holder) exec(c *net.UnixConn, x execRequest, files []*os.File) response
 		c.Read(b[:]) // the client sends nothing more: this returns when it hangs up
 		cancel()
 	}()
-	res, err := h.sess.Exec(ctx, enforcer.StepRequest{Tool: x.Tool, Command: x.Command, Args: x.Args, Env: x.Env, Cwd: x.Cwd,
-		Timeout: msDuration(x.TimeoutMs), Approval: x.Approval, Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
+	res, err := h.sess.Exec(ctx, enforcer.StepRequest{Tool: string(x.Tool), Command: string(x.Command), Args: x.Args, Env: x.Env,
+		Cwd: string(x.Cwd), Timeout: msDuration(x.TimeoutMs), Approval: string(x.Approval), Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
 	closeFiles(files) // the client's relays see the end of the output
 	resp := response{Result: &res}
 	if err != nil {
@@ -240,7 +240,7 @@ func (h *holder) changes(f *os.File) response {
 // stop ends the session, its findings going where the client says.
 func (h *holder) stop(req request, resp response) response {
 	if req.Findings != nil {
-		if err := h.sess.SetFindings(*req.Findings); err != nil {
+		if err := h.sess.SetFindings(string(*req.Findings)); err != nil {
 			resp.Error = err.Error()
 			return resp
 		}
