@@ -229,8 +229,8 @@ func openNoLinks(dirfd int, name string, flags int, mode uint32) (int, error) {
 
 // isEmptyDir reports whether the directory fd has no entries.
 func isEmptyDir(fd int) (bool, error) {
-	names, err := readDirNames(fd)
-	return len(names) == 0, err
+	_, more, err := readDirNames(fd, 0)
+	return !more, err
 }
 
 // discard closes the destination; one this run made is removed again if
@@ -297,6 +297,8 @@ type findingsCopy struct {
 	owner   findingsOwner
 	report  []string // entries left out or changed, with why
 	lost    int      // of which left out
+	// overflowed is set once the entries cap has been reported.
+	overflowed bool
 }
 
 // lose reports rel as not copied out.
@@ -310,7 +312,9 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 		c.lose(rel, fmt.Sprintf("nested deeper than %d directories", maxDepth))
 		return nil
 	}
-	names, err := readDirNames(src)
+	// At most as many names as may still be copied: a /findings of
+	// millions of entries costs airlock no more than the cap.
+	names, more, err := readDirNames(src, c.entries)
 	if err != nil {
 		c.lose(displayRel(rel), "its directory could not be read: "+err.Error())
 		return nil
@@ -319,7 +323,7 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 	bare := slices.Contains(names, "objects") && slices.Contains(names, "refs")
 	for _, name := range names {
 		if c.entries--; c.entries < 0 {
-			c.lose(path.Join(rel, name), fmt.Sprintf("/findings holds more than %d entries; this one and the rest were left out", maxFindingsEntries))
+			c.full(path.Join(rel, name))
 			return nil
 		}
 		rel := path.Join(rel, name)
@@ -336,7 +340,20 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 			return err
 		}
 	}
+	if more {
+		c.full(path.Join(rel, "…"))
+	}
 	return nil
+}
+
+// full reports, once, that /findings held more entries than are copied
+// out, from rel on.
+func (c *findingsCopy) full(rel string) {
+	if c.overflowed {
+		return
+	}
+	c.overflowed, c.entries = true, 0
+	c.lose(rel, fmt.Sprintf("/findings holds more than %d entries; this one and the rest were left out", maxFindingsEntries))
 }
 
 // entry copies the entry name of src to dst as to; the error is the

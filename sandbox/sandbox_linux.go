@@ -234,12 +234,29 @@ func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message
 		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w", err)
 	case m.Kind == initproc.MsgFailed:
 		initproc.CloseAll(fds)
+		if serr := setupCause(setupErr); serr != nil {
+			return m, nil, fmt.Errorf("sandbox: %w", serr)
+		}
 		return m, nil, fmt.Errorf("sandbox: setup: %s: %s", m.Stage, m.Error)
 	case m.Kind != want:
 		initproc.CloseAll(fds)
 		return m, nil, fmt.Errorf("sandbox: protocol: want %s, got %q", want, m.Kind)
 	}
 	return m, fds, nil
+}
+
+// setupCause is the setup writer's own reason to stop sending (a
+// workspace over a cap), which the init only sees as a truncated stream;
+// nil when the writer ended well or only because the init went away.
+func setupCause(setupErr <-chan error) error {
+	select {
+	case err := <-setupErr:
+		if err != nil && !errors.Is(err, syscall.EPIPE) {
+			return err
+		}
+	case <-time.After(time.Second): // still writing to an init that stopped reading
+	}
+	return nil
 }
 
 // checkPlacement checks that the init moved itself into the group's v1
@@ -435,7 +452,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes, int(initproc.DiskInodes(s.cfg.Caps.DiskWriteBytes)))
 	}
 	return nil
 }
