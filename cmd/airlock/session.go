@@ -125,27 +125,24 @@ func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile str
 }
 
 // policySource is the policy the command line would use, checked, with
-// its bytes: the holder decides under exactly these.
+// its bytes: the holder decides under exactly these, the bytes that were
+// checked (never the file read again, which may have been swapped since).
 func policySource(cmd *cobra.Command) (string, []byte, error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return "", nil, err
 	}
+	testHookPolicyLoaded(pol)
 	if pol.Source == policy.EmbeddedName {
-		return pol.Source, policy.DefaultJSON(), nil
-	}
-	f, err := os.Open(pol.Source)
-	if err != nil {
-		return "", nil, fmt.Errorf("policy: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, policy.MaxSize+1))
-	if err != nil {
-		return "", nil, fmt.Errorf("policy: %s: %w", pol.Source, err)
+		return pol.Source, pol.Data, nil
 	}
 	name, err := filepath.Abs(pol.Source)
-	return name, data, err
+	return name, pol.Data, err
 }
+
+// testHookPolicyLoaded runs once the policy has been loaded and checked
+// (a test swaps the file there).
+var testHookPolicyLoaded = func(*policy.Loaded) {}
 
 // absolute makes a non-empty path absolute.
 func absolute(p *string) error {
