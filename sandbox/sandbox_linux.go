@@ -185,13 +185,18 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return err
 	}
 	type placement struct {
-		receipt string
-		err     error
+		receipt, ipc string
+		err          error
 	}
 	placedCh := make(chan placement, 1)
 	go func() {
-		r, err := s.checkPlacement(v1, len(tasks))
-		placedCh <- placement{r, err}
+		p := placement{}
+		p.receipt, p.err = s.checkPlacement(v1, len(tasks))
+		if p.err == nil {
+			// Before anything runs inside: the init makes no IPC object.
+			p.ipc, p.err = s.boundIPC()
+		}
+		placedCh <- p
 	}()
 	m, fds, err := s.setupMsg(initproc.MsgReady, setupErr)
 	p := <-placedCh
@@ -211,7 +216,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
-	s.receipt["placement"] = p.receipt
+	s.receipt["placement"], s.receipt["ipc"] = p.receipt, p.ipc
 	if ctx.Err() != nil {
 		return fmt.Errorf("sandbox: %w", ctx.Err())
 	}
