@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,8 +48,12 @@ func ipcLimits(memory int64) [][2]string {
 // boundIPC sets the limits of the init's IPC namespace, rootful, and
 // returns the receipt's words.
 func (s *Sandbox) boundIPC() (string, error) {
-	if os.Geteuid() != 0 {
+	switch {
+	case os.Geteuid() != 0:
 		return "the kernel's defaults: a rootless parent cannot set the IPC namespace's limits (SysV IPC is bounded by the memory cgroup, when there is one)", nil
+	case s.hole == initproc.HoleUID:
+		// uid 0 is mapped inside, and so owns the namespace's files.
+		return "the kernel's defaults: test hole uid", nil
 	}
 	lim := ipcLimits(s.cfg.Caps.MemoryBytes)
 	if err := inIPCNamespace(s.cmd.Process.Pid, func() error {

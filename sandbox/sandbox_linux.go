@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -46,6 +45,10 @@ type Sandbox struct {
 	// groups, in a rootless run whose caller has supplementary groups,
 	// is how they are dropped (nil otherwise).
 	groups *idmap.Groups
+	// initOut is the init's own stdout and stderr; sio, from Release,
+	// the single run's target's streams.
+	initOut initOutput
+	sio     *stepIO
 
 	mu        sync.Mutex
 	released  time.Time
@@ -236,7 +239,7 @@ func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message
 		if serr := <-setupErr; serr != nil {
 			return m, nil, fmt.Errorf("sandbox: %w", serr)
 		}
-		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w", err)
+		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w%s", err, s.initOut.said())
 	case m.Kind == initproc.MsgFailed:
 		initproc.CloseAll(fds)
 		if serr := setupCause(setupErr); serr != nil {
@@ -334,22 +337,6 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if fd, ok := s.group.Dir(); ok {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
-	var stdin io.Reader = strings.NewReader("")
-	var stdout, stderr io.Writer = io.Discard, io.Discard
-	if !s.session {
-		if s.cfg.Stdin != nil {
-			stdin = s.cfg.Stdin
-		}
-		if s.cfg.Stdout != nil {
-			stdout = s.cfg.Stdout
-		}
-		if s.cfg.Stderr != nil {
-			stderr = s.cfg.Stderr
-		}
-		// The run's output cap: a session's is each step's (stepIO).
-		oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
-		stdout, stderr = oc.writers(stdout, stderr)
-	}
 	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
 		args = append(args, initproc.RootArg)
@@ -376,11 +363,11 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Path: "/proc/self/exe",
 		Args: args,
 		Env:  env,
-		// Wrapped so that os/exec always makes pipes: a terminal (or any
-		// other host descriptor) of the caller is never passed in.
-		Stdin:       struct{ io.Reader }{stdin},
-		Stdout:      struct{ io.Writer }{stdout},
-		Stderr:      struct{ io.Writer }{stderr},
+		// The init's own streams: no input (/dev/null), and one pipe of
+		// its own for what it writes, never a descriptor of the caller's
+		// nor the target's streams (those come with Release or each step).
+		Stdout:      &s.initOut,
+		Stderr:      &s.initOut,
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
@@ -532,9 +519,18 @@ func (s *Sandbox) Release() error {
 	if !s.released.IsZero() {
 		return errors.New("sandbox: already released")
 	}
-	if err := s.c.Send(initproc.Message{Kind: initproc.MsgRelease}); err != nil {
+	// The target's streams, behind the run's output cap, go with release.
+	oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
+	sio, err := newStepIO(Step{Stdin: s.cfg.Stdin, Stdout: s.cfg.Stdout, Stderr: s.cfg.Stderr}, oc)
+	if err != nil {
 		return fmt.Errorf("sandbox: release: %w", err)
 	}
+	if err := s.c.Send(initproc.Message{Kind: initproc.MsgRelease}, sio.childFDs()...); err != nil {
+		sio.close()
+		return fmt.Errorf("sandbox: release: %w", err)
+	}
+	sio.start()
+	s.sio = sio
 	s.released = time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatch, s.watchDone = cancel, make(chan struct{})
@@ -593,8 +589,14 @@ func (s *Sandbox) finish() (Result, error) {
 	}
 	waitErr := s.cmd.Wait()
 	s.mu.Lock()
-	released, stop, done := s.released, s.stopWatch, s.watchDone
+	released, stop, done, sio := s.released, s.stopWatch, s.watchDone, s.sio
 	s.mu.Unlock()
+	if sio != nil {
+		// The init is dead, and with it every process of its pid
+		// namespace: the target's streams are at their end.
+		sio.wait()
+		sio.close()
+	}
 	if stop != nil {
 		stop()
 		<-done
@@ -631,7 +633,7 @@ func (s *Sandbox) finish() (Result, error) {
 		if res.KilledBy == "" && !s.killed.Load() {
 			// Nothing of airlock's killed it: the init crashed, or
 			// something inside got a signal through to it.
-			res.InitDied = initDeath(waitErr)
+			res.InitDied = initDeath(waitErr) + s.initOut.said()
 			res.Signal = 0
 		}
 	}

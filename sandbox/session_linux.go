@@ -244,7 +244,7 @@ func (ss *Session) initGone(what string, err error) error {
 	died := !ss.sb.killed.Load()
 	ss.end()
 	if died {
-		return fmt.Errorf("%w: %w: %s: %w", ErrSessionEnded, ErrInitDied, what, err)
+		return fmt.Errorf("%w: %w: %s: %w%s", ErrSessionEnded, ErrInitDied, what, err, ss.sb.initOut.said())
 	}
 	return fmt.Errorf("%w: %s: the init is gone: %w", ErrSessionEnded, what, err)
 }
