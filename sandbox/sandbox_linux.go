@@ -91,7 +91,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if cfg.Findings != "" {
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
-		if s.dst, err = openFindingsDest(cfg.Findings); err != nil {
+		if s.dst, err = openFindingsDest(cfg.Findings, cfg.ReadWrite); err != nil {
 			return nil, err
 		}
 	}
