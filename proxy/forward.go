@@ -107,7 +107,8 @@ func forwardError(w http.ResponseWriter, r *http.Request, err error) {
 // serveForward serves an absolute-form request: decide, then forward it
 // to a checked address.
 func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
-	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, r.URL.Host)
+	host, _ := requestHost(r) // as the client sent it, not percent-decoded
+	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, host)
 	var defaultPort uint16
 	switch r.URL.Scheme {
 	case "http":
@@ -126,7 +127,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		refuseHTTP(w, ev.Decision, false)
 		return
 	}
-	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.URL.Host, defaultPort)
+	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, defaultPort)
 	addrs, err := p.decide(r.Context(), &ev)
 	if rerr := p.decided(&ev); rerr != nil {
 		err = rerr
