@@ -50,6 +50,7 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("real-path", testRealPathRefused)
 	t.Run("identity", testOwnIdentity)
 	t.Run("init-output", testInitOutput)
+	t.Run("user-counts", testUserCounts)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second
