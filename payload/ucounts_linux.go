@@ -2,8 +2,10 @@ package payload
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +49,40 @@ watch:
 	}
 	d["instances"], d["watches"] = strconv.Itoa(len(fds)), strconv.Itoa(watches)
 	Emit(os.Stdout, Report{Attempt: "inotify-hog", Evidence: "took inotify instances and watches", Detail: d})
+	time.Sleep(argSeconds(args, 0, 5))
+	return ExitReported
+}
+
+func init() { Register("rt-signals", rtSignals) }
+
+// rtSignals blocks SIGRTMIN and queues it to itself until the kernel
+// refuses one (RLIMIT_SIGPENDING: counted per user, the sandbox's owner's
+// on the host included), then holds them for args[0] seconds (default 5).
+// It reports how many were queued (Detail: queued, stop).
+func rtSignals(args []string) int {
+	d := map[string]string{}
+	sig := unix.Signal(34) // SIGRTMIN
+	set := unix.Sigset_t{}
+	set.Val[(int(sig)-1)/64] |= 1 << ((uint(sig) - 1) % 64)
+	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil); err != nil {
+		d["stop"] = "sigmask " + errnoName(err)
+	}
+	runtime.LockOSThread()
+	tid, pid := unix.Gettid(), os.Getpid()
+	queued := 0
+	var info [128]byte // siginfo_t: signo, errno, code (SI_QUEUE), ...
+	*(*int32)(unsafe.Pointer(&info[0])) = int32(sig)
+	*(*int32)(unsafe.Pointer(&info[8])) = -1 // SI_QUEUE
+	for queued < 10000000 {
+		_, _, e := unix.Syscall6(unix.SYS_RT_TGSIGQUEUEINFO, uintptr(pid), uintptr(tid), uintptr(sig), uintptr(unsafe.Pointer(&info[0])), 0, 0)
+		if e != 0 {
+			d["stop"] = errnoName(e)
+			break
+		}
+		queued++
+	}
+	d["queued"] = strconv.Itoa(queued)
+	Emit(os.Stdout, Report{Attempt: "rt-signals", Evidence: "queued real-time signals to itself", Detail: d})
 	time.Sleep(argSeconds(args, 0, 5))
 	return ExitReported
 }

@@ -64,3 +64,36 @@ func testUserCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestQueuedSignalsBounded: real-time signals a sandbox queues to itself
+// are counted against its owner's RLIMIT_SIGPENDING on the host too: one
+// queued 96,363, all of host root's, so that no root process could be
+// sent one. Bounded to 1024, it leaves the owner its own.
+func TestQueuedSignalsBounded(t *testing.T) {
+	testutil.RequireRoot(t)
+	cfg := payloadConfig("airlock", "rt-signals", "10")
+	var out testutil.SyncBuffer
+	cfg.Stdout, cfg.Stderr = &out, &out
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Kill()
+	if err := s.Release(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), `"rt-signals"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the payload did not report: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reps := payload.Parse([]byte(out.String()))
+	if len(reps) != 1 {
+		t.Fatalf("output %q", out.String())
+	}
+	if n, err := strconv.Atoi(reps[0].Detail["queued"]); err != nil || n > 1024 {
+		t.Errorf("queued %v, want at most 1024", reps[0].Detail)
+	}
+}
