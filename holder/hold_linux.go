@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -148,12 +149,28 @@ func (h *holder) serve() error {
 		}
 		h.lis.Close() // ends the accept loop
 	}()
+	busy := make(chan struct{}, maxConns)
 	for {
 		c, err := h.lis.AcceptUnix()
-		if err != nil {
+		if errors.Is(err, net.ErrClosed) {
 			break
 		}
-		h.conns.Go(func() { h.handle(c) })
+		if err != nil {
+			// Out of descriptors, for one: a moment later there may be
+			// some again. Ending here would leave the session unserved.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		select {
+		case busy <- struct{}{}:
+		default:
+			c.Close() // past maxConns: a client that floods gets no more
+			continue
+		}
+		h.conns.Go(func() {
+			defer func() { <-busy }()
+			h.handle(c)
+		})
 	}
 	<-h.sess.Done()
 	h.conns.Wait() // the answer to a stop, for one
@@ -162,6 +179,14 @@ func (h *holder) serve() error {
 	return err
 }
 
+// maxConns bounds the connections a holder answers at once, and
+// requestTimeout how long a client may take to send its request: a
+// client that opens connections and sends nothing holds none for long.
+const (
+	maxConns       = 64
+	requestTimeout = 10 * time.Second
+)
+
 // handle answers one connection, from this user only.
 func (h *holder) handle(c *net.UnixConn) {
 	defer c.Close()
@@ -169,10 +194,12 @@ func (h *holder) handle(c *net.UnixConn) {
 		return // another user: not a word
 	}
 	var req request
+	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	files, err := readMsg(c, &req, maxRequest)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{}) // an exec reads the client's hang-up
 	resp := h.answer(c, req, files)
 	closeFiles(files)
 	_ = writeMsg(c, resp)
