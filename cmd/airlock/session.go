@@ -196,9 +196,14 @@ such session); 130 interrupted.`,
 			if st.Env, err = stepEnv(env); err != nil {
 				return usageError{err}
 			}
-			st.Stdin, st.Stdout, st.Stderr, st.Notices = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.ErrOrStderr()
+			// The child's output as run's: byte for byte to a pipe or a
+			// file, escaped on a terminal (airlock's own stdout is always).
+			st.Stdin, st.Stdout, st.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
+			st.Notices = cmd.ErrOrStderr()
 			capture := out.capture(&st.Stdout, &st.Stderr)
 			res, err := execStep(cmd, id, st)
+			flush(st.Stdout)
+			flush(st.Stderr)
 			capture(&res)
 			return finishResult(cmd, out, res, err)
 		},
@@ -303,7 +308,7 @@ on stdout.`,
 // terminal (a patch is untrusted bytes).
 func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) {
 	if path == "" {
-		out, ok := cmd.OutOrStdout().(*os.File)
+		out, ok := termtext.Raw(cmd.OutOrStdout()).(*os.File)
 		if !ok || isTerminal(out) {
 			return nil, nil, errors.New("the patch is untrusted and may hold terminal escapes: give --patch FILE, or redirect stdout")
 		}
