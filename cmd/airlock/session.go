@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -314,7 +315,10 @@ func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) 
 		}
 		return out, func() error { return nil }, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// A regular file only, opened without blocking: a FIFO hung the
+	// command, and a terminal (--patch /dev/tty) got the untrusted
+	// patch's bytes raw.
+	f, err := hostfile.Create(path, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}
