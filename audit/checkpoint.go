@@ -297,10 +297,24 @@ func (l *Log) chain() (string, error) {
 }
 
 // replaceFile writes data to path through a temporary file renamed into
-// place, not synced.
+// place, not synced. The temporary file is made new (O_EXCL, never through
+// a link left in its place: whoever could write the log's directory
+// would have airlock write the checkpoint wherever the link points).
 func replaceFile(path string, data []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return os.Rename(tmp, path)

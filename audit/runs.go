@@ -71,6 +71,11 @@ func (l *Log) BeginRun(id string) (*RunClaim, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("audit: runs: %w", err)
 	}
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		// A link would have the claims (and the sweep's removals) land
+		// wherever it points.
+		return nil, fmt.Errorf("audit: runs: %s is not a directory", dir)
+	}
 	f, path, err := claimFile(dir, id)
 	if err != nil {
 		return nil, fmt.Errorf("audit: claim run %s: %w", id, err)
@@ -182,7 +187,7 @@ func (c *RunClaim) End() (*RunProof, error) {
 // the claims are removed once it succeeded (sweptRuns).
 func (l *Log) sweepRuns() ([]Event, []*os.File) {
 	dir := l.path + RunsSuffix
-	d, err := os.Open(dir)
+	d, err := os.OpenFile(dir, os.O_RDONLY|noFollow, 0) // never through a link
 	if err != nil {
 		return nil, nil
 	}

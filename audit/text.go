@@ -1,99 +1,28 @@
 package audit
 
 import (
-	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"time"
 	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
 
-// text is a string as a line holds it (docs/audit.md, "Strings"). A
+// text is a string as a line holds it (docs/audit.md, "Strings"): a
 // string that is valid UTF-8 is a JSON string, exactly as encoding/json
 // writes it, so every such line is byte for byte what airlock always
-// wrote. Any other string, which JSON cannot carry, is the object
-// {"base64":"…"} holding its bytes in standard, padded base64: a JSON
-// string never decodes to it and it decodes to nothing else, so every
-// byte an agent or a sandbox chose (a host name, an argument) is kept and
-// verifies. encoding/json alone would write U+FFFD for each invalid
-// byte, losing them, and its reader could not tell that from a real
-// U+FFFD.
-type text string
-
-// rawBytes is the form of a text that is not valid UTF-8.
-type rawBytes struct {
-	Base64 string `json:"base64"`
-}
-
-// MarshalJSON writes t as a JSON string or, when it is not valid UTF-8,
-// as {"base64":"…"}.
-func (t text) MarshalJSON() ([]byte, error) {
-	s := string(t)
-	if !utf8.ValidString(s) {
-		return json.Marshal(rawBytes{base64.StdEncoding.EncodeToString([]byte(s))})
-	}
-	if plain(s) {
-		b := make([]byte, 0, len(s)+2)
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"'), nil
-	}
-	return json.Marshal(s)
-}
-
-// plain reports whether encoding/json writes the valid UTF-8 string s
-// between quotes unchanged: no quote, backslash, control character,
-// HTML-sensitive character or U+2028/U+2029 (whose UTF-8 starts 0xe2).
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < 0x20, c == '"', c == '\\', c == '<', c == '>', c == '&', c == 0xe2:
-			return false
-		}
-	}
-	return true
-}
+// wrote; any other is {"base64":"…"} (package rawtext), so every byte an
+// agent or a sandbox chose (a host name, an argument) is kept and
+// verifies. Its reader is lenient where the canonical check after it is
+// exact: ParseLine re-encodes every line it decodes and refuses any other
+// spelling.
+type text = rawtext.String
 
 // errNotText is the error for a member that is neither a JSON string nor
 // a {"base64":"…"} object.
-var errNotText = errors.New(`a string member is neither a JSON string nor {"base64":"…"}`)
-
-// UnmarshalJSON reads either form that MarshalJSON writes. It is lenient
-// where the canonical check after it is exact: ParseLine re-encodes every
-// line it decodes and refuses any other spelling.
-func (t *text) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0:
-		*t = text(b[1 : len(b)-1]) // nothing escaped: the bytes are the string
-		return nil
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*t = text(s)
-		return nil
-	case len(b) > 0 && b[0] == '{':
-		var r struct {
-			Base64 *string `json:"base64"`
-		}
-		if err := json.Unmarshal(b, &r); err != nil || r.Base64 == nil {
-			return errNotText
-		}
-		raw, err := base64.StdEncoding.Strict().DecodeString(*r.Base64)
-		if err != nil {
-			return errNotText
-		}
-		*t = text(raw)
-		return nil
-	case string(b) == "null":
-		return nil
-	}
-	return errNotText
-}
+var errNotText = rawtext.ErrNotText
 
 // plainContext is Context without its JSON methods, and plainBody and
 // plainLine the line's members with plain strings: the fast path for the

@@ -25,14 +25,19 @@ type hostWatch struct {
 	poll atomic.Bool // no subscription: read on every call
 }
 
-// addrSet is one reading of the host's addresses.
+// addrSet is one reading of the host's addresses: the addresses of its
+// interfaces, and the local routes for more than one address (on Linux,
+// "AnyIP": a prefix routed to the host itself, whose every address it
+// accepts connections on, without any being an interface's).
 type addrSet struct {
-	m   map[netip.Addr]struct{}
-	err error
+	m      map[netip.Addr]struct{}
+	ranges []netip.Prefix
+	err    error
 }
 
 // Contains reports whether a is an address of one of the host's
-// interfaces (true for every address when they cannot be read).
+// interfaces or in one of its local routes (true for every address when
+// they cannot be read).
 func (h *hostWatch) Contains(a netip.Addr) bool {
 	h.once.Do(h.start)
 	s := h.set.Load()
@@ -42,8 +47,16 @@ func (h *hostWatch) Contains(a netip.Addr) bool {
 	if s.err != nil {
 		return true
 	}
-	_, ok := s.m[a.WithZone("").Unmap()]
-	return ok
+	a = a.WithZone("").Unmap()
+	if _, ok := s.m[a]; ok {
+		return true
+	}
+	for _, p := range s.ranges {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // start subscribes to address changes, then reads the addresses: a change
@@ -63,13 +76,25 @@ func (h *hostWatch) start() {
 	}()
 }
 
-// readHostAddrs reads the addresses of every interface of the host.
+// readHostAddrs reads the addresses of every interface of the host and
+// its local routes.
 func readHostAddrs() *addrSet {
 	ifaddrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return &addrSet{err: err}
 	}
+	local, err := localRoutes()
+	if err != nil {
+		return &addrSet{err: err}
+	}
 	s := &addrSet{m: make(map[netip.Addr]struct{}, len(ifaddrs))}
+	for _, p := range local {
+		if p.IsSingleIP() {
+			s.m[p.Addr()] = struct{}{}
+		} else {
+			s.ranges = append(s.ranges, p)
+		}
+	}
 	for _, ia := range ifaddrs {
 		var ip net.IP
 		switch v := ia.(type) {

@@ -364,3 +364,28 @@ func TestSessionStepRefusedWhenDecisionNotRecorded(t *testing.T) {
 		t.Fatalf("the step ran: %q", out.String())
 	}
 }
+
+// TestReadWriteHoldingTheAuditLog: a policy whose readWrite binds the
+// audit log's directory writable is refused by Run and OpenSession: the
+// sandbox could plant the checkpoint's temporary file or the runs
+// directory as links, which airlock (root) would write or sweep through,
+// or rename the directory and leave a log of its own in its place.
+func TestReadWriteHoldingTheAuditLog(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "airlock-rw-") // outside /tmp, which the sandbox makes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pol := strings.Replace(testPolicy, `"egress": {`, `"filesystem": {"readWrite": ["`+dir+`"]}, "egress": {`, 1)
+	f := newFixtureIn(t, dir, pol, nil)
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "read_file", Command: "cat", Args: []string{"x"}})
+	if err == nil || res.ExitCode != enforcer.ExitSetup || !strings.Contains(res.Error, "holds") {
+		t.Errorf("run: exit %d, %v", res.ExitCode, err)
+	}
+	if s, err := f.enf.OpenSession(context.Background(), enforcer.SessionRequest{}); err == nil || !strings.Contains(err.Error(), "holds") {
+		if s != nil {
+			s.Close(context.Background())
+		}
+		t.Errorf("session: %v", err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/rawtext"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -195,8 +196,8 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 		return enforcer.Result{}, err
 	}
 	defer rl.close()
-	req := request{Op: opExec, Exec: &execRequest{Tool: st.Tool, Command: st.Command, Args: st.Args, Env: st.Env, Cwd: st.Cwd,
-		TimeoutMs: st.Timeout.Milliseconds(), Approval: st.Approval}}
+	req := request{Op: opExec, Exec: &execRequest{Tool: rawtext.String(st.Tool), Command: rawtext.String(st.Command),
+		Args: st.Args, Env: st.Env, Cwd: rawtext.String(st.Cwd), TimeoutMs: st.Timeout.Milliseconds(), Approval: rawtext.String(st.Approval)}}
 	if err := writeMsg(conn, req, rl.remote[:]...); err != nil {
 		return enforcer.Result{}, fmt.Errorf("holder: session %s: send: %w", c.id, err)
 	}
@@ -320,7 +321,7 @@ func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 // Stop ends the session: its patch first, to patch when not nil, and its
 // findings to findings when not nil (else where the start said).
 func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
-	req := request{Op: opStop, Findings: findings}
+	req := request{Op: opStop, Findings: (*rawtext.String)(findings)}
 	var files []*os.File
 	if patch != nil {
 		req.Patch, files = true, []*os.File{patch}
@@ -398,7 +399,7 @@ func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, e
 	if req.ID == "" {
 		req.ID = enforcer.NewSessionID()
 	}
-	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: req, Policy: policy}})
+	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: toWireSession(req), Policy: policy}})
 	if err != nil || resp.Info == nil {
 		return Info{}, errors.Join(err, errors.New("holder: pool: no session in the answer"))
 	}

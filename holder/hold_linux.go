@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -210,18 +211,48 @@ func (hd *held) serve() error {
 		<-hd.sess.Done()
 		hd.lis.Close() // ends the accept loop
 	}()
-	for {
-		c, err := hd.lis.AcceptUnix()
-		if err != nil {
-			break
-		}
-		hd.conns.Go(func() { hd.handle(c) })
-	}
+	accept(hd.lis, &hd.conns, hd.handle)
 	<-hd.sess.Done()
 	hd.conns.Wait() // the answer to a stop, for one
 	_, err := hd.sess.Summary()
 	hd.shutdown()
 	return err
+}
+
+// maxConns bounds the connections a holder answers at once, and
+// requestTimeout how long a client may take to send its request: a
+// client that opens connections and sends nothing holds none for long.
+const (
+	maxConns       = 64
+	requestTimeout = 10 * time.Second
+)
+
+// accept answers lis's connections with handle, at most maxConns at
+// once, until lis is closed.
+func accept(lis *net.UnixListener, conns *sync.WaitGroup, handle func(*net.UnixConn)) {
+	busy := make(chan struct{}, maxConns)
+	for {
+		c, err := lis.AcceptUnix()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			// Out of descriptors, for one: a moment later there may be
+			// some again. Ending here would leave the session unserved.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		select {
+		case busy <- struct{}{}:
+		default:
+			c.Close() // past maxConns: a client that floods gets no more
+			continue
+		}
+		conns.Go(func() {
+			defer func() { <-busy }()
+			handle(c)
+		})
+	}
 }
 
 // handle answers one connection, from this user only.
@@ -231,10 +262,12 @@ func (hd *held) handle(c *net.UnixConn) {
 		return // another user: not a word
 	}
 	var req request
+	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	files, err := readMsg(c, &req, maxRequest)
 	if err != nil {
 		return
 	}
+	c.SetReadDeadline(time.Time{}) // an exec reads the client's hang-up
 	resp := hd.answer(c, req, files)
 	closeFiles(files)
 	_ = writeMsg(c, resp)
@@ -298,8 +331,8 @@ func untilHangUp(c *net.UnixConn) (context.Context, context.CancelFunc) {
 func (hd *held) exec(c *net.UnixConn, x execRequest, files []*os.File) response {
 	ctx, cancel := untilHangUp(c)
 	defer cancel()
-	res, err := hd.sess.Exec(ctx, enforcer.StepRequest{Tool: x.Tool, Command: x.Command, Args: x.Args, Env: x.Env, Cwd: x.Cwd,
-		Timeout: msDuration(x.TimeoutMs), Approval: x.Approval, Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
+	res, err := hd.sess.Exec(ctx, enforcer.StepRequest{Tool: string(x.Tool), Command: string(x.Command), Args: x.Args, Env: x.Env,
+		Cwd: string(x.Cwd), Timeout: msDuration(x.TimeoutMs), Approval: string(x.Approval), Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
 	closeFiles(files) // the client's relays see the end of the output
 	resp := response{Result: &res}
 	if err != nil {
@@ -355,7 +388,7 @@ func (hd *held) changes(f *os.File) response {
 // stop ends the session, its findings going where the client says.
 func (hd *held) stop(req request, resp response) response {
 	if req.Findings != nil {
-		if err := hd.sess.SetFindings(*req.Findings); err != nil {
+		if err := hd.sess.SetFindings(string(*req.Findings)); err != nil {
 			resp.Error = err.Error()
 			return resp
 		}

@@ -74,13 +74,7 @@ func (h *holder) servePool() error {
 		pl.lis.Close()
 	}()
 	var conns sync.WaitGroup
-	for {
-		c, err := pl.lis.AcceptUnix()
-		if err != nil {
-			break
-		}
-		conns.Go(func() { h.handlePool(c) })
-	}
+	accept(pl.lis, &conns, h.handlePool)
 	conns.Wait()
 	pl.mu.Lock()
 	pl.closed = true
@@ -108,6 +102,7 @@ func (h *holder) handlePool(c *net.UnixConn) {
 		return
 	}
 	var req request
+	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	files, err := readMsg(c, &req, maxRequest)
 	closeFiles(files)
 	if err != nil {
@@ -134,12 +129,12 @@ func (h *holder) handlePool(c *net.UnixConn) {
 // openPooled opens a session on one of the pool's sandboxes and serves it
 // on its own socket, as a holder of one session does.
 func (h *holder) openPooled(x openRequest) response {
-	pl := h.pool
+	pl, sreq := h.pool, x.Session.request()
 	switch {
 	case x.Policy != h.digest:
 		return response{Error: fmt.Sprintf("holder: pool: it decides under policy %s, not %s: start a pool for that policy, or a session of its own", h.digest, x.Policy)}
-	case !enforcer.ValidSessionID(x.Session.ID):
-		return response{Error: fmt.Sprintf("holder: pool: session id %q: use 1 to 48 letters, digits, '.', '_' or '-'", x.Session.ID)}
+	case !enforcer.ValidSessionID(sreq.ID):
+		return response{Error: fmt.Sprintf("holder: pool: session id %q: use 1 to 48 letters, digits, '.', '_' or '-'", sreq.ID)}
 	}
 	pl.mu.Lock()
 	if pl.closed {
@@ -148,7 +143,7 @@ func (h *holder) openPooled(x openRequest) response {
 	}
 	pl.wg.Add(1)
 	pl.mu.Unlock()
-	hd, err := h.hold(context.Background(), x.Session, pl.p)
+	hd, err := h.hold(context.Background(), sreq, pl.p)
 	if err != nil {
 		pl.wg.Done()
 		return response{Error: err.Error()}

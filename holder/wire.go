@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
 
 // ErrNoSession is matched by Dial's error when no live holder serves the
@@ -68,7 +69,7 @@ type request struct {
 	// message (opChanges, opStop).
 	Patch bool `json:"patch,omitempty"`
 	// Findings, when set, is where /findings goes (opStop).
-	Findings *string `json:"findings,omitempty"`
+	Findings *rawtext.String `json:"findings,omitempty"`
 	// GraceMs is a terminated step's grace period (opTerminate).
 	GraceMs int64 `json:"graceMs,omitempty"`
 	// CLI is a quick client's command line (opCLI, package holder/quick);
@@ -81,8 +82,8 @@ type request struct {
 
 // openRequest asks a pool holder for a session.
 type openRequest struct {
-	Session enforcer.SessionRequest `json:"session"`
-	Policy  string                  `json:"policy"`
+	Session wireSession `json:"session"`
+	Policy  string      `json:"policy"`
 }
 
 // cliRequest is a quick client's `airlock session exec` command line: its
@@ -94,15 +95,17 @@ type cliRequest struct {
 	Dir  []byte   `json:"dir"`
 }
 
-// execRequest is enforcer.StepRequest without its streams.
+// execRequest is enforcer.StepRequest without its streams. Its strings
+// cross byte for byte (package rawtext): the holder decides and runs
+// exactly the argv the client was given, UTF-8 or not.
 type execRequest struct {
-	Tool      string   `json:"tool"`
-	Command   string   `json:"command"`
-	Args      []string `json:"args,omitempty"`
-	Env       []string `json:"env,omitempty"`
-	Cwd       string   `json:"cwd,omitempty"`
-	TimeoutMs int64    `json:"timeoutMs,omitempty"`
-	Approval  string   `json:"approval,omitempty"`
+	Tool      rawtext.String  `json:"tool"`
+	Command   rawtext.String  `json:"command"`
+	Args      rawtext.Strings `json:"args,omitempty"`
+	Env       rawtext.Strings `json:"env,omitempty"`
+	Cwd       rawtext.String  `json:"cwd,omitempty"`
+	TimeoutMs int64           `json:"timeoutMs,omitempty"`
+	Approval  rawtext.String  `json:"approval,omitempty"`
 }
 
 // response is the holder's one answer to a request.

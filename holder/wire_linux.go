@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -70,15 +71,15 @@ func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
 	if size > limit {
 		return fail(fmt.Errorf("holder: message of %d bytes is over the %d-byte limit", size, limit))
 	}
-	body := make([]byte, size)
-	got := copy(body, buf[4:n])
 	if n-4 > size {
 		return fail(errors.New("holder: unexpected bytes after a message"))
 	}
-	if _, err := io.ReadFull(c, body[got:]); err != nil {
+	// Grown as the bytes come, not made at the size the header claims.
+	body := bytes.NewBuffer(buf[4:n:n])
+	if _, err := io.CopyN(body, c, int64(size-(n-4))); err != nil {
 		return fail(fmt.Errorf("holder: short message: %w", err))
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := json.Unmarshal(body.Bytes(), v); err != nil {
 		return fail(fmt.Errorf("holder: bad message: %w", err))
 	}
 	return files, nil

@@ -67,7 +67,9 @@ func (g *Group) Dir() (fd int, ok bool) {
 // Rlimits returns the limits the init sets on itself just before execve:
 // RLIMIT_CPU (seconds, rounded up: a per-process backstop under the group's
 // CPU watch), RLIMIT_FSIZE (DiskWriteBytes), RLIMIT_NOFILE (OpenFiles,
-// at most the host's hard limit) and RLIMIT_CORE 0 (no core files). Without
+// at most the host's hard limit), RLIMIT_CORE 0 (no core files),
+// RLIMIT_SIGPENDING 1024 and RLIMIT_MSGQUEUE 128 KiB (each also counted
+// against the sandbox's owner on the host). Without
 // a memory cgroup it adds RLIMIT_DATA (MemoryBytes, per process); without
 // a pids cgroup, RLIMIT_NPROC (Tasks) — which counts per user namespace
 // and uid, so it holds only for a child in a user namespace of its own,

@@ -45,6 +45,9 @@ func (s *sysGroup) describe(why map[string]string) (map[string]bool, map[string]
 		if exists(v1.dirs["memory"], "memory.memsw.limit_in_bytes") {
 			r[ControlMemory] += " + memory.memsw.limit_in_bytes"
 		}
+		if exists(v1.dirs["memory"], tcpLimitFile) {
+			r[ControlMemory] += " + " + tcpLimitFile + " (socket buffers, a quarter of the cap)"
+		}
 	case v2 != nil && v2.mem:
 		p[RequireCgroupMemory] = true
 		r[ControlMemory] = "cgroup v2 memory.max + memory.oom.group"

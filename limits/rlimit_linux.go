@@ -18,6 +18,13 @@ func buildRlimits(caps Caps, provides map[string]bool, receipt map[string]string
 		{Resource: unix.RLIMIT_FSIZE, Name: "RLIMIT_FSIZE", Cur: uint64(caps.DiskWriteBytes), Max: uint64(caps.DiskWriteBytes)},
 		{Resource: unix.RLIMIT_NOFILE, Name: "RLIMIT_NOFILE", Cur: uint64(caps.OpenFiles), Max: uint64(caps.OpenFiles)},
 		{Resource: unix.RLIMIT_CORE, Name: "RLIMIT_CORE", Cur: 0, Max: 0},
+		// The kernel counts queued signals and POSIX message queue bytes
+		// per user at every level of user namespaces: each is charged to
+		// the sandbox's owner on the host too (root, or the rootless
+		// caller), whose own limit is the host's. Bounded, a sandbox
+		// takes at most this much of its owner's.
+		{Resource: unix.RLIMIT_SIGPENDING, Name: "RLIMIT_SIGPENDING", Cur: 1024, Max: 1024},
+		{Resource: unix.RLIMIT_MSGQUEUE, Name: "RLIMIT_MSGQUEUE", Cur: 128 << 10, Max: 128 << 10},
 	}
 	if !provides[RequireCgroupMemory] {
 		rl = append(rl, Rlimit{Resource: unix.RLIMIT_DATA, Name: "RLIMIT_DATA", Cur: uint64(caps.MemoryBytes), Max: uint64(caps.MemoryBytes)})

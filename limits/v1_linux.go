@@ -118,8 +118,29 @@ func newV1Group(l layout, parent, dir string, caps Caps) (*v1Group, error) {
 			return nil, fmt.Errorf("limits: cgroup v1 memory: %w", err)
 		}
 	}
+	if mem, ok := g.dirs["memory"]; ok && exists(mem, tcpLimitFile) {
+		// v1 charges no socket buffer to memory.limit_in_bytes: without
+		// this, a group's UDP sockets on its own lo, sent to and never
+		// read, held a gigabyte of kernel memory under a 64 MiB cap. Set
+		// before any process is in the group, it charges the buffers of
+		// every socket the group makes (UDP's too) to a counter of their
+		// own, bounded here.
+		if err := writeFile(mem, tcpLimitFile, strconv.FormatInt(SocketBytes(caps.MemoryBytes), 10)); err != nil {
+			g.removeDirs()
+			return nil, fmt.Errorf("limits: cgroup v1 memory: %w", err)
+		}
+	}
 	return g, nil
 }
+
+// tcpLimitFile is cgroup v1's bound on the socket buffers of a group's
+// sockets (TCP's and UDP's alike, despite its name).
+const tcpLimitFile = "memory.kmem.tcp.limit_in_bytes"
+
+// SocketBytes is the bound on a group's socket buffers where they are
+// not charged to its memory (cgroup v1): a quarter of the memory cap, at
+// least 16 MiB, so that the two together stay within 1.25 times the cap.
+func SocketBytes(memory int64) int64 { return max(memory/4, 16<<20) }
 
 func (g *v1Group) has(name string) bool { _, ok := g.dirs[name]; return ok }
 

@@ -51,6 +51,10 @@ type Loaded struct {
 	// Digest is "sha256:" and the hex SHA-256 of the bytes as read, for
 	// the audit stream.
 	Digest string
+	// Data is the bytes as read, parsed and checked: what a process that
+	// decides under this policy elsewhere (a session's holder) is given,
+	// never the file read again, which may have changed since.
+	Data []byte
 }
 
 // Origin says how the command line chose a policy (docs/policy.md, "Where
@@ -126,7 +130,7 @@ func Default() *Loaded {
 	if err != nil {
 		panic("policy: embedded default does not load: " + err.Error())
 	}
-	l.Origin = FromEmbedded
+	l.Origin, l.Data = FromEmbedded, bytes.Clone(defaultJSON)
 	return l
 }
 
@@ -201,7 +205,7 @@ func Parse(name string, data []byte) (*Loaded, error) {
 		return nil, errs
 	}
 	sum := sha256.Sum256(data)
-	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data}, nil
 }
 
 func isYAML(name string, data []byte) bool {

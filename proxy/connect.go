@@ -49,7 +49,7 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 		return
 	}
 	p.requested(c)
-	ev := p.newEvent(ProtocolConnect, c.RemoteAddr().String(), req.Host)
+	ev := p.newEvent(ProtocolConnect, c.RemoteAddr().String(), req.RequestURI)
 	p.decideConnect(req, &ev)
 	up, err := p.open(p.ctx, &ev)
 	switch {
@@ -80,19 +80,24 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 }
 
 // decideConnect takes the static decision on a CONNECT request's
-// authority into ev: userinfo in it ("a@host:443") is refused as in an
-// absolute-form URL, never silently dropped.
+// authority, as the client sent it (requestHost), into ev: userinfo in it
+// ("a@host:443") is refused as in an absolute-form URL, never silently
+// dropped.
 func (p *Proxy) decideConnect(r *http.Request, ev *Event) {
-	if r.URL != nil && r.URL.User != nil {
+	host, ok := requestHost(r)
+	switch {
+	case !ok:
+		ev.Decision = deny(reasonNotAuthority, host)
+	case r.URL != nil && r.URL.User != nil:
 		ev.Decision = deny(reasonUserinfo, r.Host) // the credentials are not repeated
-		return
+	default:
+		ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, 0)
 	}
-	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.Host, 0)
 }
 
 // serveConnect serves a CONNECT request: decide, dial, then tunnel.
 func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
-	ev := p.newEvent(ProtocolConnect, r.RemoteAddr, r.Host)
+	ev := p.newEvent(ProtocolConnect, r.RemoteAddr, r.RequestURI)
 	p.decideConnect(r, &ev)
 	up, err := p.open(r.Context(), &ev)
 	switch {

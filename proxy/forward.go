@@ -149,7 +149,8 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 // to a checked address. An inspected entry's rules decide the request,
 // as inside an inspected tunnel.
 func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
-	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, r.URL.Host)
+	host, _ := requestHost(r) // as the client sent it, not percent-decoded
+	ev := p.newEvent(ProtocolHTTP, r.RemoteAddr, host)
 	var defaultPort uint16
 	switch r.URL.Scheme {
 	case "http":
@@ -168,7 +169,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		refuseHTTP(w, ev.Decision, false)
 		return
 	}
-	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, r.URL.Host, defaultPort)
+	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, defaultPort)
 	addrs, err := p.decide(r.Context(), &ev)
 	var cred *Credential
 	rt := &route{addrs: addrs, port: ev.Target.Port, host: ev.Target.Host()}

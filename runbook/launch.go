@@ -99,11 +99,42 @@ type prepared struct {
 // The returned error is set when airlock itself could not launch
 // (Result.ExitCode is then ExitSetup) or could not tear down cleanly.
 func Launch(ctx context.Context, plan *Plan, opts Options) (Result, error) {
-	l, err := newLaunch(plan, opts)
-	if err != nil {
+	setupFailed := func(err error) (Result, error) {
 		return Result{ExitCode: ExitSetup, Outcome: OutcomeSetup, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
 	}
-	return l.run(ctx)
+	l, err := newLaunch(plan, opts)
+	if err != nil {
+		return setupFailed(err)
+	}
+	// The launch is claimed on the audit log while it lives: one whose
+	// airlock dies is recorded as abandoned by the log's next writer.
+	claim, err := l.opts.Log.BeginRun(l.opts.RunID)
+	if err != nil {
+		return setupFailed(fmt.Errorf("runbook: %w", err))
+	}
+	res, err := l.run(ctx)
+	return l.seal(claim, res, err)
+}
+
+// seal ends the launch's claim once its last record is written: with a
+// signing key, a checkpoint is signed and the launch's records proven in
+// it (Result.Audit). One that cannot be signed is a record of the launch
+// that could not be written: AuditError, and ExitAudit when steps ran.
+func (l *launch) seal(claim *audit.RunClaim, res Result, err error) (Result, error) {
+	proof, perr := claim.End()
+	if perr == nil {
+		res.Audit = proof
+		return res, err
+	}
+	if res.AuditError == "" {
+		res.AuditError = "the launch's checkpoint was not signed: " + perr.Error()
+	}
+	switch res.ExitCode {
+	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
+	default:
+		res.Outcome, res.ExitCode = OutcomeFailed, ExitAudit
+	}
+	return res, err
 }
 
 func newLaunch(plan *Plan, opts Options) (*launch, error) {

@@ -1,6 +1,7 @@
 package runbook
 
 import (
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -118,6 +119,9 @@ type Result struct {
 	// AuditError is the first record of the launch that the audit log
 	// refused, and why; "" when every record was written.
 	AuditError string `json:"auditError,omitempty"`
+	// Audit is the checkpoint signed at the launch's end and the proofs
+	// of its records in it, when the log has a signing key (docs/audit.md).
+	Audit *audit.RunProof `json:"audit,omitempty"`
 }
 
 // ImageInfo names the image a sandbox ran on.

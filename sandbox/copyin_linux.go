@@ -20,14 +20,15 @@ const maxDepth = 128
 // directories, regular files (content, permission bits without setuid,
 // setgid or sticky) and symbolic links (as links, never followed). Every
 // other kind of entry, and anything behind a mount point, is left out.
-// It fails when the files add up to more than limit bytes.
-func sendWorkspace(root string, w io.Writer, limit int64) error {
+// It fails when the files add up to more than limit bytes, or the entries
+// to more than entries (the sandbox's disk holds no more: its inode cap).
+func sendWorkspace(root string, w io.Writer, limit int64, entries int) error {
 	fd, err := unix.Open(root, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open workspace %s: %w", root, err)
 	}
 	defer unix.Close(fd)
-	t := &workspaceWalk{w: bufio.NewWriterSize(w, 64<<10), left: limit}
+	t := &workspaceWalk{w: bufio.NewWriterSize(w, 64<<10), left: limit, entries: entries}
 	if err := t.dir(fd, "", 0); err != nil {
 		return err
 	}
@@ -35,22 +36,30 @@ func sendWorkspace(root string, w io.Writer, limit int64) error {
 }
 
 type workspaceWalk struct {
-	w    *bufio.Writer
-	left int64
+	w       *bufio.Writer
+	left    int64
+	entries int // how many more entries the sandbox's disk holds
 }
 
 func (t *workspaceWalk) dir(fd int, rel string, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("workspace: %s: nested deeper than %d", rel, maxDepth)
 	}
-	names, err := readDirNames(fd)
+	names, more, err := readDirNames(fd, t.entries)
 	if err != nil {
 		return fmt.Errorf("workspace: read %s: %w", displayRel(rel), err)
 	}
 	for _, name := range names {
+		if t.entries--; t.entries < 0 {
+			more = true
+			break
+		}
 		if err := t.entry(fd, name, path.Join(rel, name), depth); err != nil {
 			return err
 		}
+	}
+	if more {
+		return fmt.Errorf("workspace: more entries than the sandbox's disk holds (its inode cap, one per 4 KiB of diskWriteMb; at %s)", displayRel(rel))
 	}
 	return nil
 }
@@ -115,16 +124,30 @@ func (t *workspaceWalk) file(dirfd int, name, rel string, mode uint32) error {
 	return nil
 }
 
-// readDirNames lists a directory by descriptor, without "." and "..",
-// leaving fd's offset at the end.
-func readDirNames(fd int) ([]string, error) {
+// readDirNames lists at most limit names of the directory fd, without
+// "." and "..", a batch at a time (fd's own offset untouched): a
+// directory of millions of entries costs no more than limit names. more
+// reports that the directory holds more than that.
+func readDirNames(fd, limit int) (names []string, more bool, err error) {
 	dup, err := unix.Openat(fd, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	d := os.NewFile(uintptr(dup), ".")
 	defer d.Close()
-	return d.Readdirnames(-1)
+	limit = max(limit, 0)
+	for {
+		batch, err := d.Readdirnames(min(256, limit+1-len(names)))
+		names = append(names, batch...)
+		switch {
+		case len(names) > limit:
+			return names[:limit], true, nil
+		case err == io.EOF:
+			return names, false, nil
+		case err != nil:
+			return names, false, err
+		}
+	}
 }
 
 func readlinkat(dirfd int, name string) (string, error) {

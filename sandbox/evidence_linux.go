@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -85,7 +86,11 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 	if s.work >= 0 {
 		var sb strings.Builder
 		n := 0
-		note(listTree(s.work, "", 0, &sb, &n))
+		if err := listTree(s.work, "", 0, &sb, &n); errors.Is(err, errTooMany) {
+			sb.WriteString("! too many entries\n")
+		} else {
+			note(err)
+		}
 		write("workspace-mtimes.txt", []byte(sb.String()))
 		ev.WorkspaceSkipped, err = copyTree(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
 		note(err)
@@ -192,20 +197,20 @@ func namespaceLinks(proc string) string {
 
 // listTree writes one line per entry under the directory fd: type, mode,
 // size, mtime and path. Nothing is followed; it is bounded like the
-// copies (maxDepth, maxFindingsEntries).
+// copies (maxDepth; past maxFindingsEntries entries it ends with
+// errTooMany).
 func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error {
 	if depth > maxDepth {
 		fmt.Fprintf(sb, "! %s nested too deep\n", displayRel(rel))
 		return nil
 	}
-	names, err := readDirNames(fd)
+	names, more, err := readDirNames(fd, maxFindingsEntries-*n)
 	if err != nil {
 		return fmt.Errorf("workspace: read %s: %w", displayRel(rel), err)
 	}
 	for _, name := range names {
 		if *n++; *n > maxFindingsEntries {
-			sb.WriteString("! too many entries\n")
-			return nil
+			return errTooMany
 		}
 		r := path.Join(rel, name)
 		var st unix.Stat_t
@@ -228,8 +233,14 @@ func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error 
 			}
 		}
 	}
+	if more {
+		return errTooMany
+	}
 	return nil
 }
+
+// errTooMany ends listTree past maxFindingsEntries entries.
+var errTooMany = errors.New("too many entries")
 
 func typeLetter(mode uint32) string {
 	switch mode & unix.S_IFMT {

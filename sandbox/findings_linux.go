@@ -8,10 +8,9 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -77,13 +76,58 @@ type findingsDest struct {
 // rootful, of the user whose directory it sits in). Anything else is
 // refused: a path through a symbolic link, a file, a link, a directory
 // that is not empty or belongs to someone else.
-func openFindingsDest(p string) (*findingsDest, error) {
+//
+// A directory inside one of the trees readWrite binds writable is refused
+// too, compared by real paths (the opened directory's and each tree's):
+// the sandbox could write into it directly during the run, past every
+// rule of the copy-out.
+func openFindingsDest(p string, readWrite []string) (*findingsDest, error) {
 	d := &findingsDest{path: p, dir: -1, parent: -1}
-	if err := d.open(); err != nil {
+	err := outsideTrees(p, readWrite) // before anything is made
+	if err == nil {
+		err = d.open()
+	}
+	if err != nil {
 		d.discard()
 		return nil, fmt.Errorf("sandbox: findings directory %s: %w", quoteUnsafe(p), err)
 	}
 	return d, nil
+}
+
+// outsideTrees refuses a findings path that lies in one of the readWrite
+// trees, by the real path of its deepest existing directory and of each
+// tree (the walk to it follows no link, so what is not there yet cannot
+// lead elsewhere).
+func outsideTrees(p string, readWrite []string) error {
+	if len(readWrite) == 0 {
+		return nil
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return err
+	}
+	rest := ""
+	real, err := hostfile.Real(abs)
+	for err != nil && abs != "/" {
+		rest = filepath.Join(filepath.Base(abs), rest)
+		abs = filepath.Dir(abs)
+		real, err = hostfile.Real(abs)
+	}
+	if err != nil {
+		return err
+	}
+	real = filepath.Join(real, rest)
+	for _, rw := range readWrite {
+		tree, err := hostfile.Real(rw)
+		if err != nil {
+			continue // the sandbox will not start with it anyway
+		}
+		if hostfile.Within(real, tree) {
+			return fmt.Errorf("it is inside %s, which the policy's readWrite binds writable into the sandbox: "+
+				"the sandbox could write there directly during the run; give a findings directory outside it", quoteUnsafe(rw))
+		}
+	}
+	return nil
 }
 
 func (d *findingsDest) open() error {
@@ -229,8 +273,8 @@ func openNoLinks(dirfd int, name string, flags int, mode uint32) (int, error) {
 
 // isEmptyDir reports whether the directory fd has no entries.
 func isEmptyDir(fd int) (bool, error) {
-	names, err := readDirNames(fd)
-	return len(names) == 0, err
+	_, more, err := readDirNames(fd, 0)
+	return !more, err
 }
 
 // discard closes the destination; one this run made is removed again if
@@ -282,7 +326,7 @@ func (d *findingsDest) copyTree(src int, limit int64) (*findingsCopy, error) {
 // findings are copied out, and reports what it left out or changed (the
 // evidence's copy of the workspace).
 func copyTree(src int, dst string, limit int64) ([]string, error) {
-	d, err := openFindingsDest(dst)
+	d, err := openFindingsDest(dst, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +341,8 @@ type findingsCopy struct {
 	owner   findingsOwner
 	report  []string // entries left out or changed, with why
 	lost    int      // of which left out
+	// overflowed is set once the entries cap has been reported.
+	overflowed bool
 }
 
 // lose reports rel as not copied out.
@@ -310,7 +356,9 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 		c.lose(rel, fmt.Sprintf("nested deeper than %d directories", maxDepth))
 		return nil
 	}
-	names, err := readDirNames(src)
+	// At most as many names as may still be copied: a /findings of
+	// millions of entries costs airlock no more than the cap.
+	names, more, err := readDirNames(src, c.entries)
 	if err != nil {
 		c.lose(displayRel(rel), "its directory could not be read: "+err.Error())
 		return nil
@@ -319,7 +367,7 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 	bare := slices.Contains(names, "objects") && slices.Contains(names, "refs")
 	for _, name := range names {
 		if c.entries--; c.entries < 0 {
-			c.lose(path.Join(rel, name), fmt.Sprintf("/findings holds more than %d entries; this one and the rest were left out", maxFindingsEntries))
+			c.full(path.Join(rel, name))
 			return nil
 		}
 		rel := path.Join(rel, name)
@@ -336,7 +384,20 @@ func (c *findingsCopy) dir(src, dst int, rel string, depth int) error {
 			return err
 		}
 	}
+	if more {
+		c.full(path.Join(rel, "…"))
+	}
 	return nil
+}
+
+// full reports, once, that /findings held more entries than are copied
+// out, from rel on.
+func (c *findingsCopy) full(rel string) {
+	if c.overflowed {
+		return
+	}
+	c.overflowed, c.entries = true, 0
+	c.lose(rel, fmt.Sprintf("/findings holds more than %d entries; this one and the rest were left out", maxFindingsEntries))
 }
 
 // entry copies the entry name of src to dst as to; the error is the
@@ -453,31 +514,6 @@ func (c *findingsCopy) file(src, dst int, name, to, rel string) error {
 // isVCSName reports whether name is one of vcsNames, in any case.
 func isVCSName(name string) bool {
 	return slices.ContainsFunc(vcsNames, func(v string) bool { return strings.EqualFold(name, v) })
-}
-
-// printable reports whether s is valid UTF-8 with no control byte, no
-// terminal escape and no invisible format character (a bidirectional
-// override): a name that is not never reaches the host, where it would
-// reach whoever lists the directory.
-func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// quoteUnsafe returns s as it is when printable, else Go-quoted, so that
-// a name the sandbox chose never reaches a terminal raw.
-func quoteUnsafe(s string) string {
-	if printable(s) {
-		return s
-	}
-	return strconv.Quote(s)
 }
 
 // MarkFindings writes a new file name holding body into the findings

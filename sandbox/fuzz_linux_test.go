@@ -29,7 +29,7 @@ func FuzzCopyFindings(f *testing.F) {
 		victim := filepath.Join(base, "victim")
 		os.Mkdir(src, 0o755)
 		os.WriteFile(victim, []byte("untouched"), 0o644)
-		d, err := openFindingsDest(dst)
+		d, err := openFindingsDest(dst, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

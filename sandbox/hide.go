@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,9 @@ import (
 // by another path, through a symbolic link in the tree's own name. Set
 // the trees first. A file that no tree holds adds only its real path,
 // which then masks nothing; an empty name is skipped.
+//
+// Start then refuses a view that would reach a hidden file other than by
+// its own path (checkPrivate).
 func (c *Config) HideFiles(files ...string) {
 	type tree struct{ host, inside string }
 	var trees []tree
@@ -52,6 +56,7 @@ func (c *Config) HideFiles(files ...string) {
 			continue
 		}
 		c.Hide = append(c.Hide, real)
+		c.private = append(c.private, real)
 		for _, t := range trees {
 			if t.host == "" || !hostfile.Within(real, t.host) {
 				continue
@@ -64,4 +69,62 @@ func (c *Config) HideFiles(files ...string) {
 	}
 	slices.Sort(c.Hide)
 	c.Hide = slices.Compact(c.Hide)
+}
+
+// checkPrivate refuses a view through which the sandbox could reach a
+// file that HideFiles hid other than at its own path, where it is masked:
+//
+//   - a ReadWrite tree that holds it or the directory it is in: the
+//     sandbox could rename that directory away and put its own file in
+//     the place (a policy a rootless run's next call would trust: its
+//     files are the caller's), or plant beside it what airlock writes
+//     next (an audit log's checkpoint and runs directory);
+//   - any tree that lies inside a hidden directory: a mask covers what a
+//     tree holds, not a tree bound from within it.
+//
+// Both sides are compared by real path.
+func checkPrivate(c Config) error {
+	if len(c.private) == 0 {
+		return nil
+	}
+	type tree struct {
+		name, real string
+		writable   bool
+	}
+	var trees []tree
+	add := func(name string, writable bool) {
+		if real, err := hostfile.Real(name); err == nil {
+			trees = append(trees, tree{name, real, writable})
+		}
+	}
+	ro := c.ReadOnly
+	if ro == nil && c.Root == "" {
+		ro = DefaultReadOnly
+	}
+	for _, p := range ro {
+		add(p, false)
+	}
+	for _, p := range c.ReadWrite {
+		add(p, true)
+	}
+	for _, b := range c.Binds {
+		if b.Host != initproc.SelfExe {
+			add(b.Host, false)
+		}
+	}
+	if c.Root != "" {
+		add(c.Root, false)
+	}
+	for _, t := range trees {
+		for _, h := range c.private {
+			switch {
+			case t.real != h && hostfile.Within(t.real, h):
+				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", quoteUnsafe(t.name), quoteUnsafe(h))
+			case t.writable && (hostfile.Within(h, t.real) || hostfile.Within(filepath.Dir(h), t.real)):
+				return fmt.Errorf("readWrite %s holds %s or its directory, which no sandbox may write: the sandbox could replace it "+
+					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", quoteUnsafe(t.name), quoteUnsafe(h))
+			}
+		}
+	}
+	return nil
 }

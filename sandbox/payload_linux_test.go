@@ -34,6 +34,8 @@ var payloads = map[string]func(args []string) int{
 	"dial":    payloadDial,
 	"root":    payloadRoot,
 	"files":   payloadFiles,
+	"bytes":   payloadBytes,
+	"entries": payloadEntries,
 	// airlock runs one of airlock's own attack programs (package
 	// payload), as selftest and the demo run them: args[0] names it.
 	"airlock": func(args []string) int { return payload.Run(args[0], args[1:]) },

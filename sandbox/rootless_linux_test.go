@@ -50,6 +50,8 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("real-path", testRealPathRefused)
 	t.Run("identity", testOwnIdentity)
 	t.Run("copy-in", testSessionCopyIn)
+	t.Run("init-output", testInitOutput)
+	t.Run("user-counts", testUserCounts)
 	t.Run("wall", func(t *testing.T) {
 		cfg := payloadConfig("sleep")
 		cfg.Caps.Wall = time.Second

@@ -92,6 +92,11 @@ type Config struct {
 	// privilege drop and before Release; Start fails with ErrProbe if any
 	// fails (see ProbeRequest).
 	Probes *ProbeRequest
+
+	// private are the real paths of the host files HideFiles hid: no
+	// tree may lie inside one, nor may a ReadWrite tree hold one or the
+	// directory it is in (checkPrivate).
+	private []string
 }
 
 // WeakerEgressUnenforced accepts a sandbox whose egress the kernel does

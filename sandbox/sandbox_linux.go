@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -52,6 +51,10 @@ type Sandbox struct {
 	// noCloneInto: the host refuses clone3, so the init is started
 	// without CLONE_INTO_CGROUP and placed after (container_linux.go).
 	noCloneInto bool
+	// initOut is the init's own stdout and stderr; sio, from Release,
+	// the single run's target's streams.
+	initOut initOutput
+	sio     *stepIO
 
 	mu        sync.Mutex
 	released  time.Time
@@ -97,7 +100,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if cfg.Findings != "" {
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
-		if s.dst, err = openFindingsDest(cfg.Findings); err != nil {
+		if s.dst, err = openFindingsDest(cfg.Findings, cfg.ReadWrite); err != nil {
 			return nil, err
 		}
 	}
@@ -193,13 +196,18 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		return err
 	}
 	type placement struct {
-		receipt string
-		err     error
+		receipt, ipc string
+		err          error
 	}
 	placedCh := make(chan placement, 1)
 	go func() {
-		r, err := s.checkPlacement(v1, len(tasks))
-		placedCh <- placement{r, err}
+		p := placement{}
+		p.receipt, p.err = s.checkPlacement(v1, len(tasks))
+		if p.err == nil {
+			// Before anything runs inside: the init makes no IPC object.
+			p.ipc, p.err = s.boundIPC()
+		}
+		placedCh <- p
 	}()
 	m, fds, err := s.setupMsg(initproc.MsgReady, setupErr)
 	p := <-placedCh
@@ -219,7 +227,7 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 	if err := s.takeReady(m, fds); err != nil {
 		return err
 	}
-	s.receipt["placement"] = p.receipt
+	s.receipt["placement"], s.receipt["ipc"] = p.receipt, p.ipc
 	if ctx.Err() != nil {
 		return fmt.Errorf("sandbox: %w", ctx.Err())
 	}
@@ -239,15 +247,32 @@ func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message
 		if serr := <-setupErr; serr != nil {
 			return m, nil, fmt.Errorf("sandbox: %w", serr)
 		}
-		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w", err)
+		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w%s", err, s.initOut.said())
 	case m.Kind == initproc.MsgFailed:
 		initproc.CloseAll(fds)
+		if serr := setupCause(setupErr); serr != nil {
+			return m, nil, fmt.Errorf("sandbox: %w", serr)
+		}
 		return m, nil, fmt.Errorf("sandbox: setup: %s: %s", m.Stage, m.Error)
 	case m.Kind != want:
 		initproc.CloseAll(fds)
 		return m, nil, fmt.Errorf("sandbox: protocol: want %s, got %q", want, m.Kind)
 	}
 	return m, fds, nil
+}
+
+// setupCause is the setup writer's own reason to stop sending (a
+// workspace over a cap), which the init only sees as a truncated stream;
+// nil when the writer ended well or only because the init went away.
+func setupCause(setupErr <-chan error) error {
+	select {
+	case err := <-setupErr:
+		if err != nil && !errors.Is(err, syscall.EPIPE) {
+			return err
+		}
+	case <-time.After(time.Second): // still writing to an init that stopped reading
+	}
+	return nil
 }
 
 // checkPlacement checks that the init moved itself into the group's v1
@@ -320,22 +345,6 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if fd, ok := s.group.Dir(); ok && !s.noCloneInto {
 		attr.UseCgroupFD, attr.CgroupFD = true, fd
 	}
-	var stdin io.Reader = strings.NewReader("")
-	var stdout, stderr io.Writer = io.Discard, io.Discard
-	if !s.session {
-		if s.cfg.Stdin != nil {
-			stdin = s.cfg.Stdin
-		}
-		if s.cfg.Stdout != nil {
-			stdout = s.cfg.Stdout
-		}
-		if s.cfg.Stderr != nil {
-			stderr = s.cfg.Stderr
-		}
-		// The run's output cap: a session's is each step's (stepIO).
-		oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
-		stdout, stderr = oc.writers(stdout, stderr)
-	}
 	args := []string{initproc.Arg0}
 	if s.cfg.Root != "" {
 		args = append(args, initproc.RootArg)
@@ -362,11 +371,11 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		Path: "/proc/self/exe",
 		Args: args,
 		Env:  env,
-		// Wrapped so that os/exec always makes pipes: a terminal (or any
-		// other host descriptor) of the caller is never passed in.
-		Stdin:       struct{ io.Reader }{stdin},
-		Stdout:      struct{ io.Writer }{stdout},
-		Stderr:      struct{ io.Writer }{stderr},
+		// The init's own streams: no input (/dev/null), and one pipe of
+		// its own for what it writes, never a descriptor of the caller's
+		// nor the target's streams (those come with Release or each step).
+		Stdout:      &s.initOut,
+		Stderr:      &s.initOut,
 		ExtraFiles:  extra,
 		SysProcAttr: attr,
 		WaitDelay:   2 * time.Second,
@@ -444,7 +453,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		return fmt.Errorf("send config: %w", err)
 	}
 	if s.cfg.Workspace != "" {
-		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
+		return sendWorkspace(s.cfg.Workspace, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes, int(initproc.DiskInodes(s.cfg.Caps.DiskWriteBytes)))
 	}
 	return nil
 }
@@ -519,9 +528,18 @@ func (s *Sandbox) Release() error {
 	if !s.released.IsZero() {
 		return errors.New("sandbox: already released")
 	}
-	if err := s.c.Send(initproc.Message{Kind: initproc.MsgRelease}); err != nil {
+	// The target's streams, behind the run's output cap, go with release.
+	oc := newOutputCap(s.cfg.Caps.OutputBytes, func() { s.group.Trip(limits.KilledByOutput) })
+	sio, err := newStepIO(Step{Stdin: s.cfg.Stdin, Stdout: s.cfg.Stdout, Stderr: s.cfg.Stderr}, oc)
+	if err != nil {
 		return fmt.Errorf("sandbox: release: %w", err)
 	}
+	if err := s.c.Send(initproc.Message{Kind: initproc.MsgRelease}, sio.childFDs()...); err != nil {
+		sio.close()
+		return fmt.Errorf("sandbox: release: %w", err)
+	}
+	sio.start()
+	s.sio = sio
 	s.released = time.Now()
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopWatch, s.watchDone = cancel, make(chan struct{})
@@ -618,8 +636,14 @@ func (s *Sandbox) finish() (Result, error) {
 	}
 	waitErr := s.cmd.Wait()
 	s.mu.Lock()
-	released, stop, done := s.released, s.stopWatch, s.watchDone
+	released, stop, done, sio := s.released, s.stopWatch, s.watchDone, s.sio
 	s.mu.Unlock()
+	if sio != nil {
+		// The init is dead, and with it every process of its pid
+		// namespace: the target's streams are at their end.
+		sio.wait()
+		sio.close()
+	}
 	if stop != nil {
 		stop()
 		<-done
@@ -656,7 +680,7 @@ func (s *Sandbox) finish() (Result, error) {
 		if res.KilledBy == "" && !s.killed.Load() {
 			// Nothing of airlock's killed it: the init crashed, or
 			// something inside got a signal through to it.
-			res.InitDied = initDeath(waitErr)
+			res.InitDied = initDeath(waitErr) + s.initOut.said()
 			res.Signal = 0
 		}
 	}

@@ -17,7 +17,10 @@ func (ss *Session) Receipt() map[string]string {
 
 // SetFindings changes the host directory that Close copies /findings to
 // ("" discards them): a session's holder learns where findings go only
-// when it is stopped. It fails once Close has begun.
+// when it is stopped. The directory is made (or an empty one taken) now,
+// under the rules of Start's (docs/sandbox.md, "Findings"): one that will
+// not do is refused here, and the session's findings still go where they
+// went before. It fails once Close has begun.
 func (ss *Session) SetFindings(dir string) error {
 	if dir != "" && !filepath.IsAbs(dir) {
 		return errors.New("sandbox: findings directory must be an absolute path")
@@ -27,6 +30,16 @@ func (ss *Session) SetFindings(dir string) error {
 	if ss.closing {
 		return ErrSessionEnded
 	}
-	ss.sb.cfg.Findings = dir
+	var dst *findingsDest
+	if dir != "" {
+		var err error
+		if dst, err = openFindingsDest(dir, ss.sb.cfg.ReadWrite); err != nil {
+			return err
+		}
+	}
+	if old := ss.sb.dst; old != nil {
+		old.discard()
+	}
+	ss.sb.dst, ss.sb.cfg.Findings = dst, dir
 	return nil
 }

@@ -251,7 +251,7 @@ func (ss *Session) initGone(what string, err error) error {
 	died := !ss.sb.killed.Load()
 	ss.end()
 	if died {
-		return fmt.Errorf("%w: %w: %s: %w", ErrSessionEnded, ErrInitDied, what, err)
+		return fmt.Errorf("%w: %w: %s: %w%s", ErrSessionEnded, ErrInitDied, what, err, ss.sb.initOut.said())
 	}
 	return fmt.Errorf("%w: %s: the init is gone: %w", ErrSessionEnded, what, err)
 }
@@ -492,7 +492,7 @@ func (ss *Session) copyIn(dir string) error {
 	sent := make(chan error, 1)
 	go func() {
 		defer w.Close()
-		sent <- sendWorkspace(dir, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes)
+		sent <- sendWorkspace(dir, s.workspaceWriter(w), s.cfg.Caps.DiskWriteBytes, int(initproc.DiskInodes(s.cfg.Caps.DiskWriteBytes)))
 	}()
 	m, fds, err := s.c.Recv()
 	initproc.CloseAll(fds)

@@ -5,7 +5,15 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
+
+// copyWait is how long the output copies are waited for once every
+// process inside is dead, as os/exec's WaitDelay: a caller's writer that
+// blocks for good (a pipe nobody reads) must hold neither the run's end
+// nor a session's stop for ever.
+const copyWait = 2 * time.Second
 
 // stepIO is one step's standard streams: pipes whose child ends go to
 // the init, copied to and from the Step's reader and writers.
@@ -16,6 +24,9 @@ type stepIO struct {
 	stdin   io.Reader
 	outputs [2]io.Writer
 	wg      sync.WaitGroup
+	// abandoned is set when the copies outlived copyWait: what they
+	// still read is dropped.
+	abandoned atomic.Bool
 }
 
 // newStepIO makes the step's pipes; its output goes through oc, the
@@ -76,16 +87,45 @@ func (p *stepIO) start() {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			io.Copy(p.outputs[i], p.outR[i])
+			io.Copy(dropAfter{p.outputs[i], &p.abandoned}, p.outR[i])
 		}()
 	}
 }
 
 // wait waits for the output copies (every writer is dead once the step
-// and what it left have been killed) and stops the input copy.
+// and what it left have been killed), at most copyWait, and stops the
+// input copy. A copy stuck in its writer past that is abandoned: the
+// write it is in is its last.
 func (p *stepIO) wait() {
 	p.inW.Close()
-	p.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(copyWait):
+		p.abandoned.Store(true)
+		for _, r := range p.outR {
+			if r != nil {
+				r.Close() // its copy ends at its next read
+			}
+		}
+	}
+}
+
+// dropAfter passes writes on to w until abandoned is set.
+type dropAfter struct {
+	w         io.Writer
+	abandoned *atomic.Bool
+}
+
+func (d dropAfter) Write(b []byte) (int, error) {
+	if d.abandoned.Load() {
+		return len(b), nil
+	}
+	return d.w.Write(b)
 }
 
 func (p *stepIO) close() {

@@ -84,6 +84,9 @@ func normalizeView(cfg Config) (Config, error) {
 	if err := checkHostPaths(cfg); err != nil {
 		return cfg, fmt.Errorf("sandbox: %w", err)
 	}
+	if err := checkPrivate(cfg); err != nil {
+		return cfg, fmt.Errorf("sandbox: %w", err)
+	}
 	for _, b := range cfg.Binds {
 		if b.Host == initproc.SelfExe && b.Inside != SelfPath {
 			return cfg, fmt.Errorf("sandbox: bind of the calling binary at %q: it goes at %s", b.Inside, SelfPath)

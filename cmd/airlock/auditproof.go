@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 )
 
 // keyFileFlag adds --key-file to cmd, naming the signing key to use.
@@ -61,7 +62,7 @@ writers cannot change, and check the log against it later with
 				return auditFailed("checkpoint", file, err)
 			}
 			if out != "" {
-				if err := os.WriteFile(out, []byte(cp.Note), 0o644); err != nil {
+				if err := hostfile.WriteFile(out, []byte(cp.Note), 0o644); err != nil {
 					return auditFailed("checkpoint", file, err)
 				}
 				return nil

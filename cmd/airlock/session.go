@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -146,27 +147,24 @@ func resolveSession(req *enforcer.SessionRequest) error {
 }
 
 // policySource is the policy the command line would use, checked, with
-// its bytes: the holder decides under exactly these.
+// its bytes: the holder decides under exactly these, the bytes that were
+// checked (never the file read again, which may have been swapped since).
 func policySource(cmd *cobra.Command) (string, []byte, error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return "", nil, err
 	}
+	testHookPolicyLoaded(pol)
 	if pol.Source == policy.EmbeddedName {
-		return pol.Source, policy.DefaultJSON(), nil
-	}
-	f, err := os.Open(pol.Source)
-	if err != nil {
-		return "", nil, fmt.Errorf("policy: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, policy.MaxSize+1))
-	if err != nil {
-		return "", nil, fmt.Errorf("policy: %s: %w", pol.Source, err)
+		return pol.Source, pol.Data, nil
 	}
 	name, err := filepath.Abs(pol.Source)
-	return name, data, err
+	return name, pol.Data, err
 }
+
+// testHookPolicyLoaded runs once the policy has been loaded and checked
+// (a test swaps the file there).
+var testHookPolicyLoaded = func(*policy.Loaded) {}
 
 // absolute makes a non-empty path absolute.
 func absolute(p *string) error {
@@ -222,9 +220,14 @@ before it is killed). The session goes on either way.`,
 				return usageError{err}
 			}
 			st.Cwd, st.Timeout = out.cwd, out.timeoutDuration()
-			st.Stdin, st.Stdout, st.Stderr, st.Notices = q.stdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), out.notices(cmd.ErrOrStderr())
+			// The child's output as run's: byte for byte to a pipe or a
+			// file, escaped on a terminal (airlock's own stdout is always).
+			st.Stdin, st.Stdout, st.Stderr = q.stdin(), childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
+			st.Notices = out.notices(cmd.ErrOrStderr())
 			capture := out.capture(&st.Stdout, &st.Stderr)
 			res, err := execStep(cmd, id, st, out.grace)
+			flush(st.Stdout)
+			flush(st.Stderr)
 			capture(&res)
 			return finishResult(cmd, out, res, err)
 		},
@@ -325,13 +328,16 @@ on stdout.`,
 // terminal (a patch is untrusted bytes).
 func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) {
 	if path == "" {
-		out, ok := cmd.OutOrStdout().(*os.File)
+		out, ok := termtext.Raw(cmd.OutOrStdout()).(*os.File)
 		if !ok || isTerminal(out) {
 			return nil, nil, errors.New("the patch is untrusted and may hold terminal escapes: give --patch FILE, or redirect stdout")
 		}
 		return out, func() error { return nil }, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	// A regular file only, opened without blocking: a FIFO hung the
+	// command, and a terminal (--patch /dev/tty) got the untrusted
+	// patch's bytes raw.
+	f, err := hostfile.Create(path, 0o644)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,3 +18,8 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 func WriteFile(path string, _ []byte, _ os.FileMode) error {
 	return &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}
 }
+
+// Create fails closed, as Open does.
+func Create(path string, _ os.FileMode) (*os.File, error) {
+	return nil, &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}
+}

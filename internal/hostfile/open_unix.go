@@ -47,29 +47,43 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 // any other special file) and only into a regular file, which it
 // truncates once it knows that is what it is.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT, uint32(perm.Perm()))
+	f, err := Create(path, perm)
 	if err != nil {
-		return openError(path, err)
+		return err
 	}
-	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return notRegular(path, fi.Mode())
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		return fmt.Errorf("open %s: %w", path, err)
-	}
-	if err := f.Truncate(0); err != nil {
-		return err
-	}
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
 	return f.Close()
+}
+
+// Create opens the file at path for writing, creating it with perm, as
+// os.Create does, but without blocking on a FIFO and only when it is a
+// regular file (never a terminal or another device: what is written may
+// be untrusted bytes), which it truncates once it knows that is what it
+// is. The returned file is in blocking mode.
+func Create(path string, perm os.FileMode) (*os.File, error) {
+	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT, uint32(perm.Perm()))
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi.Mode())
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, false)
+	}
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // openError is the error of a failed open: ENXIO, which open(2) gives

@@ -94,6 +94,18 @@ func (s *initState) nestedUserNSRefused(err error) bool {
 	return false
 }
 
+// userCountsRefused reports whether bounding the user namespace's counts
+// failed only because the host's /proc/sys is read-only (inside a
+// container, whose own user namespace's limits then apply), and says so
+// in the receipt.
+func (s *initState) userCountsRefused(err error) bool {
+	if s.hostProc && errors.Is(err, unix.EROFS) {
+		s.receipt["user_counts"] = "not bounded by airlock: the host's /proc/sys is read-only (the container's own limits apply)"
+		return true
+	}
+	return false
+}
+
 // hostnameRefused reports whether sethostname failed with EPERM although
 // the init holds CAP_SYS_ADMIN over its UTS namespace: a filter it runs
 // under refuses the call (a container's seccomp profile refuses it to a

@@ -28,12 +28,12 @@ var diskDirs = []diskDir{
 	{"shm", "/dev/shm", 0o1777, true},
 }
 
-// diskInodes is the inode cap of the writable tmpfs of size bytes: one
+// DiskInodes is the inode cap of the writable tmpfs of size bytes: one
 // inode per 4 KiB of it (any file with content takes at least a page of
 // the size cap anyway), at least 1024. It bounds what the entries the
 // size cap does not count — empty files, directories, links — cost in
 // kernel memory: about 1 KiB each, so at most a quarter of the size cap.
-func diskInodes(size int64) int64 { return max(size/4096, 1024) }
+func DiskInodes(size int64) int64 { return max(size/4096, 1024) }
 
 // mountDisk mounts the writable tmpfs where the root's /tmp will be,
 // makes its directories, and returns a detached clone of each, by inside
@@ -41,7 +41,7 @@ func diskInodes(size int64) int64 { return max(size/4096, 1024) }
 // the clones.
 func (s *initState) mountDisk(root string) (map[string]int, error) {
 	stage := root + TmpDir
-	id, inodes := s.id(), diskInodes(s.cfg.TmpfsBytes)
+	id, inodes := s.id(), DiskInodes(s.cfg.TmpfsBytes)
 	opts := fmt.Sprintf("mode=0755,size=%d,nr_inodes=%d,uid=%d,gid=%d", s.cfg.TmpfsBytes, inodes, id, id)
 	if err := mountTmpfs(stage, unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return nil, fmt.Errorf("mount the writable tmpfs: %w", err)

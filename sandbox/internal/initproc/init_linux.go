@@ -204,18 +204,19 @@ func runInit(allowHoles bool) int {
 	}
 	return s.serve(target{
 		path: s.cfg.Path, argv: s.cfg.Args, env: withProxyEnv(s.cfg.Env, port), dir: s.cfg.Dir,
-		stdio: [3]int{0, 1, 2},
 	}, fw, prep)
 }
 
 // serve answers probes until the parent releases the target, then runs it
-// once prep has passed.
+// once prep has passed, with the streams that came with the release.
 func (s *initState) serve(t target, fw *forwarder, prep <-chan error) int {
 	for {
 		m, fds, err := s.c.Recv()
-		CloseAll(fds)
 		if err != nil {
 			return 1 // the parent is gone or broke the protocol: run nothing
+		}
+		if m.Kind != MsgRelease {
+			CloseAll(fds)
 		}
 		switch m.Kind {
 		case MsgProbe:
@@ -224,10 +225,18 @@ func (s *initState) serve(t target, fw *forwarder, prep <-chan error) int {
 				return 1
 			}
 		case MsgRelease:
+			// The target's stdin, stdout and stderr come with release:
+			// the init's own streams are its diagnostics' alone.
+			if len(fds) != 3 {
+				CloseAll(fds)
+				s.fail("protocol", errors.New("release without the target's three streams"))
+				return 1
+			}
 			if err := <-prep; err != nil {
 				s.fail("fds", err)
 				return 1
 			}
+			t.stdio = [3]int{fds[0], fds[1], fds[2]}
 			return s.runTarget(t, fw)
 		default:
 			s.fail("protocol", fmt.Errorf("unexpected %q message", m.Kind))

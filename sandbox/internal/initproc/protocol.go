@@ -14,7 +14,8 @@ package initproc
 //	                                   [findings, workspace, listener]
 //	probe {request}               -->  (optional, repeatable)
 //	                              <--  probed {results}
-//	release                       -->  execute the target
+//	release + fds                 -->  execute the target with them as
+//	  [stdin, stdout, stderr]          its streams
 //	                              <--  started {pid}
 //	                              <--  exited {status}
 //
@@ -35,7 +36,13 @@ package initproc
 //	                           <--    copied (or failed: the session ends)
 //
 // Any setup step may instead answer failed {stage, error}; the init then
-// exits.
+// exits. The init's own stdout and stderr are a pipe of their own, which
+// the parent reads (bounded) for its report: nothing the init writes
+// reaches a target's streams.
+//
+// Every path, argument, variable and name the init acts on crosses as a
+// rawtext string (lossless.go): what runs is exactly what was decided,
+// byte for byte, UTF-8 or not.
 
 // Message kinds.
 const (

@@ -134,6 +134,10 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid}); err != nil {
 		return 1
 	}
+	if s.open(HoleInitWrites) {
+		os.Stdout.WriteString("the init's own output (test hole)\n")
+		panic("the init panics (test hole)")
+	}
 	st := reap(pid)
 	s.c.Send(Message{Kind: MsgExited, Status: &st})
 	return 0

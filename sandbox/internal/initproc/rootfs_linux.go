@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/sandbox/hostpath"
 	"golang.org/x/sys/unix"
@@ -414,9 +415,42 @@ func (s *initState) enterRoot(root string) error {
 	} else if !s.nestedUserNSRefused(err) {
 		return fmt.Errorf("forbid nested user namespaces: %w", err)
 	}
+	if err := boundUserCounts(); err == nil {
+		s.receipt["user_counts"] = userCountsReceipt
+	} else if !s.userCountsRefused(err) {
+		return err
+	}
 	if s.cfg.Hostname != "" {
 		if err := unix.Sethostname([]byte(s.cfg.Hostname)); err != nil && !s.hostnameRefused(err) {
 			return fmt.Errorf("sethostname: %w", err)
+		}
+	}
+	return nil
+}
+
+// userCounts bound what the kernel counts per user in the sandbox's user
+// namespace: each is charged, at every level up to the host's, to the
+// namespace's owner too (root, or a rootless caller), whose own limit is
+// the host's default. Unbounded, a sandbox that took 128 inotify
+// instances left host root none.
+var userCounts = [][2]string{
+	{"max_inotify_instances", "16"},
+	{"max_inotify_watches", "8192"},
+	{"max_fanotify_groups", "0"},
+	{"max_fanotify_marks", "0"},
+}
+
+const userCountsReceipt = "user.max_inotify_instances=16, max_inotify_watches=8192, max_fanotify_groups=0, max_fanotify_marks=0 inside (each also counted against the namespace owner's host limits)"
+
+// boundUserCounts writes userCounts for the init's user namespace.
+func boundUserCounts() error {
+	for _, kv := range userCounts {
+		err := os.WriteFile("/proc/sys/user/"+kv[0], []byte(kv[1]), 0)
+		if errors.Is(err, os.ErrNotExist) && strings.HasPrefix(kv[0], "max_fanotify") {
+			continue // a kernel without fanotify
+		}
+		if err != nil {
+			return fmt.Errorf("bound user.%s: %w", kv[0], err)
 		}
 	}
 	return nil

@@ -1,0 +1,37 @@
+package proxy
+
+import (
+	"net/http"
+	"strings"
+)
+
+// reasonNotAuthority refuses a CONNECT whose target is not host:port.
+const reasonNotAuthority = "CONNECT %+q refused: its target must be host:port (authority form); the Host header is never taken instead"
+
+// requestHost is the destination of an HTTP proxy request exactly as the
+// client wrote it on its request line: a CONNECT's request-target (which
+// must be authority form, RFC 9112 §3.2.3), an absolute-form URL's
+// authority. net/http has parsed that line already, but the host it
+// returns is percent-decoded ("caf%C3%A9.test" comes back "café.test"),
+// and for a CONNECT whose target is not an authority ("CONNECT /x") it is
+// the Host header's: the proxy decides on, dials and records the bytes the
+// client sent on the line, never a decoding of them nor another header
+// (the gate refuses a '%' in a host, as it does from SOCKS). ok is false
+// for a CONNECT whose target is not an authority.
+func requestHost(r *http.Request) (host string, ok bool) {
+	t := r.RequestURI
+	if r.Method == http.MethodConnect {
+		return t, t != "" && !strings.HasPrefix(t, "/")
+	}
+	_, rest, found := strings.Cut(t, "://")
+	if !found {
+		return r.URL.Host, true
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:] // userinfo, refused on its own (r.URL.User)
+	}
+	return rest, true
+}

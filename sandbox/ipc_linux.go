@@ -1,0 +1,107 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	"golang.org/x/sys/unix"
+)
+
+// SysV IPC (docs/sandbox.md, "Caps"): the sandbox has an IPC namespace of
+// its own, but the kernel's defaults there let it make some 32,000
+// message queues of 16 KiB (kernel memory) and shared memory segments
+// without bound, which outlive the processes that made them: memory that
+// no process maps, so no process's memory limit counts. Rootful, before
+// anything runs inside, the parent sets the namespace's limits from the
+// run's caps: shared memory in all no more than the memory cap, segments
+// destroyed once no process has them attached (shm_rmid_forced), a few
+// small message queues and semaphore sets. The files of an IPC namespace
+// are written from a thread that has joined it, and only by a writer that
+// is root outside it (uid 0 is not mapped inside); a rootless parent is
+// neither, so rootless runs keep the kernel's defaults and the receipt
+// says so.
+
+// ipcLimits are the sysctls of the sandbox's IPC namespace for caps of
+// memory bytes, in the order written.
+func ipcLimits(memory int64) [][2]string {
+	if memory <= 0 {
+		memory = 1 << 30
+	}
+	page := int64(os.Getpagesize())
+	return [][2]string{
+		{"shm_rmid_forced", "1"},
+		{"shmmax", strconv.FormatInt(memory, 10)},
+		{"shmall", strconv.FormatInt(memory/page, 10)},
+		{"shmmni", "64"},
+		{"msgmni", "16"},
+		{"msgmnb", "16384"},
+		{"msgmax", "8192"},
+		// SEMMSL, SEMMNS, SEMOPM, SEMMNI
+		{"sem", "250 4096 32 128"},
+	}
+}
+
+// boundIPC sets the limits of the init's IPC namespace, rootful, and
+// returns the receipt's words.
+func (s *Sandbox) boundIPC() (string, error) {
+	switch {
+	case os.Geteuid() != 0:
+		return "the kernel's defaults: a rootless parent cannot set the IPC namespace's limits (SysV IPC is bounded by the memory cgroup, when there is one)", nil
+	case s.hole == initproc.HoleUID:
+		// uid 0 is mapped inside, and so owns the namespace's files.
+		return "the kernel's defaults: test hole uid", nil
+	}
+	lim := ipcLimits(s.cfg.Caps.MemoryBytes)
+	if err := inIPCNamespace(s.cmd.Process.Pid, func() error {
+		for _, kv := range lim {
+			if err := os.WriteFile("/proc/sys/kernel/"+kv[0], []byte(kv[1]), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return "", fmt.Errorf("sandbox: bound SysV IPC: %w", err)
+	}
+	words := make([]string, len(lim))
+	for i, kv := range lim {
+		words[i] = kv[0] + "=" + kv[1]
+	}
+	return "the IPC namespace's limits: " + strings.Join(words, ", "), nil
+}
+
+// inIPCNamespace runs f on a thread that has joined the IPC namespace of
+// process pid, and goes back to its own after; a thread that cannot go
+// back is never used again (the goroutine ends locked to it).
+func inIPCNamespace(pid int, f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/ipc", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- err
+			return // locked: the thread goes with the goroutine
+		}
+		defer unix.Close(own)
+		theirs, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/ipc", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("open the init's IPC namespace: %w", err)
+			return
+		}
+		err = unix.Setns(theirs, unix.CLONE_NEWIPC)
+		unix.Close(theirs)
+		if err != nil {
+			errc <- fmt.Errorf("join the init's IPC namespace: %w", err)
+			return
+		}
+		err = f()
+		if unix.Setns(own, unix.CLONE_NEWIPC) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}
