@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -63,7 +64,11 @@ func (s *Sandbox) boundIPC() (string, error) {
 			}
 		}
 		return nil
-	}); err != nil {
+	}); errors.Is(err, errIPCJoin) && errors.Is(err, unix.EPERM) {
+		// Root without CAP_SYS_ADMIN in its own user namespace: inside a
+		// container (setns needs it there as well as in the target's).
+		return "the kernel's defaults: airlock lacks CAP_SYS_ADMIN to join the sandbox's IPC namespace (inside a container; SysV IPC is bounded by the memory cgroup, when there is one)", nil
+	} else if err != nil {
 		return "", fmt.Errorf("sandbox: bound SysV IPC: %w", err)
 	}
 	words := make([]string, len(lim))
@@ -72,6 +77,10 @@ func (s *Sandbox) boundIPC() (string, error) {
 	}
 	return "the IPC namespace's limits: " + strings.Join(words, ", "), nil
 }
+
+// errIPCJoin is matched by inIPCNamespace's error when the thread could
+// not join the namespace.
+var errIPCJoin = errors.New("join the init's IPC namespace")
 
 // inIPCNamespace runs f on a thread that has joined the IPC namespace of
 // process pid, and goes back to its own after; a thread that cannot go
@@ -94,7 +103,7 @@ func inIPCNamespace(pid int, f func() error) error {
 		err = unix.Setns(theirs, unix.CLONE_NEWIPC)
 		unix.Close(theirs)
 		if err != nil {
-			errc <- fmt.Errorf("join the init's IPC namespace: %w", err)
+			errc <- fmt.Errorf("%w: %w", errIPCJoin, err)
 			return
 		}
 		err = f()
