@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"io"
 	"sync"
+	"time"
 )
 
 // maxInitOutput bounds what is kept of the init's own output.
@@ -18,6 +20,43 @@ type initOutput struct {
 	mu   sync.Mutex
 	kept []byte
 	n    int64
+	// eof is closed once the pipe's reading ends (ReadFrom).
+	eof     chan struct{}
+	eofOnce sync.Once
+	endOnce sync.Once
+}
+
+func (o *initOutput) eofChan() chan struct{} {
+	o.eofOnce.Do(func() { o.eof = make(chan struct{}) })
+	return o.eof
+}
+
+// ReadFrom is how os/exec's copy of the pipe hands its reading end over
+// (io.Copy prefers it to Write): it reads to the end, then marks the
+// output complete for drained.
+func (o *initOutput) ReadFrom(r io.Reader) (int64, error) {
+	defer o.endOnce.Do(func() { close(o.eofChan()) })
+	var n int64
+	buf := make([]byte, 4096)
+	for {
+		m, err := r.Read(buf)
+		o.Write(buf[:m])
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// drained waits at most d for the init's output to end.
+func (o *initOutput) drained(d time.Duration) {
+	select {
+	case <-o.eofChan():
+	case <-time.After(d):
+	}
 }
 
 // Write keeps what fits and never fails.

@@ -83,33 +83,41 @@ func (s *Sandbox) boundIPC() (string, error) {
 var errIPCJoin = errors.New("join the init's IPC namespace")
 
 // inIPCNamespace runs f on a thread that has joined the IPC namespace of
-// process pid, and goes back to its own after; a thread that cannot go
-// back is never used again (the goroutine ends locked to it).
+// process pid, and goes back to its own after. The thread is never let
+// exit: a thread that exits SIGKILLs every child it forked with
+// Pdeathsig, and the Go runtime may have forked a sandbox's init on it.
+// One that cannot go back to its own namespace is parked for good
+// instead (its goroutine blocks, locked to it), never reused.
 func inIPCNamespace(pid int, f func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
 		own, err := unix.Open("/proc/thread-self/ns/ipc", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread() // nothing changed on the thread
 			errc <- err
-			return // locked: the thread goes with the goroutine
+			return
 		}
 		defer unix.Close(own)
 		theirs, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/ns/ipc", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("open the init's IPC namespace: %w", err)
 			return
 		}
 		err = unix.Setns(theirs, unix.CLONE_NEWIPC)
 		unix.Close(theirs)
 		if err != nil {
+			runtime.UnlockOSThread() // a refused setns changes nothing
 			errc <- fmt.Errorf("%w: %w", errIPCJoin, err)
 			return
 		}
 		err = f()
-		if unix.Setns(own, unix.CLONE_NEWIPC) == nil {
-			runtime.UnlockOSThread()
+		if unix.Setns(own, unix.CLONE_NEWIPC) != nil {
+			errc <- errors.Join(err, errors.New("sandbox: a thread could not leave the sandbox's IPC namespace: parked"))
+			select {} // parked: neither reused nor exited
 		}
+		runtime.UnlockOSThread()
 		errc <- err
 	}()
 	return <-errc

@@ -247,7 +247,7 @@ func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message
 		if serr := <-setupErr; serr != nil {
 			return m, nil, fmt.Errorf("sandbox: %w", serr)
 		}
-		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w%s", err, s.initOut.said())
+		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w%s%s", err, s.zombieStatus(), s.initOut.said())
 	case m.Kind == initproc.MsgFailed:
 		initproc.CloseAll(fds)
 		if serr := setupCause(setupErr); serr != nil {
