@@ -23,13 +23,17 @@ func TestInitDeathIsEscape(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFixture(t, nil)
 	go func() {
-		// Once the init has forked the target (it is past the release).
+		// Once the init has forked the target (it is past the release):
+		// a child running the payload, not a start-up probe's.
 		for range 400 {
 			time.Sleep(25 * time.Millisecond)
 			pid := childInit()
-			if kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children"); pid > 0 && len(kids) > 0 {
-				syscall.Kill(pid, syscall.SIGKILL)
-				return
+			kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+			for _, kid := range strings.Fields(string(kids)) {
+				if cmd, _ := os.ReadFile("/proc/" + kid + "/cmdline"); pid > 0 && bytes.Contains(cmd, []byte("payload\x00sleep")) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					return
+				}
 			}
 		}
 	}()

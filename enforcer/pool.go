@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +87,10 @@ func (e *Enforcer) NewPool(ctx context.Context, req PoolRequest) (*Pool, error) 
 	return p, nil
 }
 
+// PoolSandboxPrefix is how the sandbox ids of the pools of process pid
+// begin (their cgroups are named "sandbox-" + the id).
+func PoolSandboxPrefix(pid int) string { return "pool-" + strconv.Itoa(pid) + "-" }
+
 // poolRetry is how long the builder waits after a failed build.
 const poolRetry = time.Second
 
@@ -131,7 +137,9 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	fs := e.pol.FilesystemFor("")
 	sessionCaps := e.pol.SessionCaps()
 	caps := e.sessionLimits(sessionCaps)
-	id := "pool-" + strings.TrimPrefix(NewRunID(), "run-")
+	// Named for the process that built it, so that one airlock's pooled
+	// sandboxes are told from another's (PoolSandboxPrefix).
+	id := PoolSandboxPrefix(os.Getpid()) + strings.TrimPrefix(NewRunID(), "run-")
 	cfg := e.sandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
 	// The task's egress kit (its CA and bundle, its credentials'
 	// placeholders, its budgets) is the one session's that gets it.

@@ -25,7 +25,7 @@ func newPool(t *testing.T, f *fixture, req enforcer.PoolRequest) *enforcer.Pool 
 	}
 	t.Cleanup(func() {
 		p.Close()
-		testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
+		testutil.CheckNoSandboxLeft(t, ownPools)
 	})
 	return p
 }
@@ -41,10 +41,14 @@ func closeWithPool(t *testing.T, p *enforcer.Pool, sessions ...*enforcer.Session
 	for _, s := range sessions {
 		testutil.CheckNoSandboxLeft(t, s.ID())
 	}
-	testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
+	testutil.CheckNoSandboxLeft(t, ownPools)
 }
 
 // poolGroups counts the cgroups of pooled sandboxes in one hierarchy.
+// ownPools begins the cgroup names of this test process's pooled
+// sandboxes (other test binaries may build pools at the same time).
+var ownPools = "sandbox-" + enforcer.PoolSandboxPrefix(os.Getpid())
+
 func poolGroups(t *testing.T) int {
 	t.Helper()
 	var dir string
@@ -54,8 +58,8 @@ func poolGroups(t *testing.T) int {
 			break
 		}
 	}
-	names, _ := filepath.Glob(filepath.Join(dir, "*", "*sandbox-pool-*"))
-	top, _ := filepath.Glob(filepath.Join(dir, "*sandbox-pool-*"))
+	names, _ := filepath.Glob(filepath.Join(dir, "*", "*"+ownPools+"*"))
+	top, _ := filepath.Glob(filepath.Join(dir, "*"+ownPools+"*"))
 	return len(names) + len(top)
 }
 
@@ -211,7 +215,7 @@ func TestPoolClose(t *testing.T) {
 		t.Fatalf("the session after the pool's close: %+v %v %q", r, err, out.String())
 	}
 	closeAll(t, s)
-	testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
+	testutil.CheckNoSandboxLeft(t, ownPools)
 	if _, err := f.enf.NewPool(ctx, enforcer.PoolRequest{Size: enforcer.MaxPool + 1}); err == nil {
 		t.Fatal("a pool over MaxPool was made")
 	}

@@ -97,7 +97,7 @@ func TestPoolHolder(t *testing.T) {
 	for _, info := range infos {
 		testutil.CheckNoSandboxLeft(t, info.ID)
 	}
-	testutil.CheckNoCgroupLeft(t, "sandbox-pool-")
+	testutil.CheckNoCgroupLeft(t, "sandbox-"+enforcer.PoolSandboxPrefix(pool.Pid))
 }
 
 // TestPoolHolderKilled kills a pool holder holding a session with
@@ -120,7 +120,7 @@ func TestPoolHolderKilled(t *testing.T) {
 		t.Errorf("left in the runtime directory: %v", entries)
 	}
 	testutil.CheckNoSandboxLeft(t, info.ID)
-	testutil.CheckNoCgroupLeft(t, "sandbox-pool-")
+	testutil.CheckNoCgroupLeft(t, "sandbox-"+enforcer.PoolSandboxPrefix(pool.Pid))
 	b, _ := os.ReadFile(auditFile)
 	if !bytes.Contains(b, []byte("session "+info.ID+" ended: its holder (pid")) {
 		t.Errorf("no teardown record of %s after its pool holder died", info.ID)
