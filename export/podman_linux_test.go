@@ -124,8 +124,10 @@ func (lab *podmanLab) run(t *testing.T, task string, args ...string) (payload.Re
 	if status == 125 || stdout.Len() == 0 {
 		t.Fatalf("payload %v: exit %d, nothing ran?\nstdout: %s\nstderr: %s", args, status, stdout.String(), stderr.String())
 	}
-	if left := slices.DeleteFunc(netnsNames(t), func(n string) bool { return slices.Contains(before, n) }); len(left) > 0 {
-		t.Errorf("the script left network namespaces %v", left)
+	// The script names its namespace for its shell's pid ($$): other
+	// tests on this host may make namespaces of their own meanwhile.
+	if own := "airlock-" + strconv.Itoa(cmd.Process.Pid); slices.Contains(netnsNames(t), own) && !slices.Contains(before, own) {
+		t.Errorf("the script left its network namespace %s", own)
 	}
 	if ps := strings.TrimSpace(lab.podman.Run(t, "ps", "--all", "--quiet", "--filter", "ancestor="+lab.image)); ps != "" {
 		t.Errorf("the script left containers %s", ps)
