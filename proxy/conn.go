@@ -28,6 +28,16 @@ type prefixConn struct {
 	served atomic.Bool            // a handler has run for a request
 	status atomic.Pointer[string] // the server's own error reply, if any
 	once   sync.Once
+	client atomic.Pointer[tenant] // at a gateway, the client the connection is bound to
+}
+
+// bind binds c to t unless it is bound already, and returns the client
+// it is bound to.
+func (c *prefixConn) bind(t *tenant) *tenant {
+	if c.client.CompareAndSwap(nil, t) {
+		return t
+	}
+	return c.client.Load()
 }
 
 // connKey carries the server's connection in a request's context.
@@ -97,5 +107,5 @@ func buffered(br *bufio.Reader) []byte {
 func firstLine(br *bufio.Reader) string {
 	b, _ := br.Peek(min(br.Buffered(), maxRequestedBytes))
 	line, _, _ := bytes.Cut(b, []byte("\r\n"))
-	return string(line)
+	return redactUserinfo(string(line))
 }

@@ -24,6 +24,10 @@ var ErrClosed = errors.New("proxy: closed")
 // more listeners with Serve, and stop it with Shutdown or Close.
 type Proxy struct {
 	task        string
+	identity    string   // a gateway's client this proxy serves ("" for none)
+	gw          *clients // a gateway's front: its client identities (nil for a proxy of one task)
+	front       *Proxy   // a gateway client's: the front, whose listeners are the loop to refuse
+	metrics     *Metrics
 	gate        Gate
 	resolver    Resolver
 	dialer      Dialer
@@ -75,6 +79,12 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Task == "" {
 		return nil, errors.New("proxy: config has no task")
 	}
+	return newProxy(cfg)
+}
+
+// newProxy is New without the checks a gateway's front does without (it
+// decides nothing itself).
+func newProxy(cfg Config) (*Proxy, error) {
 	limits, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, err
@@ -96,6 +106,7 @@ func New(cfg Config) (*Proxy, error) {
 		dialer:        cfg.Dialer,
 		onEvent:       cfg.OnEvent,
 		record:        cfg.Record,
+		metrics:       cfg.Metrics,
 		limits:        limits,
 		connShare:     newShare("connections", limits.MaxConns, limits.MaxConnsPerClient),
 		tunnelShare:   newShare("concurrent tunnels", limits.MaxTunnels, limits.MaxTunnelsPerClient),
@@ -260,7 +271,8 @@ func (p *Proxy) takeConn(remote string) (*slot, error) {
 	if err := p.connShare.take(c); err != nil {
 		return nil, err
 	}
-	return &slot{s: p.connShare, c: c}, nil
+	p.metrics.connOpened()
+	return &slot{s: p.connShare, c: c, m: p.metrics}, nil
 }
 
 // startHTTP starts the http.Server on the first HTTP connection.
