@@ -54,7 +54,7 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 		if t == nil {
 			p.forget(c)
 			p.reject(rejectAuth, ProtocolConnect, c.RemoteAddr().String(), line, why)
-			writeRawHeader(c, http.StatusProxyAuthRequired, reasonAuthClient, authChallenge)
+			writeRawHeader(c, http.StatusProxyAuthRequired, reasonAuthClient, http.Header{"Proxy-Authenticate": {proxyAuthenticate}})
 			return
 		}
 		req.Header.Del("Proxy-Authorization")

@@ -35,9 +35,10 @@ type GatewayConfig struct {
 	// and so are tokens.
 	Clients []Client
 	// Proxy returns the configuration of a client's own proxy: its
-	// task's gate, credentials, budgets, CA, its limits (the default
-	// limits of one task's proxy are the client's). Its Task must be the
-	// client's.
+	// task's gate, credentials, budgets (counted for this client alone),
+	// CA and limits. Its Task must be the client's. Tunnels left zero in
+	// its Limits take DefaultGatewayClientTunnels, and the client's part
+	// of them is the whole: the client is one identity.
 	Proxy func(Client) (Config, error)
 	// Limits bound the front: connections held, per source address, and
 	// how long a client may take to authenticate.
@@ -52,6 +53,10 @@ type GatewayConfig struct {
 	// Now tells the time for tokens' expiry; nil means time.Now.
 	Now func() time.Time
 }
+
+// DefaultGatewayClientTunnels is the default bound on one gateway
+// client's upstream connections open at once.
+const DefaultGatewayClientTunnels = 256
 
 // authError is a client that did not authenticate at a gateway.
 type authError struct{ why string }
@@ -87,6 +92,12 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		pc, err := cfg.Proxy(c)
 		if err == nil && pc.Task != c.Task {
 			err = fmt.Errorf("its proxy's task is %q, not %q", pc.Task, c.Task)
+		}
+		if pc.Limits.MaxTunnels == 0 {
+			pc.Limits.MaxTunnels = DefaultGatewayClientTunnels
+		}
+		if pc.Limits.MaxTunnelsPerClient == 0 {
+			pc.Limits.MaxTunnelsPerClient = pc.Limits.MaxTunnels
 		}
 		var p *Proxy
 		if err == nil {

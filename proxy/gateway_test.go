@@ -542,3 +542,77 @@ func TestGatewayConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayBoundsPerIdentity: two clients of the same task each have
+// their own budgets and tunnel bound: one reaching its cap leaves the
+// other served.
+func TestGatewayBoundsPerIdentity(t *testing.T) {
+	up := serveUpstream(t, "127.0.0.1:0", echo)
+	gate, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"alpha": {"alpha.test"}}, Local: egress.FixedAddrs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &fakeResolver{answers: map[string][]netip.Addr{"alpha.test": addrs(standIn("127.0.0.1"))}}
+	tokA, sumA := mustToken(t)
+	tokB, sumB := mustToken(t)
+	events := newEventLog()
+	g, err := NewGateway(GatewayConfig{
+		Clients: []Client{{Name: "a", Task: "alpha", TokenSHA256: sumA}, {Name: "b", Task: "alpha", TokenSHA256: sumB}},
+		Proxy: func(c Client) (Config, error) {
+			return Config{Task: c.Task, Gate: gate, Resolver: res, Dialer: &dialLog{next: DialerFunc(testutil.LoopbackDialer(t))},
+				OnEvent: events.add, Limits: Limits{MaxTunnels: 2},
+				Budgets: []Budget{{Name: "task alpha", All: BudgetLimits{Connections: 5}}}}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(ln)
+	t.Cleanup(func() { g.Close() })
+	target := up.hostPort("alpha.test")
+	open := func(name, token string) (int, *bufConn) {
+		resp, c := connectAuth(t, ln.Addr().String(), target, basic(name, token))
+		if resp.StatusCode == 200 {
+			exchange(t, c, "ping")
+		}
+		return resp.StatusCode, c
+	}
+	// a holds its two tunnels: a third is refused, b is served.
+	_, a1 := open("a", tokA)
+	_, a2 := open("a", tokA)
+	if code, _ := open("a", tokA); code != http.StatusServiceUnavailable {
+		t.Errorf("a's third tunnel: %d, want 503", code)
+	}
+	if code, c := open("b", tokB); code != 200 {
+		t.Errorf("b beside a's full share: %d", code)
+	} else {
+		c.Close()
+	}
+	a1.Close()
+	a2.Close()
+	events.wait(t, StageClosed, 3)
+	// a spends its budget of connections; b's is its own.
+	spent := false
+	for range 5 {
+		code, c := open("a", tokA)
+		c.Close()
+		if spent = code == http.StatusTooManyRequests; spent {
+			break
+		}
+		if code != 200 {
+			t.Fatalf("a: %d", code)
+		}
+	}
+	if !spent {
+		t.Fatal("a's budget of 5 connections was never reached")
+	}
+	if code, c := open("b", tokB); code != 200 {
+		t.Errorf("b beside a's spent budget: %d", code)
+	} else {
+		c.Close()
+	}
+}

@@ -21,8 +21,10 @@ const reasonNotProxy = "not a proxy request: send CONNECT host:port or an absolu
 // (in the body and in X-Airlock-Reason), then closes it.
 func writeRaw(c net.Conn, status int, reason string) { writeRawHeader(c, status, reason, nil) }
 
-// authChallenge is the header of a 407: the gateway asks for Basic.
-var authChallenge = http.Header{"Proxy-Authenticate": {`Basic realm="airlock"`}}
+// proxyAuthenticate is the challenge of a gateway's 407: Basic. (A
+// constant, not a header map: a package-level map costs an initialiser
+// at every start of the binary.)
+const proxyAuthenticate = `Basic realm="airlock"`
 
 // writeRawHeader is writeRaw with more header fields.
 func writeRawHeader(c net.Conn, status int, reason string, more http.Header) {
@@ -69,9 +71,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			proto = ProtocolConnect
 		}
 		p.reject(rejectAuth, proto, r.RemoteAddr, redactUserinfo(r.Method+" "+r.RequestURI), why)
-		for k, v := range authChallenge {
-			w.Header()[k] = v
-		}
+		w.Header().Set("Proxy-Authenticate", proxyAuthenticate)
 		writeReason(w, http.StatusProxyAuthRequired, reasonAuthClient, true)
 		return
 	}
