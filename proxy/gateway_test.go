@@ -616,3 +616,29 @@ func TestGatewayBoundsPerIdentity(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestMetricsUnrecordedInspectedRequest: an inspected request whose
+// allowed decision cannot be recorded is refused, and reported ended, so
+// that the open upstream gauge comes back to zero.
+func TestMetricsUnrecordedInspectedRequest(t *testing.T) {
+	m := NewMetrics()
+	ih := newInspectHarness(t, nil, func(s *setup) {
+		s.metrics = m
+		s.record = func(ev Event) error {
+			if ev.Protocol == ProtocolInspected && ev.Stage == StageDecided {
+				return errors.New("disk full")
+			}
+			return nil
+		}
+	})
+	if resp, _ := ih.do(t, "GET", "/x", nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("GET: %d", resp.StatusCode)
+	}
+	ih.client.CloseIdleConnections()
+	ih.events.wait(t, StageClosed, 2) // the request's, then the tunnel's
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n := m.upOpen[metricKey{task: "t"}]; n != 0 {
+		t.Errorf("upstream open: %v, want 0", n)
+	}
+}
