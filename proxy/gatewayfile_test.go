@@ -105,3 +105,21 @@ func FuzzProxyAuthorization(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSOCKSUserPass: the RFC 1929 reader never panics and reads exactly
+// the message it parses.
+func FuzzSOCKSUserPass(f *testing.F) {
+	f.Add([]byte{1, 1, 'a', 2, 'p', 'w'})
+	f.Add([]byte{1, 0, 0})
+	f.Add([]byte{5, 1, 'a', 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := strings.NewReader(string(data))
+		user, pass, err := readUserPass(r)
+		if err != nil {
+			return
+		}
+		if n := len(data) - r.Len(); n != 3+len(user)+len(pass) || user == "" {
+			t.Fatalf("% x: read %d bytes for %q, %q", data, n, user, pass)
+		}
+	})
+}

@@ -323,11 +323,15 @@ func proxyCA(gate *egress.Gate, tasks []string, what, caCert string, stderr *lin
 // allowed connection that then failed. The line writer escapes what the
 // client chose.
 func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
+	from := ev.Client
+	if ev.Identity != "" {
+		from = "client " + ev.Identity + " at " + ev.Client
+	}
 	switch {
 	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected, ev.Stage == proxy.StageRefused, ev.Stage == proxy.StageBudget:
-		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, ev.Client)
+		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, from)
 	case ev.Err != nil:
-		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
+		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, from)
 	}
 }
 

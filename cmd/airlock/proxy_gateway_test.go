@@ -177,6 +177,9 @@ func TestProxyGateway(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("proxy did not stop")
 	}
+	if !strings.Contains(stderr.String(), "(http from client sandbox-a at 127.0.0.1:") {
+		t.Errorf("no decision line names its client:\n%s", stderr)
+	}
 	raw, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
