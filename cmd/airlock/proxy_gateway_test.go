@@ -41,6 +41,91 @@ func mintToken(t *testing.T) (token, sum string) {
 	return lines[0], lines[1]
 }
 
+// gatewayRun is "airlock proxy --gateway" running in process for two
+// clients: sandbox-a of task alpha (upstream.test on portA) and sandbox-b
+// of task beta (127.0.0.1 on portB).
+type gatewayRun struct {
+	addr, metricsAddr string
+	tokA, tokB        string
+	portA, portB      string
+	logFile           string
+	stderr            *testutil.SyncBuffer
+	stop              func() // cancels and waits for the proxy to end
+}
+
+func startGateway(t *testing.T, extra ...string) *gatewayRun {
+	t.Helper()
+	upA, upB := httpUpstream(t), httpUpstream(t)
+	g := &gatewayRun{stderr: &testutil.SyncBuffer{}}
+	_, g.portA, _ = net.SplitHostPort(upA)
+	_, g.portB, _ = net.SplitHostPort(upB)
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.json")
+	body := fmt.Sprintf(`{"toolScopes": {}, "egress": {"taskAllowlist": {"alpha": ["upstream.test:%s"], "beta": ["127.0.0.1:%s"]}}}`, g.portA, g.portB)
+	if err := os.WriteFile(pol, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sumA, sumB string
+	g.tokA, sumA = mintToken(t)
+	g.tokB, sumB = mintToken(t)
+	gw := filepath.Join(dir, "clients.yaml")
+	clients := fmt.Sprintf("clients:\n  - name: sandbox-a\n    task: alpha\n    tokenSHA256: %s\n  - name: sandbox-b\n    task: beta\n    tokenSHA256: %s\n", sumA, sumB)
+	if err := os.WriteFile(gw, []byte(clients), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.logFile = filepath.Join(dir, "audit.jsonl")
+
+	proxyDialer = proxy.DialerFunc(testutil.StandInDialer(t))
+	proxyResolver = upstreamResolver{}
+	t.Cleanup(func() { proxyDialer, proxyResolver = nil, nil })
+	root := newRootCmd()
+	root.SetArgs(append([]string{"--policy", pol, "proxy", "--gateway", gw, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--audit", g.logFile}, extra...))
+	root.SetErr(g.stderr)
+	root.SetOut(io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	stopped := false
+	g.stop = func() {
+		t.Helper()
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("proxy returned %v\n%s", err, g.stderr)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("proxy did not stop")
+		}
+	}
+	t.Cleanup(g.stop)
+	g.addr = waitListening(t, g.stderr, done)
+	m := regexp.MustCompile(`metrics at http://(\S+)/metrics`).FindStringSubmatch(g.stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address:\n%s", g.stderr)
+	}
+	g.metricsAddr = m[1]
+	return g
+}
+
+// curlIn runs curl with args (in the network namespace netns unless it
+// is "") and returns its output followed by " STATUS".
+func curlIn(t *testing.T, netns string, args ...string) string {
+	t.Helper()
+	argv := append([]string{"curl", "-sS", "--max-time", "10", "--noproxy", "", "-w", " %{http_code}"}, args...)
+	if netns != "" {
+		argv = append([]string{"ip", "netns", "exec", netns}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no *_proxy variables from the host
+	out, _ := cmd.Output()
+	return string(out)
+}
+
 // TestProxyGateway runs "airlock proxy --gateway" in process for two
 // clients of different tasks, each a curl process with its own token: each
 // reaches its own task's upstream and not the other's, over absolute-form
@@ -49,54 +134,11 @@ func mintToken(t *testing.T) (token, sum string) {
 // apart from the clients', counts what was sent (parsed by Prometheus's
 // own parser).
 func TestProxyGateway(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed: it is this test's client")
-	}
-	upA, upB := httpUpstream(t), httpUpstream(t)
-	_, portA, _ := net.SplitHostPort(upA)
-	_, portB, _ := net.SplitHostPort(upB)
-	dir := t.TempDir()
-	pol := filepath.Join(dir, "policy.json")
-	body := fmt.Sprintf(`{"toolScopes": {}, "egress": {"taskAllowlist": {"alpha": ["upstream.test:%s"], "beta": ["127.0.0.1:%s"]}}}`, portA, portB)
-	if err := os.WriteFile(pol, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokA, sumA := mintToken(t)
-	tokB, sumB := mintToken(t)
-	gw := filepath.Join(dir, "clients.yaml")
-	clients := fmt.Sprintf("clients:\n  - name: sandbox-a\n    task: alpha\n    tokenSHA256: %s\n  - name: sandbox-b\n    task: beta\n    tokenSHA256: %s\n", sumA, sumB)
-	if err := os.WriteFile(gw, []byte(clients), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(dir, "audit.jsonl")
-
-	proxyDialer = proxy.DialerFunc(testutil.StandInDialer(t))
-	proxyResolver = upstreamResolver{}
-	defer func() { proxyDialer, proxyResolver = nil, nil }()
-	root := newRootCmd()
-	root.SetArgs([]string{"--policy", pol, "proxy", "--gateway", gw, "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--audit", logFile})
-	stderr := &testutil.SyncBuffer{}
-	root.SetErr(stderr)
-	root.SetOut(io.Discard)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-	addr := waitListening(t, stderr, done)
-	m := regexp.MustCompile(`metrics at http://(\S+)/metrics`).FindStringSubmatch(stderr.String())
-	if m == nil {
-		t.Fatalf("no metrics address:\n%s", stderr)
-	}
-	metricsAddr := m[1]
-
+	testutil.RequireCommands(t, "curl")
+	g := startGateway(t)
+	addr, metricsAddr, tokA, tokB, portA, portB, logFile, stderr := g.addr, g.metricsAddr, g.tokA, g.tokB, g.portA, g.portB, g.logFile, g.stderr
 	a, b := "http://upstream.test:"+portA+"/curl", "http://127.0.0.1:"+portB+"/curl"
-	run := func(args ...string) string {
-		cmd := exec.Command(curl, append([]string{"-sS", "--max-time", "10", "--noproxy", "", "-w", " %{http_code}"}, args...)...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no *_proxy variables from the host
-		out, _ := cmd.Output()
-		return string(out)
-	}
+	run := func(args ...string) string { return curlIn(t, "", args...) }
 	viaA, viaB := "http://sandbox-a:"+tokA+"@"+addr, "http://sandbox-b:"+tokB+"@"+addr
 	for _, c := range []struct {
 		args []string
@@ -168,15 +210,7 @@ func TestProxyGateway(t *testing.T) {
 		t.Errorf("bytes down of sandbox-b: %v", got)
 	}
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("proxy returned %v\n%s", err, stderr)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("proxy did not stop")
-	}
+	g.stop()
 	if !strings.Contains(stderr.String(), "(http from client sandbox-a at 127.0.0.1:") {
 		t.Errorf("no decision line names its client:\n%s", stderr)
 	}
@@ -239,6 +273,69 @@ func TestLoadGatewayFileRefuses(t *testing.T) {
 	} {
 		if _, err := loadGatewayFile(c.path, allow); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", what, err)
+		}
+	}
+}
+
+// TestProxyGatewayInNetns: the gateway listens inside a network namespace
+// (--netns) where two sandboxes, curl processes run in it, share one
+// source address: their tokens alone tell them apart, each reaches its
+// own task's upstream only, and the metrics listener, in airlock's own
+// namespace, is out of their reach.
+func TestProxyGatewayInNetns(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RequireCommands(t, "ip", "curl")
+	name := fmt.Sprintf("airlock-gateway-test-%d", os.Getpid())
+	for _, args := range [][]string{{"netns", "add", name}, {"-n", name, "link", "set", "lo", "up"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("ip", "netns", "delete", name).CombinedOutput(); err != nil {
+			t.Errorf("ip netns delete: %v: %s", err, out)
+		}
+	})
+	g := startGateway(t, "--netns", "/run/netns/"+name)
+	addr := g.addr // inside the namespace
+	if !strings.Contains(g.stderr.String(), "in the network namespace /run/netns/"+name) {
+		t.Fatalf("not listening in the namespace:\n%s", g.stderr)
+	}
+	a, b := "http://upstream.test:"+g.portA+"/curl", "http://127.0.0.1:"+g.portB+"/curl"
+	viaA, viaB := "http://sandbox-a:"+g.tokA+"@"+addr, "http://sandbox-b:"+g.tokB+"@"+addr
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-x", viaA, a}, "hello /curl 200"},
+		{[]string{"-x", viaB, b}, "hello /curl 200"},
+		{[]string{"-x", viaA, b}, " 403"},
+		{[]string{"-x", viaB, a}, " 403"},
+		{[]string{"-x", "http://sandbox-b:" + g.tokA + "@" + addr, b}, " 407"},
+		{[]string{"-x", "http://" + addr, b}, " 407"},
+		// The upstreams and the metrics are in airlock's namespace: not
+		// reachable from the sandboxes' but through the gateway.
+		{[]string{b}, " 000"},
+		{[]string{"http://" + g.metricsAddr + "/metrics"}, " 000"},
+	} {
+		if got := curlIn(t, name, c.args...); !strings.HasSuffix(got, c.want) || (strings.HasSuffix(c.want, "200") && got != c.want) {
+			t.Errorf("curl in the namespace %v: %q, want %q", c.args, got, c.want)
+		}
+	}
+	// From airlock's own namespace the metrics are there, and count both.
+	resp, err := http.Get("http://" + g.metricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`airlock_proxy_decisions_total{task="alpha",client="sandbox-a",verdict="allow"} 1`,
+		`airlock_proxy_decisions_total{task="beta",client="sandbox-b",verdict="allow"} 1`,
+		`airlock_proxy_decisions_total{task="",client="",verdict="rejected"} 2`,
+	} {
+		if !strings.Contains(string(text), want+"\n") {
+			t.Errorf("metrics lack %s:\n%s", want, text)
 		}
 	}
 }
