@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -641,4 +642,36 @@ func TestMetricsUnrecordedInspectedRequest(t *testing.T) {
 	if n := m.upOpen[metricKey{task: "t"}]; n != 0 {
 		t.Errorf("upstream open: %v, want 0", n)
 	}
+}
+
+// TestGatewayShutdownAndClose: Shutdown waits for the clients' open
+// tunnels (ending with its context), and Close cuts them and returns,
+// though the front's goroutines run the clients' tunnels.
+func TestGatewayShutdownAndClose(t *testing.T) {
+	l := newGatewayLab(t)
+	resp, c1 := connectAuth(t, l.addr, l.alphaUp.hostPort("alpha.test"), basic("sandbox-a", l.tokenA))
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	exchange(t, c1, "held")
+	_, st, c2 := socksAuth(t, l.addr, []byte{socksUserPass}, "sandbox-b", l.tokenB)
+	if st != 0 || socksConnectOn(t, c2, "beta.test", l.betaUp.port()) != repSucceeded {
+		t.Fatal("SOCKS5 tunnel refused")
+	}
+	exchange(t, c2, "held too")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := l.g.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown with tunnels open: %v", err)
+	}
+	exchange(t, c1, "still open") // Shutdown cut nothing open
+	closed := make(chan error, 1)
+	go func() { closed <- l.g.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	wantEOF(t, c1, 5*time.Second)
+	wantEOF(t, c2, 5*time.Second)
 }
