@@ -58,6 +58,13 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 			return
 		}
 		req.Header.Del("Proxy-Authorization")
+		sl, why := p.admit(t, c, ProtocolConnect)
+		if sl == nil {
+			p.forget(c)
+			writeRaw(c, http.StatusServiceUnavailable, why)
+			return
+		}
+		defer sl.release()
 		if !p.handOff(c, t.p) {
 			c.Close()
 			return
@@ -143,7 +150,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if pc, ok := conn.(*prefixConn); ok {
 		// The server no longer owns the connection: its slot is given
 		// back when the tunnel ends.
-		defer pc.slot.release()
+		defer pc.release()
 		if len(pc.prefix) == 0 {
 			conn = pc.Conn // the replayed bytes are long read: splice again
 		}

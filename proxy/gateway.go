@@ -36,9 +36,10 @@ type GatewayConfig struct {
 	Clients []Client
 	// Proxy returns the configuration of a client's own proxy: its
 	// task's gate, credentials, budgets (counted for this client alone),
-	// CA and limits. Its Task must be the client's. Tunnels left zero in
-	// its Limits take DefaultGatewayClientTunnels, and the client's part
-	// of them is the whole: the client is one identity.
+	// CA and limits. Its Task must be the client's. Connections and
+	// tunnels left zero in its Limits take DefaultGatewayClientConns and
+	// DefaultGatewayClientTunnels, and the client's part of each is the
+	// whole: the client is one identity, wherever it connects from.
 	Proxy func(Client) (Config, error)
 	// Limits bound the front: connections held, per source address, and
 	// how long a client may take to authenticate.
@@ -54,9 +55,17 @@ type GatewayConfig struct {
 	Now func() time.Time
 }
 
-// DefaultGatewayClientTunnels is the default bound on one gateway
-// client's upstream connections open at once.
-const DefaultGatewayClientTunnels = 256
+// The default bounds of one gateway client: client connections it holds
+// once authenticated, upstream connections it has open.
+const (
+	DefaultGatewayClientConns   = 1024
+	DefaultGatewayClientTunnels = 256
+)
+
+// recordedError is a refusal already recorded.
+type recordedError struct{ why string }
+
+func (e *recordedError) Error() string { return e.why }
 
 // authError is a client that did not authenticate at a gateway.
 type authError struct{ why string }
@@ -93,6 +102,12 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		if err == nil && pc.Task != c.Task {
 			err = fmt.Errorf("its proxy's task is %q, not %q", pc.Task, c.Task)
 		}
+		if pc.Limits.MaxConns == 0 {
+			pc.Limits.MaxConns = DefaultGatewayClientConns
+		}
+		if pc.Limits.MaxConnsPerClient == 0 {
+			pc.Limits.MaxConnsPerClient = pc.Limits.MaxConns
+		}
 		if pc.Limits.MaxTunnels == 0 {
 			pc.Limits.MaxTunnels = DefaultGatewayClientTunnels
 		}
@@ -123,6 +138,23 @@ func NewGateway(cfg GatewayConfig) (*Gateway, error) {
 		t.p.front = front
 	}
 	return g, nil
+}
+
+// reasonClientConns refuses a connection of a client holding all the
+// connections it may.
+const reasonClientConns = "connection of client %q refused once authenticated: %v"
+
+// admit takes one of t's own connection slots for c, authenticated as
+// t's client, or records why not: each client's connections are bounded
+// by its identity, whatever address it shares with others.
+func (p *Proxy) admit(t *tenant, c net.Conn, proto Protocol) (*slot, string) {
+	sl, err := t.p.takeShare(c.RemoteAddr().String())
+	if err != nil {
+		why := fmt.Sprintf(reasonClientConns, t.client.Name, err)
+		p.reject(rejectShare, proto, c.RemoteAddr().String(), "", why)
+		return nil, why
+	}
+	return sl, ""
 }
 
 // handOff moves c, authenticated as a gateway's client, from the front p

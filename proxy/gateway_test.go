@@ -675,3 +675,105 @@ func TestGatewayShutdownAndClose(t *testing.T) {
 	wantEOF(t, c1, 5*time.Second)
 	wantEOF(t, c2, 5*time.Second)
 }
+
+// TestGatewayConnectionsPerIdentity: two clients from one address each
+// hold at most their own connections once authenticated: one holding
+// all of its own leaves the other served, over CONNECT, SOCKS5 and
+// absolute-form HTTP.
+func TestGatewayConnectionsPerIdentity(t *testing.T) {
+	up := serveUpstream(t, "127.0.0.1:0", echo)
+	web := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	gate, err := egress.Compile(egress.Config{TaskAllowlist: map[string][]string{"alpha": {"alpha.test"}}, Local: egress.FixedAddrs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := &fakeResolver{answers: map[string][]netip.Addr{"alpha.test": addrs(standIn("127.0.0.1"))}}
+	tokA, sumA := mustToken(t)
+	tokB, sumB := mustToken(t)
+	events := newEventLog()
+	g, err := NewGateway(GatewayConfig{
+		Clients: []Client{{Name: "a", Task: "alpha", TokenSHA256: sumA}, {Name: "b", Task: "alpha", TokenSHA256: sumB}},
+		Proxy: func(c Client) (Config, error) {
+			return Config{Task: c.Task, Gate: gate, Resolver: res, Dialer: &dialLog{next: DialerFunc(testutil.LoopbackDialer(t))},
+				OnEvent: events.add, Limits: Limits{MaxConns: 2}}, nil
+		},
+		OnEvent: events.add,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(ln)
+	t.Cleanup(func() { g.Close() })
+	addr, target := ln.Addr().String(), up.hostPort("alpha.test")
+	var held []net.Conn
+	for range 2 {
+		resp, c := connectAuth(t, addr, target, basic("a", tokA))
+		if resp.StatusCode != 200 {
+			t.Fatalf("a's tunnel: %d", resp.StatusCode)
+		}
+		exchange(t, c, "held")
+		held = append(held, c)
+	}
+	if resp, _ := connectAuth(t, addr, target, basic("a", tokA)); resp.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(resp.Header.Get(ReasonHeader), `connection of client "a" refused once authenticated`) {
+		t.Errorf("a's third connection over CONNECT: %d %q", resp.StatusCode, resp.Header.Get(ReasonHeader))
+	}
+	if _, st, _ := socksAuth(t, addr, []byte{socksUserPass}, "a", tokA); st != 1 {
+		t.Errorf("a's third connection over SOCKS5: status %d", st)
+	}
+	hp := web.hostPort("alpha.test")
+	if resp, _ := roundTrip(t, addr, "GET http://"+hp+"/ HTTP/1.1\r\nHost: "+hp+"\r\nProxy-Authorization: "+basic("a", tokA)+"\r\n\r\n"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a's third connection over HTTP: %d", resp.StatusCode)
+	}
+	for range 2 {
+		resp, c := connectAuth(t, addr, target, basic("b", tokB))
+		if resp.StatusCode != 200 {
+			t.Fatalf("b beside a's full share: %d", resp.StatusCode)
+		}
+		exchange(t, c, "b")
+		held = append(held, c)
+	}
+	if resp, body := roundTrip(t, addr, "GET http://"+hp+"/ HTTP/1.1\r\nHost: "+hp+"\r\nProxy-Authorization: "+basic("b", tokB)+"\r\n\r\n"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("b's third connection over HTTP: %d %s", resp.StatusCode, body)
+	}
+	// Every slot comes back: a keep-alive HTTP connection's, a tunnel's.
+	for _, c := range held {
+		c.Close()
+	}
+	events.wait(t, StageClosed, 4)
+	c := dialProxy(t, addr)
+	br := bufio.NewReader(c)
+	for range 2 {
+		fmt.Fprintf(c, "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: %s\r\n\r\n", hp, hp, basic("a", tokA))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("a's keep-alive GET after the tunnels closed: %v %v", resp, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	if resp, c2 := connectAuth(t, addr, target, basic("a", tokA)); resp.StatusCode != 200 {
+		t.Fatalf("a's tunnel beside its keep-alive connection: %d", resp.StatusCode)
+	} else {
+		c2.Close()
+	}
+	c.Close()
+	events.wait(t, StageClosed, 7)
+	// The server notices the keep-alive connection's close in its own
+	// time: retry until a may hold two again.
+	for deadline, n := time.Now().Add(10*time.Second), 0; n < 2; {
+		resp, c := connectAuth(t, addr, target, basic("a", tokA))
+		switch {
+		case resp.StatusCode == 200:
+			n++
+			defer c.Close()
+		case time.Now().After(deadline):
+			t.Fatalf("a's tunnel once all closed: %d", resp.StatusCode)
+		default:
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

@@ -60,9 +60,15 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	t, why := p.gw.checkHeader(r.Header)
 	if t != nil && pc != nil {
 		// A connection is one client's: a later request on it may not
-		// name another.
-		if bound := pc.bind(t); bound != t {
+		// name another. The first takes one of the client's own slots.
+		switch bound, fresh := pc.bind(t); {
+		case bound != t:
 			t, why = nil, fmt.Sprintf(reasonAuthSwitch, bound.client.Name, t.client.Name)
+		case fresh:
+			if pc.clientSlot, why = p.admit(t, pc, ProtocolHTTP); pc.clientSlot == nil {
+				writeReason(w, http.StatusServiceUnavailable, why, true)
+				return
+			}
 		}
 	}
 	if t == nil {

@@ -265,14 +265,25 @@ func (p *Proxy) serveConn(c net.Conn, sl *slot) {
 	handedOver = true
 }
 
-// takeConn takes a slot of the connection share for the client at remote.
+// takeConn takes a slot of the connection share for the client at
+// remote, counted in the metrics.
 func (p *Proxy) takeConn(remote string) (*slot, error) {
+	sl, err := p.takeShare(remote)
+	if err == nil {
+		p.metrics.connOpened()
+		sl.m = p.metrics
+	}
+	return sl, err
+}
+
+// takeShare takes a slot of the connection share for the client at
+// remote.
+func (p *Proxy) takeShare(remote string) (*slot, error) {
 	c := clientOf(remote)
 	if err := p.connShare.take(c); err != nil {
 		return nil, err
 	}
-	p.metrics.connOpened()
-	return &slot{s: p.connShare, c: c, m: p.metrics}, nil
+	return &slot{s: p.connShare, c: c}, nil
 }
 
 // startHTTP starts the http.Server on the first HTTP connection.

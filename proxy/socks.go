@@ -43,7 +43,7 @@ func socksRefusal(err error) string {
 	var se *socksError
 	var ae *authError
 	switch {
-	case err == nil:
+	case err == nil, errors.As(err, new(*recordedError)):
 		return ""
 	case errors.As(err, &ae):
 		return ae.why
@@ -63,12 +63,13 @@ func socksRefusal(err error) string {
 // greeting must authenticate a client, whose own proxy then serves the
 // request.
 func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
-	s, err := p.socksGreet(c, br)
+	s, sl, err := p.socksGreet(c, br)
 	if err != nil {
 		p.refuseHandshake(c, err)
 		return
 	}
 	if s != p {
+		defer sl.release()
 		if !p.handOff(c, s) {
 			c.Close()
 			return
@@ -119,8 +120,10 @@ func (p *Proxy) serveSOCKSRequest(c net.Conn, br *bufio.Reader) {
 // socksGreet reads the greeting and answers the method choice. It
 // returns the proxy that serves the request: p, or, at a gateway's front,
 // the proxy of the client the username/password (RFC 1929) names, which
-// must be offered and must authenticate; anything else is an *authError.
-func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, error) {
+// must be offered and must authenticate (anything else is an
+// *authError), with the client's hold on its own connections, which the
+// caller releases.
+func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, *slot, error) {
 	method := byte(socksNoAuth)
 	if p.gw != nil {
 		method = socksUserPass
@@ -128,16 +131,16 @@ func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, error) {
 	offered, err := readGreeting(br, method)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, nil, err
 	case !offered:
 		_, _ = c.Write([]byte{socks5Version, socksNoAcceptable})
 		if p.gw != nil {
-			return nil, &authError{reasonAuthMethod}
+			return nil, nil, &authError{reasonAuthMethod}
 		}
-		return nil, errNoAcceptableMethod
+		return nil, nil, errNoAcceptableMethod
 	}
 	if _, err := c.Write([]byte{socks5Version, method}); err != nil || p.gw == nil {
-		return p, err
+		return p, nil, err
 	}
 	user, pass, err := readUserPass(br)
 	if errors.Is(err, errUserPass) {
@@ -150,14 +153,22 @@ func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, error) {
 			err = &authError{why}
 		}
 	}
+	var sl *slot
+	if err == nil {
+		var why string
+		if sl, why = p.admit(t, c, ProtocolSOCKS5); sl == nil {
+			err = &recordedError{why}
+		}
+	}
 	if err != nil {
 		_, _ = c.Write([]byte{socksUserPassVersion, 1}) // failure: the client must close
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := c.Write([]byte{socksUserPassVersion, 0}); err != nil {
-		return nil, err
+		sl.release()
+		return nil, nil, err
 	}
-	return t.p, nil
+	return t.p, sl, nil
 }
 
 // refuseSOCKS sends a failure reply and closes the connection.
