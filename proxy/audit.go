@@ -43,7 +43,7 @@ func AuditEvent(ev Event, base audit.Context) audit.Event {
 	if ev.Count > 1 {
 		details["count"] = strconv.Itoa(ev.Count)
 	}
-	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "entry": ev.Entry, "credential": ev.Credential, "budget": ev.Budget} {
+	for k, v := range map[string]string{"method": ev.Method, "path": ev.Path, "entry": ev.Entry, "credential": ev.Credential, "budget": ev.Budget, "identity": ev.Identity} {
 		if v != "" {
 			details[k] = v
 		}

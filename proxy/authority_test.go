@@ -79,3 +79,46 @@ func TestDecidedAsSent(t *testing.T) {
 		t.Errorf("looked up %v, want a.test. alone", n)
 	}
 }
+
+// TestUserinfoNeverRecorded: credentials a client puts in a request
+// target ("user:secret@host") are refused and never reach an event: not
+// in a CONNECT's decision (inline or on a keep-alive connection), nor in
+// the record of a malformed request's first line.
+func TestUserinfoNeverRecorded(t *testing.T) {
+	up := serveUpstream(t, "127.0.0.1:0", echo)
+	h := newHarness(t, setup{allow: []string{"a.test"}, answers: map[string][]netip.Addr{"a.test": addrs(standIn("127.0.0.1"))}})
+	target := "user:s3cret@" + up.hostPort("a.test")
+	if resp, _ := sendRaw(t, h.addr, "CONNECT "+target+" HTTP/1.1\r\nHost: a.test\r\n\r\n"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("inline CONNECT with userinfo: %d", resp.StatusCode)
+	}
+	// A CONNECT after a request on a keep-alive connection goes through
+	// the http.Server.
+	web := serveHTTPUpstream(t, "127.0.0.1:0", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	c := dialProxy(t, h.addr)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "GET http://%s/ HTTP/1.1\r\nHost: a.test\r\n\r\n", web.hostPort("a.test"))
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET: %v %v", resp, err)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: a.test\r\n\r\n", target)
+	if resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect}); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("keep-alive CONNECT with userinfo: %v %v", resp, err)
+	}
+	// Malformed: a header line without a colon.
+	if resp, _ := sendRaw(t, h.addr, "GET http://user:s3cret@a.test/ HTTP/1.1\r\nno colon\r\n\r\n"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed request: %d", resp.StatusCode)
+	}
+	if resp, _ := sendRaw(t, h.addr, "CONNECT user:s3cret@a.test:1 HTTP/1.1\r\nno colon\r\n\r\n"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("malformed CONNECT: %d", resp.StatusCode)
+	}
+	h.events.wait(t, StageRejected, 2)
+	noTokenIn(t, h.events.all(), "s3cret")
+	for _, ev := range h.events.all() {
+		if strings.Contains(ev.Requested, "@") && !strings.Contains(ev.Requested, "[userinfo redacted]@") {
+			t.Errorf("requested %q", ev.Requested)
+		}
+	}
+}

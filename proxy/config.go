@@ -93,6 +93,9 @@ type Config struct {
 	// Budgets cap the traffic of the proxy's life (a session's) or, when
 	// PerStep, of each step (ResetStep starts the next).
 	Budgets []Budget
+	// Metrics, when not nil, counts the proxy's decisions, bytes,
+	// connections and latencies (docs/egress.md, "Metrics").
+	Metrics *Metrics
 }
 
 // Credential is the value of one of the gate's credentials: the header

@@ -28,6 +28,26 @@ type prefixConn struct {
 	served atomic.Bool            // a handler has run for a request
 	status atomic.Pointer[string] // the server's own error reply, if any
 	once   sync.Once
+	client atomic.Pointer[tenant] // at a gateway, the client the connection is bound to
+	// clientSlot is the connection's hold on its client's own share, set
+	// by the request that bound it (the server's handlers run one at a
+	// time on a connection); released with slot.
+	clientSlot *slot
+}
+
+// bind binds c to t unless it is bound already, and returns the client
+// it is bound to, and whether this call bound it.
+func (c *prefixConn) bind(t *tenant) (*tenant, bool) {
+	if c.client.CompareAndSwap(nil, t) {
+		return t, true
+	}
+	return c.client.Load(), false
+}
+
+// release gives back c's holds on the connection shares.
+func (c *prefixConn) release() {
+	c.slot.release()
+	c.clientSlot.release()
 }
 
 // connKey carries the server's connection in a request's context.
@@ -53,7 +73,7 @@ func (c *prefixConn) closed() {
 			c.p.reject(rejectHTTP, ProtocolHTTP, c.RemoteAddr().String(), c.first,
 				fmt.Sprintf("malformed HTTP request refused: the proxy's HTTP server answered %+q", *s))
 		}
-		c.slot.release()
+		c.release()
 	})
 }
 
@@ -97,5 +117,5 @@ func buffered(br *bufio.Reader) []byte {
 func firstLine(br *bufio.Reader) string {
 	b, _ := br.Peek(min(br.Buffered(), maxRequestedBytes))
 	line, _, _ := bytes.Cut(b, []byte("\r\n"))
-	return string(line)
+	return redactUserinfo(string(line))
 }

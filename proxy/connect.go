@@ -48,8 +48,38 @@ func (p *Proxy) serveInlineConnect(c net.Conn, br *bufio.Reader, lr *io.LimitedR
 		writeRaw(c, status, reason)
 		return
 	}
+	s := p
+	if p.gw != nil {
+		t, why := p.gw.checkHeader(req.Header)
+		if t == nil {
+			p.forget(c)
+			p.reject(rejectAuth, ProtocolConnect, c.RemoteAddr().String(), line, why)
+			writeRawHeader(c, http.StatusProxyAuthRequired, reasonAuthClient, http.Header{"Proxy-Authenticate": {proxyAuthenticate}})
+			return
+		}
+		req.Header.Del("Proxy-Authorization")
+		sl, why := p.admit(t, c, ProtocolConnect)
+		if sl == nil {
+			p.forget(c)
+			writeRaw(c, http.StatusServiceUnavailable, why)
+			return
+		}
+		defer sl.release()
+		if !p.handOff(c, t.p) {
+			c.Close()
+			return
+		}
+		defer t.p.wg.Done()
+		s = t.p
+	}
+	s.connectInline(c, br, req)
+}
+
+// connectInline decides, dials and tunnels a CONNECT request read by
+// serveInlineConnect.
+func (p *Proxy) connectInline(c net.Conn, br *bufio.Reader, req *http.Request) {
 	p.requested(c)
-	ev := p.newEvent(ProtocolConnect, c.RemoteAddr().String(), req.RequestURI)
+	ev := p.newEvent(ProtocolConnect, c.RemoteAddr().String(), redactUserinfo(req.RequestURI))
 	p.decideConnect(req, &ev)
 	up, err := p.open(p.ctx, &ev)
 	switch {
@@ -97,7 +127,7 @@ func (p *Proxy) decideConnect(r *http.Request, ev *Event) {
 
 // serveConnect serves a CONNECT request: decide, dial, then tunnel.
 func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
-	ev := p.newEvent(ProtocolConnect, r.RemoteAddr, r.RequestURI)
+	ev := p.newEvent(ProtocolConnect, r.RemoteAddr, redactUserinfo(r.RequestURI))
 	p.decideConnect(r, &ev)
 	up, err := p.open(r.Context(), &ev)
 	switch {
@@ -120,7 +150,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if pc, ok := conn.(*prefixConn); ok {
 		// The server no longer owns the connection: its slot is given
 		// back when the tunnel ends.
-		defer pc.slot.release()
+		defer pc.release()
 		if len(pc.prefix) == 0 {
 			conn = pc.Conn // the replayed bytes are long read: splice again
 		}

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"syscall"
+	"time"
 )
 
 // acquire takes one of c's tunnel slots, or fails at once when none is
@@ -27,7 +28,9 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 	var errs []error
 	for _, a := range addrs {
 		ap := netip.AddrPortFrom(a, port)
+		start := time.Now()
 		c, err := p.dialer.DialContext(ctx, "tcp", ap.String())
+		p.metrics.observeDial(p.task, p.identity, time.Since(start))
 		if err == nil {
 			return c, ap, nil
 		}

@@ -45,6 +45,14 @@
 // each direction is half-closed when its source ends, and a tunnel with no
 // data either way for the idle timeout is cut.
 //
+// A Gateway is one proxy shared by many sandboxes: each client
+// authenticates on every request (Proxy-Authorization Basic, or SOCKS5
+// username/password) as one of its Clients, by a token whose SHA-256 it
+// holds, and is served by a proxy of its own, for its own task, with its
+// own budgets and bounds; what does not authenticate is refused (407) and
+// reaches no allowlist. Metrics counts decisions, bytes, connections and
+// latencies for the Prometheus text format.
+//
 // The proxy is a library: Serve takes any net.Listener (the sandbox hands
 // it one made inside its network namespace), and the resolver, the dialer
 // and the per-connection event callback are injectable. A TCP listener is

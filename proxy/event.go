@@ -59,6 +59,9 @@ type Event struct {
 	Time time.Time
 	// Task is the proxy's task.
 	Task string
+	// Identity names the gateway client that asked (Client.Name), ""
+	// for a proxy of one task and for a refusal before authentication.
+	Identity string
 	// Client is the client's address as the listener reported it.
 	Client string
 	// Protocol is how the client asked.
@@ -115,6 +118,7 @@ type eventJSON struct {
 	Stage     Stage             `json:"stage"`
 	Time      time.Time         `json:"time"`
 	Task      string            `json:"task"`
+	Identity  string            `json:"identity,omitempty"`
 	Client    string            `json:"client"`
 	Protocol  Protocol          `json:"protocol"`
 	Requested string            `json:"requested"`
@@ -139,7 +143,7 @@ type eventJSON struct {
 // the error as its message.
 func (e Event) MarshalJSON() ([]byte, error) {
 	j := eventJSON{
-		Stage: e.Stage, Time: e.Time, Task: e.Task, Client: e.Client,
+		Stage: e.Stage, Time: e.Time, Task: e.Task, Identity: e.Identity, Client: e.Client,
 		Protocol: e.Protocol, Requested: e.Requested, Target: e.Target.String(),
 		Resolved: e.Resolved, Decision: e.Decision,
 		BytesUp: e.BytesUp, BytesDown: e.BytesDown,

@@ -30,7 +30,7 @@ func FuzzSOCKSRequest(f *testing.F) {
 	f.Add([]byte{5, 1, 0, 5, 1, 0, 3, 0, 0, 80, 'x'})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
-		if _, err := readGreeting(r); err != nil {
+		if _, err := readGreeting(r, socksNoAuth); err != nil {
 			return
 		}
 		start := len(data) - r.Len()

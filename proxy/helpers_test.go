@@ -153,6 +153,8 @@ type setup struct {
 	roots    *x509.CertPool
 	creds    []Credential
 	budgets  []Budget
+	metrics  *Metrics
+	record   func(Event) error
 }
 
 func newHarness(t testing.TB, s setup) *harness {
@@ -196,7 +198,7 @@ func newHarnessGate(t testing.TB, s setup, g Gate) *harness {
 		res = s.resolver
 	}
 	cfg := Config{Task: s.task, Gate: g, Resolver: res, Dialer: h.dials, OnEvent: h.events.add, Limits: s.limits,
-		CA: s.ca, UpstreamRoots: s.roots, Credentials: s.creds, Budgets: s.budgets}
+		CA: s.ca, UpstreamRoots: s.roots, Credentials: s.creds, Budgets: s.budgets, Metrics: s.metrics, Record: s.record}
 	if s.noEvents {
 		cfg.OnEvent = nil
 	}

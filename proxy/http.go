@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,15 +19,27 @@ const reasonNotProxy = "not a proxy request: send CONNECT host:port or an absolu
 
 // writeRaw answers a connection that no http.Server serves with reason
 // (in the body and in X-Airlock-Reason), then closes it.
-func writeRaw(c net.Conn, status int, reason string) {
+func writeRaw(c net.Conn, status int, reason string) { writeRawHeader(c, status, reason, nil) }
+
+// proxyAuthenticate is the challenge of a gateway's 407: Basic. (A
+// constant, not a header map: a package-level map costs an initialiser
+// at every start of the binary.)
+const proxyAuthenticate = `Basic realm="airlock"`
+
+// writeRawHeader is writeRaw with more header fields.
+func writeRawHeader(c net.Conn, status int, reason string, more http.Header) {
 	body := "airlock: " + reason + "\n"
+	h := http.Header{
+		"Content-Type":           {"text/plain; charset=utf-8"},
+		"X-Content-Type-Options": {"nosniff"},
+		ReasonHeader:             {reason},
+	}
+	for k, v := range more {
+		h[k] = v
+	}
 	resp := &http.Response{
 		StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Close: true,
-		Header: http.Header{
-			"Content-Type":           {"text/plain; charset=utf-8"},
-			"X-Content-Type-Options": {"nosniff"},
-			ReasonHeader:             {reason},
-		},
+		Header:        h,
 		ContentLength: int64(len(body)),
 		Body:          io.NopCloser(strings.NewReader(body)),
 	}
@@ -36,9 +49,44 @@ func writeRaw(c net.Conn, status int, reason string) {
 
 // serveHTTP serves one HTTP request on a connection sniffed as HTTP.
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if pc, ok := r.Context().Value(connKey{}).(*prefixConn); ok {
+	pc, _ := r.Context().Value(connKey{}).(*prefixConn)
+	if pc != nil {
 		pc.served.Store(true) // from here on, the server's writes are answers
 	}
+	if p.gw == nil {
+		p.serveRequest(w, r)
+		return
+	}
+	t, why := p.gw.checkHeader(r.Header)
+	if t != nil && pc != nil {
+		// A connection is one client's: a later request on it may not
+		// name another. The first takes one of the client's own slots.
+		switch bound, fresh := pc.bind(t); {
+		case bound != t:
+			t, why = nil, fmt.Sprintf(reasonAuthSwitch, bound.client.Name, t.client.Name)
+		case fresh:
+			if pc.clientSlot, why = p.admit(t, pc, ProtocolHTTP); pc.clientSlot == nil {
+				writeReason(w, http.StatusServiceUnavailable, why, true)
+				return
+			}
+		}
+	}
+	if t == nil {
+		proto := ProtocolHTTP
+		if r.Method == http.MethodConnect {
+			proto = ProtocolConnect
+		}
+		p.reject(rejectAuth, proto, r.RemoteAddr, redactUserinfo(r.Method+" "+r.RequestURI), why)
+		w.Header().Set("Proxy-Authenticate", proxyAuthenticate)
+		writeReason(w, http.StatusProxyAuthRequired, reasonAuthClient, true)
+		return
+	}
+	r.Header.Del("Proxy-Authorization")
+	t.p.serveRequest(w, r)
+}
+
+// serveRequest serves one HTTP request of a client.
+func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodConnect:
 		p.serveConnect(w, r)

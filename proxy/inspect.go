@@ -298,8 +298,8 @@ func (p *Proxy) admitRequest(ev *Event, entry *egress.Entry, q *egress.Request, 
 // a refusal; it reports whether the request may go ahead.
 func (p *Proxy) answered(w http.ResponseWriter, ev *Event) bool {
 	if err := p.decided(ev); err != nil {
-		ev.use.done()
 		failHTTP(w, err, false)
+		p.finish(ev, err) // as a forwarded request's: its end is reported
 		return false
 	}
 	if !ev.Decision.Allowed() {

@@ -60,6 +60,9 @@ func interfaceAddrs() []netip.Addr {
 // isSelf reports whether dialling ap would reach one of the proxy's own
 // listeners (in the proxy's network namespace).
 func (p *Proxy) isSelf(ap netip.AddrPort) bool {
+	if p.front != nil {
+		return p.front.isSelf(ap) // a gateway's client: the front listens
+	}
 	a := ap.Addr().Unmap()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -24,6 +24,10 @@ var ErrClosed = errors.New("proxy: closed")
 // more listeners with Serve, and stop it with Shutdown or Close.
 type Proxy struct {
 	task        string
+	identity    string   // a gateway's client this proxy serves ("" for none)
+	gw          *clients // a gateway's front: its client identities (nil for a proxy of one task)
+	front       *Proxy   // a gateway client's: the front, whose listeners are the loop to refuse
+	metrics     *Metrics
 	gate        Gate
 	resolver    Resolver
 	dialer      Dialer
@@ -75,6 +79,12 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Task == "" {
 		return nil, errors.New("proxy: config has no task")
 	}
+	return newProxy(cfg)
+}
+
+// newProxy is New without the checks a gateway's front does without (it
+// decides nothing itself).
+func newProxy(cfg Config) (*Proxy, error) {
 	limits, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, err
@@ -96,6 +106,7 @@ func New(cfg Config) (*Proxy, error) {
 		dialer:        cfg.Dialer,
 		onEvent:       cfg.OnEvent,
 		record:        cfg.Record,
+		metrics:       cfg.Metrics,
 		limits:        limits,
 		connShare:     newShare("connections", limits.MaxConns, limits.MaxConnsPerClient),
 		tunnelShare:   newShare("concurrent tunnels", limits.MaxTunnels, limits.MaxTunnelsPerClient),
@@ -254,8 +265,20 @@ func (p *Proxy) serveConn(c net.Conn, sl *slot) {
 	handedOver = true
 }
 
-// takeConn takes a slot of the connection share for the client at remote.
+// takeConn takes a slot of the connection share for the client at
+// remote, counted in the metrics.
 func (p *Proxy) takeConn(remote string) (*slot, error) {
+	sl, err := p.takeShare(remote)
+	if err == nil {
+		p.metrics.connOpened()
+		sl.m = p.metrics
+	}
+	return sl, err
+}
+
+// takeShare takes a slot of the connection share for the client at
+// remote.
+func (p *Proxy) takeShare(remote string) (*slot, error) {
 	c := clientOf(remote)
 	if err := p.connShare.take(c); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ const (
 	rejectSOCKS4                   // SOCKS4 or SOCKS4a
 	rejectSOCKS5                   // a malformed SOCKS5 greeting or request
 	rejectHTTP                     // a malformed, oversized or non-proxy HTTP request
+	rejectAuth                     // a gateway's client not authenticated
 	rejectKinds
 )
 

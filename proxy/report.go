@@ -10,6 +10,7 @@ import (
 // credential value is in what it reports.
 func (p *Proxy) emit(ev Event) error {
 	p.scrubEvent(&ev)
+	p.metrics.observe(&ev)
 	if p.onEvent != nil {
 		p.onEvent(ev)
 	}
@@ -34,7 +35,7 @@ func (p *Proxy) decided(ev *Event) error {
 
 // newEvent starts the event of one request.
 func (p *Proxy) newEvent(proto Protocol, client, requested string) Event {
-	return Event{Stage: StageDecided, Time: time.Now(), Task: p.task, Client: client, Protocol: proto, Requested: requested, client: clientOf(client)}
+	return Event{Stage: StageDecided, Time: time.Now(), Task: p.task, Identity: p.identity, Client: client, Protocol: proto, Requested: requested, client: clientOf(client)}
 }
 
 // finish reports the end of an allowed request.

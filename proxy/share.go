@@ -93,11 +93,15 @@ type slot struct {
 	once sync.Once
 	s    *share
 	c    client
+	m    *Metrics // counts the client connections of a connection slot
 }
 
 func (sl *slot) release() {
 	if sl != nil {
-		sl.once.Do(func() { sl.s.give(sl.c) })
+		sl.once.Do(func() {
+			sl.s.give(sl.c)
+			sl.m.connClosed()
+		})
 	}
 }
 

@@ -41,9 +41,12 @@ func (p *Proxy) serveSOCKS4(c net.Conn, br *bufio.Reader) {
 // sent something the proxy will not serve; "" when it went away.
 func socksRefusal(err error) string {
 	var se *socksError
+	var ae *authError
 	switch {
-	case err == nil:
+	case err == nil, errors.As(err, new(*recordedError)):
 		return ""
+	case errors.As(err, &ae):
+		return ae.why
 	case errors.As(err, &se):
 		return "malformed SOCKS5 request refused: " + se.msg
 	case errors.Is(err, errNoAcceptableMethod):
@@ -56,15 +59,50 @@ func socksRefusal(err error) string {
 
 // serveSOCKS serves one SOCKS5 connection whose first byte is 0x05. br
 // reads c; what the client sent ahead of the proxy's replies is relayed
-// before the tunnel copies the bare connection.
+// before the tunnel copies the bare connection. At a gateway's front the
+// greeting must authenticate a client, whose own proxy then serves the
+// request.
 func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
-	req, err := p.socksHandshake(c, br)
+	s, sl, err := p.socksGreet(c, br)
 	if err != nil {
-		p.forget(c)
-		if why := socksRefusal(err); why != "" {
-			p.reject(rejectSOCKS5, ProtocolSOCKS5, c.RemoteAddr().String(), "", why)
+		p.refuseHandshake(c, err)
+		return
+	}
+	if s != p {
+		defer sl.release()
+		if !p.handOff(c, s) {
+			c.Close()
+			return
 		}
-		lingerClose(c)
+		defer s.wg.Done()
+	}
+	s.serveSOCKSRequest(c, br)
+}
+
+// refuseHandshake records a refused SOCKS5 handshake (nothing when the
+// client went away) and closes c.
+func (p *Proxy) refuseHandshake(c net.Conn, err error) {
+	p.forget(c)
+	if why := socksRefusal(err); why != "" {
+		k := rejectSOCKS5
+		if errors.As(err, new(*authError)) {
+			k = rejectAuth
+		}
+		p.reject(k, ProtocolSOCKS5, c.RemoteAddr().String(), "", why)
+	}
+	lingerClose(c)
+}
+
+// serveSOCKSRequest reads and serves the request of a SOCKS5 connection
+// whose greeting has been answered.
+func (p *Proxy) serveSOCKSRequest(c net.Conn, br *bufio.Reader) {
+	req, err := readRequest(br)
+	var se *socksError
+	if errors.As(err, &se) {
+		_, _ = c.Write(socksReply(se.rep, netip.AddrPort{}))
+	}
+	if err != nil {
+		p.refuseHandshake(c, err)
 		return
 	}
 	p.requested(c)
@@ -79,26 +117,58 @@ func (p *Proxy) serveSOCKS(c net.Conn, br *bufio.Reader) {
 	p.connectSOCKS(c, br, &ev)
 }
 
-// socksHandshake reads the greeting and the request, answering the
-// method choice and any malformed request.
-func (p *Proxy) socksHandshake(c net.Conn, br *bufio.Reader) (socksRequest, error) {
-	noAuth, err := readGreeting(br)
-	if err != nil {
-		return socksRequest{}, err
+// socksGreet reads the greeting and answers the method choice. It
+// returns the proxy that serves the request: p, or, at a gateway's front,
+// the proxy of the client the username/password (RFC 1929) names, which
+// must be offered and must authenticate (anything else is an
+// *authError), with the client's hold on its own connections, which the
+// caller releases.
+func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, *slot, error) {
+	method := byte(socksNoAuth)
+	if p.gw != nil {
+		method = socksUserPass
 	}
-	if !noAuth {
+	offered, err := readGreeting(br, method)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case !offered:
 		_, _ = c.Write([]byte{socks5Version, socksNoAcceptable})
-		return socksRequest{}, errNoAcceptableMethod
+		if p.gw != nil {
+			return nil, nil, &authError{reasonAuthMethod}
+		}
+		return nil, nil, errNoAcceptableMethod
 	}
-	if _, err := c.Write([]byte{socks5Version, socksNoAuth}); err != nil {
-		return socksRequest{}, err
+	if _, err := c.Write([]byte{socks5Version, method}); err != nil || p.gw == nil {
+		return p, nil, err
 	}
-	req, err := readRequest(br)
-	var se *socksError
-	if errors.As(err, &se) {
-		_, _ = c.Write(socksReply(se.rep, netip.AddrPort{}))
+	user, pass, err := readUserPass(br)
+	if errors.Is(err, errUserPass) {
+		err = &authError{reasonAuthSOCKS}
 	}
-	return req, err
+	var t *tenant
+	if err == nil {
+		var why string
+		if t, why = p.gw.check(user, pass); t == nil {
+			err = &authError{why}
+		}
+	}
+	var sl *slot
+	if err == nil {
+		var why string
+		if sl, why = p.admit(t, c, ProtocolSOCKS5); sl == nil {
+			err = &recordedError{why}
+		}
+	}
+	if err != nil {
+		_, _ = c.Write([]byte{socksUserPassVersion, 1}) // failure: the client must close
+		return nil, nil, err
+	}
+	if _, err := c.Write([]byte{socksUserPassVersion, 0}); err != nil {
+		sl.release()
+		return nil, nil, err
+	}
+	return t.p, sl, nil
 }
 
 // refuseSOCKS sends a failure reply and closes the connection.

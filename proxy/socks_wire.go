@@ -23,7 +23,10 @@ const (
 	socks5Version = 0x05
 
 	socksNoAuth       = 0x00
+	socksUserPass     = 0x02 // RFC 1929
 	socksNoAcceptable = 0xff
+
+	socksUserPassVersion = 0x01 // of the RFC 1929 subnegotiation
 
 	socksConnect      = 0x01
 	socksBind         = 0x02
@@ -76,9 +79,9 @@ type socksError struct {
 func (e *socksError) Error() string { return "socks5: " + e.msg }
 
 // readGreeting reads a client's greeting (version 5 already peeked, not
-// consumed) and reports whether it offers "no authentication", the only
-// method the proxy accepts.
-func readGreeting(r io.Reader) (noAuth bool, err error) {
+// consumed) and reports whether it offers method, the only one the proxy
+// accepts: "no authentication", or username/password at a gateway.
+func readGreeting(r io.Reader, method byte) (offered bool, err error) {
 	var h [2]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return false, fmt.Errorf("socks5: reading greeting: %w", err)
@@ -93,7 +96,32 @@ func readGreeting(r io.Reader) (noAuth bool, err error) {
 	if _, err := io.ReadFull(r, methods); err != nil {
 		return false, fmt.Errorf("socks5: reading methods: %w", err)
 	}
-	return bytes.IndexByte(methods, socksNoAuth) >= 0, nil
+	return bytes.IndexByte(methods, method) >= 0, nil
+}
+
+// errUserPass is a malformed RFC 1929 request.
+var errUserPass = errors.New("socks5: malformed username/password request")
+
+// readUserPass reads an RFC 1929 username/password request: VER (1)
+// ULEN UNAME PLEN PASSWD. A wrong version is errUserPass; a short read
+// means the client went away.
+func readUserPass(r io.Reader) (user, pass string, err error) {
+	var h [2]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return "", "", fmt.Errorf("socks5: reading username/password: %w", err)
+	}
+	if h[0] != socksUserPassVersion || h[1] == 0 {
+		return "", "", errUserPass
+	}
+	u := make([]byte, int(h[1])+1) // the name, then PLEN
+	if _, err := io.ReadFull(r, u); err != nil {
+		return "", "", fmt.Errorf("socks5: reading username: %w", err)
+	}
+	pw := make([]byte, u[len(u)-1])
+	if _, err := io.ReadFull(r, pw); err != nil {
+		return "", "", fmt.Errorf("socks5: reading password: %w", err)
+	}
+	return string(u[:len(u)-1]), string(pw), nil
 }
 
 // readRequest reads a SOCKS5 request. A *socksError names the reply the

@@ -47,14 +47,14 @@ var (
 
 // proxyOptions are the flags of "airlock proxy".
 type proxyOptions struct {
-	task, listen, audit, caCert, netns string
-	allowRemote                        bool
+	task, listen, audit, caCert, netns, gateway, metrics string
+	allowRemote, metricsAllowRemote                      bool
 }
 
 func newProxyCmd() *cobra.Command {
 	var o proxyOptions
 	cmd := &cobra.Command{
-		Use:   "proxy --task K --listen ADDR [--audit FILE]",
+		Use:   "proxy (--task K | --gateway FILE) --listen ADDR [--audit FILE] [--metrics ADDR]",
 		Short: "Run the egress proxy on its own, in front of containers and CI jobs",
 		Long: `proxy serves HTTP proxy requests (CONNECT and absolute-form URLs) and SOCKS5
 on one address, and lets clients reach only what the policy allows the task:
@@ -82,21 +82,46 @@ With --netns PATH the proxy listens inside the network namespace at PATH
 placed in that namespace has the proxy as its only way out (see
 airlock export podman).
 
+With --gateway FILE (instead of --task) the proxy is shared by many
+sandboxes: FILE lists its clients, each a name, a task and the SHA-256 of
+its token (airlock proxy token mints one). A client sends its name and
+token as the proxy's user and password (HTTP_PROXY=http://NAME:TOKEN@host:port,
+or SOCKS5 username/password) on every request and reaches only what its
+own task allows; a request without them, or with a wrong one, is refused
+with 407 (SOCKS5: authentication failure) and recorded. FILE is held to
+the rules of a policy file: only you or root may have written it.
+
+--metrics ADDR serves Prometheus metrics at http://ADDR/metrics, on a
+listener of its own (loopback unless --metrics-allow-remote; with
+--netns, in this process's network namespace, not the clients').
+
 SIGINT or SIGTERM stops the proxy: it accepts nothing new and gives open
 tunnels 10 seconds to finish.`,
 		Example: `  airlock proxy --task web_search --listen 127.0.0.1:3128
   curl -x http://127.0.0.1:3128 https://search.example-corp.net/
-  curl --socks5-hostname 127.0.0.1:3128 https://search.example-corp.net/`,
+  curl --socks5-hostname 127.0.0.1:3128 https://search.example-corp.net/
+  airlock proxy --gateway clients.yaml --listen 127.0.0.1:3128 --metrics 127.0.0.1:9128
+  curl -x http://sandbox-a:$TOKEN@127.0.0.1:3128 https://search.example-corp.net/`,
 		Args: func(_ *cobra.Command, args []string) error {
 			switch {
 			case len(args) > 0:
 				return usageError{fmt.Errorf("proxy: unexpected argument %q", args[0])}
-			case o.task == "":
-				return usageError{errors.New("proxy: --task is required (the task whose allowlist applies)")}
+			case o.task == "" && o.gateway == "":
+				return usageError{errors.New("proxy: --task is required (the task whose allowlist applies), or --gateway FILE (clients bound to tasks)")}
+			case o.task != "" && o.gateway != "":
+				return usageError{errors.New("proxy: --task and --gateway exclude each other (a gateway's clients name their tasks)")}
 			case o.listen == "":
 				return usageError{errors.New("proxy: --listen is required, e.g. --listen 127.0.0.1:3128")}
+			case o.metrics != "" && o.metrics == o.listen && !strings.HasSuffix(o.listen, ":0"):
+				return usageError{errors.New("proxy: --metrics must not be the clients' --listen address")}
 			}
-			return checkListen(o.listen, o.allowRemote)
+			if err := checkListen("--listen", o.listen, o.allowRemote, "--allow-remote", "use the proxy"); err != nil {
+				return err
+			}
+			if o.metrics != "" {
+				return checkListen("--metrics", o.metrics, o.metricsAllowRemote, "--metrics-allow-remote", "read what its clients do")
+			}
+			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -110,9 +135,20 @@ tunnels 10 seconds to finish.`,
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "let --listen be an address other hosts can reach (not loopback)")
 	f.StringVar(&o.netns, "netns", "", "listen inside the network namespace at this path (root only)")
 	f.StringVar(&o.audit, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	f.StringVar(&o.gateway, "gateway", "", "serve the clients FILE lists, each bound to its task by its token (instead of --task)")
+	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port, loopback)")
+	f.BoolVar(&o.metricsAllowRemote, "metrics-allow-remote", false, "let --metrics be an address other hosts can reach")
 	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
 	policyFlag(cmd)
+	cmd.AddCommand(newProxyTokenCmd())
 	return cmd
+}
+
+// proxyServer is a proxy of one task or a gateway.
+type proxyServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+	Close() error
 }
 
 // runProxy serves until ctx is done, then shuts down gracefully.
@@ -121,16 +157,38 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := checkTask(pol.EgressConfig().TaskAllowlist, o.task); err != nil {
-		return err
+	if o.task != "" {
+		if err := checkTask(pol.EgressConfig().TaskAllowlist, o.task); err != nil {
+			return err
+		}
+	}
+	var clients []proxy.Client
+	if o.gateway != "" {
+		if clients, err = loadGatewayFile(o.gateway, pol.EgressConfig().TaskAllowlist); err != nil {
+			return err
+		}
 	}
 	gate, err := egress.Compile(pol.EgressConfig())
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
-	creds, budgets, err := enforcer.ProxyEgress(pol, gate, o.task)
-	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+	tasks, what := []string{o.task}, fmt.Sprintf("task %q", o.task)
+	if o.gateway != "" {
+		tasks, what = clientTasks(clients), fmt.Sprintf("gateway %s (%d clients)", o.gateway, len(clients))
+	}
+	// Every task's credentials are read before the log is opened: a
+	// missing one fails with nothing recorded.
+	type taskEgress struct {
+		creds   []proxy.Credential
+		budgets []proxy.Budget
+	}
+	egressOf := map[string]taskEgress{}
+	for _, task := range tasks {
+		creds, budgets, err := enforcer.ProxyEgress(pol, gate, task)
+		if err != nil {
+			return fmt.Errorf("proxy: %w", err)
+		}
+		egressOf[task] = taskEgress{creds, budgets}
 	}
 	// Lines on stderr never wait for a reader: a full pipe drops lines
 	// (counted) rather than stopping the proxy; the audit log is the record.
@@ -154,46 +212,46 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 			printAuditError(stderr, "closing the log: "+err.Error())
 		}
 	}()
-	var ca *proxy.CA
-	if gate.Inspects(o.task) {
-		if ca, err = proxy.NewCA("airlock proxy CA, task "+o.task, proxyCALife); err != nil {
-			return fmt.Errorf("proxy: %w", err)
+	record := func(ev proxy.Event) error {
+		printProxyEvent(stderr, ev)
+		record := rec.Record
+		if ev.Stage == proxy.StageClosed {
+			record = rec.RecordLazy // nothing waits on a connection's end
 		}
-		if o.caCert != "" {
-			if err := hostfile.WriteFile(o.caCert, ca.CertPEM(), 0o644); err != nil {
-				return fmt.Errorf("proxy: --ca-cert: %w", err)
-			}
-			stderr.Printf("airlock: proxy: task %q inspects hosts: clients must trust the CA in %s", o.task, o.caCert)
-		} else {
-			stderr.Printf("airlock: proxy: task %q inspects hosts: clients must trust its CA (write it with --ca-cert FILE)", o.task)
+		a := proxy.AuditEvent(ev, audit.Context{})
+		if _, _, err := record(a); err != nil {
+			// The proxy refuses an allowed connection it cannot record;
+			// the client is told that much, the operator why.
+			printAuditError(stderr, audit.NotWritten(a, err).Error())
+			return errNotRecorded
 		}
+		return nil
 	}
-	px, err := proxy.New(proxy.Config{
-		CA:          ca,
-		Credentials: creds,
-		Budgets:     budgets,
-		Task:        o.task,
-		Gate:        gate,
-		Dialer:      proxyDialer,
-		Resolver:    proxyResolver,
-		Record: func(ev proxy.Event) error {
-			printProxyEvent(stderr, ev)
-			record := rec.Record
-			if ev.Stage == proxy.StageClosed {
-				record = rec.RecordLazy // nothing waits on a connection's end
-			}
-			a := proxy.AuditEvent(ev, audit.Context{})
-			if _, _, err := record(a); err != nil {
-				// The proxy refuses an allowed connection it cannot record;
-				// the client is told that much, the operator why.
-				printAuditError(stderr, audit.NotWritten(a, err).Error())
-				return errNotRecorded
-			}
-			return nil
-		},
-	})
+	var metrics *proxy.Metrics
+	if o.metrics != "" {
+		metrics = proxy.NewMetrics()
+	}
+	ca, err := proxyCA(gate, tasks, what, o.caCert, stderr)
 	if err != nil {
 		return err
+	}
+	config := func(task string) proxy.Config {
+		return proxy.Config{CA: ca, Credentials: egressOf[task].creds, Budgets: egressOf[task].budgets, Task: task, Gate: gate,
+			Dialer: proxyDialer, Resolver: proxyResolver, Record: record, Metrics: metrics}
+	}
+	var px proxyServer
+	if o.gateway != "" {
+		px, err = proxy.NewGateway(proxy.GatewayConfig{
+			Clients: clients,
+			Proxy:   func(c proxy.Client) (proxy.Config, error) { return config(c.Task), nil },
+			Record:  record,
+			Metrics: metrics,
+		})
+	} else {
+		px, err = proxy.New(config(o.task))
+	}
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	// No TCP keep-alive on client connections: the proxy's idle timeout
 	// cuts idle ones (see proxy.Limits).
@@ -204,13 +262,23 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 		ln, err = (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
 	}
 	if err != nil {
+		px.Close()
 		return fmt.Errorf("proxy: %w", err)
+	}
+	if metrics != nil {
+		stop, err := serveMetrics(ctx, o.metrics, metrics, stderr)
+		if err != nil {
+			ln.Close()
+			px.Close()
+			return err
+		}
+		defer stop()
 	}
 	where := ln.Addr().String()
 	if o.netns != "" {
 		where += " in the network namespace " + o.netns
 	}
-	stderr.Printf("airlock: proxy: task %q: serving HTTP and SOCKS5 on %s", o.task, where)
+	stderr.Printf("airlock: proxy: %s: serving HTTP and SOCKS5 on %s", what, where)
 	served := make(chan error, 1)
 	go func() { served <- px.Serve(ln) }()
 	select {
@@ -230,22 +298,49 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	return nil
 }
 
+// proxyCA makes the CA of inspected hosts when one of tasks inspects
+// any, and writes its certificate to caCert when given.
+func proxyCA(gate *egress.Gate, tasks []string, what, caCert string, stderr *linelog.Writer) (*proxy.CA, error) {
+	if !slices.ContainsFunc(tasks, gate.Inspects) {
+		return nil, nil
+	}
+	ca, err := proxy.NewCA("airlock proxy CA, "+what, proxyCALife)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if caCert == "" {
+		stderr.Printf("airlock: proxy: %s inspects hosts: clients must trust its CA (write it with --ca-cert FILE)", what)
+		return ca, nil
+	}
+	if err := hostfile.WriteFile(caCert, ca.CertPEM(), 0o644); err != nil {
+		return nil, fmt.Errorf("proxy: --ca-cert: %w", err)
+	}
+	stderr.Printf("airlock: proxy: %s inspects hosts: clients must trust the CA in %s", what, caCert)
+	return ca, nil
+}
+
 // printProxyEvent prints one line per decision and refusal, and one per
 // allowed connection that then failed. The line writer escapes what the
 // client chose.
 func printProxyEvent(w *linelog.Writer, ev proxy.Event) {
+	from := ev.Client
+	if ev.Identity != "" {
+		from = "client " + ev.Identity + " at " + ev.Client
+	}
 	switch {
 	case ev.Stage == proxy.StageDecided, ev.Stage == proxy.StageRejected, ev.Stage == proxy.StageRefused, ev.Stage == proxy.StageBudget:
-		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, ev.Client)
+		w.Printf("airlock: %s (%s from %s)", ev.Decision, ev.Protocol, from)
 	case ev.Err != nil:
-		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, ev.Client)
+		w.Printf("airlock: egress: error: %s (%s from %s)", proxy.AuditEvent(ev, audit.Context{}).Reason, ev.Protocol, from)
 	}
 }
 
-// checkListen refuses a --listen address that is not loopback unless
-// allowRemote: an open proxy lends this host's network to whoever reaches
-// it. A name other than localhost is not resolved here: it is refused too.
-func checkListen(listen string, allowRemote bool) error {
+// checkListen refuses a listen address (of flag) that is not loopback
+// unless allowRemote (flag override says so): an open proxy lends this
+// host's network to whoever reaches it, and its metrics tell what its
+// clients do. A name other than localhost is not resolved here: it is
+// refused too.
+func checkListen(flag, listen string, allowRemote bool, override, could string) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil || allowRemote {
 		return nil // Listen says what is wrong with it
@@ -257,8 +352,8 @@ func checkListen(listen string, allowRemote bool) error {
 	if host == "" {
 		what = "no host means every address of this host"
 	}
-	return usageError{fmt.Errorf("proxy: --listen %s: %s, so other hosts could use the proxy: "+
-		"listen on 127.0.0.1 (or [::1], localhost), or give --allow-remote", listen, what)}
+	return usageError{fmt.Errorf("proxy: %s %s: %s, so other hosts could %s: "+
+		"listen on 127.0.0.1 (or [::1], localhost), or give %s", flag, listen, what, could, override)}
 }
 
 // checkTask refuses a --task the policy has no allowlist for: the proxy
