@@ -64,7 +64,8 @@ func TestPoolFresh(t *testing.T) {
 	f.Pool = 1
 	// Last of the cleanups: the server's Close tore down the sandbox
 	// built ahead and not handed out.
-	t.Cleanup(func() { testutil.CheckNoSandboxLeft(t, "sandbox-pool-") })
+	before := testutil.EmptyCgroups("sandbox-pool-")
+	t.Cleanup(func() { testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before) })
 	url, token := f.httpServer(t)
 	first, id1, _ := f.pooledClient(t, url, token, `echo one > /tmp/mark; echo one > /workspace/mark; sleep 1000 & echo $! > /tmp/pid`)
 	r, res := run(t, first, "agent_code", sandbox.SelfPath, "payload", "http-get", "http://not-allowed.example-corp.net/")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -125,25 +126,11 @@ func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tok
 }
 
 // serveMCPHTTP serves srv's streamable HTTP handler on httpAddr until ctx
-// ends.
+// ends; srv is closed (its pool torn down) on every way out.
 func serveMCPHTTP(ctx context.Context, cmd *cobra.Command, srv *mcpserver.Server, httpAddr, tokenFile string, remote bool) error {
-	token := os.Getenv(tokenEnv)
-	if tokenFile != "" {
-		token = mcpserver.NewToken()
-		if err := mcpserver.WriteToken(tokenFile, token); err != nil {
-			return err
-		}
-	}
-	if token == "" {
-		return fmt.Errorf("--http needs a bearer token: give --token-file FILE (airlock writes a fresh one there) or set $%s", tokenEnv)
-	}
-	h, err := srv.Handler(token)
+	h, ln, err := mcpHTTPSetup(srv, httpAddr, tokenFile, remote)
 	if err != nil {
-		return err
-	}
-	ln, err := mcpserver.Listen(httpAddr, remote)
-	if err != nil {
-		return err
+		return errors.Join(err, srv.Close(context.WithoutCancel(ctx)))
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "airlock: mcp: serving http://%s/ (bearer token required)\n", ln.Addr())
@@ -163,4 +150,28 @@ func serveMCPHTTP(ctx context.Context, cmd *cobra.Command, srv *mcpserver.Server
 		err = nil
 	}
 	return errors.Join(err, cerr)
+}
+
+// mcpHTTPSetup takes the bearer token (writing a fresh one to tokenFile
+// when given) and listens on httpAddr.
+func mcpHTTPSetup(srv *mcpserver.Server, httpAddr, tokenFile string, remote bool) (http.Handler, net.Listener, error) {
+	token := os.Getenv(tokenEnv)
+	if tokenFile != "" {
+		token = mcpserver.NewToken()
+		if err := mcpserver.WriteToken(tokenFile, token); err != nil {
+			return nil, nil, err
+		}
+	}
+	if token == "" {
+		return nil, nil, fmt.Errorf("--http needs a bearer token: give --token-file FILE (airlock writes a fresh one there) or set $%s", tokenEnv)
+	}
+	h, err := srv.Handler(token)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := mcpserver.Listen(httpAddr, remote)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, ln, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -266,6 +267,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestMCPPool(t *testing.T) {
 	testutil.RequireRoot(t)
 	bin, dir, env := mcpDir(t)
+	before := testutil.EmptyCgroups("sandbox-pool-")
 	cmd, url, drained := startMCPHTTP(t, bin, dir, env, "--pool", "1")
 	token, _ := os.ReadFile(filepath.Join(dir, "token"))
 	pooled := func(script string) string {
@@ -299,7 +301,7 @@ func TestMCPPool(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("airlock mcp --pool after SIGTERM: %v", err)
 	}
-	testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
+	testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
 }
 
 // builtAhead reports whether the audit log at path says that the sandbox
@@ -317,4 +319,32 @@ func builtAhead(t *testing.T, path, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestMCPPoolSetupFails: an airlock mcp --pool that cannot serve (no
+// bearer token, an address taken) tears its pool down before it exits.
+func TestMCPPoolSetupFails(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--http", "127.0.0.1:0"}, "needs a bearer token"},
+		{[]string{"--http", taken.Addr().String(), "--token-file", "t"}, "address already in use"},
+	} {
+		before := testutil.EmptyCgroups("sandbox-pool-")
+		cmd := exec.Command(bin, append([]string{"mcp", "--policy", "policy.json", "--audit", "audit.jsonl", "--pool", "2"}, c.args...)...)
+		cmd.Dir, cmd.Env = dir, append(env, "AIRLOCK_MCP_TOKEN=")
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != exitSetup || !strings.Contains(string(out), c.says) {
+			t.Errorf("airlock mcp %v: exit %d, want %d saying %q:\n%s", c.args, cmd.ProcessState.ExitCode(), exitSetup, c.says, out)
+		}
+		testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
+	}
 }
