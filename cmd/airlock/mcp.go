@@ -119,6 +119,10 @@ func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tok
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed stderr (its reader gone) fails the notices' writes rather
+	// than killing the server, which would leave its sessions and pool
+	// behind without their teardown: linelog counts what it dropped.
+	signal.Ignore(syscall.SIGPIPE)
 	if httpAddr == "" {
 		return srv.ServeStdio(ctx)
 	}

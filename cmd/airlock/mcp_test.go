@@ -348,3 +348,51 @@ func TestMCPPoolSetupFails(t *testing.T) {
 		testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
 	}
 }
+
+// TestMCPStderrClosed: an airlock mcp --http --pool whose stderr's reader
+// has gone goes on serving (a notice it cannot write is dropped, not its
+// death by SIGPIPE, which would leave its sandboxes without their
+// teardown), and on SIGTERM exits 0 with nothing of its pool left.
+func TestMCPStderrClosed(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	before := testutil.EmptyCgroups("sandbox-pool-")
+	cmd := exec.Command(bin, "mcp", "--policy", "policy.json", "--audit", "audit.jsonl", "--pool", "1",
+		"--http", "127.0.0.1:0", "--token-file", "token")
+	cmd.Dir, cmd.Env = dir, env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "serving "); ok {
+			url = strings.Fields(u)[0]
+		}
+	}
+	stderr.Close() // the reader goes
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	for i := range 2 { // each call's sandbox session opening writes a notice
+		tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport(strings.TrimSpace(string(token)))}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-stderr", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		if r, res := mcpCall(t, cs, "shell", "sh", "-c", "true"); r.IsError || res.ExitCode != 0 {
+			t.Fatalf("call %d: %+v", i, res)
+		}
+		cs.Close()
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("airlock mcp with its stderr closed: %v", err)
+	}
+	testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
+}
