@@ -88,10 +88,6 @@ func (e *Enforcer) NewPool(ctx context.Context, req PoolRequest) (*Pool, error) 
 // poolRetry is how long the builder waits after a failed build.
 const poolRetry = time.Second
 
-// refillAfter is the longest the builder waits, after a hand-out, for
-// the session's first step to end before it builds the next sandbox.
-const refillAfter = 100 * time.Millisecond
-
 // build builds one sandbox for every refill token, until ctx ends.
 func (p *Pool) build(ctx context.Context) {
 	defer close(p.done)
@@ -166,6 +162,10 @@ func (b *built) close() {
 	b.canary.Close()
 	b.cancel()
 }
+
+// refillAfter is the longest the builder waits, after a hand-out, for
+// the session's first step to end before it builds the next sandbox.
+const refillAfter = 100 * time.Millisecond
 
 // OpenSession opens a session for req on a sandbox built ahead: it gets
 // req.Workspace copied in and req.Findings as its findings directory now,

@@ -19,29 +19,19 @@ import (
 // checks that none of its sandboxes is left.
 func newPool(t *testing.T, f *fixture, req enforcer.PoolRequest) *enforcer.Pool {
 	t.Helper()
-	before := testutil.EmptyCgroups("sandbox-pool-")
 	p, err := f.enf.NewPool(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		p.Close()
-		checkNoPoolLeft(t, before)
+		testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
 	})
 	return p
 }
 
-// checkNoPoolLeft fails t if a pooled sandbox of the test's is left: an
-// init of its, or an empty pool cgroup that was not there before (other
-// tests' live pools on the host are not the test's).
-func checkNoPoolLeft(t *testing.T, before []string) {
-	t.Helper()
-	testutil.CheckNoInitLeft(t)
-	testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
-}
-
 // closeWithPool closes the sessions and the pool, and checks that nothing
-// of the sessions, and no init of the pool's, is left.
+// of any is left.
 func closeWithPool(t *testing.T, p *enforcer.Pool, sessions ...*enforcer.Session) {
 	t.Helper()
 	for _, s := range sessions {
@@ -51,7 +41,7 @@ func closeWithPool(t *testing.T, p *enforcer.Pool, sessions ...*enforcer.Session
 	for _, s := range sessions {
 		testutil.CheckNoSandboxLeft(t, s.ID())
 	}
-	testutil.CheckNoInitLeft(t) // and newPool's cleanup checks the pool's cgroups
+	testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
 }
 
 // poolGroups counts the cgroups of pooled sandboxes in one hierarchy.
@@ -202,7 +192,6 @@ func TestPoolFallsBack(t *testing.T) {
 func TestPoolClose(t *testing.T) {
 	testutil.RequireRoot(t)
 	f := newFixture(t, nil)
-	before, others := testutil.EmptyCgroups("sandbox-pool-"), poolGroups(t) // left by others on the host
 	p, err := f.enf.NewPool(context.Background(), enforcer.PoolRequest{Size: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +203,7 @@ func TestPoolClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Close()
-	if n := poolGroups(t) - others; n != 1 {
+	if n := poolGroups(t); n != 1 {
 		t.Fatalf("%d cgroups of pooled sandboxes after the pool's close, want the session's one", n)
 	}
 	var out bytes.Buffer
@@ -222,7 +211,7 @@ func TestPoolClose(t *testing.T) {
 		t.Fatalf("the session after the pool's close: %+v %v %q", r, err, out.String())
 	}
 	closeAll(t, s)
-	checkNoPoolLeft(t, before)
+	testutil.CheckNoSandboxLeft(t, "sandbox-pool-")
 	if _, err := f.enf.NewPool(ctx, enforcer.PoolRequest{Size: enforcer.MaxPool + 1}); err == nil {
 		t.Fatal("a pool over MaxPool was made")
 	}
