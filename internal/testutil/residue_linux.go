@@ -23,23 +23,6 @@ const sandboxInitArg0 = "airlock-sandbox-init"
 // cgroup directory named for id, or a mount whose line names id.
 func CheckNoSandboxLeft(t testing.TB, id string) {
 	t.Helper()
-	CheckNoInitLeft(t)
-	CheckNoCgroupLeft(t, id)
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatalf("testutil: %v", err)
-	}
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, id) {
-			t.Errorf("mount left in the host's table: %s", line)
-		}
-	}
-}
-
-// CheckNoInitLeft fails t if a sandbox init that is a child of this
-// process is left, alive or a zombie.
-func CheckNoInitLeft(t testing.TB) {
-	t.Helper()
 	me := strconv.Itoa(os.Getpid())
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
@@ -62,6 +45,16 @@ func CheckNoInitLeft(t testing.TB) {
 		arg0, _, _ := bytes.Cut(cmdline, []byte{0})
 		if string(arg0) == sandboxInitArg0 || f[0] == "Z" && bytes.HasSuffix(stat[:i], []byte("(exe")) {
 			t.Errorf("sandbox init %s (state %s), a child of the test, is left", p.Name(), f[0])
+		}
+	}
+	CheckNoCgroupLeft(t, id)
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatalf("testutil: %v", err)
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, id) {
+			t.Errorf("mount left in the host's table: %s", line)
 		}
 	}
 }
