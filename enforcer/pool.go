@@ -171,6 +171,10 @@ func (b *built) close() {
 	b.cancel()
 }
 
+// refillAfter is the longest the builder waits, after a hand-out, for
+// the session's first step to end before it builds the next sandbox.
+const refillAfter = 100 * time.Millisecond
+
 // OpenSession opens a session for req on a sandbox built ahead: it gets
 // req.Workspace copied in and req.Findings as its findings directory now,
 // its proxy serves req.Task, and it is recorded as OpenSession's is. When
@@ -187,17 +191,21 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	var b *built
 	select {
 	case b = <-p.ready:
-		// Another is built once this one is handed out, so that the
-		// build does not compete with the hand-out for the CPU.
-		defer func() { p.refill <- struct{}{} }()
 	default:
 		return p.e.OpenSession(ctx, req)
 	}
+	// Another is built once this session's first step has run, or
+	// refillAfter after the hand-out if none has by then, so that the
+	// build competes for the CPU with neither the hand-out nor the first
+	// command it was built for (bench/mcp: first-pool).
+	refill := sync.OnceFunc(func() { p.refill <- struct{}{} })
+	time.AfterFunc(refillAfter, refill)
 	s, err := p.e.newSession(req)
 	if err != nil {
 		b.close()
 		return nil, err
 	}
+	s.afterStep = refill
 	s.rootfs, s.ss, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
 	s.warm, s.env = true, b.kit.env
 	if req.Workspace != "" {

@@ -220,3 +220,29 @@ func TestPoolClose(t *testing.T) {
 		t.Fatal("a pool over MaxPool was made")
 	}
 }
+
+// TestPoolRefills: the pool builds another sandbox after each hand-out,
+// once the session's first step has run, and also for a session that runs
+// none.
+func TestPoolRefills(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, nil)
+	p := newPool(t, f, enforcer.PoolRequest{Size: 1})
+	ctx := context.Background()
+	waitReady(t, p, 1)
+	idle, err := p.OpenSession(ctx, enforcer.SessionRequest{})
+	if err != nil || !idle.BuiltAhead() {
+		t.Fatalf("first hand-out: %v", err)
+	}
+	waitReady(t, p, 1) // with no step run
+	busy, err := p.OpenSession(ctx, enforcer.SessionRequest{})
+	if err != nil || !busy.BuiltAhead() {
+		t.Fatalf("second hand-out: %v", err)
+	}
+	var out bytes.Buffer
+	if res, err := busy.Exec(ctx, shStep("true", &out)); err != nil || res.ExitCode != 0 {
+		t.Fatalf("step: %v %+v", err, res)
+	}
+	waitReady(t, p, 1)
+	closeWithPool(t, p, idle, busy)
+}

@@ -141,6 +141,8 @@ type Session struct {
 	started time.Time
 	warm    bool // the sandbox was built ahead (Pool)
 
+	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
+
 	mu     sync.Mutex // held by Exec for a whole step, by Changes and by the end of Close
 	steps  int
 	ending atomic.Pointer[string] // why the session is ending, once it is
@@ -320,6 +322,10 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	s.idle.Stop()
 	defer s.rearm()
+	if f := s.afterStep; f != nil {
+		s.afterStep = nil
+		defer f()
+	}
 	// The session's end ends the step too, an approver's wait included.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -122,13 +122,21 @@ func (c *client) sandbox(ctx context.Context) (*enforcer.Session, string, error)
 	if err := c.srv.reserve(); err != nil {
 		return nil, "", err
 	}
-	sess, err := c.srv.enf.OpenSession(ctx, req)
+	open := c.srv.enf.OpenSession
+	if c.srv.pool != nil {
+		open = c.srv.pool.OpenSession
+	}
+	sess, err := open(ctx, req)
 	if err != nil {
 		c.srv.release()
 		return nil, "", err
 	}
 	c.sess = sess
-	c.srv.notice("%s: sandbox session %s opened for %s", c.id, id, termtext.Escape(c.name))
+	how := ""
+	if sess.BuiltAhead() {
+		how = " on a sandbox built ahead"
+	}
+	c.srv.notice("%s: sandbox session %s opened%s for %s", c.id, id, how, termtext.Escape(c.name))
 	c.srv.wg.Go(func() { c.watch(sess) })
 	note := c.note
 	c.note = ""

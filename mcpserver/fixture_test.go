@@ -24,6 +24,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/mcpserver"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // serveEnv, when set, names the setup the test binary serves on stdio.
@@ -50,7 +51,7 @@ const testPolicy = `{
 // setup is what a server is built from; a stdio child gets it as JSON.
 type setup struct {
 	Policy, Audit, Approvals, Workspace, Findings, Patch string
-	MaxSessions                                          int
+	MaxSessions, Pool                                    int
 }
 
 // fixture is one test's files: policy, audit log, approval store,
@@ -118,12 +119,14 @@ func build(s setup, notices io.Writer) (*mcpserver.Server, func(), error) {
 		log.Close()
 		return nil, nil, err
 	}
-	enf, err := enforcer.New(pol, log, enforcer.Options{Approver: mcpserver.Elicitation{}, Approvals: store, Hide: []string{s.Approvals}})
+	var self sandbox.Config
+	self.BindSelf() // the test binary at /.airlock/self, for its payload (main_test.go)
+	enf, err := enforcer.New(pol, log, enforcer.Options{Approver: mcpserver.Elicitation{}, Approvals: store, Hide: []string{s.Approvals}, Binds: self.Binds})
 	if err != nil {
 		log.Close()
 		return nil, nil, err
 	}
-	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, MaxSessions: s.MaxSessions, Version: "test"}
+	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, MaxSessions: s.MaxSessions, Pool: s.Pool, Version: "test"}
 	if notices != nil {
 		cfg.Notices = notices
 	} else {

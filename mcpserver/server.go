@@ -39,6 +39,12 @@ type Config struct {
 	// clients together; a call that would open one more is refused. 0
 	// means DefaultMaxSessions.
 	MaxSessions int
+	// Pool is how many sandboxes the server keeps built ahead for its
+	// policy and Task (enforcer.Pool), 0 to enforcer.MaxPool; each MCP
+	// session's sandbox session opens on one when one is ready, cold
+	// otherwise. 0, the default, builds none ahead (docs/mcp.md,
+	// "Sandboxes built ahead").
+	Pool int
 	// Version is the server's version, as the clients are told it.
 	Version string
 	// Notices receives one line when a client's sandbox session opens or
@@ -56,7 +62,8 @@ type Server struct {
 	mcp   *mcp.Server
 	notes *linelog.Writer
 	caps  policy.EffectiveSession
-	idle  time.Duration // when the server closes an idle sandbox session itself
+	idle  time.Duration  // when the server closes an idle sandbox session itself
+	pool  *enforcer.Pool // sandboxes built ahead; nil without Config.Pool
 
 	mu      sync.Mutex
 	clients map[*mcp.ServerSession]*client
@@ -85,7 +92,9 @@ const instructions = `airlock runs each tool's command in a Linux sandbox after 
 // New returns a Server of enf's policy's tools: one MCP tool per tool
 // scope, and the session tools ChangesTool and FindingsTool. A tool scope
 // whose name is not an MCP tool name (1 to 128 letters, digits, '_', '-'
-// and '.') or is a session tool's is an error.
+// and '.') or is a session tool's is an error. With Config.Pool it starts
+// building that many sandboxes ahead; Close tears down those not handed
+// out.
 func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	pol := enf.Policy()
 	if cfg.Task == "" {
@@ -93,6 +102,9 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
+		return nil, fmt.Errorf("mcpserver: pool of %d sandboxes: want 0 to %d", cfg.Pool, enforcer.MaxPool)
 	}
 	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{}}
 	s.idle = earlier(s.caps.Idle())
@@ -112,6 +124,13 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	}
 	mcp.AddTool(s.mcp, changesTool(), s.changes)
 	mcp.AddTool(s.mcp, findingsTool(), s.findings)
+	if cfg.Pool > 0 {
+		p, err := enf.NewPool(context.Background(), enforcer.PoolRequest{Size: cfg.Pool, Task: cfg.Task})
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: %w", err)
+		}
+		s.pool = p
+	}
 	return s, nil
 }
 
@@ -146,14 +165,17 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 	return errors.Join(err, s.Close(context.WithoutCancel(ctx)))
 }
 
-// Close closes every client's sandbox session, writing its findings and
-// patch, ends every MCP session, and serves no new one; it waits for them
-// or for ctx.
+// Close tears down the sandboxes built ahead and not handed out, closes
+// every client's sandbox session, writing its findings and patch, ends
+// every MCP session, and serves no new one; it waits for them or for ctx.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	clients := maps.Clone(s.clients)
 	s.mu.Unlock()
+	if s.pool != nil {
+		s.pool.Close() // a session opened later is opened cold
+	}
 	var wg sync.WaitGroup
 	for ss, c := range clients {
 		wg.Go(func() {

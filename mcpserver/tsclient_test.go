@@ -52,9 +52,12 @@ func TestTypeScriptClient(t *testing.T) {
 	dir, err := filepath.Abs("testdata/tsclient")
 	must(t, err)
 	node := testutil.RequireNodeModules(t, dir)
-	for _, transport := range []string{"stdio", "http"} {
+	for _, transport := range []string{"stdio", "http", "http-pool"} {
 		t.Run(transport, func(t *testing.T) {
 			f := newFixture(t, testPolicy)
+			if transport == "http-pool" {
+				f.Pool = 2 // the same checks, on sandboxes built ahead when they are ready
+			}
 			cmd := exec.Command(node, filepath.Join(dir, "client.mjs"))
 			if transport == "stdio" {
 				srv := f.serverCommand(t)
@@ -74,8 +77,11 @@ func TestTypeScriptClient(t *testing.T) {
 			var rep tsReport
 			must(t, json.Unmarshal(out, &rep))
 			checkTSReport(t, rep)
-			if ids := f.events(t, rep.Allowed.Session); len(ids) == 0 {
+			evs := f.events(t, rep.Allowed.Session)
+			if len(evs) == 0 {
 				t.Errorf("no audit records of MCP session %s", rep.Allowed.Session)
+			} else if f.Pool > 0 {
+				t.Logf("the first client's sandbox session: %s", evs[0].Reason)
 			}
 		})
 	}

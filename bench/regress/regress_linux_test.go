@@ -45,6 +45,8 @@ const (
 	rowSessionExec = "session-exec" // airlock session exec ID -- /bin/true
 	rowLibraryStep = "library-step" // enforcer.Session.Exec (bench/session)
 	rowPoolOpen    = "pool-open"    // Pool.OpenSession (bench/session)
+	rowMCPCall     = "mcp-stdio"    // an MCP tool call in a live session (bench/mcp)
+	rowMCPFirst    = "first-pool"   // a new MCP session's first call, from a pool (bench/mcp)
 )
 
 const policyJSON = `{
@@ -53,8 +55,9 @@ const policyJSON = `{
 }`
 
 // TestRatios times, in rounds, bwrap --unshare-all, airlock run, airlock
-// session exec, and (bench/session's program) a library step and a
-// pool's session opening, each round's rows one after another so that a
+// session exec, (bench/session's program) a library step and a pool's
+// session opening, and (bench/mcp's) an MCP tool call in a live session
+// and a new MCP session's first call from a pool, each round's rows one after another so that a
 // change in the machine's load falls on all of them; it compares each
 // row's median ratio to the same round's bwrap with baseline.json, and
 // fails when one is more than margin times its baseline, twice in a row.
@@ -100,17 +103,18 @@ func compare(t *testing.T, base, got baseline) []string {
 // bench is what the rows need: the binaries built, a policy, an audit log
 // and a live session.
 type bench struct {
-	dir, airlock, sessionBench, bwrap string
-	policy, audit, session            string
-	env                               []string
+	dir, airlock, sessionBench, mcpBench, bwrap string
+	policy, audit, session                      string
+	env                                         []string
 }
 
 func newBench(t *testing.T, bwrap string) *bench {
 	t.Helper()
 	dir := t.TempDir()
 	b := &bench{dir: dir, bwrap: bwrap, airlock: filepath.Join(dir, "airlock"), sessionBench: filepath.Join(dir, "session-bench"),
-		policy: filepath.Join(dir, "policy.json"), audit: filepath.Join(dir, "state", "audit.jsonl")}
-	for pkg, out := range map[string]string{"../../cmd/airlock": b.airlock, "../session": b.sessionBench} {
+		mcpBench: filepath.Join(dir, "mcp-bench"),
+		policy:   filepath.Join(dir, "policy.json"), audit: filepath.Join(dir, "state", "audit.jsonl")}
+	for pkg, out := range map[string]string{"../../cmd/airlock": b.airlock, "../session": b.sessionBench, "../mcp": b.mcpBench} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, msg)
@@ -203,31 +207,42 @@ func (b *bench) timeProc(t *testing.T, argv []string) float64 {
 }
 
 // library runs bench/session's program for one round: its library-step
-// and pool-open lower quartiles in milliseconds.
+// and pool-open lower quartiles in milliseconds; then bench/mcp's: its
+// mcp-stdio and first-pool ones.
 func (b *bench) library(t *testing.T) map[string]float64 {
 	t.Helper()
-	cmd := exec.Command(b.sessionBench, b.policy, filepath.Join(b.dir, "state", "lib.jsonl"), strconv.Itoa(4*perRound))
+	got := map[string]float64{}
+	n := strconv.Itoa(4 * perRound)
+	b.rows(t, got, exec.Command(b.sessionBench, b.policy, filepath.Join(b.dir, "state", "lib.jsonl"), n), rowLibraryStep, rowPoolOpen)
+	b.rows(t, got, exec.Command(b.mcpBench, b.airlock, b.policy, filepath.Join(b.dir, "state", "mcp.jsonl"), n), rowMCPCall, rowMCPFirst)
+	return got
+}
+
+// rows runs one of the benchmark programs and puts the lower quartile of
+// each of its rows named in got.
+func (b *bench) rows(t *testing.T, got map[string]float64, cmd *exec.Cmd, rows ...string) {
+	t.Helper()
 	cmd.Env = b.env
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("session-bench: %v", err)
+		t.Fatalf("%s: %v", filepath.Base(cmd.Path), err)
 	}
-	got := map[string]float64{}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) >= 4 && (f[0] == rowLibraryStep || f[0] == rowPoolOpen) {
+		if len(f) >= 4 && slices.Contains(rows, f[0]) {
 			v, err := strconv.ParseFloat(f[3], 64)
 			if err != nil {
-				t.Fatalf("session-bench: %q", sc.Text())
+				t.Fatalf("%s: %q", filepath.Base(cmd.Path), sc.Text())
 			}
 			got[f[0]] = v
 		}
 	}
-	if len(got) != 2 {
-		t.Fatalf("session-bench printed no %s and %s rows: %s", rowLibraryStep, rowPoolOpen, out)
+	for _, row := range rows {
+		if _, ok := got[row]; !ok {
+			t.Fatalf("%s printed no %s row: %s", filepath.Base(cmd.Path), row, out)
+		}
 	}
-	return got
 }
 
 // lowQuartile is v's 25th percentile (the lower of the two around it).
@@ -255,7 +270,7 @@ func readBaseline(t *testing.T) baseline {
 	if err := json.Unmarshal(b, &base); err != nil {
 		t.Fatalf("baseline.json: %v", err)
 	}
-	for _, row := range []string{rowRun, rowSessionExec, rowLibraryStep, rowPoolOpen} {
+	for _, row := range []string{rowRun, rowSessionExec, rowLibraryStep, rowPoolOpen, rowMCPCall, rowMCPFirst} {
 		if base[row] <= 0 {
 			t.Fatalf("baseline.json has no ratio for %s", row)
 		}

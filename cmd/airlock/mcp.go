@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -31,7 +32,7 @@ func newMCPCmd() *cobra.Command {
 		remote, noElicit    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--http ADDR --token-file FILE] [--no-elicitation] [--audit FILE]",
+		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--pool N] [--http ADDR --token-file FILE] [--no-elicitation] [--audit FILE]",
 		Short: "Serve the policy's tools to an agent over the Model Context Protocol",
 		Long: `mcp serves every tool scope of the policy as an MCP tool of the same name, on
 stdin and stdout (or, with --http, the streamable HTTP transport on a loopback
@@ -44,6 +45,10 @@ decider, or --no-elicitation), or waits for airlock approve ID. When a client go
 on SIGTERM or SIGINT, its sandbox session is closed: its /findings copied to
 --findings/ID and its patch written to --patch with .ID before the extension.
 
+--pool N keeps N sandboxes (1 to 16) built ahead for the policy and --task, so
+that a client's first call does not wait for one: each serves one sandbox
+session only and is torn down with it; another is built in the background.
+
 --http ADDR needs a bearer token: --token-file FILE gets a fresh one (mode
 0600), else $AIRLOCK_MCP_TOKEN is the token. See docs/mcp.md.
 
@@ -53,6 +58,9 @@ not start; 2 for a mistake in the command line.`,
   airlock mcp --http 127.0.0.1:8765 --token-file ~/.airlock-mcp-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
+				return usageError{fmt.Errorf("mcp: --pool %d: want 0 to %d", cfg.Pool, enforcer.MaxPool)}
+			}
 			if httpAddr == "" && (tokenFile != "" || remote) {
 				return usageError{errors.New("mcp: --token-file and --allow-remote go with --http")}
 			}
@@ -77,6 +85,7 @@ not start; 2 for a mistake in the command line.`,
 	f.StringVar(&cfg.Workspace, "workspace", "", "host directory copied into each session's /workspace")
 	f.StringVar(&cfg.Findings, "findings", "", "host directory: each session's /findings is copied to DIR/ID when it ends")
 	f.StringVar(&cfg.Patch, "patch", "", "each session's workspace changes go to this file name with .ID before its extension")
+	f.IntVar(&cfg.Pool, "pool", 0, "keep this many sandboxes built ahead, 1 to 16 (default: none, each opened when needed)")
 	f.StringVar(&httpAddr, "http", "", "serve the streamable HTTP transport on this loopback address (host:port) instead of stdio")
 	f.StringVar(&tokenFile, "token-file", "", "with --http: write a fresh bearer token to this file, mode 0600 (default: take $"+tokenEnv+")")
 	f.BoolVar(&remote, "allow-remote", false, "with --http: listen on an address that is not loopback (the bearer token is then the only guard)")
@@ -110,6 +119,10 @@ func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tok
 	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed stderr (its reader gone) fails the notices' writes rather
+	// than killing the server, which would leave its sessions and pool
+	// behind without their teardown: linelog counts what it dropped.
+	signal.Ignore(syscall.SIGPIPE)
 	if httpAddr == "" {
 		return srv.ServeStdio(ctx)
 	}
@@ -117,25 +130,11 @@ func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tok
 }
 
 // serveMCPHTTP serves srv's streamable HTTP handler on httpAddr until ctx
-// ends.
+// ends; srv is closed (its pool torn down) on every way out.
 func serveMCPHTTP(ctx context.Context, cmd *cobra.Command, srv *mcpserver.Server, httpAddr, tokenFile string, remote bool) error {
-	token := os.Getenv(tokenEnv)
-	if tokenFile != "" {
-		token = mcpserver.NewToken()
-		if err := mcpserver.WriteToken(tokenFile, token); err != nil {
-			return err
-		}
-	}
-	if token == "" {
-		return fmt.Errorf("--http needs a bearer token: give --token-file FILE (airlock writes a fresh one there) or set $%s", tokenEnv)
-	}
-	h, err := srv.Handler(token)
+	h, ln, err := mcpHTTPSetup(srv, httpAddr, tokenFile, remote)
 	if err != nil {
-		return err
-	}
-	ln, err := mcpserver.Listen(httpAddr, remote)
-	if err != nil {
-		return err
+		return errors.Join(err, srv.Close(context.WithoutCancel(ctx)))
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(cmd.ErrOrStderr(), "airlock: mcp: serving http://%s/ (bearer token required)\n", ln.Addr())
@@ -155,4 +154,28 @@ func serveMCPHTTP(ctx context.Context, cmd *cobra.Command, srv *mcpserver.Server
 		err = nil
 	}
 	return errors.Join(err, cerr)
+}
+
+// mcpHTTPSetup takes the bearer token (writing a fresh one to tokenFile
+// when given) and listens on httpAddr.
+func mcpHTTPSetup(srv *mcpserver.Server, httpAddr, tokenFile string, remote bool) (http.Handler, net.Listener, error) {
+	token := os.Getenv(tokenEnv)
+	if tokenFile != "" {
+		token = mcpserver.NewToken()
+		if err := mcpserver.WriteToken(tokenFile, token); err != nil {
+			return nil, nil, err
+		}
+	}
+	if token == "" {
+		return nil, nil, fmt.Errorf("--http needs a bearer token: give --token-file FILE (airlock writes a fresh one there) or set $%s", tokenEnv)
+	}
+	h, err := srv.Handler(token)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := mcpserver.Listen(httpAddr, remote)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, ln, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/mcpserver"
@@ -121,15 +123,13 @@ func TestMCPStdio(t *testing.T) {
 	}
 }
 
-// TestMCPHTTP runs airlock mcp --http: it writes a fresh token to a 0600
-// file, answers 401 without it, serves the Go SDK's client with it, and on
-// SIGTERM closes the client's sandbox session (its patch written) and
-// exits 0.
-func TestMCPHTTP(t *testing.T) {
-	testutil.RequireRoot(t)
-	bin, dir, env := mcpDir(t)
-	cmd := exec.Command(bin, "mcp", "--policy", "policy.json", "--workspace", "ws", "--patch", "out/agent.patch",
-		"--audit", "audit.jsonl", "--http", "127.0.0.1:0", "--token-file", "token")
+// startMCPHTTP starts airlock mcp --http on a loopback port with a fresh
+// token in dir/token, and extra flags; it returns the server, its URL, and
+// the rest of its stderr's lines once it has exited.
+func startMCPHTTP(t *testing.T, bin, dir string, env []string, extra ...string) (*exec.Cmd, string, chan []string) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "--policy", "policy.json", "--workspace", "ws", "--patch", "out/agent.patch",
+		"--audit", "audit.jsonl", "--http", "127.0.0.1:0", "--token-file", "token"}, extra...)...)
 	cmd.Dir, cmd.Env = dir, env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -155,6 +155,17 @@ func TestMCPHTTP(t *testing.T) {
 		}
 		drained <- rest
 	}()
+	return cmd, url, drained
+}
+
+// TestMCPHTTP runs airlock mcp --http: it writes a fresh token to a 0600
+// file, answers 401 without it, serves the Go SDK's client with it, and on
+// SIGTERM closes the client's sandbox session (its patch written) and
+// exits 0.
+func TestMCPHTTP(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	cmd, url, drained := startMCPHTTP(t, bin, dir, env)
 	fi, err := os.Stat(filepath.Join(dir, "token"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("token file: %v %v", fi, err)
@@ -204,6 +215,8 @@ func TestMCPFlags(t *testing.T) {
 		{[]string{"--http", "0.0.0.0:0", "--token-file", "t"}, exitSetup, "not a loopback address"},
 		{[]string{"--http", "127.0.0.1:0"}, exitSetup, "needs a bearer token"},
 		{[]string{"--patch", "nowhere/agent.patch"}, exitSetup, "its directory must exist"},
+		{[]string{"--pool", "17"}, exitUsage, "--pool 17: want 0 to 16"},
+		{[]string{"--pool", "-1"}, exitUsage, "--pool -1: want 0 to 16"},
 	} {
 		cmd := exec.Command(bin, append([]string{"mcp", "--policy", "policy.json", "--audit", "audit.jsonl"}, c.args...)...)
 		cmd.Dir, cmd.Env = dir, append(env, "AIRLOCK_MCP_TOKEN=")
@@ -244,4 +257,142 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPPool runs airlock mcp --pool 1 --http: clients come one after
+// another until one's sandbox session opens on the sandbox built ahead
+// (the audit log says so), a second's does too once the pool has built
+// another, neither sees the other's /tmp; on SIGTERM airlock exits 0 with
+// nothing of its pool left.
+func TestMCPPool(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	before := testutil.EmptyCgroups("sandbox-pool-")
+	cmd, url, drained := startMCPHTTP(t, bin, dir, env, "--pool", "1")
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	pooled := func(script string) string {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport(strings.TrimSpace(string(token)))}}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-pool", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, res := mcpCall(t, cs, "shell", "sh", "-c", script)
+			cs.Close()
+			if r.IsError || res.ExitCode != 0 {
+				t.Fatalf("call: %+v", res)
+			}
+			if id, _ := r.Meta[mcpserver.MetaSession].(string); builtAhead(t, filepath.Join(dir, "audit.jsonl"), id) {
+				return res.Stdout.Text
+			}
+		}
+		t.Fatal("no client's sandbox session opened on a sandbox built ahead in 30s")
+		return ""
+	}
+	pooled("echo one > /tmp/mark")
+	if got := pooled("ls -A /tmp"); strings.Contains(got, "mark") {
+		t.Errorf("the second pooled session sees the first's /tmp: %q", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(strings.Join(<-drained, "\n"))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("airlock mcp --pool after SIGTERM: %v", err)
+	}
+	testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
+}
+
+// builtAhead reports whether the audit log at path says that the sandbox
+// session of MCP session id opened on a sandbox built ahead.
+func builtAhead(t *testing.T, path, id string) bool {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		ev, err := audit.ParseLine([]byte(line))
+		if err == nil && (audit.Filter{Session: id}).Match(ev) && ev.Context.Event == audit.EventSandboxLaunched {
+			return strings.Contains(ev.Reason, "built ahead")
+		}
+	}
+	return false
+}
+
+// TestMCPPoolSetupFails: an airlock mcp --pool that cannot serve (no
+// bearer token, an address taken) tears its pool down before it exits.
+func TestMCPPoolSetupFails(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--http", "127.0.0.1:0"}, "needs a bearer token"},
+		{[]string{"--http", taken.Addr().String(), "--token-file", "t"}, "address already in use"},
+	} {
+		before := testutil.EmptyCgroups("sandbox-pool-")
+		cmd := exec.Command(bin, append([]string{"mcp", "--policy", "policy.json", "--audit", "audit.jsonl", "--pool", "2"}, c.args...)...)
+		cmd.Dir, cmd.Env = dir, append(env, "AIRLOCK_MCP_TOKEN=")
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != exitSetup || !strings.Contains(string(out), c.says) {
+			t.Errorf("airlock mcp %v: exit %d, want %d saying %q:\n%s", c.args, cmd.ProcessState.ExitCode(), exitSetup, c.says, out)
+		}
+		testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
+	}
+}
+
+// TestMCPStderrClosed: an airlock mcp --http --pool whose stderr's reader
+// has gone goes on serving (a notice it cannot write is dropped, not its
+// death by SIGPIPE, which would leave its sandboxes without their
+// teardown), and on SIGTERM exits 0 with nothing of its pool left.
+func TestMCPStderrClosed(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	before := testutil.EmptyCgroups("sandbox-pool-")
+	cmd := exec.Command(bin, "mcp", "--policy", "policy.json", "--audit", "audit.jsonl", "--pool", "1",
+		"--http", "127.0.0.1:0", "--token-file", "token")
+	cmd.Dir, cmd.Env = dir, env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "serving "); ok {
+			url = strings.Fields(u)[0]
+		}
+	}
+	stderr.Close() // the reader goes
+	token, _ := os.ReadFile(filepath.Join(dir, "token"))
+	for i := range 2 { // each call's sandbox session opening writes a notice
+		tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport(strings.TrimSpace(string(token)))}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-stderr", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+		if err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		if r, res := mcpCall(t, cs, "shell", "sh", "-c", "true"); r.IsError || res.ExitCode != 0 {
+			t.Fatalf("call %d: %+v", i, res)
+		}
+		cs.Close()
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("airlock mcp with its stderr closed: %v", err)
+	}
+	testutil.CheckNoEmptyCgroupLeft(t, "sandbox-pool-", before)
 }

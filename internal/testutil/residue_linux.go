@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +76,48 @@ func CheckNoCgroupLeft(t testing.TB, id string) {
 		}
 		return nil
 	})
+}
+
+// EmptyCgroups returns the cgroup directories, in the pids hierarchy of
+// cgroup v1 or else the unified one, whose name holds id and that hold no
+// process: what a sandbox whose init died without its teardown leaves.
+// Unlike CheckNoCgroupLeft's, its answer is not disturbed by the live
+// sandboxes of other tests, or of other users, on the same host.
+func EmptyCgroups(id string) []string {
+	dir := "/sys/fs/cgroup/pids"
+	if _, err := os.Stat(dir); err != nil {
+		dir = "/sys/fs/cgroup"
+	}
+	var out []string
+	names, _ := filepath.Glob(filepath.Join(dir, "*"+id+"*"))
+	for _, n := range names {
+		if procs, err := os.ReadFile(filepath.Join(n, "cgroup.procs")); err == nil && len(bytes.TrimSpace(procs)) == 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// CheckNoEmptyCgroupLeft fails t if, within five seconds, a cgroup that
+// EmptyCgroups(id) names and before did not is still there and empty
+// (once its processes have had the time to die and be torn down).
+func CheckNoEmptyCgroupLeft(t testing.TB, id string, before []string) {
+	t.Helper()
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		for _, n := range EmptyCgroups(id) {
+			if !slices.Contains(before, n) {
+				left = append(left, n)
+			}
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, n := range left {
+		t.Errorf("cgroup %s left behind, empty", n)
+	}
 }
 
 // CheckNoProcessIn fails t if a process of the pid namespace pidns (as
