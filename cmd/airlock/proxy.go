@@ -125,6 +125,10 @@ tunnels 10 seconds to finish.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// A closed stderr fails the decision lines' writes (linelog
+			// counts them) rather than killing the proxy by SIGPIPE, as
+			// airlock mcp's does.
+			signal.Ignore(syscall.SIGPIPE)
 			defer stop()
 			return runProxy(ctx, cmd, o)
 		},
