@@ -21,6 +21,7 @@ type Child struct {
 	group   *Group
 	left    ChildCaps // what the session had left, measured by NewChild
 	caps    ChildCaps
+	limited bool // caps written
 	receipt map[string]string
 	rlimits []Rlimit
 	sys     sysChild

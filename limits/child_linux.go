@@ -81,20 +81,27 @@ func (g *Group) NewChild(name string) (*Child, error) {
 // the tasks cap to the session's less the tasks in it. So a step that
 // grows past its own cap is OOM-killed in its own group (the kernel picks
 // its victim there, never the session's init) before the session's cap
-// is reached. Call it once, before the step starts.
+// is reached. Call it before the step starts; it may be called again
+// (the caps last given hold), never once the step runs.
 func (c *Child) Limit(want ChildCaps) error {
 	if want.MemoryBytes <= 0 || want.Tasks <= 0 {
 		return fmt.Errorf("limits: child caps %+v: both must be positive", want)
 	}
-	c.caps = ChildCaps{MemoryBytes: min(want.MemoryBytes, c.left.MemoryBytes), Tasks: min(want.Tasks, c.left.Tasks)}
+	caps := ChildCaps{MemoryBytes: min(want.MemoryBytes, c.left.MemoryBytes), Tasks: min(want.Tasks, c.left.Tasks)}
+	if c.limited && caps == c.caps {
+		return nil // written already
+	}
+	raise := c.limited && caps.MemoryBytes > c.caps.MemoryBytes
+	c.caps, c.limited = caps, false
 	for _, ctl := range childControllers {
 		if _, ok := c.sys.dirs[ctl]; ok {
-			if err := c.sys.writeLimit(ctl, c.caps); err != nil {
+			if err := c.sys.writeLimit(ctl, c.caps, raise); err != nil {
 				return fmt.Errorf("limits: child: cgroup v1 %s: %w", ctl, err)
 			}
 		}
 	}
 	c.describe(c.group)
+	c.limited = true
 	return nil
 }
 
@@ -115,19 +122,24 @@ func unreclaimable(dir string) int64 {
 // writeLimit writes the child's cap for one controller. By hand, not
 // containerd's cgroup1.New: that walks the hierarchy and stats every
 // file first, for one to three writes here, on every step.
-func (s *sysChild) writeLimit(ctl string, caps ChildCaps) error {
+func (s *sysChild) writeLimit(ctl string, caps ChildCaps, raise bool) error {
 	dir := s.dirs[ctl]
 	if ctl == "pids" {
 		return writeFile(dir, "pids.max", strconv.FormatInt(caps.Tasks, 10))
 	}
 	mem := strconv.FormatInt(caps.MemoryBytes, 10)
-	if err := writeFile(dir, "memory.limit_in_bytes", mem); err != nil {
-		return err
-	}
 	// As the session's group: memory plus swap capped the same, socket
-	// buffers bounded (see newV1Group).
+	// buffers bounded (see newV1Group). The kernel keeps memory's limit
+	// at most memsw's: raised, memsw goes first.
+	files := []string{"memory.limit_in_bytes"}
 	if exists(dir, "memory.memsw.limit_in_bytes") {
-		if err := writeFile(dir, "memory.memsw.limit_in_bytes", mem); err != nil {
+		files = append(files, "memory.memsw.limit_in_bytes")
+		if raise {
+			files[0], files[1] = files[1], files[0]
+		}
+	}
+	for _, f := range files {
+		if err := writeFile(dir, f, mem); err != nil {
 			return err
 		}
 	}
@@ -184,8 +196,9 @@ func (c *Child) Dirs() (child, parent map[string]string) {
 	return maps.Clone(c.sys.dirs), maps.Clone(c.sys.parent)
 }
 
-// Stats reads the child's counters: OOM kills, refused forks, peak
-// memory and tasks. Fields the child has no cgroup for are 0.
+// Stats reads the child's counters: OOM kills, refused forks and peak
+// memory (what a step's watch and result use). The other fields, and
+// those the child has no cgroup for, are 0.
 func (c *Child) Stats() Stats {
 	var st Stats
 	if dir, ok := c.sys.dirs["memory"]; ok {
@@ -199,9 +212,6 @@ func (c *Child) Stats() Stats {
 	if dir, ok := c.sys.dirs["pids"]; ok {
 		if kv, err := readKV(dir, "pids.events"); err == nil {
 			st.TasksLimitHits = kv["max"]
-		}
-		if v, err := readInt(dir, "pids.peak"); err == nil {
-			st.TasksPeak = v
 		}
 	}
 	return st
