@@ -118,9 +118,10 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	if sg.err != nil {
 		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
 	}
-	defer ss.afterStep(sg, n)
+	want := limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}
+	defer ss.afterStep(sg, n, want)
 	child := sg.child
-	if err := child.Limit(limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}); err != nil {
+	if err := child.Limit(want); err != nil {
 		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	place, err := ss.placeFiles(sg)
@@ -332,13 +333,14 @@ func (ss *Session) newStepWatch(n int, child *limits.Child) *stepWatch {
 }
 
 // stats reads the session's counters with the step group's OOM kills and
-// refused forks added (the session's do not count a child's on cgroup v1).
-func (w *stepWatch) stats() (limits.Stats, error) {
+// refused forks added (the session's do not count a child's on cgroup v1),
+// and the step group's peak memory.
+func (w *stepWatch) stats() (limits.Stats, int64, error) {
 	st, err := w.ss.sb.group.Stats()
 	c := w.child.Stats()
 	st.OOMKills += c.OOMKills
 	st.TasksLimitHits += c.TasksLimitHits
-	return st, err
+	return st, c.PeakMemoryBytes, err
 }
 
 // start watches the step from now until stop.
@@ -379,7 +381,7 @@ func (w *stepWatch) start(ctx context.Context, caps StepCaps, before limits.Stat
 				w.kill(limits.KilledByWall)
 				return
 			case <-tick.C:
-				now, err := w.stats()
+				now, _, err := w.stats()
 				if err != nil {
 					continue
 				}
@@ -412,10 +414,10 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 	res.KilledBy = w.kind()
 	res.CPU = time.Duration(st.UserUs+st.SysUs) * time.Microsecond
 	res.PeakMemoryBytes = st.MaxRSS * 1024
-	if p := w.child.Stats().PeakMemoryBytes; p > 0 {
-		res.PeakMemoryBytes = p // the step's group's, every process's
+	after, peak, err := w.stats()
+	if peak > 0 {
+		res.PeakMemoryBytes = peak // the step's group's, every process's
 	}
-	after, err := w.stats()
 	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
 	if err == nil && cpuKnown {
 		res.CPU = after.CPU - before.CPU

@@ -57,12 +57,18 @@ func (ss *Session) takeStepGroup(n int) stepGroup {
 
 // afterStep releases the group of the step that ended and makes the next
 // one's, in the background: neither is on the way of a step's result.
-func (ss *Session) afterStep(done stepGroup, n int) {
+// The next is given the caps of the one that ended (a session's steps are
+// mostly by one tool): its Limit then has nothing to write.
+func (ss *Session) afterStep(done stepGroup, n int, caps limits.ChildCaps) {
 	next := make(chan stepGroup, 1)
 	ss.next = next
 	go func() {
 		done.release()
-		next <- ss.newStepGroup(n + 1)
+		g := ss.newStepGroup(n + 1)
+		if g.err == nil {
+			g.child.Limit(caps)
+		}
+		next <- g
 	}()
 }
 
