@@ -23,19 +23,29 @@ func (e *backError) Unwrap() error { return e.err }
 // lock), forks the step there — a child starts in its forking thread's
 // cgroups — and writes "0" to the session group's (back). The files were
 // opened by the parent on the host; the kernel checks the opener's
-// credentials. Then rl, the rlimits that stand in for the caps no cgroup
-// holds, are set on the step, soft and hard (prlimit), as soon as it has
-// started: before that, the session's own hold, and RLIMIT_NPROC's soft
-// limit is the step's from its first instruction (softNproc). A step that cannot be placed or limited is killed and reported
-// as not started; an init that cannot move back returns a *backError.
+// credentials.
+//
+// rl are the rlimits that stand in for the caps no cgroup holds. The
+// step starts under rl's soft RLIMIT_NPROC (the init lowers its own soft
+// limit for the fork), and gets all of rl, soft and hard, by prlimit as
+// soon as it has started; until then the session's hard limits hold.
+// RLIMIT_DATA is not lowered on the init so: its own mappings (the Go
+// heap, the race detector's shadow) may exceed a step's cap, and an init
+// that cannot map memory dies. A step that cannot be placed or limited is
+// killed and reported as not started; an init that cannot move back
+// returns a *backError.
 func (s *initState) spawnStep(t target, enter, back []int, rl []Rlimit) (int, error) {
+	lims := make([]unix.Rlimit, len(rl))
+	for i, r := range rl {
+		lims[i] = stepRlimit(r)
+	}
 	if err := moveSelf(enter); err != nil {
 		if berr := moveSelf(back); berr != nil {
 			return 0, &backError{berr}
 		}
 		return 0, fmt.Errorf("enter the step's group: %w", err)
 	}
-	restore := softNproc(rl)
+	restore := softNproc(rl, lims)
 	pid, err := s.spawnVictim(t)
 	restore()
 	if berr := moveSelf(back); berr != nil {
@@ -47,9 +57,8 @@ func (s *initState) spawnStep(t target, enter, back []int, rl []Rlimit) (int, er
 	if err != nil {
 		return 0, err
 	}
-	for _, r := range rl {
-		lim := stepRlimit(r)
-		if err := unix.Prlimit(pid, r.Resource, &lim, nil); err != nil {
+	for i, r := range rl {
+		if err := unix.Prlimit(pid, r.Resource, &lims[i], nil); err != nil {
 			unix.Kill(pid, unix.SIGKILL)
 			reap(pid)
 			return 0, fmt.Errorf("prlimit %s on the step: %w", r.Name, err)
@@ -74,15 +83,11 @@ func stepRlimit(r Rlimit) unix.Rlimit {
 	return lim
 }
 
-// softNproc lowers the init's own soft RLIMIT_NPROC to the step's, when
-// rl has one, for the fork: the step then starts under it (a child
-// inherits it), and its children do, before the prlimit that sets its
-// hard limit too. The init keeps room for the threads it has and the
-// step's count more. RLIMIT_DATA is not lowered so: the init's own
-// mappings (the race detector's shadow, the Go heap) may exceed a step's
-// cap, and an init that cannot map memory dies. It returns the restore.
-func softNproc(rl []Rlimit) func() {
-	for _, r := range rl {
+// softNproc lowers the init's own soft RLIMIT_NPROC to the step's (lims
+// are rl's for the step), when rl has one, and returns the restore. The
+// init keeps room for the threads it has and the step's count more.
+func softNproc(rl []Rlimit, lims []unix.Rlimit) func() {
+	for i, r := range rl {
 		if r.Resource != unix.RLIMIT_NPROC {
 			continue
 		}
@@ -90,8 +95,7 @@ func softNproc(rl []Rlimit) func() {
 		if unix.Getrlimit(unix.RLIMIT_NPROC, &own) != nil {
 			return func() {}
 		}
-		step := stepRlimit(r)
-		lowered := unix.Rlimit{Cur: min(step.Cur, own.Cur), Max: own.Max}
+		lowered := unix.Rlimit{Cur: min(lims[i].Cur, own.Cur), Max: own.Max}
 		if unix.Setrlimit(unix.RLIMIT_NPROC, &lowered) != nil {
 			return func() {}
 		}
