@@ -38,6 +38,16 @@ func runPayload(name string, args []string) int {
 		}
 	case "sleep":
 		time.Sleep(time.Hour)
+	case "membomb": // allocate and touch 16 MiB at a time until killed
+		var keep [][]byte
+		for {
+			b := make([]byte, 16<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+			spins = len(keep)
+		}
 	case "echo":
 		fmt.Println(strings.Join(args, " "))
 	case "http-get":

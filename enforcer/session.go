@@ -423,7 +423,7 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 	}
 	l := caps.Limits()
 	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: dir,
-		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU}}, caps, nil
+		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
 // stepDir is a step's working directory inside the sandbox.

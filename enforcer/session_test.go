@@ -389,3 +389,42 @@ func TestReadWriteHoldingTheAuditLog(t *testing.T) {
 		t.Errorf("session: %v", err)
 	}
 }
+
+// TestSessionStepToolCaps: a step runs under its tool's memoryMb and
+// processCount, not only the session's: agent_code's 128 MiB kills a
+// memory bomb in its own group (its peak stays near 128 MiB, under the
+// session's 512), the shell tool's 20 processes stop a fork bomb the
+// session's 64 would let through; each result says killedBy and how the
+// caps held, and the session goes on.
+func TestSessionStepToolCaps(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixtureWith(t, strings.Replace(testPolicy, "{", `{"session": {"memoryMb": 512},`, 1), false, nil)
+	s := openSession(t, f, enforcer.SessionRequest{})
+	ctx := context.Background()
+	var out bytes.Buffer
+	res, err := s.Exec(ctx, enforcer.StepRequest{Tool: "agent_code", Command: sandbox.SelfPath, Args: []string{"payload", "membomb"}, Stdout: &out, Stderr: &out})
+	if err != nil || res.KilledBy == nil || *res.KilledBy != "memory" || res.ExitCode != 137 {
+		t.Fatalf("memory bomb: %+v %v (%s)", res, err, out.String())
+	}
+	if res.PeakMemoryBytes > 129<<20 {
+		t.Errorf("memory bomb's peak %d bytes, want about agent_code's memoryMb 128 (the session's is 512)", res.PeakMemoryBytes)
+	}
+	checkResult(t, res)
+	if r := res.Receipt["memory"]; !strings.HasPrefix(r, "per step: cgroup v1 memory.limit_in_bytes of the step's own group (134217728 bytes)") {
+		t.Errorf("receipt memory %q", r)
+	}
+	out.Reset()
+	res, err = s.Exec(ctx, shStep(`i=0; while [ $i -lt 40 ]; do sleep 2 & i=$((i+1)); done; wait`, &out))
+	if err != nil || res.KilledBy == nil || *res.KilledBy != "pids" || res.ExitCode != 137 {
+		t.Fatalf("fork bomb: %+v %v (%s)", res, err, out.String())
+	}
+	if r := res.Receipt["tasks"]; !strings.HasPrefix(r, "per step: cgroup v1 pids.max of the step's own group (20)") {
+		t.Errorf("receipt tasks %q", r)
+	}
+	out.Reset()
+	if res, err := s.Exec(ctx, enforcer.StepRequest{Tool: "agent_code", Command: sandbox.SelfPath, Args: []string{"payload", "echo", "ok"}, Stdout: &out}); err != nil ||
+		res.ExitCode != 0 || out.String() != "ok\n" {
+		t.Fatalf("after: %+v %v %q", res, err, out.String())
+	}
+	closeAll(t, s)
+}

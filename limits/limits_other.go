@@ -38,3 +38,21 @@ func ApplyRlimits([]Rlimit) error { return errNotLinux }
 
 // sweepStale has nothing to sweep off Linux.
 func sweepStale() {}
+
+// sysChild is empty off Linux; NewChild never returns a Child there.
+type sysChild struct{}
+
+// NewChild refuses off Linux.
+func (g *Group) NewChild(string) (*Child, error) { return nil, errNotLinux }
+
+// Limit refuses off Linux.
+func (c *Child) Limit(ChildCaps) error { return errNotLinux }
+
+// Dirs has nothing off Linux.
+func (c *Child) Dirs() (child, parent map[string]string) { return nil, nil }
+
+// Stats has nothing off Linux.
+func (c *Child) Stats() Stats { return Stats{} }
+
+// Delete refuses off Linux.
+func (c *Child) Delete() error { return errNotLinux }

@@ -106,6 +106,15 @@ func removeStaleDir(d string) bool {
 	if _, err := os.Stat(d); errors.Is(err, os.ErrNotExist) {
 		return true
 	}
+	if subs, _ := filepath.Glob(filepath.Join(d, "airlock-*")); len(subs) > 0 {
+		// A session's step groups, first: a directory with a child
+		// cannot be removed.
+		for _, sub := range subs {
+			if st, err := os.Lstat(sub); err == nil && st.IsDir() {
+				removeStaleDir(sub)
+			}
+		}
+	}
 	_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
 	_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("FROZEN"), 0)
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {

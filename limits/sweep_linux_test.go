@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // TestSweepStaleGroup kills the owner of a group (as kill -9 of airlock
-// would) and checks that the next New removes the group's directories and
-// kills what was left in them, while a live group is left alone.
+// would) and checks that the next New removes the group's directories,
+// the step groups inside them included, and kills what was left in them,
+// while a live group is left alone.
 func TestSweepStaleGroup(t *testing.T) {
 	testutil.RequireRoot(t)
 	live, err := New(testCaps(), Options{Name: testName(t) + "-live"})
@@ -36,6 +38,21 @@ func TestSweepStaleGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	dirs := stale.sys.dirs()
+	// A session's step group inside it, holding the process: the sweep
+	// removes it first.
+	child, err := stale.NewChild("step-1")
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	childDirs, _ := child.Dirs()
+	for _, d := range childDirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			cmd.Process.Kill()
+			t.Fatal(err)
+		}
+		dirs = append([]string{d}, dirs...)
+	}
 	// The owner dies: its lock goes with it. (Closing the lock file is
 	// what the kernel does to a killed process's files.)
 	stale.sys.owner.f.Close()

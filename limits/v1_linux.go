@@ -252,7 +252,7 @@ func (g *v1Group) remove() error {
 func (g *v1Group) removeDirs() error {
 	var errs []error
 	for name, dir := range g.dirs {
-		if err := rmdirRetry(dir); err != nil {
+		if err := removeDir(dir); err != nil {
 			errs = append(errs, fmt.Errorf("limits: cgroup v1 %s: %w", name, err))
 			continue
 		}

@@ -115,7 +115,7 @@ func (s *sandboxProcs) outsideCgroup() []string {
 	var out []string
 	for _, pid := range descendants(s.init) {
 		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err != nil || bytes.Equal(cg, s.cgroup) || exiting(pid) {
+		if err != nil || inSandboxGroup(cg, s.cgroup) || exiting(pid) {
 			continue // gone, where it belongs, or on its way out
 		}
 		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
@@ -124,6 +124,32 @@ func (s *sandboxProcs) outsideCgroup() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// inSandboxGroup reports whether cg (a /proc/PID/cgroup) is own, the
+// sandbox's, with each hierarchy either the same or one step group
+// deeper: a session's step runs in a group of its own under the
+// sandbox's, "airlock-step-N", for memory and pids, and so, while it
+// forks a step, does the init's main thread (docs/sessions.md, "Caps").
+func inSandboxGroup(cg, own []byte) bool {
+	if bytes.Equal(cg, own) {
+		return true
+	}
+	got, want := bytes.Split(cg, []byte("\n")), bytes.Split(own, []byte("\n"))
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if bytes.Equal(got[i], want[i]) {
+			continue
+		}
+		rest, ok := bytes.CutPrefix(got[i], want[i])
+		n, isStep := bytes.CutPrefix(rest, []byte("/airlock-step-"))
+		if !ok || !isStep || len(n) == 0 || len(n) > 9 || bytes.ContainsFunc(n, func(r rune) bool { return r < '0' || r > '9' }) {
+			return false
+		}
+	}
+	return true
 }
 
 // maxDescendants bounds the walk (the sandbox's tasks cap is far lower).

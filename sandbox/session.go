@@ -24,8 +24,8 @@ type Step struct {
 	// pipes. Nil Stdin reads as empty; nil Stdout or Stderr discards.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Caps are the step's own wall-clock and CPU caps; nil means the
-	// session's (Config.Caps.Wall and Config.Caps.CPU).
+	// Caps are the step's own caps; nil means the session's
+	// (Config.Caps).
 	Caps *StepCaps
 	// EndSessionOnKill ends the session when a cap kills this step: every
 	// process is killed and later Execs fail with ErrSessionEnded (Close
@@ -39,9 +39,14 @@ type Step struct {
 	Ready func() error
 }
 
-// StepCaps are the caps that apply to one step alone. Memory, tasks,
-// disk and open files are the session's (see StartSession).
+// StepCaps are the caps that apply to one step alone. Disk and open
+// files are the session's (see StartSession).
 type StepCaps struct {
+	// MemoryBytes and Tasks cap the step's processes together, in a
+	// cgroup of the step's own under the session's (rlimits where the
+	// host gives none); 0 means the session's. Each is lowered to what
+	// the session has left when the step starts (limits.Group.NewChild).
+	MemoryBytes, Tasks int64
 	// Wall is the step's wall-clock budget, counted from its start.
 	Wall time.Duration
 	// CPU is the CPU time of the step's processes together. It may not

@@ -31,6 +31,9 @@ type Session struct {
 	closing bool // under fdMu: Close's teardown has begun
 	copied  bool // under mu: CopyIn was called
 
+	next chan stepGroup // under mu: the next step's group, being made
+	back []*os.File     // under mu: the session group's v1 tasks files
+
 	closeOnce sync.Once
 	teardown  Teardown
 	closeErr  error
@@ -44,11 +47,14 @@ type Session struct {
 // cfg.Path, Args, Env, Dir, Stdin, Stdout and Stderr must be empty (each
 // Step brings its own). The caps apply as follows:
 //
-//   - memory and tasks are the session's: one cgroup holds every step, and
-//     files written to /tmp, /workspace and /findings persist from step to
-//     step and stay charged to it. A step whose process the kernel kills
-//     for memory, or that hits the tasks cap, is killed (KilledBy
-//     "memory" or "pids"); the session goes on.
+//   - memory and tasks are the session's and each step's: the session's
+//     cgroup holds every step, and files written to /tmp, /workspace and
+//     /findings persist from step to step and stay charged to it; each
+//     step runs in a child cgroup of its own with its StepCaps' memory
+//     and tasks (or rlimits on the step's processes where the host gives
+//     no cgroup v1 child; the step's Result.Receipt says which). A step
+//     whose process the kernel kills for memory, or that hits the tasks
+//     cap, is killed (KilledBy "memory" or "pids"); the session goes on.
 //   - disk (the writable tmpfs, which /tmp, /workspace, /findings and
 //     /dev/shm share, and RLIMIT_FSIZE) and open files (RLIMIT_NOFILE)
 //     are the session's, the same for every step.
@@ -108,7 +114,21 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	ss.steps++
 	n := ss.steps
-	w := ss.newStepWatch(n)
+	sg := ss.takeStepGroup(n)
+	if sg.err != nil {
+		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
+	}
+	want := limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}
+	defer ss.afterStep(sg, n, want)
+	child := sg.child
+	if err := child.Limit(want); err != nil {
+		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+	}
+	place, err := ss.placeFiles(sg)
+	if err != nil {
+		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+	}
+	w := ss.newStepWatch(n, child)
 	sio, err := newStepIO(st, newOutputCap(caps.OutputBytes, func() { w.kill(limits.KilledByOutput) }))
 	if err != nil {
 		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
@@ -120,8 +140,13 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 			return res, err
 		}
 	}
-	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir}}
-	if err := ss.sb.c.Send(req, sio.childFDs()...); err != nil {
+	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir,
+		Groups: len(place) / 2, Rlimits: initRlimits(child.Rlimits())}}
+	fds := sio.childFDs()
+	for _, f := range place {
+		fds = append(fds, int(f.Fd()))
+	}
+	if err := ss.sb.c.Send(req, fds...); err != nil {
 		ss.end()
 		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
@@ -151,6 +176,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		return res, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
 	}
 	ss.stepResult(&res, *m.Status, w, before, caps)
+	res.Receipt = ss.stepReceipt(child)
 	if res.KilledBy != "" && st.EndSessionOnKill {
 		ss.end()
 	}
@@ -219,9 +245,15 @@ func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
 	if caps.OutputBytes == 0 {
 		caps.OutputBytes = session.OutputBytes
 	}
+	if caps.MemoryBytes == 0 || caps.MemoryBytes > session.MemoryBytes {
+		caps.MemoryBytes = session.MemoryBytes
+	}
+	if caps.Tasks == 0 || caps.Tasks > session.Tasks {
+		caps.Tasks = session.Tasks
+	}
 	switch {
-	case caps.Wall <= 0 || caps.CPU <= 0 || caps.OutputBytes < 0:
-		return st, caps, errors.New("sandbox: step caps: wall and cpu must be positive, output positive or 0 for the session's (a zero cap is not \"unlimited\")")
+	case caps.Wall <= 0 || caps.CPU <= 0 || caps.OutputBytes < 0 || caps.MemoryBytes < 0 || caps.Tasks < 0:
+		return st, caps, errors.New("sandbox: step caps: wall and cpu must be positive, output, memory and tasks positive or 0 for the session's (a zero cap is not \"unlimited\")")
 	case caps.CPU > session.CPU:
 		return st, caps, fmt.Errorf("sandbox: step caps: cpu %v exceeds the session's %v", caps.CPU, session.CPU)
 	case caps.OutputBytes > session.OutputBytes:
@@ -262,6 +294,7 @@ func (ss *Session) initGone(what string, err error) error {
 type stepWatch struct {
 	ss       *Session
 	step     int
+	child    *limits.Child
 	killedBy atomic.Pointer[limits.KilledBy]
 	ctxErr   atomic.Bool
 	cancel   context.CancelFunc
@@ -293,9 +326,21 @@ func (w *stepWatch) kill(k limits.KilledBy) {
 // watch does (limits' poll interval).
 const stepPoll = 50 * time.Millisecond
 
-// newStepWatch makes the watch of step n; start starts it.
-func (ss *Session) newStepWatch(n int) *stepWatch {
-	return &stepWatch{ss: ss, step: n}
+// newStepWatch makes the watch of step n, in its group child; start
+// starts it.
+func (ss *Session) newStepWatch(n int, child *limits.Child) *stepWatch {
+	return &stepWatch{ss: ss, step: n, child: child}
+}
+
+// stats reads the session's counters with the step group's OOM kills and
+// refused forks added (the session's do not count a child's on cgroup v1),
+// and the step group's peak memory.
+func (w *stepWatch) stats() (limits.Stats, int64, error) {
+	st, err := w.ss.sb.group.Stats()
+	c := w.child.Stats()
+	st.OOMKills += c.OOMKills
+	st.TasksLimitHits += c.TasksLimitHits
+	return st, c.PeakMemoryBytes, err
 }
 
 // start watches the step from now until stop.
@@ -336,7 +381,7 @@ func (w *stepWatch) start(ctx context.Context, caps StepCaps, before limits.Stat
 				w.kill(limits.KilledByWall)
 				return
 			case <-tick.C:
-				now, err := group.Stats()
+				now, _, err := w.stats()
 				if err != nil {
 					continue
 				}
@@ -369,7 +414,10 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 	res.KilledBy = w.kind()
 	res.CPU = time.Duration(st.UserUs+st.SysUs) * time.Microsecond
 	res.PeakMemoryBytes = st.MaxRSS * 1024
-	after, err := ss.sb.group.Stats()
+	after, peak, err := w.stats()
+	if peak > 0 {
+		res.PeakMemoryBytes = peak // the step's group's, every process's
+	}
 	cpuKnown := ss.sb.group.Provides(limits.RequireCgroupCPU)
 	if err == nil && cpuKnown {
 		res.CPU = after.CPU - before.CPU
@@ -385,7 +433,7 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 }
 
 // sessionReceipt is how a session's caps hold, for its receipt.
-const sessionReceipt = "one init runs each step in turn; memory, tasks and disk are the session's, wall clock and CPU per step"
+const sessionReceipt = "one init runs each step in turn; memory and tasks per step (the step's own cgroup, else rlimits) and per session; disk the session's; wall clock and CPU per step"
 
 // end kills the session's every process, the init included; Exec then
 // fails with ErrSessionEnded, and Close tears down.
@@ -404,6 +452,7 @@ func (ss *Session) Close() (Teardown, error) {
 		ss.end()
 		ss.mu.Lock() // an Exec in flight has returned: its init is dead
 		defer ss.mu.Unlock()
+		ss.dropNextGroup()
 		ss.teardown, ss.closeErr = ss.close()
 	})
 	return ss.teardown, ss.closeErr

@@ -56,14 +56,19 @@ func (c *Ctrl) Send(m Message, fds ...int) error {
 // allocates per step, and its garbage collections.
 var packets = sync.Pool{New: func() any { return new([maxPacket]byte) }}
 
+// MaxFDs is the most descriptors one packet carries: a step's three
+// streams and, for each of its two cgroup v1 hierarchies, the tasks
+// files of its group and of the session's (ExecStep.Groups).
+const MaxFDs = 8
+
 // recv reads one packet. Received descriptors are close-on-exec; the
 // caller owns them. io.EOF means the other end is gone.
 func (c *Ctrl) Recv() (Message, []int, error) {
 	p := packets.Get().(*[maxPacket]byte)
 	defer packets.Put(p)
 	buf := p[:]
-	var oobBuf [64]byte // unix.CmsgSpace(4*4), and more than enough
-	oob := oobBuf[:unix.CmsgSpace(4*4)]
+	var oobBuf [64]byte // unix.CmsgSpace(4*MaxFDs), and more than enough
+	oob := oobBuf[:unix.CmsgSpace(4*MaxFDs)]
 	var (
 		n, oobn, flags int
 		err            error

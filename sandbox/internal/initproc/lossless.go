@@ -55,22 +55,26 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 
 // MarshalJSON writes e with its strings byte for byte.
 func (e ExecStep) MarshalJSON() ([]byte, error) {
+	type plain ExecStep
 	return json.Marshal(struct {
+		plain
 		Path rawtext.String  `json:"path"`
 		Args rawtext.Strings `json:"args"`
 		Env  rawtext.Strings `json:"env"`
 		Dir  rawtext.String  `json:"dir"`
-	}{rawtext.String(e.Path), e.Args, e.Env, rawtext.String(e.Dir)})
+	}{plain(e), rawtext.String(e.Path), e.Args, e.Env, rawtext.String(e.Dir)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (e *ExecStep) UnmarshalJSON(b []byte) error {
+	type plain ExecStep
 	return json.Unmarshal(b, &struct {
+		*plain
 		Path *rawtext.String  `json:"path"`
 		Args *rawtext.Strings `json:"args"`
 		Env  *rawtext.Strings `json:"env"`
 		Dir  *rawtext.String  `json:"dir"`
-	}{(*rawtext.String)(&e.Path), (*rawtext.Strings)(&e.Args), (*rawtext.Strings)(&e.Env), (*rawtext.String)(&e.Dir)})
+	}{(*plain)(e), (*rawtext.String)(&e.Path), (*rawtext.Strings)(&e.Args), (*rawtext.Strings)(&e.Env), (*rawtext.String)(&e.Dir)})
 }
 
 // MarshalJSON writes b with its paths byte for byte.

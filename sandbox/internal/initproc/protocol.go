@@ -84,12 +84,20 @@ type Message struct {
 }
 
 // execStep is one command a session's init runs; its standard streams
-// ride along as descriptors.
+// ride along as descriptors, then, when the step has a cgroup of its own,
+// Groups tasks files of the step's cgroup v1 directories and Groups of
+// the session's, in the same order: the init's main thread moves itself
+// into the first, forks the step there and moves back into the second
+// (docs/sessions.md, "Each step").
 type ExecStep struct {
-	Path string   `json:"path"`
-	Args []string `json:"args"`
-	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Dir    string   `json:"dir"`
+	Groups int      `json:"groups,omitempty"`
+	// Rlimits are set on the step's process (prlimit) as soon as it has
+	// started, for the caps no cgroup of the step holds.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
 }
 
 // exitStatus is how the target ended, as its init saw it.

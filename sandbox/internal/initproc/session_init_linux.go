@@ -84,17 +84,22 @@ func (s *initState) readSession(out chan<- received, running *atomic.Int64) {
 // goes on; only a broken control socket ends it (the returned error).
 func (s *initState) runStep(r received, port int, fw *forwarder, running *atomic.Int64) error {
 	step := r.m.Step
-	if r.m.Exec == nil || len(r.fds) != 3 || step <= 0 {
+	e := r.m.Exec
+	if e == nil || step <= 0 || e.Groups < 0 || len(r.fds) != 3+2*e.Groups {
 		CloseAll(r.fds)
 		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: "malformed exec request"})
 	}
-	e := r.m.Exec
 	running.Store(int64(step))
-	pid, err := s.spawnVictim(target{
+	pid, err := s.spawnStep(target{
 		path: e.Path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
 		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
-	})
+	}, r.fds[3:3+e.Groups], r.fds[3+e.Groups:], e.Rlimits)
 	CloseAll(r.fds) // the step holds its own copies
+	var back *backError
+	if errors.As(err, &back) {
+		s.fail("cgroup", err)
+		return err
+	}
 	if err != nil {
 		running.Store(0)
 		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: err.Error()})
