@@ -43,6 +43,15 @@ func TestHostileArguments(t *testing.T) {
 	t.Setenv("AIRLOCK_POLICY", "")
 	t.Setenv("AIRLOCK_AUDIT", filepath.Join(dir, "audit.jsonl"))
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	// A runtime directory of the test's own: a command line that got as
+	// far as starting a session or a pool leaves a holder there, which
+	// the cleanup stops.
+	rt := filepath.Join(dir, "run")
+	if err := os.Mkdir(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Cleanup(func() { stopHolders(filepath.Join(rt, "airlock")) })
 	plan := filepath.Join(dir, "plan.json")
 	if err := os.WriteFile(plan, []byte(`{"testId": "t", "steps": [{"tool": "t", "command": "ls"}]}`), 0o644); err != nil {
 		t.Fatal(err)
