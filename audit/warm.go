@@ -14,7 +14,9 @@ import (
 // checks the kept checkpoint's signature). A command that will load a
 // Signer calls it as early as it can; it computes with a fixed key and
 // touches nothing else.
-var PrepareSigning = sync.OnceFunc(func() { go warmEd25519() })
+func PrepareSigning() { prepareSigning() }
+
+var prepareSigning = sync.OnceFunc(func() { go warmEd25519() })
 
 // warmEd25519 signs and verifies once with the all-zero seed's key.
 func warmEd25519() {
