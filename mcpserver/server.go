@@ -115,7 +115,7 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 		&mcp.ServerOptions{Instructions: instructions, SupportedProtocolVersions: sessionVersions()})
 	for _, name := range slices.Sorted(maps.Keys(pol.ToolScopes)) {
 		switch {
-		case !toolName.MatchString(name):
+		case !validToolName(name):
 			return nil, fmt.Errorf("mcpserver: tool scope %q cannot be an MCP tool: a tool's name is 1 to 128 letters, digits, '_', '-' or '.'", name)
 		case name == ChangesTool || name == FindingsTool:
 			return nil, fmt.Errorf("mcpserver: tool scope %q has the name of airlock's own session tool: rename it", name)

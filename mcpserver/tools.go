@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -23,9 +22,24 @@ const (
 // rules must not fill the model's context with one tools/list.
 const maxDescription = 8 << 10
 
-// toolName is the MCP tool-name form (SEP-986): 1 to 128 letters, digits,
-// '_', '-' and '.'.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// validToolName reports whether name has the MCP tool-name form
+// (SEP-986): 1 to 128 letters, digits, '_', '-' and '.'. A loop rather
+// than a regexp: `{1,128}` compiles to 128 copies of the class, some
+// 1,700 allocations in this package's initialiser, which every airlock
+// command would pay at start.
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Input is a command tool's arguments (the schema is commandSchema's).
 type Input struct {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -20,18 +21,9 @@ import (
 // (GODEBUG=inittrace=1) of this test binary, which links what the airlock
 // binary links.
 func TestInitRunsEarly(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v: %s", err, stderr.Bytes())
-	}
 	var order []string
-	for _, line := range strings.Split(stderr.String(), "\n") {
-		if f := strings.Fields(line); len(f) > 2 && f[0] == "init" {
-			order = append(order, f[1])
-		}
+	for _, in := range initTrace(t) {
+		order = append(order, in.pkg)
 	}
 	const initproc = "github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	heavy := []string{
@@ -74,4 +66,63 @@ func checkEarly(t *testing.T, order []string, pkg string, later []string) {
 		t.Fatalf("only %d of the packages that must follow %s are in the init trace; the check checks nothing:\n%s", seen, pkg, strings.Join(order, "\n"))
 	}
 	t.Logf("%s is initialised %d-th of %d; %d of the packages checked after it", pkg, at+1, len(order), seen)
+}
+
+// TestOwnInitialisersSmall: airlock's own package initialisers allocate
+// little, since every command (and every quick client) pays them at start
+// whatever it runs (issue 15, docs/sandbox.md "Speed"): a table or a
+// compiled pattern that only some commands use is built on first use
+// instead. egress is the exception: its always-blocked floor is in every
+// run's and every proxy's gate. It counts allocations, which do not
+// depend on the machine's load, in the Go runtime's trace of this test
+// binary, which links what the airlock binary links.
+func TestOwnInitialisersSmall(t *testing.T) {
+	const most = 100
+	seen := 0
+	for _, in := range initTrace(t) {
+		if !strings.HasPrefix(in.pkg, "github.com/airlock-sandbox/airlock/") || in.pkg == "github.com/airlock-sandbox/airlock/egress" {
+			continue
+		}
+		seen++
+		if in.allocs > most {
+			t.Errorf("%s's initialiser makes %d allocations (at most %d): build what it builds on first use", in.pkg, in.allocs, most)
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("only %d of airlock's packages are in the init trace: the check checks nothing", seen)
+	}
+}
+
+// initRecord is one line of the runtime's init trace: a package and how
+// many allocations its initialiser made.
+type initRecord struct {
+	pkg    string
+	allocs int
+}
+
+// initTrace runs this test binary with GODEBUG=inittrace=1 and returns
+// its packages' initialisers in the order they ran.
+func initTrace(t *testing.T) []initRecord {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.Bytes())
+	}
+	// init PKG @T ms, C ms clock, B bytes, A allocs
+	var out []initRecord
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 11 || f[0] != "init" || f[10] != "allocs" {
+			continue
+		}
+		n, err := strconv.Atoi(f[9])
+		if err != nil {
+			t.Fatalf("init trace line %q: %v", line, err)
+		}
+		out = append(out, initRecord{pkg: f[1], allocs: n})
+	}
+	return out
 }
