@@ -29,6 +29,13 @@ func Install() error { return install(native.filter) }
 // after it.
 func InstallNoNetNS() error { return install(native.noNetNSFilter) }
 
+// InstallNoSysVIPC installs, as Install does, the third filter, for a
+// sandbox where nothing bounds SysV IPC (no memory cgroup, and the IPC
+// namespace's limits could not be set): shmget, msgget and semget fail
+// with ENOSYS (NoSysVIPCRules; docs/sandbox.md, "Caps"). It narrows what
+// Install's filter allows and is installed after it.
+func InstallNoSysVIPC() error { return install(native.noSysVIPCFilter) }
+
 // install installs filter on every thread.
 func install(filter []unix.SockFilter) error {
 	if filter == nil {

@@ -20,6 +20,9 @@ import (
 // filtered is what each probe gets under the filter, as root or not: the
 // filter answers before the kernel checks any privilege.
 var filtered = map[string]string{
+	"shmget-private":          "ok",
+	"msgget-private":          "ok",
+	"semget-private":          "ok",
 	"ptrace-traceme":          "EPERM",
 	"ptrace-attach-pid0":      "EPERM",
 	"process_vm_readv-self":   "EPERM",
@@ -136,6 +139,18 @@ func TestNoNetNSFilterRefuses(t *testing.T) {
 		want[p] = "EACCES"
 	}
 	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nonetns"))
+	compareProbes(t, runProbeChild(t, cmd), want)
+}
+
+// TestNoSysVIPCFilterRefuses installs the first and the third filter, as
+// an init where nothing bounds SysV IPC does: shmget, msgget and semget
+// fail with ENOSYS, everything else as under the first alone.
+func TestNoSysVIPCFilterRefuses(t *testing.T) {
+	want := maps.Clone(filtered)
+	for _, p := range []string{"shmget-private", "msgget-private", "semget-private"} {
+		want[p] = "ENOSYS"
+	}
+	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nosysvipc"))
 	compareProbes(t, runProbeChild(t, cmd), want)
 }
 

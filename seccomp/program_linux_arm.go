@@ -6,7 +6,8 @@ import "golang.org/x/sys/unix"
 
 // native is airlock's filter for arm (GOARCH arm), 174 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,
-// and the second filter of a sandbox without a network namespace.
+// the second filter of a sandbox without a network namespace and the
+// third of one where nothing bounds SysV IPC.
 var native = target{
 	arch:       "arm",
 	auditArch:  0x40000028,
@@ -277,5 +278,25 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x11c},      // 13: jneq #284,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 14: ret #327693
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 15: ret #2147418112
+	},
+	noSysVIPCRules: []Rule{
+		{Syscall: "shmget", Errno: unix.ENOSYS, Why: "creates a shared memory segment of SysV IPC, which nothing bounds in this sandbox (no memory cgroup, and the IPC namespace's limits could not be set)"},
+		{Syscall: "msgget", Errno: unix.ENOSYS, Why: "creates a message queue of SysV IPC, which nothing bounds in this sandbox (no memory cgroup, and the IPC namespace's limits could not be set)"},
+		{Syscall: "semget", Errno: unix.ENOSYS, Why: "creates a semaphore set of SysV IPC, which nothing bounds in this sandbox (no memory cgroup, and the IPC namespace's limits could not be set)"},
+	},
+	noSysVIPCFilter: []unix.SockFilter{
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x4},        // 0: ld [4]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x40000028}, // 1: jeq #1073741864,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x80000000}, // 2: ret #2147483648
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 3: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x133},      // 4: jneq #307,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 5: ret #327718
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 6: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12f},      // 7: jneq #303,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 8: ret #327718
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 9: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x12b},      // 10: jneq #299,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 11: ret #327718
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 12: ret #2147418112
 	},
 }

@@ -39,6 +39,12 @@ func InstallNoNetNS() error { return errUnsupported }
 // NoNetNSRules returns nil: there is no filter on this system.
 func NoNetNSRules() []Rule { return nil }
 
+// InstallNoSysVIPC fails: seccomp is Linux-only.
+func InstallNoSysVIPC() error { return errUnsupported }
+
+// NoSysVIPCRules returns nil: there is no filter on this system.
+func NoSysVIPCRules() []Rule { return nil }
+
 // Available reports false: seccomp is Linux-only.
 func Available() bool { return false }
 

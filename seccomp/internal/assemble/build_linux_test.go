@@ -111,6 +111,20 @@ func TestEveryArchitecture(t *testing.T) {
 					check("no netns: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
 				}
 			}
+
+			// The third filter, of a sandbox where nothing bounds SysV IPC.
+			vm = bpfvm.New(t, tgt.NoSysVIPCProgram)
+			enosys := retErrno(unix.ENOSYS)
+			check("no sysv ipc: shmget", call("shmget", 0, 4096, 0o1600), enosys)
+			check("no sysv ipc: msgget", call("msgget", 0, 0o1600), enosys)
+			check("no sysv ipc: semget", call("semget", 0, 1, 0o1600), enosys)
+			check("no sysv ipc: shmat", call("shmat", 0), allow)
+			check("no sysv ipc: socket", call("socket", unix.AF_INET, unix.SOCK_DGRAM), allow)
+			for _, a := range foreign {
+				if a != tgt.AuditArch {
+					check("no sysv ipc: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
+				}
+			}
 		})
 	}
 }

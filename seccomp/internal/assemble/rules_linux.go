@@ -266,6 +266,34 @@ var noNetNSRules = []argRule{
 	},
 }
 
+// noSysVIPCRules are the refusals of the third filter, stacked on the
+// first in a sandbox where nothing bounds SysV IPC: the parent could not
+// set the IPC namespace's limits (rootless: uid 0 is not mapped inside,
+// and only root outside may write them) and there is no memory cgroup to
+// charge what it keeps. Shared memory segments outlive the processes that
+// made them and count to no process's RLIMIT_DATA; message queues and
+// semaphores are kernel memory. Refusing the three calls that create an
+// object leaves nothing for the others to act on (the namespace is the
+// sandbox's own and starts empty). ENOSYS, as for a kernel built without
+// SysV IPC, which its users (PostgreSQL among them) report plainly. The
+// generated architectures have no ipc(2) multiplexer (arm's EABI and
+// arm64 have the calls themselves; 386 is not generated). POSIX shared
+// memory lives on /dev/shm, part of the sandbox's capped tmpfs.
+var noSysVIPCRules = []argRule{
+	sysvIPC("shmget", "a shared memory segment"),
+	sysvIPC("msgget", "a message queue"),
+	sysvIPC("semget", "a semaphore set"),
+}
+
+// sysvIPC is the unconditional refusal of call, which creates object.
+func sysvIPC(call, object string) argRule {
+	return argRule{
+		Rule: Rule{Syscall: call, Errno: unix.ENOSYS,
+			Why: "creates " + object + " of SysV IPC, which nothing bounds in this sandbox (no memory cgroup, and the IPC namespace's limits could not be set)"},
+		clauses: [][]cond{{}},
+	}
+}
+
 // sandboxSetup are the refused calls that airlock itself makes: its
 // sandbox init while it builds the sandbox, before it installs the filter,
 // and its proxy (socket: the egress gate's rtnetlink watch of the host's
