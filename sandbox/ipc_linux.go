@@ -25,9 +25,10 @@ import (
 // are written from a thread that has joined it, and only by a writer that
 // is root outside it (uid 0 is not mapped inside); a rootless parent is
 // neither. Where the parent cannot set them, a memory cgroup still counts
-// what SysV IPC keeps; where there is none either (rootless without a
-// delegated memory controller), the init refuses SysV IPC altogether
-// (Config.NoSysVIPC: shmget, msgget and semget fail with ENOSYS).
+// what SysV IPC keeps; where there is none (rootless without a delegated
+// memory controller), the init refuses SysV IPC altogether
+// (Config.NoMemoryCgroup: shmget, msgget and semget fail with ENOSYS),
+// and UDP sockets, whose unread datagrams nothing counts either.
 
 // ipcLimits are the sysctls of the sandbox's IPC namespace for caps of
 // memory bytes, in the order written.
@@ -53,10 +54,10 @@ func ipcLimits(memory int64) [][2]string {
 // returns the receipt's words.
 func (s *Sandbox) boundIPC() (string, error) {
 	switch {
-	case s.noSysVIPC():
-		return "refused: shmget, msgget and semget fail with ENOSYS (no memory cgroup, and " + rootlessIPC + ")", nil
+	case s.noMemcg():
+		return "refused: shmget, msgget and semget fail with ENOSYS (no memory cgroup)", nil
 	case os.Geteuid() != 0:
-		return "the kernel's defaults, counted by the memory cgroup: " + rootlessIPC, nil
+		return "the kernel's defaults, counted by the memory cgroup: a rootless parent cannot set the IPC namespace's limits", nil
 	case s.hole == initproc.HoleUID:
 		// uid 0 is mapped inside, and so owns the namespace's files.
 		return "the kernel's defaults: test hole uid", nil
@@ -83,16 +84,9 @@ func (s *Sandbox) boundIPC() (string, error) {
 	return "the IPC namespace's limits: " + strings.Join(words, ", "), nil
 }
 
-// noSysVIPC reports whether the init must refuse SysV IPC: the parent
-// cannot set the IPC namespace's limits (rootless) and there is no memory
-// cgroup to count what it keeps.
-func (s *Sandbox) noSysVIPC() bool {
-	return os.Geteuid() != 0 && !s.group.Provides(limits.RequireCgroupMemory)
-}
-
-// rootlessIPC says why a rootless parent leaves the IPC namespace's
-// limits alone.
-const rootlessIPC = "a rootless parent cannot set the IPC namespace's limits"
+// noMemcg reports whether the sandbox has no memory cgroup: the init then
+// refuses SysV IPC and UDP sockets (Config.NoMemoryCgroup).
+func (s *Sandbox) noMemcg() bool { return !s.group.Provides(limits.RequireCgroupMemory) }
 
 // errIPCJoin is matched by inIPCNamespace's error when the thread could
 // not join the namespace.

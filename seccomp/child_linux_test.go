@@ -48,12 +48,12 @@ func runChild(scenario string) int {
 		return true
 	}
 	switch scenario {
-	case "probe-filtered", "probe-control", "probe-nonetns", "probe-nosysvipc":
+	case "probe-filtered", "probe-control", "probe-nonetns", "probe-nomemcg":
 		if scenario != "probe-control" && !install() {
 			return 2
 		}
-		if scenario == "probe-nosysvipc" {
-			if err := InstallNoSysVIPC(); err != nil {
+		if scenario == "probe-nomemcg" {
+			if err := InstallNoMemoryCgroup(); err != nil {
 				fmt.Fprintln(os.Stderr, "child: install the third filter:", err)
 				return 2
 			}

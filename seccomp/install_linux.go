@@ -29,12 +29,12 @@ func Install() error { return install(native.filter) }
 // after it.
 func InstallNoNetNS() error { return install(native.noNetNSFilter) }
 
-// InstallNoSysVIPC installs, as Install does, the third filter, for a
-// sandbox where nothing bounds SysV IPC (no memory cgroup, and the IPC
-// namespace's limits could not be set): shmget, msgget and semget fail
-// with ENOSYS (NoSysVIPCRules; docs/sandbox.md, "Caps"). It narrows what
-// Install's filter allows and is installed after it.
-func InstallNoSysVIPC() error { return install(native.noSysVIPCFilter) }
+// InstallNoMemoryCgroup installs, as Install does, the third filter, for
+// a sandbox without a memory cgroup: shmget, msgget and semget fail with
+// ENOSYS and UDP sockets with EACCES, kernel memory that nothing would
+// count there (NoMemoryCgroupRules; docs/sandbox.md, "Caps"). It narrows
+// what Install's filter allows and is installed after it.
+func InstallNoMemoryCgroup() error { return install(native.noMemcgFilter) }
 
 // install installs filter on every thread.
 func install(filter []unix.SockFilter) error {

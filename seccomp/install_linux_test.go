@@ -142,15 +142,20 @@ func TestNoNetNSFilterRefuses(t *testing.T) {
 	compareProbes(t, runProbeChild(t, cmd), want)
 }
 
-// TestNoSysVIPCFilterRefuses installs the first and the third filter, as
-// an init where nothing bounds SysV IPC does: shmget, msgget and semget
-// fail with ENOSYS, everything else as under the first alone.
-func TestNoSysVIPCFilterRefuses(t *testing.T) {
+// TestNoMemoryCgroupFilterRefuses installs the first and the third
+// filter, as an init without a memory cgroup does: shmget, msgget and
+// semget fail with ENOSYS, UDP sockets with EACCES (a datagram socket the
+// first refuses gets the newer filter's errno), everything else as under
+// the first alone.
+func TestNoMemoryCgroupFilterRefuses(t *testing.T) {
 	want := maps.Clone(filtered)
 	for _, p := range []string{"shmget-private", "msgget-private", "semget-private"} {
 		want[p] = "ENOSYS"
 	}
-	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nosysvipc"))
+	for _, p := range []string{"socket-inet-udp", "socket-inet6-udp", "socket-inet6-ping"} {
+		want[p] = "EACCES"
+	}
+	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nomemcg"))
 	compareProbes(t, runProbeChild(t, cmd), want)
 }
 

@@ -31,11 +31,11 @@ type target struct {
 	// (InstallNoNetNS).
 	noNetNSRules  []Rule
 	noNetNSFilter []unix.SockFilter
-	// noSysVIPCRules and noSysVIPCFilter are the third filter, stacked on
-	// the first in a sandbox where nothing bounds SysV IPC
-	// (InstallNoSysVIPC).
-	noSysVIPCRules  []Rule
-	noSysVIPCFilter []unix.SockFilter
+	// noMemcgRules and noMemcgFilter are the third filter, stacked on
+	// the first in a sandbox without a memory cgroup
+	// (InstallNoMemoryCgroup).
+	noMemcgRules  []Rule
+	noMemcgFilter []unix.SockFilter
 }
 
 // errNoFilter is returned where the filter was not generated.

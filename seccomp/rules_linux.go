@@ -34,10 +34,10 @@ func NoNetNSRules() []Rule {
 	return slices.Clone(native.noNetNSRules)
 }
 
-// NoSysVIPCRules returns the refusals of the third filter
-// (InstallNoSysVIPC).
-func NoSysVIPCRules() []Rule {
-	return slices.Clone(native.noSysVIPCRules)
+// NoMemoryCgroupRules returns the refusals of the third filter
+// (InstallNoMemoryCgroup).
+func NoMemoryCgroupRules() []Rule {
+	return slices.Clone(native.noMemcgRules)
 }
 
 // Describe returns one line for the run receipt, for example

@@ -39,11 +39,11 @@ func InstallNoNetNS() error { return errUnsupported }
 // NoNetNSRules returns nil: there is no filter on this system.
 func NoNetNSRules() []Rule { return nil }
 
-// InstallNoSysVIPC fails: seccomp is Linux-only.
-func InstallNoSysVIPC() error { return errUnsupported }
+// InstallNoMemoryCgroup fails: seccomp is Linux-only.
+func InstallNoMemoryCgroup() error { return errUnsupported }
 
-// NoSysVIPCRules returns nil: there is no filter on this system.
-func NoSysVIPCRules() []Rule { return nil }
+// NoMemoryCgroupRules returns nil: there is no filter on this system.
+func NoMemoryCgroupRules() []Rule { return nil }
 
 // Available reports false: seccomp is Linux-only.
 func Available() bool { return false }

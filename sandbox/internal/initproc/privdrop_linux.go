@@ -66,7 +66,7 @@ func (s *initState) dropPrivileges(port int) error {
 	stacked := seccompFiltered()
 	desc, err := installSeccomp()
 	if err != nil {
-		if s.cfg.NeedSeccomp || s.cfg.NoSysVIPC || s.cfg.Network == NetShared || !errors.Is(err, errNoSeccomp) {
+		if s.cfg.NeedSeccomp || s.cfg.NoMemoryCgroup || s.cfg.Network == NetShared || !errors.Is(err, errNoSeccomp) {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 		s.receipt["seccomp"] = "none: " + err.Error()
@@ -76,11 +76,11 @@ func (s *initState) dropPrivileges(port int) error {
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
-	if s.cfg.NoSysVIPC {
-		if err := seccomp.InstallNoSysVIPC(); err != nil {
-			return fmt.Errorf("seccomp: third filter (no SysV IPC): %w", err)
+	if s.cfg.NoMemoryCgroup {
+		if err := seccomp.InstallNoMemoryCgroup(); err != nil {
+			return fmt.Errorf("seccomp: third filter (no memory cgroup): %w", err)
 		}
-		second += "; third filter (nothing bounds SysV IPC): shmget, msgget and semget refused"
+		second += "; third filter (no memory cgroup): SysV IPC and UDP sockets refused"
 	}
 	if stacked {
 		desc += "; stacked on a filter airlock runs under (a container's)"

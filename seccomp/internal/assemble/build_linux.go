@@ -43,11 +43,11 @@ type Target struct {
 	// (noNetNSRules).
 	NoNetNSRules   []Rule
 	NoNetNSProgram []bpf.Instruction
-	// NoSysVIPCRules and NoSysVIPCProgram are the third filter, stacked
-	// on the first in a sandbox where nothing bounds SysV IPC
-	// (noSysVIPCRules).
-	NoSysVIPCRules   []Rule
-	NoSysVIPCProgram []bpf.Instruction
+	// NoMemoryCgroupRules and NoMemoryCgroupProgram are the third
+	// filter, stacked on the first in a sandbox without a memory cgroup
+	// (noMemcgRules).
+	NoMemoryCgroupRules   []Rule
+	NoMemoryCgroupProgram []bpf.Instruction
 }
 
 // Rule is one refusal, as package seccomp reports it.
@@ -99,9 +99,9 @@ func Build(goarch string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (the no-network-namespace filter)", err)
 	}
-	noIPC, err := stackedProgram(info, noSysVIPCRules)
+	noMemcg, err := stackedProgram(info, noMemcgRules)
 	if err != nil {
-		return nil, fmt.Errorf("%w (the no-SysV-IPC filter)", err)
+		return nil, fmt.Errorf("%w (the no-memory-cgroup filter)", err)
 	}
 	return &Target{
 		GOARCH:     goarch,
@@ -112,10 +112,10 @@ func Build(goarch string) (*Target, error) {
 		Rules:      rules(info),
 		Program:    prog,
 
-		NoNetNSRules:     ruleList(noNetNSRules),
-		NoNetNSProgram:   noNet,
-		NoSysVIPCRules:   ruleList(noSysVIPCRules),
-		NoSysVIPCProgram: noIPC,
+		NoNetNSRules:          ruleList(noNetNSRules),
+		NoNetNSProgram:        noNet,
+		NoMemoryCgroupRules:   ruleList(noMemcgRules),
+		NoMemoryCgroupProgram: noMemcg,
 	}, nil
 }
 
@@ -129,7 +129,7 @@ func ruleList(rules []argRule) []Rule {
 }
 
 // stackedProgram assembles a filter stacked on the first (the second,
-// noNetNSRules, or the third, noSysVIPCRules): the architecture check
+// noNetNSRules, or the third, noMemcgRules): the architecture check
 // (foreign calls are killed, as by the first filter, under which this one
 // always runs), one block per rule, then allow.
 func stackedProgram(info *arch.Info, rules []argRule) ([]bpf.Instruction, error) {

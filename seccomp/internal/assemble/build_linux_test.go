@@ -112,17 +112,18 @@ func TestEveryArchitecture(t *testing.T) {
 				}
 			}
 
-			// The third filter, of a sandbox where nothing bounds SysV IPC.
-			vm = bpfvm.New(t, tgt.NoSysVIPCProgram)
+			// The third filter, of a sandbox without a memory cgroup.
+			vm = bpfvm.New(t, tgt.NoMemoryCgroupProgram)
 			enosys := retErrno(unix.ENOSYS)
-			check("no sysv ipc: shmget", call("shmget", 0, 4096, 0o1600), enosys)
-			check("no sysv ipc: msgget", call("msgget", 0, 0o1600), enosys)
-			check("no sysv ipc: semget", call("semget", 0, 1, 0o1600), enosys)
-			check("no sysv ipc: shmat", call("shmat", 0), allow)
-			check("no sysv ipc: socket", call("socket", unix.AF_INET, unix.SOCK_DGRAM), allow)
+			check("no memcg: shmget", call("shmget", 0, 4096, 0o1600), enosys)
+			check("no memcg: msgget", call("msgget", 0, 0o1600), enosys)
+			check("no memcg: semget", call("semget", 0, 1, 0o1600), enosys)
+			check("no memcg: shmat", call("shmat", 0), allow)
+			check("no memcg: socket AF_INET UDP", call("socket", unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK), retErrno(unix.EACCES))
+			check("no memcg: socket AF_INET6 TCP", call("socket", unix.AF_INET6, unix.SOCK_STREAM), allow)
 			for _, a := range foreign {
 				if a != tgt.AuditArch {
-					check("no sysv ipc: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
+					check("no memcg: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
 				}
 			}
 		})

@@ -60,7 +60,7 @@ func Source(t *Target) ([]byte, error) {
 	fmt.Fprintf(&b, "// native is airlock's filter for %s (GOARCH %s), %d instructions,\n", t.Arch, t.GOARCH, len(raw))
 	fmt.Fprintf(&b, "// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,\n")
 	fmt.Fprintf(&b, "// the second filter of a sandbox without a network namespace and the\n")
-	fmt.Fprintf(&b, "// third of one where nothing bounds SysV IPC.\n")
+	fmt.Fprintf(&b, "// third of one without a memory cgroup.\n")
 	fmt.Fprintf(&b, "var native = target{\n")
 	fmt.Fprintf(&b, "arch: %q,\nauditArch: %#x,\nmaxSyscall: %d,\nx32: %t,\n", t.Arch, t.AuditArch, t.MaxSyscall, t.X32)
 	writeRules(&b, t.Rules)
@@ -69,7 +69,7 @@ func Source(t *Target) ([]byte, error) {
 		name  string
 		rules []Rule
 		prog  []bpf.Instruction
-	}{{"noNetNS", t.NoNetNSRules, t.NoNetNSProgram}, {"noSysVIPC", t.NoSysVIPCRules, t.NoSysVIPCProgram}} {
+	}{{"noNetNS", t.NoNetNSRules, t.NoNetNSProgram}, {"noMemcg", t.NoMemoryCgroupRules, t.NoMemoryCgroupProgram}} {
 		raw, err := bpf.Assemble(f.prog)
 		if err != nil {
 			return nil, fmt.Errorf("assemble: encode the %s filter for %s: %w", f.name, t.GOARCH, err)
@@ -105,7 +105,7 @@ func othersSource() ([]byte, error) {
 	fmt.Fprintf(&b, "var native = target{\n")
 	writeRules(&b, rules(nil))
 	writeRulesField(&b, "noNetNSRules", ruleList(noNetNSRules))
-	writeRulesField(&b, "noSysVIPCRules", ruleList(noSysVIPCRules))
+	writeRulesField(&b, "noMemcgRules", ruleList(noMemcgRules))
 	fmt.Fprintf(&b, "}\n")
 	return gofmt("others", b.Bytes())
 }
