@@ -43,12 +43,12 @@ func udpPages(t *testing.T) int64 {
 // memory.max; rootless without a memory cgroup, nothing bounds them.)
 func TestSocketBuffersBounded(t *testing.T) {
 	testutil.RequireRoot(t)
-	checkSocketBuffers(t, 64<<20)
+	checkSocketBuffers(t, 64<<20, 64<<20)
 }
 
 // checkSocketBuffers runs udp-pin under a memory cap and checks that the
-// host's UDP memory grew by no more than the cap while it held.
-func checkSocketBuffers(t *testing.T, memory int64) {
+// host's UDP memory grew by no more than bound while it held.
+func checkSocketBuffers(t *testing.T, memory, bound int64) {
 	cfg := payloadConfig("airlock", "udp-pin", "100000", "5")
 	cfg.Caps.MemoryBytes = memory
 	var out testutil.SyncBuffer
@@ -73,8 +73,8 @@ func checkSocketBuffers(t *testing.T, memory int64) {
 	reps := payload.Parse(bytes.Clone([]byte(out.String())))
 	r := s.fullReceipt()
 	t.Logf("%v; the host's UDP memory grew by %d bytes; receipt %q, %q", reps, held, r["memory"], r["seccomp"])
-	if held > cfg.Caps.MemoryBytes {
-		t.Errorf("the sandbox's unread datagrams hold %d bytes of kernel memory, more than its memory cap of %d", held, cfg.Caps.MemoryBytes)
+	if held > bound {
+		t.Errorf("the sandbox's unread datagrams hold %d bytes of kernel memory, more than %d", held, bound)
 	}
 }
 
@@ -94,6 +94,6 @@ func TestSocketBuffersRootlessInner(t *testing.T) {
 	if os.Getenv(rootlessEnv) == "" {
 		t.Skip("run by TestSocketBuffersRootless")
 	}
-	// RLIMIT_DATA, rootless, leaves the race detector too little below 256 MiB.
-	checkSocketBuffers(t, 256<<20)
+	// RLIMIT_DATA without a cgroup: the race detector's shadow needs room.
+	checkSocketBuffers(t, 1<<44, 64<<20)
 }
