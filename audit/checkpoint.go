@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"io"
 	"io/fs"
 	"os"
@@ -72,14 +73,11 @@ func ParseCheckpoint(b []byte, vkey string) (Checkpoint, error) {
 	return Checkpoint{Origin: lines[0], Size: size, Root: root, Note: string(b)}, nil
 }
 
-// ReadCheckpointFile reads and checks a checkpoint file.
+// ReadCheckpointFile reads and checks a checkpoint file: a regular file
+// only, opened without blocking (a FIFO or a device in its place is
+// refused, never waited on).
 func ReadCheckpointFile(path, vkey string) (Checkpoint, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("audit: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxNote+1))
+	b, err := hostfile.ReadFile(path, maxNote)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: %w", err)
 	}

@@ -3,6 +3,7 @@ package audit
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"io"
 	"os"
 	"path/filepath"
@@ -223,7 +224,7 @@ func predecessors(path string) []string {
 	var out []string
 	cur := path
 	for range maxRotated {
-		f, err := os.Open(cur)
+		f, _, err := hostfile.Open(cur) // a FIFO in the log's directory is not waited on
 		if err != nil {
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"io"
 	"os"
 
@@ -243,15 +244,12 @@ func syncTree(f *os.File, size int64, t *sideTree, scratch bool) error {
 func (t *sideTree) rebuild(f *os.File, size int64) error {
 	t.reset()
 	for _, p := range predecessors(t.path) {
-		pf, err := os.Open(p)
+		pf, fi, err := hostfile.Open(p)
 		if err != nil {
 			return fmt.Errorf("audit: tree: %w", err)
 		}
-		fi, err := pf.Stat()
-		if err == nil {
-			t.off = 0
-			err = t.extend(pf, fi.Size())
-		}
+		t.off = 0
+		err = t.extend(pf, fi.Size())
 		pf.Close()
 		if err != nil {
 			return fmt.Errorf("%w (in %s)", err, p)

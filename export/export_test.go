@@ -1,6 +1,7 @@
 package export
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -178,5 +179,84 @@ func TestResolveRefuses(t *testing.T) {
 		if _, err := Podman(tk, PodmanOptions{Proxy: proxy}); err == nil {
 			t.Errorf("proxy %q accepted", proxy)
 		}
+	}
+}
+
+// TestPodmanLineExact runs the run line in sh with podman a function that
+// prints its arguments: the command comes out byte for byte, and an
+// argument that names a script variable ($AIRLOCK_NETNS) with a command
+// substitution after it runs nothing. Before, any argument holding
+// "$AIRLOCK_" was put in double quotes as it was, so the substitution ran
+// as root when the script did; the seccomp file's path likewise.
+func TestPodmanLineExact(t *testing.T) {
+	dir := t.TempDir()
+	pwned := dir + "/pwned"
+	tk := testTask(t, "docs")
+	tk.Command = []string{"pytest", "-v", "$AIRLOCK_NETNS$(touch " + pwned + ")", "`touch " + pwned + "`$AIRLOCK_SECCOMP", "$AIRLOCK_NETNS"} // as if the gate allowed it
+	for _, o := range []PodmanOptions{{}, {SeccompFile: dir + "/$AIRLOCK_x$(touch " + pwned + ")"}} {
+		out, err := Podman(tk, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script := "podman() { printf '%s\\n' \"$@\"; }\nAIRLOCK_NETNS=airlock-1\nAIRLOCK_SECCOMP=/s.json\n" + out.Line + "\n"
+		cmd := exec.Command("sh", "-c", script)
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("sh: %v", err)
+		}
+		got := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if _, err := os.Stat(pwned); err == nil {
+			t.Fatalf("the run line ran a command substitution: %s", out.Line)
+		}
+		if tail := got[len(got)-len(tk.Command):]; !slices.Equal(tail, tk.Command) {
+			t.Errorf("the command came out as %q, want %q", tail, tk.Command)
+		}
+		want := []string{"ns:/run/netns/airlock-1", "seccomp=/s.json"}
+		if o.SeccompFile != "" {
+			want[1] = "seccomp=" + o.SeccompFile
+		}
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%q not among the arguments %q", w, got)
+			}
+		}
+	}
+}
+
+// TestPodmanPolicyHereDoc: a policy whose strings hold the here-document's
+// delimiter on a line of its own, and shell text after it, is written by
+// the script exactly as exported, and nothing after the delimiter runs
+// (JSON carries a newline in a string as \n, so no line of the document
+// is the delimiter).
+func TestPodmanPolicyHereDoc(t *testing.T) {
+	dir := t.TempDir()
+	pwned := dir + "/pwned"
+	src := strings.Replace(testPolicy, `"argPatterns": [["-v"]], "allowExtraArgs": false`,
+		`"argPatterns": [["-v"], ["\nAIRLOCK_EOF\ntouch `+pwned+`\ncat <<'AIRLOCK_EOF'\n"]], "allowExtraArgs": false`, 1)
+	pol, err := policy.Parse("test.json", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := Resolve(pol, Request{Tool: "run_tests", Task: "docs", Image: "registry.example/ci/py@" + testDigest, Command: []string{"pytest", "-v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Podman(tk, PodmanOptions{SeccompFile: "/s.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := strings.Index(out.Script, "cat >\"$work/policy.json\"")
+	end := strings.Index(out.Script[start:], "\nAIRLOCK_EOF\n") + start + len("\nAIRLOCK_EOF\n")
+	cmd := exec.Command("sh", "-c", "work="+dir+"\n"+out.Script[start:end])
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sh: %v: %s", err, b)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Fatal("text after the delimiter in the policy ran")
+	}
+	got, err := os.ReadFile(dir + "/policy.json")
+	want, _ := PolicyJSON(tk.Policy())
+	if err != nil || string(got) != string(want) {
+		t.Errorf("the script wrote %q (%v), want the exported policy %q", got, err, want)
 	}
 }

@@ -104,8 +104,9 @@ func Podman(t *Task, o PodmanOptions) (*PodmanExport, error) {
 		"--timeout", strconv.FormatInt(t.WallSeconds(), 10),
 		t.Image.String(),
 	)
+	own := len(args) // podman's own arguments, before the command's
 	args = append(args, t.Command...)
-	line, err := shellLine(args)
+	line, err := shellLine(args, own)
 	if err != nil {
 		return nil, err
 	}
@@ -130,16 +131,18 @@ func proxyEnv(proxy string) []string {
 }
 
 // shellLine renders args as one line of POSIX shell: each argument quoted
-// where the shell would read it otherwise, and the script's variables
-// ($AIRLOCK_NETNS, $AIRLOCK_SECCOMP) in double quotes so that they expand.
-// An argument that POSIX sh cannot hold (a control character, a NUL) is
-// an error: the export refuses it rather than print a line that runs
-// something else.
-func shellLine(args []string) (string, error) {
+// where the shell would read it otherwise. Of the first own arguments,
+// podman's own, those that are exactly one of scriptWords are put in
+// double quotes so that the script's variable expands; every other
+// argument, the command's whatever it holds, is quoted as it is, so that
+// nothing in it expands. An argument that POSIX sh cannot hold (a
+// control character, a NUL) is an error: the export refuses it rather
+// than print a line that runs something else.
+func shellLine(args []string, own int) (string, error) {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if strings.Contains(a, "$AIRLOCK_") {
-			out[i] = `"` + a + `"` // the variables hold names and paths only
+		if i < own && scriptWords[a] {
+			out[i] = `"` + a + `"`
 			continue
 		}
 		q, err := syntax.Quote(a, syntax.LangPOSIX)
@@ -149,4 +152,12 @@ func shellLine(args []string) (string, error) {
 		out[i] = q
 	}
 	return strings.Join(out, " "), nil
+}
+
+// scriptWords are the run line's arguments that name the script's
+// variables, as Podman writes them (nothing else in them expands).
+var scriptWords = map[string]bool{
+	"$AIRLOCK_NETNS":               true,
+	"ns:/run/netns/$AIRLOCK_NETNS": true,
+	"seccomp=$AIRLOCK_SECCOMP":     true,
 }

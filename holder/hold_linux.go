@@ -283,10 +283,16 @@ func (hd *held) answer(c *net.UnixConn, req request, files []*os.File) response 
 		if req.Exec == nil || len(files) != 4 {
 			return response{Error: "holder: exec: want a step and its four pipes"}
 		}
+		if err := kindsAre(files, "a pipe", unix.S_IFIFO); err != nil {
+			return response{Error: "holder: exec: " + err.Error()}
+		}
 		return hd.exec(c, *req.Exec, files)
 	case opCLI:
 		if req.CLI == nil || len(files) != 3 || hd.h.cli == nil {
 			return response{Error: "holder: cli: want a command line and its three pipes, from an airlock that runs them"}
+		}
+		if err := kindsAre(files, "a pipe", unix.S_IFIFO); err != nil {
+			return response{Error: "holder: cli: " + err.Error()}
 		}
 		return hd.runCLI(c, *req.CLI, files)
 	case opChanges, opStop:
@@ -294,6 +300,9 @@ func (hd *held) answer(c *net.UnixConn, req request, files []*os.File) response 
 		if req.Patch {
 			if len(files) != 1 {
 				return response{Error: "holder: want one descriptor for the patch"}
+			}
+			if err := kindsAre(files, "a file, a pipe or a socket (for the patch)", unix.S_IFREG, unix.S_IFIFO, unix.S_IFSOCK); err != nil {
+				return response{Error: err.Error()}
 			}
 			resp = hd.changes(files[0])
 		}

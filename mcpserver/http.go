@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,7 +43,23 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 		return &auth.TokenInfo{UserID: "airlock mcp bearer"}, nil
 	}
 	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
-	return sameOrigin(http.NewCrossOriginProtection().Handler(authed)), nil
+	return closeUnauthorized(want, sameOrigin(http.NewCrossOriginProtection().Handler(authed))), nil
+}
+
+// closeUnauthorized ends the connection of a request without the token
+// once it is answered (401, or 403 for its origin): a client that does not
+// hold the token keeps no connection open. Kept alive, as HTTP/1.1 keeps
+// every connection by default and no idle timeout ended them, any local
+// process could hold as many as it liked and leave the server without
+// descriptors for its clients.
+func closeUnauthorized(want []byte, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sameOrigin answers 403 to a request whose Origin header names another

@@ -1,12 +1,16 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -132,5 +136,32 @@ func TestOutOfBandApproval(t *testing.T) {
 	}
 	if r, res := callTool(t, context.Background(), cs, "read_file", in); !r.IsError || res.ExitCode != enforcer.ExitEscalated {
 		t.Fatalf("the approval ran twice: %+v", res)
+	}
+}
+
+// TestHTTPUnauthorizedNotKept: the connection of a request without the
+// token is closed once it is answered. Before, it was kept alive with no
+// idle timeout, so that any local process could hold connections without
+// end and leave the server none for its clients.
+func TestHTTPUnauthorizedNotKept(t *testing.T) {
+	f := newFixture(t, testPolicy)
+	url, _ := f.httpServer(t)
+	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/")
+	for _, auth := range []string{"", "Authorization: Bearer wrong\r\n"} {
+		c, err := net.Dial("tcp", addr)
+		must(t, err)
+		defer c.Close()
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2\r\n%s\r\n{}", addr, auth)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		must(t, err)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("status %d, want 401", resp.StatusCode)
+		}
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("%q: after the 401 the connection is still open (%v)", auth, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -23,8 +24,11 @@ import (
 // small message queues and semaphore sets. The files of an IPC namespace
 // are written from a thread that has joined it, and only by a writer that
 // is root outside it (uid 0 is not mapped inside); a rootless parent is
-// neither, so rootless runs keep the kernel's defaults and the receipt
-// says so.
+// neither. Where the parent cannot set them, a memory cgroup still counts
+// what SysV IPC keeps; where there is none (rootless without a delegated
+// memory controller), the init refuses SysV IPC altogether
+// (Config.NoMemoryCgroup: shmget, msgget and semget fail with ENOSYS),
+// and UDP sockets, whose unread datagrams nothing counts either.
 
 // ipcLimits are the sysctls of the sandbox's IPC namespace for caps of
 // memory bytes, in the order written.
@@ -50,8 +54,10 @@ func ipcLimits(memory int64) [][2]string {
 // returns the receipt's words.
 func (s *Sandbox) boundIPC() (string, error) {
 	switch {
+	case s.noMemcg():
+		return "refused: shmget, msgget and semget fail with ENOSYS (no memory cgroup)", nil
 	case os.Geteuid() != 0:
-		return "the kernel's defaults: a rootless parent cannot set the IPC namespace's limits (SysV IPC is bounded by the memory cgroup, when there is one)", nil
+		return "the kernel's defaults, counted by the memory cgroup: a rootless parent cannot set the IPC namespace's limits", nil
 	case s.hole == initproc.HoleUID:
 		// uid 0 is mapped inside, and so owns the namespace's files.
 		return "the kernel's defaults: test hole uid", nil
@@ -77,6 +83,10 @@ func (s *Sandbox) boundIPC() (string, error) {
 	}
 	return "the IPC namespace's limits: " + strings.Join(words, ", "), nil
 }
+
+// noMemcg reports whether the sandbox has no memory cgroup: the init then
+// refuses SysV IPC and UDP sockets (Config.NoMemoryCgroup).
+func (s *Sandbox) noMemcg() bool { return !s.group.Provides(limits.RequireCgroupMemory) }
 
 // errIPCJoin is matched by inIPCNamespace's error when the thread could
 // not join the namespace.

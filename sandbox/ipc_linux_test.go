@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
@@ -36,6 +38,50 @@ func TestSysVIPCBounded(t *testing.T) {
 	atMost("sem_sets", 128)
 	if d["shm_1tib"] != "EINVAL" {
 		t.Errorf("a 1 TiB segment: %q, want EINVAL (over shmmax)", d["shm_1tib"])
+	}
+}
+
+// TestSysVIPCRootless: rootless, where the parent cannot set the IPC
+// namespace's limits, SysV IPC is refused when no memory cgroup counts
+// what it keeps, and left to the memory cgroup otherwise. Before, the
+// payload took 32,000 message queues and kept every detached segment,
+// counted by nothing.
+func TestSysVIPCRootless(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.RunTestAsNobody(t, "TestSysVIPCRootlessInner", rootlessEnv+"=1")
+}
+
+func TestSysVIPCRootlessInner(t *testing.T) {
+	testutil.RequireNonRoot(t)
+	if os.Getenv(rootlessEnv) == "" {
+		t.Skip("run by TestSysVIPCRootless")
+	}
+	// RLIMIT_DATA without a cgroup: the race detector's shadow needs room.
+	cfg := payloadConfig("airlock", "sysv-ipc", "64")
+	cfg.Caps.MemoryBytes = 1 << 44
+	res, out, errOut := run(t, cfg)
+	reps := payload.Parse([]byte(out))
+	if res.ExitCode != 0 || len(reps) != 1 {
+		t.Fatalf("result %+v, output %q %q", res, out, errOut)
+	}
+	d, receipt := reps[0].Detail, res.Receipt["ipc"]
+	t.Logf("%v; receipt %q; memory %q", d, receipt, res.Receipt["memory"])
+	if !strings.HasPrefix(res.Receipt["memory"], "cgroup") {
+		for _, k := range []string{"shm_kept", "shm_segments", "msg_queues", "sem_sets"} {
+			if d[k] != "0" {
+				t.Errorf("%s = %q without a memory cgroup, want 0 (refused)", k, d[k])
+			}
+		}
+		for _, k := range []string{"shm_touch_stop", "shm_1tib", "msg_stop", "sem_stop"} {
+			if d[k] != "ENOSYS" {
+				t.Errorf("%s = %q, want ENOSYS", k, d[k])
+			}
+		}
+		if !strings.HasPrefix(receipt, "refused") {
+			t.Errorf("receipt %q does not say SysV IPC is refused", receipt)
+		}
+	} else if !strings.Contains(receipt, "memory cgroup") {
+		t.Errorf("receipt %q does not name the memory cgroup", receipt)
 	}
 }
 

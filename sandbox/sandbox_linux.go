@@ -438,7 +438,7 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: initRlimits(s.group.Rlimits()), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
-		NeedOwnProc: need.procfs, Network: s.network,
+		NeedOwnProc: need.procfs, NoMemoryCgroup: s.noMemcg(), Network: s.network,
 		Probe:    s.cfg.Probes,
 		TestHole: string(s.hole),
 	}

@@ -48,9 +48,15 @@ func runChild(scenario string) int {
 		return true
 	}
 	switch scenario {
-	case "probe-filtered", "probe-control", "probe-nonetns":
+	case "probe-filtered", "probe-control", "probe-nonetns", "probe-nomemcg":
 		if scenario != "probe-control" && !install() {
 			return 2
+		}
+		if scenario == "probe-nomemcg" {
+			if err := InstallNoMemoryCgroup(); err != nil {
+				fmt.Fprintln(os.Stderr, "child: install the third filter:", err)
+				return 2
+			}
 		}
 		if scenario == "probe-nonetns" {
 			if err := InstallNoNetNS(); err != nil {
@@ -133,6 +139,10 @@ type probe struct {
 }
 
 var probes = []probe{
+	// Each SysV IPC object made is removed at once (IPC_RMID).
+	{"shmget-private", false, func() error { return sysvMake(unix.SYS_SHMGET, unix.SYS_SHMCTL, 4096) }},
+	{"msgget-private", false, func() error { return sysvMake(unix.SYS_MSGGET, unix.SYS_MSGCTL, -1) }},
+	{"semget-private", false, func() error { return sysvMake(unix.SYS_SEMGET, unix.SYS_SEMCTL, 1) }},
 	// Unfiltered, TRACEME would make the parent test binary our tracer.
 	{"ptrace-traceme", true, func() error { return ptrace(unix.PTRACE_TRACEME, 0) }},
 	{"ptrace-attach-pid0", false, func() error { return ptrace(unix.PTRACE_ATTACH, 0) }},
@@ -259,6 +269,25 @@ func runProbes(filtered bool) map[string]string {
 		out[p.name] = errName(p.do())
 	}
 	return out
+}
+
+// sysvMake makes a private SysV IPC object with the call get (its second
+// argument n, a size or a count, when not -1) and removes it with ctl.
+func sysvMake(get, ctl uintptr, n int) error {
+	args := []uintptr{unix.IPC_PRIVATE, uintptr(n), unix.IPC_CREAT | 0o600}
+	if n < 0 {
+		args = []uintptr{unix.IPC_PRIVATE, unix.IPC_CREAT | 0o600, 0}
+	}
+	id, _, e := unix.Syscall(get, args[0], args[1], args[2])
+	if e != 0 {
+		return e
+	}
+	if ctl == unix.SYS_SEMCTL {
+		_, _, e = unix.Syscall6(ctl, id, 0, unix.IPC_RMID, 0, 0, 0)
+	} else {
+		_, _, e = unix.Syscall(ctl, id, unix.IPC_RMID, 0)
+	}
+	return errnoErr(e)
 }
 
 func errName(err error) string {

@@ -45,6 +45,10 @@
 //     (InstallNoNetNS): UDP sockets and listen(2) are refused with EACCES
 //     too, so that TCP connect to the proxy's port, which Landlock allows
 //     alone, is its only way out (docs/sandbox.md, "Inside a container").
+//   - A sandbox without a memory cgroup (rootless, without a delegated
+//     memory controller) gets a third (InstallNoMemoryCgroup): shmget,
+//     msgget and semget fail with ENOSYS and UDP sockets with EACCES, the
+//     kernel memory nothing else would count (docs/sandbox.md, "Caps").
 //
 // # Errors the refused calls return
 //

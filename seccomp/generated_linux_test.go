@@ -104,6 +104,24 @@ func TestCompiledInIsAssembled(t *testing.T) {
 	if !reflect.DeepEqual(NoNetNSRules(), noNet) {
 		t.Error("NoNetNSRules differs from the assembled rules")
 	}
+	raw, err = bpf.Assemble(want.NoMemoryCgroupProgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter = filter[:0]
+	for _, f := range native.noMemcgFilter {
+		filter = append(filter, bpf.RawInstruction{Op: f.Code, Jt: f.Jt, Jf: f.Jf, K: f.K})
+	}
+	if !slices.Equal(filter, raw) {
+		t.Error("the compiled-in third filter differs from the assembled one")
+	}
+	var noIPC []Rule
+	for _, r := range want.NoMemoryCgroupRules {
+		noIPC = append(noIPC, Rule{Syscall: r.Syscall, When: r.When, Errno: syscall.Errno(r.Errno), Why: r.Why})
+	}
+	if !reflect.DeepEqual(NoMemoryCgroupRules(), noIPC) {
+		t.Error("NoMemoryCgroupRules differs from the assembled rules")
+	}
 	var rules []Rule
 	for _, r := range want.Rules {
 		rules = append(rules, Rule{Syscall: r.Syscall, When: r.When, Errno: syscall.Errno(r.Errno), Why: r.Why})

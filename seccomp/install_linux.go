@@ -29,6 +29,13 @@ func Install() error { return install(native.filter) }
 // after it.
 func InstallNoNetNS() error { return install(native.noNetNSFilter) }
 
+// InstallNoMemoryCgroup installs, as Install does, the third filter, for
+// a sandbox without a memory cgroup: shmget, msgget and semget fail with
+// ENOSYS and UDP sockets with EACCES, kernel memory that nothing would
+// count there (NoMemoryCgroupRules; docs/sandbox.md, "Caps"). It narrows
+// what Install's filter allows and is installed after it.
+func InstallNoMemoryCgroup() error { return install(native.noMemcgFilter) }
+
 // install installs filter on every thread.
 func install(filter []unix.SockFilter) error {
 	if filter == nil {

@@ -20,6 +20,9 @@ import (
 // filtered is what each probe gets under the filter, as root or not: the
 // filter answers before the kernel checks any privilege.
 var filtered = map[string]string{
+	"shmget-private":          "ok",
+	"msgget-private":          "ok",
+	"semget-private":          "ok",
 	"ptrace-traceme":          "EPERM",
 	"ptrace-attach-pid0":      "EPERM",
 	"process_vm_readv-self":   "EPERM",
@@ -136,6 +139,23 @@ func TestNoNetNSFilterRefuses(t *testing.T) {
 		want[p] = "EACCES"
 	}
 	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nonetns"))
+	compareProbes(t, runProbeChild(t, cmd), want)
+}
+
+// TestNoMemoryCgroupFilterRefuses installs the first and the third
+// filter, as an init without a memory cgroup does: shmget, msgget and
+// semget fail with ENOSYS, UDP sockets with EACCES (a datagram socket the
+// first refuses gets the newer filter's errno), everything else as under
+// the first alone.
+func TestNoMemoryCgroupFilterRefuses(t *testing.T) {
+	want := maps.Clone(filtered)
+	for _, p := range []string{"shmget-private", "msgget-private", "semget-private"} {
+		want[p] = "ENOSYS"
+	}
+	for _, p := range []string{"socket-inet-udp", "socket-inet6-udp", "socket-inet6-ping"} {
+		want[p] = "EACCES"
+	}
+	cmd := testutil.AsNobody(t, testutil.SelfCommand(t, childEnv+"=probe-nomemcg"))
 	compareProbes(t, runProbeChild(t, cmd), want)
 }
 

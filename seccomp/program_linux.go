@@ -31,6 +31,11 @@ type target struct {
 	// (InstallNoNetNS).
 	noNetNSRules  []Rule
 	noNetNSFilter []unix.SockFilter
+	// noMemcgRules and noMemcgFilter are the third filter, stacked on
+	// the first in a sandbox without a memory cgroup
+	// (InstallNoMemoryCgroup).
+	noMemcgRules  []Rule
+	noMemcgFilter []unix.SockFilter
 }
 
 // errNoFilter is returned where the filter was not generated.

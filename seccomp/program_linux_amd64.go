@@ -6,7 +6,8 @@ import "golang.org/x/sys/unix"
 
 // native is airlock's filter for x86_64 (GOARCH amd64), 184 instructions,
 // assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,
-// and the second filter of a sandbox without a network namespace.
+// the second filter of a sandbox without a network namespace and the
+// third of one without a memory cgroup.
 var native = target{
 	arch:       "x86_64",
 	auditArch:  0xc000003e,
@@ -293,5 +294,35 @@ var native = target{
 		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x32},       // 13: jneq #50,1
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 14: ret #327693
 		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 15: ret #2147418112
+	},
+	noMemcgRules: []Rule{
+		{Syscall: "shmget", Errno: unix.ENOSYS, Why: "creates a shared memory segment of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "msgget", Errno: unix.ENOSYS, Why: "creates a message queue of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "semget", Errno: unix.ENOSYS, Why: "creates a semaphore set of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES, Why: "without a memory cgroup, nothing counts the datagrams queued and never read on the sandbox's own UDP sockets (kernel memory, up to twice net.core.rmem_max a socket); UDP reaches nothing but the sandbox's own lo"},
+	},
+	noMemcgFilter: []unix.SockFilter{
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x4},        // 0: ld [4]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0xc000003e}, // 1: jeq #3221225534,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x80000000}, // 2: ret #2147483648
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 3: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x1d},       // 4: jneq #29,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 5: ret #327718
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 6: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x44},       // 7: jneq #68,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 8: ret #327718
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 9: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x40},       // 10: jneq #64,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x50026},    // 11: ret #327718
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x0},        // 12: ld [0]
+		{Code: 0x0015, Jt: 0, Jf: 7, K: 0x29},       // 13: jneq #41,7
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x10},       // 14: ld [16]
+		{Code: 0x0015, Jt: 1, Jf: 0, K: 0x2},        // 15: jeq #2,1
+		{Code: 0x0015, Jt: 0, Jf: 4, K: 0xa},        // 16: jneq #10,4
+		{Code: 0x0020, Jt: 0, Jf: 0, K: 0x18},       // 17: ld [24]
+		{Code: 0x0054, Jt: 0, Jf: 0, K: 0xf},        // 18: and #15
+		{Code: 0x0015, Jt: 0, Jf: 1, K: 0x2},        // 19: jneq #2,1
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x5000d},    // 20: ret #327693
+		{Code: 0x0006, Jt: 0, Jf: 0, K: 0x7fff0000}, // 21: ret #2147418112
 	},
 }

@@ -86,4 +86,10 @@ var native = target{
 		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES, Why: "without a network namespace of its own, a UDP socket reaches the container's network (its DNS resolver included) past the proxy, and Landlock's rules cover TCP only"},
 		{Syscall: "listen", Errno: unix.EACCES, Why: "without a network namespace of its own, a listening socket takes connections from the container's network; Landlock refuses bind(2) to every port, but listen(2) binds an unbound socket itself"},
 	},
+	noMemcgRules: []Rule{
+		{Syscall: "shmget", Errno: unix.ENOSYS, Why: "creates a shared memory segment of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "msgget", Errno: unix.ENOSYS, Why: "creates a message queue of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "semget", Errno: unix.ENOSYS, Why: "creates a semaphore set of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES, Why: "without a memory cgroup, nothing counts the datagrams queued and never read on the sandbox's own UDP sockets (kernel memory, up to twice net.core.rmem_max a socket); UDP reaches nothing but the sandbox's own lo"},
+	},
 }

@@ -34,6 +34,12 @@ func NoNetNSRules() []Rule {
 	return slices.Clone(native.noNetNSRules)
 }
 
+// NoMemoryCgroupRules returns the refusals of the third filter
+// (InstallNoMemoryCgroup).
+func NoMemoryCgroupRules() []Rule {
+	return slices.Clone(native.noMemcgRules)
+}
+
 // Describe returns one line for the run receipt, for example
 // "seccomp filter: 83 rules, default allow, kill on foreign arch and x32,
 // ENOSYS above syscall 467 (x86_64)".

@@ -39,6 +39,12 @@ func InstallNoNetNS() error { return errUnsupported }
 // NoNetNSRules returns nil: there is no filter on this system.
 func NoNetNSRules() []Rule { return nil }
 
+// InstallNoMemoryCgroup fails: seccomp is Linux-only.
+func InstallNoMemoryCgroup() error { return errUnsupported }
+
+// NoMemoryCgroupRules returns nil: there is no filter on this system.
+func NoMemoryCgroupRules() []Rule { return nil }
+
 // Available reports false: seccomp is Linux-only.
 func Available() bool { return false }
 

@@ -67,6 +67,16 @@ const (
 	ControlPrivateTmp   = "private-tmp"
 	ControlCleanEnv     = "clean-env"
 	ControlOwnIdentity  = "own-identity"
+	// ControlIPCLimits is the IPC namespace's limits, rootful, or the
+	// refusal of SysV IPC without a memory cgroup (docs/sandbox.md, "Caps").
+	ControlIPCLimits = "ipc-limits"
+	// ControlSocketMemory is the memory cgroup's count of socket buffers,
+	// or the refusal of UDP sockets without one.
+	ControlSocketMemory = "socket-memory"
+	// ControlUserCounts is the user namespace's inotify counts.
+	ControlUserCounts = "user-counts"
+	// ControlRlimitSigpending is RLIMIT_SIGPENDING.
+	ControlRlimitSigpending = "rlimit-sigpending"
 )
 
 // Outcome is how an attempt ended.

@@ -2,6 +2,8 @@ package selftest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,7 +53,70 @@ func resourceAttempts() []attempt {
 			toolOutput, "", judgeFlood, "flood", "8192"),
 		capped("open-files", ControlRlimitNofile, fmt.Sprintf("open descriptors without end under a %d-file cap", capOpenFiles),
 			toolFDs, "", atMost("opened", capOpenFiles, "EMFILE"), "fds", "100000"),
+		payloadAttempt(rs, "sysv-ipc", ControlIPCLimits, "keep detached SysV shared memory, fill 32,000 message queues and make semaphore sets, which no process's limit counts",
+			toolPayload, taskNone, judgeSysVIPC, "sysv-ipc", "64"),
+		payloadAttempt(rs, "udp-pin", ControlSocketMemory, fmt.Sprintf("queue datagrams nobody reads on every UDP socket it can make, under a %d MiB memory cap", capMemoryMiB),
+			toolPayload, taskNone, judgeUDPPin, "udp-pin", "100000", "0"),
+		payloadAttempt(rs, "inotify-hog", ControlUserCounts, "take every inotify instance and watch, which the kernel counts against the sandbox's owner on the host too",
+			toolPayload, taskNone, judgeCounts(map[string]int{"instances": 16, "watches": 8192}), "inotify-hog", "0"),
+		payloadAttempt(rs, "rt-signals", ControlRlimitSigpending, "queue real-time signals to itself, which the kernel counts against the sandbox's owner on the host too",
+			toolPayload, taskNone, judgeCounts(map[string]int{"queued": capSigpending}), "rt-signals", "0"),
 	}
+}
+
+// judgeCounts judges a payload that took what the kernel gave: contained
+// when each count it reports is at most its bound.
+func judgeCounts(most map[string]int) func(*observation) verdict {
+	return func(o *observation) verdict {
+		rep, v := ran(o)
+		if v != nil {
+			return *v
+		}
+		var got []string
+		for _, k := range slices.Sorted(maps.Keys(most)) {
+			n, err := strconv.Atoi(rep.Detail[k])
+			switch {
+			case err != nil:
+				return broken(fmt.Sprintf("the payload did not report its %s: %v", k, rep.Detail))
+			case n > most[k]:
+				return escaped(fmt.Sprintf("%s %d, over the bound of %d: %v", k, n, most[k], rep.Detail))
+			}
+			got = append(got, fmt.Sprintf("%s %d (at most %d)", k, n, most[k]))
+		}
+		return contained(strings.Join(got, ", "))
+	}
+}
+
+// judgeSysVIPC: SysV IPC is refused (ENOSYS: no memory cgroup), or the
+// IPC namespace's limits held (no detached segment kept, at most 16
+// queues of 16 KiB and 128 semaphore sets), or, rootless, the memory
+// cgroup counts it (the receipt says so).
+func judgeSysVIPC(o *observation) verdict {
+	rep, v := ran(o)
+	if v != nil {
+		return *v
+	}
+	d, receipt := rep.Detail, o.res.Receipt["ipc"]
+	switch {
+	case d["shm_touch_stop"] == "ENOSYS" && d["msg_stop"] == "ENOSYS" && d["sem_stop"] == "ENOSYS":
+		return contained("shmget, msgget and semget refused (ENOSYS); receipt: " + receipt)
+	case strings.HasPrefix(receipt, "the kernel's defaults, counted by the memory cgroup"):
+		return contained(fmt.Sprintf("counted by the memory cgroup (%v); receipt: %s", d, receipt))
+	}
+	return judgeCounts(map[string]int{"shm_kept": 0, "shm_segments": 64, "msg_queues": 16, "msg_bytes": 16 * 16384, "sem_sets": 128})(o)
+}
+
+// judgeUDPPin: UDP sockets are refused (EACCES: no memory cgroup), or
+// what the kernel holds of the unread datagrams is within the memory cap.
+func judgeUDPPin(o *observation) verdict {
+	rep, v := ran(o)
+	if v != nil {
+		return *v
+	}
+	if rep.Detail["sockets"] == "0" && rep.Detail["stop"] == "EACCES" {
+		return contained("UDP sockets refused (EACCES); receipt: " + o.res.Receipt["seccomp"])
+	}
+	return judgeCounts(map[string]int{"held_bytes": capMemoryMiB << 20})(o)
 }
 
 // judgeFlood: the output cap kills the flood, and what airlock forwarded

@@ -103,6 +103,20 @@ func errnoIs(want ...string) func(o *observation) verdict {
 	}
 }
 
+// udpOr wraps the judge of a UDP attempt: in a sandbox without a memory
+// cgroup the third seccomp filter refuses UDP sockets (EACCES) before the
+// network namespace is reached, and the receipt says so; that refusal
+// holds too.
+func udpOr(judge func(*observation) verdict) func(*observation) verdict {
+	return func(o *observation) verdict {
+		rep, v := ran(o)
+		if v == nil && !rep.Succeeded && rep.Errno == "EACCES" && strings.Contains(o.res.Receipt["seccomp"], "third filter (no memory cgroup)") {
+			return contained("EACCES: UDP sockets refused by the no-memory-cgroup filter: " + rep.Evidence)
+		}
+		return judge(o)
+	}
+}
+
 func errnoVerdict(rep payload.Report, want []string) verdict {
 	switch {
 	case rep.Succeeded:

@@ -25,6 +25,11 @@ func rep(errno string, succeeded bool, detail ...string) payload.Report {
 	return r
 }
 
+func receiptSays(o *observation, k, v string) *observation {
+	o.res.Receipt = map[string]string{k: v}
+	return o
+}
+
 func killed(cap string) *observation {
 	o := ranWith(rep("", false))
 	o.res.KilledBy, o.res.ExitCode = &cap, 137
@@ -124,6 +129,15 @@ var judgeCases = []struct {
 	{"setuid: host binary, no sample", judgeSetuid(true), ranWith(rep("", false, "setuidBit", "true", "noNewPrivs", "1")), Broken, "before its uid could be sampled"},
 	{"setuid: mount not nosuid", judgeSetuid(true), ranWith(rep("", false, "euids", "65534", "setuidBit", "true", "noNewPrivs", "1", "mountOptions", "ro")), Broken, "not nosuid"},
 	{"setuid: copy kept its bit", judgeSetuid(false), ranWith(rep("", false, "setuidBit", "true", "output", "uid=65534")), Broken, "kept its setuid bit"},
+	{"sysv: refused", judgeSysVIPC, ranWith(rep("", false, "shm_touch_stop", "ENOSYS", "msg_stop", "ENOSYS", "sem_stop", "ENOSYS")), Contained, "refused"},
+	{"sysv: limits held", judgeSysVIPC, ranWith(rep("", false, "shm_kept", "0", "shm_segments", "64", "msg_queues", "16", "msg_bytes", "262144", "sem_sets", "16")), Contained, "shm_kept 0"},
+	{"sysv: kept", judgeSysVIPC, ranWith(rep("", false, "shm_kept", "64", "shm_segments", "4032", "msg_queues", "32000", "msg_bytes", "524288000", "sem_sets", "32000")), Escaped, "msg_bytes 524288000"},
+	{"udp or: refused by the third filter", udpOr(errnoIs("ECONNREFUSED")), receiptSays(ranWith(rep("EACCES", false)), "seccomp", "x; third filter (no memory cgroup): SysV IPC and UDP sockets refused"), Contained, "no-memory-cgroup filter"},
+	{"udp or: EACCES without the third filter", udpOr(errnoIs("ECONNREFUSED")), ranWith(rep("EACCES", false)), Broken, "unexpected EACCES"},
+	{"udp: refused", judgeUDPPin, ranWith(rep("", false, "sockets", "0", "stop", "EACCES")), Contained, "refused"},
+	{"udp: within", judgeUDPPin, ranWith(rep("", false, "sockets", "123", "held_bytes", "16728800")), Contained, "held_bytes"},
+	{"udp: a gigabyte", judgeUDPPin, ranWith(rep("", false, "sockets", "123", "held_bytes", "1024274432")), Escaped, "over the bound"},
+	{"counts: no report", judgeCounts(map[string]int{"queued": 1024}), ranWith(rep("", false)), Broken, "did not report"},
 	{"setuid: root", judgeSetuid(false), ranWith(rep("", true, "output", "uid=65534 euid=0")), Escaped, "euid=0"},
 }
 
@@ -250,5 +264,8 @@ func TestPolicyLoads(t *testing.T) {
 	}
 	if c := pol.CapsFor(toolOutput); c.OutputMB != capOutputMiB {
 		t.Errorf("output cap of %s is %d, the judges assume %d", toolOutput, c.OutputMB, capOutputMiB)
+	}
+	if c := pol.CapsFor(toolPayload); c.MemoryMB != capMemoryMiB {
+		t.Errorf("memory cap of %s is %d, the judges assume %d", toolPayload, c.MemoryMB, capMemoryMiB)
 	}
 }

@@ -53,6 +53,10 @@ const (
 	capDiskMiB   = 4
 	capOpenFiles = 32
 	capOutputMiB = 1
+	// capMemoryMiB is the memory cap of toolPayload (the policy's own).
+	capMemoryMiB = 256
+	// capSigpending is RLIMIT_SIGPENDING, every sandbox's (limits).
+	capSigpending = 1024
 	// capDiskInodes is the inode cap of toolDisk's writable tmpfs: one
 	// per 4 KiB of the disk cap, at least 1024 (docs/sandbox.md, "Caps").
 	capDiskInodes = max(capDiskMiB<<20/4096, 1024)

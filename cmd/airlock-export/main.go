@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/export"
 	"github.com/airlock-sandbox/airlock/export/k8s"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
@@ -93,7 +94,7 @@ the tool's name, as airlock run's does. See docs/export.md.`,
 				if err := os.MkdirAll(filepath.Dir(seccompOut), 0o755); err != nil {
 					return fmt.Errorf("export k8s: %w", err)
 				}
-				if err := os.WriteFile(seccompOut, seccomp.EntrypointProfile(), 0o644); err != nil {
+				if err := hostfile.WriteFile(seccompOut, seccomp.EntrypointProfile(), 0o644); err != nil {
 					return fmt.Errorf("export k8s: %w", err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"os"
 	"runtime/debug"
 
@@ -42,7 +43,7 @@ verified events. The filters are timeline's.`,
 			if err != nil {
 				return err
 			}
-			f, err := os.Open(file)
+			f, _, err := hostfile.Open(file)
 			if err != nil {
 				return auditFailed("export", file, err)
 			}

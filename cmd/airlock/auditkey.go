@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"os"
 	"strings"
 
@@ -25,7 +26,7 @@ func publicKey(v string) (string, error) {
 	if _, err := note.NewVerifier(v); err == nil {
 		return v, nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := hostfile.ReadFile(v, 4<<10) // a FIFO is refused, not waited on
 	if err != nil {
 		return "", usageError{fmt.Errorf("--key: want a public key NAME+HASH+KEY or a file holding one: %w", err)}
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -176,12 +175,7 @@ state. Exit 0 and the records, or exit 1 and why.`,
 
 // readProof reads a RunProof, alone or as a run result's "audit" member.
 func readProof(path string) (audit.RunProof, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return audit.RunProof{}, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxProofFile+1))
+	b, err := hostfile.ReadFile(path, maxProofFile) // a FIFO is refused, not waited on
 	if err != nil {
 		return audit.RunProof{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/export"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
 )
 
 func newExportCmd() *cobra.Command {
@@ -80,7 +81,7 @@ airlock proxy listens, as the script makes).`,
 				return err
 			}
 			if opts.SeccompFile != "" {
-				if err := os.WriteFile(opts.SeccompFile, out.Profile, 0o644); err != nil {
+				if err := hostfile.WriteFile(opts.SeccompFile, out.Profile, 0o644); err != nil {
 					return fmt.Errorf("export podman: %w", err)
 				}
 			}

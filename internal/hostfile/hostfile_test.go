@@ -79,7 +79,21 @@ func TestWriteFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A link left where airlock is told to write: never written through.
+	victim, link := filepath.Join(dir, "victim"), filepath.Join(dir, "link")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if b, _ := os.ReadFile(victim); string(b) != "precious" {
+			t.Errorf("written through the link: the file it names holds %q", b)
+		}
+	}()
 	for path, want := range map[string]string{
+		link:                      link + " is a symbolic link: airlock does not write through one",
 		file:                      "",
 		filepath.Join(dir, "new"): "",
 		fifo:                      fifo + " is a named pipe (FIFO), not a regular file",

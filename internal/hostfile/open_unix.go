@@ -59,12 +59,18 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 }
 
 // Create opens the file at path for writing, creating it with perm, as
-// os.Create does, but without blocking on a FIFO and only when it is a
+// os.Create does, but without blocking on a FIFO, only when it is a
 // regular file (never a terminal or another device: what is written may
 // be untrusted bytes), which it truncates once it knows that is what it
-// is. The returned file is in blocking mode.
+// is, and never through a symbolic link as its last element: one left
+// where airlock was told to write (a --result in a directory the agent
+// can write) would have airlock, root perhaps, overwrite whatever it
+// points to. The returned file is in blocking mode.
 func Create(path string, perm os.FileMode) (*os.File, error) {
-	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT, uint32(perm.Perm()))
+	fd, err := openFlags(path, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW, uint32(perm.Perm()))
+	if err == unix.ELOOP {
+		return nil, fmt.Errorf("%s is a symbolic link: airlock does not write through one; name the file itself", path)
+	}
 	if err != nil {
 		return nil, openError(path, err)
 	}

@@ -17,8 +17,11 @@ import (
 // that root made).
 //
 // The socket is made on a locked thread moved into the namespace and
-// moved back; should moving back fail, the thread is left locked, so the
-// Go runtime ends it instead of reusing it in the wrong namespace.
+// moved back. Should moving back fail, the thread is parked for good (its
+// goroutine blocks, locked to it): never reused in the wrong namespace,
+// and never let exit either, since a thread that exits SIGKILLs every
+// child the runtime forked on it with Pdeathsig (a sandbox's init, an
+// approval decider).
 func Listen(ctx context.Context, path, network, address string) (net.Listener, error) {
 	target, err := os.Open(path)
 	if err != nil {
@@ -39,19 +42,18 @@ func Listen(ctx context.Context, path, network, address string) (net.Listener, e
 			return
 		}
 		defer own.Close()
-		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		if err := setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
 			done <- result{err: fmt.Errorf("netns: enter %s: %w", path, err)}
 			return
 		}
 		ln, lerr := (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, network, address)
-		if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
-			// The thread stays locked and dies with this goroutine.
+		if err := setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
 			if ln != nil {
 				ln.Close()
 			}
-			done <- result{err: fmt.Errorf("netns: return from %s: %w", path, err)}
-			return
+			done <- result{err: fmt.Errorf("netns: return from %s: %w (the thread is parked)", path, err)}
+			select {} // parked: neither reused nor exited
 		}
 		runtime.UnlockOSThread()
 		if lerr != nil {
@@ -62,3 +64,6 @@ func Listen(ctx context.Context, path, network, address string) (net.Listener, e
 	r := <-done
 	return r.ln, r.err
 }
+
+// setns is unix.Setns; a test replaces it to make the way back fail.
+var setns = unix.Setns

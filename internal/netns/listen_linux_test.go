@@ -112,3 +112,31 @@ func TestListenNotANamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestListenParksAStrandedThread checks that a thread that could not go
+// back to its own namespace is kept, not ended: a thread that exits
+// SIGKILLs the children forked on it with Pdeathsig (a sandbox's init).
+func TestListenParksAStrandedThread(t *testing.T) {
+	path := newNetns(t)
+	tids := make(chan int, 1)
+	calls := 0
+	setns = func(fd, nstype int) error {
+		calls++
+		if calls == 2 {
+			tids <- unix.Gettid()
+			return unix.EPERM
+		}
+		return unix.Setns(fd, nstype)
+	}
+	defer func() { setns = unix.Setns }()
+	if ln, err := Listen(context.Background(), path, "tcp", "127.0.0.1:0"); err == nil {
+		ln.Close()
+		t.Fatal("Listen succeeded though the way back failed")
+	}
+	tid := <-tids
+	time.Sleep(200 * time.Millisecond) // the runtime ends a locked thread as its goroutine returns
+	runtime.GC()
+	if _, err := os.Stat(fmt.Sprintf("/proc/self/task/%d", tid)); err != nil {
+		t.Fatalf("the stranded thread %d was ended: %v", tid, err)
+	}
+}

@@ -3,6 +3,7 @@ package initproc
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-sandbox/airlock/seccomp"
 	"os"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ func (s *initState) dropPrivileges(port int) error {
 	stacked := seccompFiltered()
 	desc, err := installSeccomp()
 	if err != nil {
-		if s.cfg.NeedSeccomp || s.cfg.Network == NetShared || !errors.Is(err, errNoSeccomp) {
+		if s.cfg.NeedSeccomp || s.cfg.NoMemoryCgroup || s.cfg.Network == NetShared || !errors.Is(err, errNoSeccomp) {
 			return fmt.Errorf("seccomp: %w", err)
 		}
 		s.receipt["seccomp"] = "none: " + err.Error()
@@ -74,6 +75,12 @@ func (s *initState) dropPrivileges(port int) error {
 	second, err := s.installNoNetNS()
 	if err != nil {
 		return fmt.Errorf("seccomp: %w", err)
+	}
+	if s.cfg.NoMemoryCgroup {
+		if err := seccomp.InstallNoMemoryCgroup(); err != nil {
+			return fmt.Errorf("seccomp: third filter (no memory cgroup): %w", err)
+		}
+		second += "; third filter (no memory cgroup): SysV IPC and UDP sockets refused"
 	}
 	if stacked {
 		desc += "; stacked on a filter airlock runs under (a container's)"

@@ -150,6 +150,11 @@ type Config struct {
 	// NeedOwnProc makes the init fail where the host refuses a fresh
 	// /proc, instead of binding the host's (require "procfs").
 	NeedOwnProc bool `json:"needOwnProc,omitempty"`
+	// NoMemoryCgroup says the sandbox has no memory cgroup: the init
+	// stacks the seccomp filter that refuses SysV IPC and UDP sockets,
+	// kernel memory nothing would count (seccomp.InstallNoMemoryCgroup),
+	// or fails without seccomp.
+	NoMemoryCgroup bool `json:"noMemoryCgroup,omitempty"`
 	// Network is how the sandbox is networked: NetOwn, NetShared or
 	// NetUnenforced (container_linux.go), chosen by the parent by what
 	// the host let it create.

@@ -43,6 +43,11 @@ type Target struct {
 	// (noNetNSRules).
 	NoNetNSRules   []Rule
 	NoNetNSProgram []bpf.Instruction
+	// NoMemoryCgroupRules and NoMemoryCgroupProgram are the third
+	// filter, stacked on the first in a sandbox without a memory cgroup
+	// (noMemcgRules).
+	NoMemoryCgroupRules   []Rule
+	NoMemoryCgroupProgram []bpf.Instruction
 }
 
 // Rule is one refusal, as package seccomp reports it.
@@ -90,13 +95,13 @@ func Build(goarch string) (*Target, error) {
 	if _, err := bpf.Assemble(prog); err != nil {
 		return nil, fmt.Errorf("assemble: encode filter: %w", err)
 	}
-	noNet, err := noNetNSProgram(info)
+	noNet, err := stackedProgram(info, noNetNSRules)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (the no-network-namespace filter)", err)
 	}
-	var noNetRules []Rule
-	for _, r := range noNetNSRules {
-		noNetRules = append(noNetRules, r.Rule)
+	noMemcg, err := stackedProgram(info, noMemcgRules)
+	if err != nil {
+		return nil, fmt.Errorf("%w (the no-memory-cgroup filter)", err)
 	}
 	return &Target{
 		GOARCH:     goarch,
@@ -107,21 +112,33 @@ func Build(goarch string) (*Target, error) {
 		Rules:      rules(info),
 		Program:    prog,
 
-		NoNetNSRules:   noNetRules,
-		NoNetNSProgram: noNet,
+		NoNetNSRules:          ruleList(noNetNSRules),
+		NoNetNSProgram:        noNet,
+		NoMemoryCgroupRules:   ruleList(noMemcgRules),
+		NoMemoryCgroupProgram: noMemcg,
 	}, nil
 }
 
-// noNetNSProgram assembles the second filter: the architecture check
+// ruleList returns the receipt's rules of a stacked filter's rules.
+func ruleList(rules []argRule) []Rule {
+	var out []Rule
+	for _, r := range rules {
+		out = append(out, r.Rule)
+	}
+	return out
+}
+
+// stackedProgram assembles a filter stacked on the first (the second,
+// noNetNSRules, or the third, noMemcgRules): the architecture check
 // (foreign calls are killed, as by the first filter, under which this one
-// always runs), one block per rule of noNetNSRules, then allow.
-func noNetNSProgram(info *arch.Info) ([]bpf.Instruction, error) {
+// always runs), one block per rule, then allow.
+func stackedProgram(info *arch.Info, rules []argRule) ([]bpf.Instruction, error) {
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: retKill},
 	}
-	for _, r := range noNetNSRules {
+	for _, r := range rules {
 		n, ok := info.SyscallNames[r.Syscall]
 		if !ok {
 			return nil, fmt.Errorf("assemble: syscall %q is not in the %s table", r.Syscall, info.Name)
@@ -134,7 +151,7 @@ func noNetNSProgram(info *arch.Info) ([]bpf.Instruction, error) {
 	}
 	prog = append(prog, bpf.RetConstant{Val: retAllow})
 	if _, err := bpf.Assemble(prog); err != nil {
-		return nil, fmt.Errorf("assemble: encode the second filter: %w", err)
+		return nil, fmt.Errorf("assemble: encode a stacked filter: %w", err)
 	}
 	return prog, nil
 }

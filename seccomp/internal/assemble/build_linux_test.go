@@ -111,6 +111,21 @@ func TestEveryArchitecture(t *testing.T) {
 					check("no netns: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
 				}
 			}
+
+			// The third filter, of a sandbox without a memory cgroup.
+			vm = bpfvm.New(t, tgt.NoMemoryCgroupProgram)
+			enosys := retErrno(unix.ENOSYS)
+			check("no memcg: shmget", call("shmget", 0, 4096, 0o1600), enosys)
+			check("no memcg: msgget", call("msgget", 0, 0o1600), enosys)
+			check("no memcg: semget", call("semget", 0, 1, 0o1600), enosys)
+			check("no memcg: shmat", call("shmat", 0), allow)
+			check("no memcg: socket AF_INET UDP", call("socket", unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK), retErrno(unix.EACCES))
+			check("no memcg: socket AF_INET6 TCP", call("socket", unix.AF_INET6, unix.SOCK_STREAM), allow)
+			for _, a := range foreign {
+				if a != tgt.AuditArch {
+					check("no memcg: foreign arch", bpfvm.Data{Nr: 0, Arch: a}, retKill)
+				}
+			}
 		})
 	}
 }

@@ -266,6 +266,45 @@ var noNetNSRules = []argRule{
 	},
 }
 
+// noMemcgRules are the refusals of the third filter, stacked on the
+// first in a sandbox without a memory cgroup (rootless without a delegated
+// memory controller), where nothing counts the kernel memory these calls
+// keep beyond any process's own (docs/sandbox.md, "Caps"):
+//
+//   - SysV IPC: shared memory segments outlive the processes that made
+//     them and count to no process's RLIMIT_DATA; message queues and
+//     semaphores are kernel memory; and rootless the parent cannot set the
+//     IPC namespace's limits (uid 0 is not mapped inside, and only root
+//     outside may write them). Refusing the three calls that create an
+//     object leaves nothing for the others to act on (the namespace is the
+//     sandbox's own and starts empty). ENOSYS, as on a kernel built
+//     without SysV IPC, which its users (PostgreSQL among them) report
+//     plainly. The generated architectures have no ipc(2) multiplexer
+//     (arm's EABI and arm64 have the calls themselves; 386 is not
+//     generated). POSIX shared memory lives on /dev/shm, within the
+//     sandbox's capped tmpfs.
+//   - UDP sockets: datagrams queued on the sandbox's own sockets and never
+//     read are kernel memory, up to twice net.core.rmem_max a socket
+//     (read-only in the sandbox's network namespace); one process held a
+//     gigabyte. UDP reaches nothing but the sandbox's own lo.
+var noMemcgRules = []argRule{
+	sysvIPC("shmget", "a shared memory segment"),
+	sysvIPC("msgget", "a message queue"),
+	sysvIPC("semget", "a semaphore set"),
+	when(Rule{Syscall: "socket", When: "family is AF_INET or AF_INET6 and type is SOCK_DGRAM", Errno: unix.EACCES,
+		Why: "without a memory cgroup, nothing counts the datagrams queued and never read on the sandbox's own UDP sockets (kernel memory, up to twice net.core.rmem_max a socket); UDP reaches nothing but the sandbox's own lo"},
+		is(0, inetFamilies...), masked(sockTypeMask, is(1, unix.SOCK_DGRAM))),
+}
+
+// sysvIPC is the unconditional refusal of call, which creates object.
+func sysvIPC(call, object string) argRule {
+	return argRule{
+		Rule: Rule{Syscall: call, Errno: unix.ENOSYS,
+			Why: "creates " + object + " of SysV IPC, which nothing bounds without a memory cgroup (kernel memory, or shared memory no process's limit counts)"},
+		clauses: [][]cond{{}},
+	}
+}
+
 // sandboxSetup are the refused calls that airlock itself makes: its
 // sandbox init while it builds the sandbox, before it installs the filter,
 // and its proxy (socket: the egress gate's rtnetlink watch of the host's

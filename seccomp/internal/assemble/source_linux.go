@@ -59,17 +59,24 @@ func Source(t *Target) ([]byte, error) {
 	fmt.Fprintf(&b, "%s\n\npackage seccomp\n\nimport \"golang.org/x/sys/unix\"\n\n", Header)
 	fmt.Fprintf(&b, "// native is airlock's filter for %s (GOARCH %s), %d instructions,\n", t.Arch, t.GOARCH, len(raw))
 	fmt.Fprintf(&b, "// assembled by internal/assemble with github.com/elastic/go-seccomp-bpf,\n")
-	fmt.Fprintf(&b, "// and the second filter of a sandbox without a network namespace.\n")
+	fmt.Fprintf(&b, "// the second filter of a sandbox without a network namespace and the\n")
+	fmt.Fprintf(&b, "// third of one without a memory cgroup.\n")
 	fmt.Fprintf(&b, "var native = target{\n")
 	fmt.Fprintf(&b, "arch: %q,\nauditArch: %#x,\nmaxSyscall: %d,\nx32: %t,\n", t.Arch, t.AuditArch, t.MaxSyscall, t.X32)
 	writeRules(&b, t.Rules)
 	writeFilter(&b, "filter", raw)
-	noNet, err := bpf.Assemble(t.NoNetNSProgram)
-	if err != nil {
-		return nil, fmt.Errorf("assemble: encode the second filter for %s: %w", t.GOARCH, err)
+	for _, f := range []struct {
+		name  string
+		rules []Rule
+		prog  []bpf.Instruction
+	}{{"noNetNS", t.NoNetNSRules, t.NoNetNSProgram}, {"noMemcg", t.NoMemoryCgroupRules, t.NoMemoryCgroupProgram}} {
+		raw, err := bpf.Assemble(f.prog)
+		if err != nil {
+			return nil, fmt.Errorf("assemble: encode the %s filter for %s: %w", f.name, t.GOARCH, err)
+		}
+		writeRulesField(&b, f.name+"Rules", f.rules)
+		writeFilter(&b, f.name+"Filter", raw)
 	}
-	writeRulesField(&b, "noNetNSRules", t.NoNetNSRules)
-	writeFilter(&b, "noNetNSFilter", noNet)
 	fmt.Fprintf(&b, "}\n")
 	return gofmt(t.GOARCH, b.Bytes())
 }
@@ -97,11 +104,8 @@ func othersSource() ([]byte, error) {
 	fmt.Fprintf(&b, "// native has no filter: airlock generates one only for %s.\n", strings.Join(GOARCHes, ", "))
 	fmt.Fprintf(&b, "var native = target{\n")
 	writeRules(&b, rules(nil))
-	var noNet []Rule
-	for _, r := range noNetNSRules {
-		noNet = append(noNet, r.Rule)
-	}
-	writeRulesField(&b, "noNetNSRules", noNet)
+	writeRulesField(&b, "noNetNSRules", ruleList(noNetNSRules))
+	writeRulesField(&b, "noMemcgRules", ruleList(noMemcgRules))
 	fmt.Fprintf(&b, "}\n")
 	return gofmt("others", b.Bytes())
 }
