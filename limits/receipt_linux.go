@@ -55,7 +55,7 @@ func (s *sysGroup) describe(why map[string]string) (map[string]bool, map[string]
 			r[ControlMemory] += " + memory.swap.max=0"
 		}
 	default:
-		r[ControlMemory] = "RLIMIT_DATA per process (no memory cgroup)"
+		r[ControlMemory] = "RLIMIT_DATA per process (no memory cgroup: kernel memory, such as TCP socket buffers between the sandbox's own sockets, is counted by nothing)"
 	}
 
 	switch {

@@ -80,7 +80,7 @@ func TestRootlessChild(t *testing.T) {
 	}
 	rec := g.Receipt()
 	for k, want := range map[string]string{
-		ControlMemory: "RLIMIT_DATA per process (no memory cgroup)",
+		ControlMemory: "RLIMIT_DATA per process (no memory cgroup: kernel memory, such as TCP socket buffers between the sandbox's own sockets, is counted by nothing)",
 		ControlTasks:  "RLIMIT_NPROC per user namespace and uid (no pids cgroup)",
 		ControlCPU:    "RLIMIT_CPU per process (no cgroup: the group's total is not capped)",
 		ControlWall:   "wall clock timer in Watch, then SIGKILL to the placed process",

@@ -165,7 +165,7 @@ func TestWithCanary(t *testing.T) {
 }
 
 func TestCgroupSkip(t *testing.T) {
-	noCgroup := map[string]string{limits.ControlMemory: "RLIMIT_DATA per process (no memory cgroup)",
+	noCgroup := map[string]string{limits.ControlMemory: "RLIMIT_DATA per process (no memory cgroup: kernel memory, such as TCP socket buffers between the sandbox's own sockets, is counted by nothing)",
 		limits.NoteCgroupUnavailable: "permission denied"}
 	if why, skip := cgroupSkip(limits.RequireCgroupMemory, noCgroup); !skip || !strings.Contains(why, "no cgroup delegation") || !strings.Contains(why, "permission denied") {
 		t.Errorf("a receipt without a memory cgroup must skip, quoting itself: %v %q", skip, why)
@@ -174,7 +174,7 @@ func TestCgroupSkip(t *testing.T) {
 	if _, skip := cgroupSkip(limits.RequireCgroupMemory, withCgroup); skip {
 		t.Error("a receipt with a memory cgroup must not skip")
 	}
-	silent := map[string]string{limits.ControlMemory: "RLIMIT_DATA per process (no memory cgroup)"}
+	silent := map[string]string{limits.ControlMemory: "RLIMIT_DATA per process (no memory cgroup: kernel memory, such as TCP socket buffers between the sandbox's own sockets, is counted by nothing)"}
 	if _, skip := cgroupSkip(limits.RequireCgroupMemory, silent); skip {
 		t.Error("a receipt that does not say the cgroup is unavailable must not skip: the attempt runs and is judged")
 	}
