@@ -14,7 +14,7 @@ var cgroupControls = []struct {
 	controller, name, purpose, fallback, lost string
 }{
 	{"memory", RequireCgroupMemory, "memoryMb for the whole process tree (OOM kill)",
-		"RLIMIT_DATA per process", "each process gets the limit on its own, so a tree can use many times memoryMb"},
+		"RLIMIT_DATA per process", "each process gets the limit on its own, so a tree can use many times memoryMb, and kernel memory (TCP socket buffers between the sandbox's own sockets) is counted by nothing; require cgroup-memory to refuse such a host"},
 	{"pids", RequireCgroupPids, "processCount for the whole tree (a fork bomb stops at the cap)",
 		"RLIMIT_NPROC per user namespace and uid", "it counts every task of the sandbox's uid rather than the tree, and holds only for a uid of the sandbox's own"},
 	{"cpu", RequireCgroupCPU, "cpuSeconds for the whole tree",
