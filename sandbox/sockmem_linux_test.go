@@ -2,12 +2,10 @@ package sandbox
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/payload"
@@ -51,24 +49,9 @@ func TestSocketBuffersBounded(t *testing.T) {
 func checkSocketBuffers(t *testing.T, memory, bound int64) {
 	cfg := payloadConfig("airlock", "udp-pin", "100000", "5")
 	cfg.Caps.MemoryBytes = memory
-	var out testutil.SyncBuffer
-	cfg.Stdout, cfg.Stderr = &out, &out
 	before := udpPages(t)
-	s, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, out := holdingPayload(t, cfg, "udp-pin")
 	defer s.Kill()
-	if err := s.Release(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), `"udp-pin"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the payload did not report: %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	held := (udpPages(t) - before) * int64(os.Getpagesize())
 	reps := payload.Parse(bytes.Clone([]byte(out.String())))
 	r := s.fullReceipt()

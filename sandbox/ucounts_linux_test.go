@@ -27,23 +27,8 @@ func TestUserCountsBounded(t *testing.T) {
 func testUserCounts(t *testing.T) {
 	cfg := payloadConfig("airlock", "inotify-hog", "10")
 	cfg.Caps.OpenFiles = 256
-	var out testutil.SyncBuffer
-	cfg.Stdout, cfg.Stderr = &out, &out
-	s, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, out := holdingPayload(t, cfg, "inotify-hog")
 	defer s.Kill()
-	if err := s.Release(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), `"inotify-hog"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the payload did not report: %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
 	if err != nil {
 		t.Errorf("the sandbox's owner cannot make an inotify instance while the sandbox holds its own: %v", err)
@@ -72,23 +57,8 @@ func testUserCounts(t *testing.T) {
 func TestQueuedSignalsBounded(t *testing.T) {
 	testutil.RequireRoot(t)
 	cfg := payloadConfig("airlock", "rt-signals", "10")
-	var out testutil.SyncBuffer
-	cfg.Stdout, cfg.Stderr = &out, &out
-	s, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, out := holdingPayload(t, cfg, "rt-signals")
 	defer s.Kill()
-	if err := s.Release(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), `"rt-signals"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the payload did not report: %q", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	reps := payload.Parse([]byte(out.String()))
 	if len(reps) != 1 {
 		t.Fatalf("output %q", out.String())
@@ -96,4 +66,31 @@ func TestQueuedSignalsBounded(t *testing.T) {
 	if n, err := strconv.Atoi(reps[0].Detail["queued"]); err != nil || n > 1024 {
 		t.Errorf("queued %v, want at most 1024", reps[0].Detail)
 	}
+}
+
+// holdingPayload starts and releases a sandbox for cfg, whose payload
+// reports attempt and then holds what it took, and waits (30 s at most)
+// for the report: the sandbox is still running when it returns, its
+// output in out. The caller kills it.
+func holdingPayload(t *testing.T, cfg Config, attempt string) (*Sandbox, *testutil.SyncBuffer) {
+	t.Helper()
+	out := new(testutil.SyncBuffer)
+	cfg.Stdout, cfg.Stderr = out, out
+	s, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(); err != nil {
+		s.Kill()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), `"`+attempt+`"`) {
+		if time.Now().After(deadline) {
+			s.Kill()
+			t.Fatalf("the payload did not report: %q", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return s, out
 }
