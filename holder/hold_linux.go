@@ -228,24 +228,24 @@ const (
 )
 
 // accept answers lis's connections with handle, at most maxConns at
-// once, until lis is closed.
+// once, until lis is closed. Past maxConns it accepts no more until one
+// ends: the rest wait in the kernel's backlog, holding none of the
+// holder's descriptors, and a client that asks properly just after a
+// flood of idle ones is answered, not reset while the flood's handlers
+// are still noticing their hang-ups.
 func accept(lis *net.UnixListener, conns *sync.WaitGroup, handle func(*net.UnixConn)) {
 	busy := make(chan struct{}, maxConns)
 	for {
+		busy <- struct{}{}
 		c, err := lis.AcceptUnix()
-		if errors.Is(err, net.ErrClosed) {
-			return
-		}
 		if err != nil {
+			<-busy
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
 			// Out of descriptors, for one: a moment later there may be
 			// some again. Ending here would leave the session unserved.
 			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		select {
-		case busy <- struct{}{}:
-		default:
-			c.Close() // past maxConns: a client that floods gets no more
 			continue
 		}
 		conns.Go(func() {
