@@ -19,7 +19,6 @@ type ChildCaps struct {
 // concurrent use with Delete.
 type Child struct {
 	group   *Group
-	left    ChildCaps // what the session had left, measured by NewChild
 	caps    ChildCaps
 	limited bool // caps written
 	receipt map[string]string
@@ -28,7 +27,7 @@ type Child struct {
 }
 
 // Caps returns the caps the child enforces: those given to Limit,
-// lowered to what the session had left.
+// lowered to what the session had left then.
 func (c *Child) Caps() ChildCaps { return c.caps }
 
 // Receipt returns, for ControlMemory and ControlTasks, the mechanism that

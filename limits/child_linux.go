@@ -22,10 +22,11 @@ type sysChild struct {
 }
 
 // NewChild makes an empty child group named "airlock-<name>" under g
-// for one step of a session, and measures what g has left now; Limit
-// then gives it its caps. A session makes the next step's child while it
-// waits for the step (nothing of the session runs between steps, so
-// what it measured still holds).
+// for one step of a session; Limit then measures what g has left and
+// gives it its caps. A session makes and limits the next step's child
+// while a step runs, and limits it again once that step has ended
+// (nothing of the session runs between steps, so what Limit measured
+// then still holds when the step starts).
 //
 // The child splits the memory and pids controllers where g has them as
 // cgroup v1 directories (Child.Dirs): the caller moves the step's first
@@ -41,21 +42,10 @@ func (g *Group) NewChild(name string) (*Child, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	c := &Child{group: g, left: ChildCaps{MemoryBytes: g.caps.MemoryBytes, Tasks: g.caps.Tasks},
-		sys: sysChild{dirs: map[string]string{}, parent: map[string]string{}}}
+	c := &Child{group: g, sys: sysChild{dirs: map[string]string{}, parent: map[string]string{}}}
 	var v1 map[string]string
 	if g.sys.v1 != nil {
 		v1 = g.sys.v1.dirs
-	}
-	if mem, ok := v1["memory"]; ok {
-		c.left.MemoryBytes = max(g.caps.MemoryBytes-unreclaimable(mem), 1<<20)
-	}
-	if pids, ok := v1["pids"]; ok {
-		cur, err := readInt(pids, "pids.current")
-		if err != nil {
-			return nil, fmt.Errorf("limits: child: %w", err)
-		}
-		c.left.Tasks = max(g.caps.Tasks-cur, 1)
 	}
 	for _, ctl := range childControllers {
 		parent, ok := v1[ctl]
@@ -75,19 +65,25 @@ func (g *Group) NewChild(name string) (*Child, error) {
 }
 
 // Limit gives the child its caps: want, each lowered to what the session
-// had left when NewChild measured it — the memory cap to the session's
-// cap less what the session held that the kernel cannot reclaim (its page
-// cache of files is left out: tmpfs pages and the init's memory stay in),
-// the tasks cap to the session's less the tasks in it. So a step that
-// grows past its own cap is OOM-killed in its own group (the kernel picks
-// its victim there, never the session's init) before the session's cap
-// is reached. Call it before the step starts; it may be called again
-// (the caps last given hold), never once the step runs.
+// has left, measured now — the memory cap to the session's cap less what
+// the session holds that the kernel cannot reclaim (its page cache of
+// files is left out: tmpfs pages and the init's memory stay in), the
+// tasks cap to the session's less the tasks in it. So a step that grows
+// past its own cap is OOM-killed in its own group (the kernel picks its
+// victim there, never the session's init) before the session's cap is
+// reached. Call it before the step starts, never once it runs; it may be
+// called again, and the caps last given hold. Called while another step
+// runs, it measures that step too: call it again once that one has
+// ended (what it writes then is only what changed).
 func (c *Child) Limit(want ChildCaps) error {
 	if want.MemoryBytes <= 0 || want.Tasks <= 0 {
 		return fmt.Errorf("limits: child caps %+v: both must be positive", want)
 	}
-	caps := ChildCaps{MemoryBytes: min(want.MemoryBytes, c.left.MemoryBytes), Tasks: min(want.Tasks, c.left.Tasks)}
+	left, err := c.group.left()
+	if err != nil {
+		return err
+	}
+	caps := ChildCaps{MemoryBytes: min(want.MemoryBytes, left.MemoryBytes), Tasks: min(want.Tasks, left.Tasks)}
 	if c.limited && caps == c.caps {
 		return nil // written already
 	}
@@ -103,6 +99,29 @@ func (c *Child) Limit(want ChildCaps) error {
 	c.describe(c.group)
 	c.limited = true
 	return nil
+}
+
+// left is what g has left for a child now: its memory cap less what its
+// v1 memory group holds that reclaim cannot free (at least 1 MiB), its
+// tasks cap less the tasks in its v1 pids group (at least 1).
+func (g *Group) left() (ChildCaps, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	left := ChildCaps{MemoryBytes: g.caps.MemoryBytes, Tasks: g.caps.Tasks}
+	if g.sys.v1 == nil {
+		return left, nil
+	}
+	if mem, ok := g.sys.v1.dirs["memory"]; ok {
+		left.MemoryBytes = max(g.caps.MemoryBytes-unreclaimable(mem), 1<<20)
+	}
+	if pids, ok := g.sys.v1.dirs["pids"]; ok {
+		cur, err := readInt(pids, "pids.current")
+		if err != nil {
+			return left, fmt.Errorf("limits: child: %w", err)
+		}
+		left.Tasks = max(g.caps.Tasks-cur, 1)
+	}
+	return left, nil
 }
 
 // unreclaimable is what the v1 memory group dir holds that reclaim

@@ -45,7 +45,7 @@ type StepCaps struct {
 	// MemoryBytes and Tasks cap the step's processes together, in a
 	// cgroup of the step's own under the session's (rlimits where the
 	// host gives none); 0 means the session's. Each is lowered to what
-	// the session has left when the step starts (limits.Group.NewChild).
+	// the session has left when the step starts (limits.Child.Limit).
 	MemoryBytes, Tasks int64
 	// Wall is the step's wall-clock budget, counted from its start.
 	Wall time.Duration

@@ -31,7 +31,7 @@ type Session struct {
 	closing bool // under fdMu: Close's teardown has begun
 	copied  bool // under mu: CopyIn was called
 
-	next chan stepGroup // under mu: the next step's group, being made
+	next chan stepGroup // under mu: the next step's group, made while a step runs
 	back []*os.File     // under mu: the session group's v1 tasks files
 
 	closeOnce sync.Once
@@ -119,7 +119,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
 	}
 	want := limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}
-	defer ss.afterStep(sg, n, want)
+	defer func() { go sg.release() }() // not on the way of the step's result
 	child := sg.child
 	if err := child.Limit(want); err != nil {
 		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
@@ -163,6 +163,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
 	started := time.Now()
+	ss.next = ss.makeStepGroup(n+1, want)
 	w.start(ctx, caps, before)
 	m, err = ss.recvStep(n)
 	w.stop()

@@ -94,6 +94,23 @@ func TestSessionStepTasks(t *testing.T) {
 	}
 }
 
+// TestSessionOrphansReaped: the orphans a step leaves to the init are
+// reaped while the step runs, not at its end: 40 of them, one after
+// another, each dead at once, stay within the step's 8 tasks.
+func TestSessionOrphansReaped(t *testing.T) {
+	testutil.RequireRoot(t)
+	ss := startSession(t, Config{})
+	if _, ok := ss.sb.group.Dirs().V1["pids"]; !ok {
+		t.Skip("no cgroup v1 pids hierarchy")
+	}
+	st := shellStep(`i=0; while [ $i -lt 40 ]; do (/bin/true &); i=$((i+1)); sleep 0.02; done; echo done`)
+	st.Caps = stepCaps(0, 8)
+	res, out := execOut(t, ss, st)
+	if res.ExitCode != 0 || res.KilledBy != "" || !strings.Contains(out, "done") {
+		t.Fatalf("orphans: %+v %q, want all 40 made and reaped within 8 tasks", res, out)
+	}
+}
+
 // TestSessionStepGroupHeld: a step starts in its own group, and cannot
 // leave it: it holds no descriptor of a cgroup file, sees no cgroup file
 // system to write to, and cannot mount one.

@@ -55,21 +55,20 @@ func (ss *Session) takeStepGroup(n int) stepGroup {
 	return ss.newStepGroup(n)
 }
 
-// afterStep releases the group of the step that ended and makes the next
-// one's, in the background: neither is on the way of a step's result.
-// The next is given the caps of the one that ended (a session's steps are
-// mostly by one tool): its Limit then has nothing to write.
-func (ss *Session) afterStep(done stepGroup, n int, caps limits.ChildCaps) {
-	next := make(chan stepGroup, 1)
-	ss.next = next
+// makeStepGroup makes step n's group in the background, while the step
+// before it runs, and limits it with that step's caps (a session's steps
+// are mostly by one tool): the step's own Limit, once the one before has
+// ended, then measures again and writes only what changed.
+func (ss *Session) makeStepGroup(n int, caps limits.ChildCaps) chan stepGroup {
+	made := make(chan stepGroup, 1)
 	go func() {
-		done.release()
-		g := ss.newStepGroup(n + 1)
+		g := ss.newStepGroup(n)
 		if g.err == nil {
 			g.child.Limit(caps)
 		}
-		next <- g
+		made <- g
 	}()
+	return made
 }
 
 // dropNextGroup removes the group made for a step that will not run.

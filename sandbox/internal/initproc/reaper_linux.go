@@ -146,18 +146,27 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 // reap waits for children until the target exits, reaping every orphan
 // the pid namespace hands to its init on the way.
 func reap(target int) ExitStatus {
+	st, _ := reapUntil(target, 0)
+	return st
+}
+
+// reapUntil reaps children, with wait4's options (0 or WNOHANG), until
+// the target is among them: its status and true. With WNOHANG it returns
+// false once no child has exited. ECHILD means the target is gone without
+// a status seen: code -1, and true.
+func reapUntil(target, options int) (ExitStatus, bool) {
 	for {
 		var ws unix.WaitStatus
 		var ru unix.Rusage
-		pid, err := unix.Wait4(-1, &ws, 0, &ru)
-		if errors.Is(err, unix.EINTR) {
+		pid, err := unix.Wait4(-1, &ws, options, &ru)
+		switch {
+		case errors.Is(err, unix.EINTR):
 			continue
-		}
-		if err != nil {
-			// ECHILD: the target is gone without a status we saw.
-			return ExitStatus{Code: -1}
-		}
-		if pid != target {
+		case err != nil:
+			return ExitStatus{Code: -1}, true
+		case pid == 0:
+			return ExitStatus{}, false // WNOHANG, and none has exited
+		case pid != target:
 			continue
 		}
 		st := ExitStatus{
@@ -172,7 +181,7 @@ func reap(target int) ExitStatus {
 		case ws.Signaled():
 			st.Signal = int(ws.Signal())
 		}
-		return st
+		return st, true
 	}
 }
 
