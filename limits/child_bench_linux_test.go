@@ -2,6 +2,8 @@ package limits
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -36,4 +38,37 @@ func BenchmarkChild(b *testing.B) {
 			b.ReportMetric(float64(tDelete.Microseconds())/float64(n), "delete-µs/op")
 		})
 	}
+}
+
+// BenchmarkReadBounded reads one cgroup file as a step's counters do;
+// BenchmarkPeerOSReadFile reads it with os.ReadFile, as before.
+func BenchmarkReadBounded(b *testing.B) {
+	name := benchCgroupFile(b)
+	for b.Loop() {
+		if _, err := readBounded(name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPeerOSReadFile(b *testing.B) {
+	name := benchCgroupFile(b)
+	for b.Loop() {
+		if _, err := os.ReadFile(name); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchCgroupFile is a one-value file of the host's v1 memory hierarchy.
+func benchCgroupFile(b *testing.B) string {
+	l, err := hostLayout()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := l.v1["memory"]
+	if dir == "" {
+		b.Skip("no cgroup v1 memory hierarchy")
+	}
+	return filepath.Join(dir, "memory.usage_in_bytes")
 }

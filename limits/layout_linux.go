@@ -1,10 +1,12 @@
 package limits
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostLayout reads /proc/self/mountinfo and /proc/self/cgroup.
@@ -28,14 +30,35 @@ func hostLayout() (layout, error) {
 	return buildLayout(mounts, pc), nil
 }
 
-// readBounded reads at most maxFile bytes of a (kernel) file.
+// readBounded reads at most maxFile bytes of a (kernel) file, never
+// blocking (a FIFO gives nothing). By hand with open(2) and read(2), not
+// os.Open: an *os.File costs an epoll registration attempt, a finaliser
+// and a growing buffer, and a step of a session reads about sixteen
+// cgroup files (2.3 µs a file against os.ReadFile's 5.2 µs here:
+// BenchmarkReadBounded, BenchmarkPeerOSReadFile).
 func readBounded(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, maxFile))
+	defer unix.Close(fd)
+	buf := make([]byte, 0, 512)
+	for len(buf) < maxFile {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := unix.Read(fd, buf[len(buf):min(cap(buf), maxFile)])
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: name, Err: err}
+		case n == 0:
+			return buf, nil
+		}
+		buf = buf[:len(buf)+n]
+	}
+	return buf, nil
 }
 
 // readInt reads a one-value cgroup file.

@@ -3,8 +3,6 @@ package sandbox
 import (
 	"io"
 	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,7 +21,10 @@ type stepIO struct {
 	outR    [2]*os.File
 	stdin   io.Reader
 	outputs [2]io.Writer
-	wg      sync.WaitGroup
+	// copies counts the output copies running; the last to end closes
+	// copied.
+	copies atomic.Int32
+	copied chan struct{}
 	// abandoned is set when the copies outlived copyWait: what they
 	// still read is dropped.
 	abandoned atomic.Bool
@@ -33,9 +34,6 @@ type stepIO struct {
 // step's output cap.
 func newStepIO(st Step, oc *outputCap) (*stepIO, error) {
 	p := &stepIO{stdin: st.Stdin}
-	if p.stdin == nil {
-		p.stdin = strings.NewReader("")
-	}
 	outputs := [2]io.Writer{st.Stdout, st.Stderr}
 	for i, w := range outputs {
 		if w == nil {
@@ -76,18 +74,29 @@ func (p *stepIO) start() {
 		}
 		p.child[i] = nil
 	}
-	go func() {
-		io.Copy(p.inW, p.stdin)
-		p.inW.Close()
-	}()
+	if p.stdin == nil {
+		p.inW.Close() // no input: the step reads an end of file at once
+	} else {
+		go func() {
+			io.Copy(p.inW, p.stdin)
+			p.inW.Close()
+		}()
+	}
+	p.copied = make(chan struct{})
+	for i := range 2 {
+		if p.outR[i] != nil {
+			p.copies.Add(1)
+		}
+	}
 	for i := range 2 {
 		if p.outR[i] == nil {
 			continue
 		}
-		p.wg.Add(1)
 		go func() {
-			defer p.wg.Done()
 			io.Copy(dropAfter{p.outputs[i], &p.abandoned}, p.outR[i])
+			if p.copies.Add(-1) == 0 {
+				close(p.copied)
+			}
 		}()
 	}
 }
@@ -98,14 +107,14 @@ func (p *stepIO) start() {
 // write it is in is its last.
 func (p *stepIO) wait() {
 	p.inW.Close()
-	done := make(chan struct{})
-	go func() {
-		p.wg.Wait()
-		close(done)
-	}()
+	if p.copied == nil {
+		return // never started
+	}
+	t := time.NewTimer(copyWait)
+	defer t.Stop()
 	select {
-	case <-done:
-	case <-time.After(copyWait):
+	case <-p.copied:
+	case <-t.C:
 		p.abandoned.Store(true)
 		for _, r := range p.outR {
 			if r != nil {
