@@ -4,8 +4,11 @@
 // times; a session opened on a sandbox a Pool built ahead
 // (Pool.OpenSession, until the session is ready for its first command),
 // and one opened cold (Enforcer.OpenSession), N/4 times each, the pool
-// refilled between opens and each session closed untimed. It prints, per
-// row, the count, the median, the quartiles and the 99th percentile in
+// refilled between opens and each session closed untimed; and the floor
+// under a step, N times: a 600-byte line (about a decision record) written
+// beside the audit log and fdatasync'd, then /bin/true started and waited
+// for, with nothing of a sandbox (floor-step). It prints, per row, the
+// count, the median, the quartiles and the 99th percentile in
 // milliseconds. bench/session/run.sh prints them beside the command
 // line's figures and bwrap's.
 package main
@@ -17,7 +20,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -55,6 +62,7 @@ func main() {
 	}
 	s.Close(ctx)
 	print("library-step", times[5:]) // after a warm-up
+	print("floor-step", floorStep(os.Args[2]+".floor", n))
 
 	opens := max(n/4, 5)
 	p, err := e.NewPool(ctx, enforcer.PoolRequest{Size: 1})
@@ -88,6 +96,32 @@ func main() {
 		s.Close(ctx)
 	}
 	print("cold-open", times)
+}
+
+// floorStep times n steps of the floor: a line written to a file in
+// name's directory and synced, then /bin/true run.
+func floorStep(name string, n int) []time.Duration {
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE|os.O_EXCL, 0o600)
+	check(err)
+	defer os.Remove(name)
+	defer f.Close()
+	line := []byte(strings.Repeat("x", 599) + "\n")
+	times := make([]time.Duration, 0, n)
+	for i := range n + 5 {
+		start := time.Now()
+		_, err := f.Write(line)
+		check(err)
+		check(unix.Fdatasync(int(f.Fd())))
+		pid, err := syscall.ForkExec("/bin/true", []string{"/bin/true"}, nil)
+		check(err)
+		var ws syscall.WaitStatus
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		check(err)
+		if i >= 5 { // after a warm-up
+			times = append(times, time.Since(start))
+		}
+	}
+	return times
 }
 
 // print prints one row: name, count, median, quartiles and p99 in ms.

@@ -22,8 +22,13 @@
 # hyperfine rounds): library-step, enforcer.Session.Exec alone, RUNS
 # steps; pool-open, a session opened on a sandbox a Pool built ahead
 # (Pool.OpenSession until it is ready for its first command), and
-# cold-open, one opened with Enforcer.OpenSession, RUNS/4 times each.
-# Their ratios are to the same run's bwrap median.
+# cold-open, one opened with Enforcer.OpenSession, RUNS/4 times each;
+# and floor-step, the floor under a step whose decision is durable before
+# it runs: a 600-byte line written beside the library's audit log and
+# fdatasync'd, then /bin/true run, nothing else. Their ratios are to the
+# same run's bwrap median. go-start (in the hyperfine rounds) is a small Go
+# program's start, the floor under any client process: with floor-step,
+# the floor under session-exec.
 #
 # The audit log is on the disk the default audit path is on, as a user's
 # is; it grows by one step's records each run (the session's), so that
@@ -52,6 +57,7 @@ export XDG_RUNTIME_DIR="$out/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/session-bench" ./bench/session
+go build -o "$out/go-start" ./bench/gostart
 cat >"$out/policy.json" <<'JSON'
 {
   "toolScopes": {
@@ -75,6 +81,7 @@ rows=(
 	airlock-help "$a --help"
 	bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true'
 	direct '/bin/true'
+	go-start "$out/go-start"
 )
 n=$((${#rows[@]} / 2))
 for r in $(seq 1 "$rounds"); do
@@ -122,4 +129,6 @@ for k, goal in (("library-step", 0.3), ("session-exec", 0.6), ("pool-open", 0.5)
     print(f"goal {k} <= {goal}x bwrap:", "met" if r <= goal else "NOT met", f"({r:.2f}x)")
 r = rows["library-step"][4] / b
 print("goal library-step p99 <= 1x bwrap:", "met" if r <= 1 else "NOT met", f"({r:.2f}x)")
+f, g = rows["floor-step"][1], rows["go-start"][1]
+print(f"floor under a library step (floor-step): {f/b:.2f}x bwrap; under session-exec (go-start + floor-step): {(f+g)/b:.2f}x")
 PY
