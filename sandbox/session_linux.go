@@ -298,13 +298,26 @@ type stepWatch struct {
 	child    *limits.Child
 	killedBy atomic.Pointer[limits.KilledBy]
 	ctxErr   atomic.Bool
-	cancel   context.CancelFunc
-	done     chan struct{}
+
+	mu                sync.Mutex // held by the timers' callbacks while they act, and by stop
+	stopped           bool
+	wall, tick, grace *time.Timer
+	stopCtx           func() bool
 }
 
+// stop ends the watch: when it returns, no timer of it acts any more.
 func (w *stepWatch) stop() {
-	w.cancel()
-	<-w.done
+	w.mu.Lock()
+	w.stopped = true
+	for _, t := range []*time.Timer{w.wall, w.tick, w.grace} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	w.mu.Unlock()
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
 }
 
 func (w *stepWatch) kind() string {
@@ -344,55 +357,53 @@ func (w *stepWatch) stats() (limits.Stats, int64, error) {
 	return st, c.PeakMemoryBytes, err
 }
 
-// start watches the step from now until stop.
+// start watches the step from now until stop, with timers rather than a
+// goroutine of its own: a step of /bin/true is over before a watching
+// goroutine would have been scheduled, and stop would wait for it.
 func (w *stepWatch) start(ctx context.Context, caps StepCaps, before limits.Stats) {
-	wctx, cancel := context.WithCancel(context.Background())
-	w.cancel, w.done = cancel, make(chan struct{})
-	group := w.ss.sb.group
-	cpuKnown := group.Provides(limits.RequireCgroupCPU)
-	go func() {
-		defer close(w.done)
-		wall := time.NewTimer(caps.Wall)
-		defer wall.Stop()
-		tick := time.NewTicker(stepPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-wctx.Done():
+	cpuKnown := w.ss.sb.group.Provides(limits.RequireCgroupCPU)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.wall = time.AfterFunc(caps.Wall, func() { w.fire(limits.KilledByWall) })
+	w.tick = time.AfterFunc(stepPoll, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return // the step's group may be gone
+		}
+		if now, _, err := w.stats(); err == nil {
+			if k := tripped(before, now, caps, cpuKnown); k != "" {
+				w.kill(k)
 				return
-			case <-ctx.Done():
-				w.ctxErr.Store(true)
-				if t := TerminationOf(ctx); t != nil && w.ss.sb.signal(t.Signal) == nil {
-					// The step's grace period: it may end on its own
-					// (wctx), else it is killed, a cap still counting.
-					grace := time.NewTimer(t.Grace)
-					defer grace.Stop()
-					select {
-					case <-wctx.Done():
-						return
-					case <-wall.C:
-						w.kill(limits.KilledByWall)
-						return
-					case <-grace.C:
-					}
-				}
-				w.kill("")
-				return
-			case <-wall.C:
-				w.kill(limits.KilledByWall)
-				return
-			case <-tick.C:
-				now, _, err := w.stats()
-				if err != nil {
-					continue
-				}
-				if k := tripped(before, now, caps, cpuKnown); k != "" {
-					w.kill(k)
-					return
-				}
 			}
 		}
-	}()
+		w.tick.Reset(stepPoll)
+	})
+	w.stopCtx = context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.stopped {
+			return
+		}
+		w.ctxErr.Store(true)
+		if t := TerminationOf(ctx); t != nil && w.ss.sb.signal(t.Signal) == nil {
+			// The step's grace period: it may end on its own (stop),
+			// else it is killed, a cap still counting.
+			w.grace = time.AfterFunc(t.Grace, func() { w.fire("") })
+			return
+		}
+		w.kill("")
+	})
+}
+
+// fire kills the step for k unless the watch has stopped. It holds mu
+// while it asks, so that once stop returns nothing of the watch acts.
+func (w *stepWatch) fire(k limits.KilledBy) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.kill(k)
+	}
 }
 
 // tripped names the cap a step has exceeded since before, if any: an OOM

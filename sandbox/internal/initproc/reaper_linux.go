@@ -187,7 +187,14 @@ func reapUntil(target, options int) (ExitStatus, bool) {
 
 // reapAll kills every process of the namespace but the init (kill(-1)
 // from a pid namespace's init spares only the init) and reaps them all.
+// An init without children has nothing to kill: every other process of
+// its namespace descends from it, and one whose parent died is its child
+// (kill(-1) walks every process of the host to find none).
 func reapAll() {
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil); errors.Is(err, unix.ECHILD) {
+		return
+	}
 	unix.Kill(-1, unix.SIGKILL)
 	for {
 		var ws unix.WaitStatus
