@@ -4,7 +4,9 @@
 // times; a session opened on a sandbox a Pool built ahead
 // (Pool.OpenSession, until the session is ready for its first command),
 // and one opened cold (Enforcer.OpenSession), N/4 times each, the pool
-// refilled between opens and each session closed untimed; and the floor
+// refilled between opens and each session closed untimed; a step of the
+// sandbox alone (sandbox.Session.Exec, no gate and no audit record:
+// sandbox-step); and the floor
 // under a step, N times: a 600-byte line (about a decision record) written
 // beside the audit log and fdatasync'd, then /bin/true started and waited
 // for, with nothing of a sandbox (floor-step). It prints, per row, the
@@ -28,6 +30,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -62,6 +65,7 @@ func main() {
 	}
 	s.Close(ctx)
 	print("library-step", times[5:]) // after a warm-up
+	print("sandbox-step", sandboxStep(pol.CapsFor("bench").Limits(), n))
 	print("floor-step", floorStep(os.Args[2]+".floor", n))
 
 	opens := max(n/4, 5)
@@ -96,6 +100,27 @@ func main() {
 		s.Close(ctx)
 	}
 	print("cold-open", times)
+}
+
+// sandboxStep times n steps of the sandbox alone (sandbox.Session.Exec
+// of /bin/true, the tool's caps): no gate, no audit record.
+func sandboxStep(caps limits.Caps, n int) []time.Duration {
+	ctx := context.Background()
+	ss, err := sandbox.StartSession(ctx, sandbox.Config{Caps: caps, Proxy: true})
+	check(err)
+	defer ss.Close()
+	times := make([]time.Duration, 0, n)
+	for i := range n + 5 {
+		start := time.Now()
+		res, err := ss.Exec(ctx, sandbox.Step{Path: "/bin/true"})
+		if err != nil || res.ExitCode != 0 {
+			check(fmt.Errorf("sandbox step: %+v %v", res, err))
+		}
+		if i >= 5 {
+			times = append(times, time.Since(start))
+		}
+	}
+	return times
 }
 
 // floorStep times n steps of the floor: a line written to a file in

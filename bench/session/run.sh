@@ -23,6 +23,7 @@
 # steps; pool-open, a session opened on a sandbox a Pool built ahead
 # (Pool.OpenSession until it is ready for its first command), and
 # cold-open, one opened with Enforcer.OpenSession, RUNS/4 times each;
+# sandbox-step, sandbox.Session.Exec alone (no gate, no audit record);
 # and floor-step, the floor under a step whose decision is durable before
 # it runs: a 600-byte line written beside the library's audit log and
 # fdatasync'd, then /bin/true run, nothing else. Their ratios are to the
