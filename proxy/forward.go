@@ -28,8 +28,9 @@ type routeKey struct{}
 type route struct {
 	addrs []netip.Addr
 	port  uint16
-	host  string      // the destination as the gate normalised it, for budgets and TLS
-	tls   *tls.Config // verifies the destination of an https URL; nil: default
+	host  string        // the destination as the gate normalised it, for budgets and TLS
+	tls   *tls.Config   // verifies the destination of an https URL; nil: default
+	echo  *echoScrubber // the credential the request carries, scrubbed from its answer
 
 	mu      sync.Mutex
 	dialled netip.AddrPort
@@ -77,11 +78,12 @@ func (p *Proxy) newForwarder() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		// The absolute URL is already the destination; Rewrite also drops
 		// client-sent X-Forwarded-* headers.
-		Rewrite:       func(*httputil.ProxyRequest) {},
-		Transport:     p.tr,
-		FlushInterval: -1,
-		ErrorLog:      log.New(io.Discard, "", 0),
-		ErrorHandler:  p.forwardError,
+		Rewrite:        func(*httputil.ProxyRequest) {},
+		Transport:      p.tr,
+		FlushInterval:  -1,
+		ErrorLog:       log.New(io.Discard, "", 0),
+		ErrorHandler:   p.forwardError,
+		ModifyResponse: p.scrubResponse,
 	}
 }
 
@@ -202,7 +204,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cred != nil {
-		r.Header.Set(cred.Header, cred.Value)
+		p.putCredential(r, rt, cred)
 	}
 	p.forward(w, r, &ev, p.fwd, rt)
 }

@@ -139,9 +139,10 @@ func (p *Proxy) newInspection(ev *Event, up net.Conn, secure bool) (*inspection,
 		Transport: ins.tr,
 		// Buffered as the server's writer buffers; a streamed response
 		// (no length, or text/event-stream) is flushed at once anyway.
-		FlushInterval: 0,
-		ErrorLog:      log.New(io.Discard, "", 0),
-		ErrorHandler:  p.forwardError,
+		FlushInterval:  0,
+		ErrorLog:       log.New(io.Discard, "", 0),
+		ErrorHandler:   p.forwardError,
+		ModifyResponse: p.scrubResponse,
 	}
 	return ins, nil
 }
@@ -261,10 +262,11 @@ func (p *Proxy) serveInspected(w http.ResponseWriter, r *http.Request) {
 	if !p.answered(w, &ev) {
 		return
 	}
+	rt := &route{addrs: ins.ev.addrs, port: t.Port}
 	if cred != nil {
-		r.Header.Set(cred.Header, cred.Value)
+		p.putCredential(r, rt, cred)
 	}
-	up, down := p.forward(w, r, &ev, ins.rp, &route{addrs: ins.ev.addrs, port: t.Port})
+	up, down := p.forward(w, r, &ev, ins.rp, rt)
 	ins.up.Add(up)
 	ins.down.Add(down)
 }

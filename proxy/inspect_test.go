@@ -67,6 +67,16 @@ func serveTLSUpstream(t testing.TB, ca *CA, host string, s *seen) *httptest.Serv
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.add(r)
 		n, _ := io.Copy(io.Discard, r.Body)
+		switch r.URL.Path {
+		case "/repos/echo": // a debugging endpoint: the request's headers back
+			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+			fmt.Fprintf(w, "accept-encoding=%s headers=%v", r.Header.Get("Accept-Encoding"), r.Header)
+			return
+		case "/repos/gzip": // an answer encoded though none was asked for
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Write([]byte{0x1f, 0x8b})
+			return
+		}
 		fmt.Fprintf(w, "%s %s %s body=%d", r.Method, r.URL.RequestURI(), r.Proto, n)
 	}))
 	cert, err := ca.leaf(host)
@@ -334,6 +344,47 @@ func TestCredentialInjected(t *testing.T) {
 	}
 	if got := ih.p.scrub("x " + basic + " y"); strings.Contains(got, value) {
 		t.Errorf("scrub left the value: %q", got)
+	}
+}
+
+// TestCredentialEchoScrubbed: an upstream that echoes the request's
+// headers (in its body and in a header of its answer) hands the sandbox
+// none of the credential's value, in none of its spellings: the proxy
+// asked for an uncompressed answer and replaced them; an answer encoded
+// all the same is refused.
+func TestCredentialEchoScrubbed(t *testing.T) {
+	const value, ph = "s3cret-t0ken-value", "AIRLOCK-PLACEHOLDER-0123456789abcdef"
+	token := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + value))
+	basic := "Basic " + token
+	ih := newInspectHarness(t, nil, func(s *setup) {
+		s.cfg.Credentials = []egress.CredentialConfig{{Name: "gh", Host: "api.test", PathPrefixes: []string{"/repos/"}}}
+		s.creds = []Credential{{Name: "gh", Header: "Authorization", Value: basic, Placeholder: ph}}
+	})
+	phBasic := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+ph))
+	resp, body := ih.do(t, "GET", "/repos/echo", nil, "Authorization", phBasic, "Accept-Encoding", "gzip")
+	if resp.StatusCode != 200 {
+		t.Fatalf("echo: %d %q", resp.StatusCode, resp.Header.Get(ReasonHeader))
+	}
+	answer := body + " " + fmt.Sprint(resp.Header)
+	for _, form := range []string{value, token, "x-access-token:" + value} {
+		if strings.Contains(answer, form) {
+			t.Errorf("the answer holds %q: %s", form, answer)
+		}
+	}
+	if !strings.Contains(body, "[credential gh redacted]") || !strings.Contains(body, "accept-encoding=identity") {
+		t.Errorf("echoed body %q: want the value redacted and no compression asked for", body)
+	}
+	if _, auth := ih.up.all(); len(auth) != 1 || auth[0] != basic {
+		t.Errorf("the upstream got %q, want the credential", auth)
+	}
+	resp, _ = ih.do(t, "GET", "/repos/gzip", nil, "Authorization", phBasic)
+	if r := resp.Header.Get(ReasonHeader); resp.StatusCode != 502 || !strings.Contains(r, "is encoded (gzip)") {
+		t.Errorf("an encoded answer: %d %q, want 502 refused", resp.StatusCode, r)
+	}
+	// A request without the credential gets its answer as it is.
+	resp, body = ih.do(t, "GET", "/other/echo", nil)
+	if resp.StatusCode != 200 || strings.Contains(body, "redacted") {
+		t.Errorf("an answer to a request without the credential: %d %q", resp.StatusCode, body)
 	}
 }
 

@@ -46,6 +46,7 @@ type Proxy struct {
 	ca            *CA
 	upstreamRoots *x509.CertPool
 	creds         map[string]*Credential
+	echo          map[string]*echoScrubber // by credential name
 	budget        *budgets
 	is            *http.Server  // serves the requests of inspected tunnels
 	iln           *connListener // hands the inspected connections to is
@@ -97,6 +98,7 @@ func newProxy(cfg Config) (*Proxy, error) {
 		ca:            cfg.CA,
 		upstreamRoots: cfg.UpstreamRoots,
 		creds:         creds,
+		echo:          map[string]*echoScrubber{},
 		iln:           newConnListener(),
 		pools:         map[string]*x509.CertPool{},
 		sessions:      tls.NewLRUClientSessionCache(256),
@@ -114,6 +116,9 @@ func newProxy(cfg Config) (*Proxy, error) {
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[net.Conn]connKind{},
 		handshake:     map[net.Conn]*deadline{},
+	}
+	for name, c := range creds {
+		p.echo[name] = newEchoScrubber(c)
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
