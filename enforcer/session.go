@@ -261,7 +261,9 @@ func (s *Session) serve(openFiles int, open audit.Event, kit *egressKit) error {
 	s.receipt = s.ss.Receipt()
 	s.receipt["command"] = s.e.commandReceipt()
 	s.receipt["egress"] = egressReceipt(s.task)
-	if err := s.sc.record(open); err != nil {
+	// Lazily: nothing runs in the session before a step's decision,
+	// whose sync makes this record durable first.
+	if err := s.sc.recordLazy(open); err != nil {
 		s.abort()
 		return err
 	}
