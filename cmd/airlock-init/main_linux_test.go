@@ -31,7 +31,7 @@ const policy = `{"toolScopes": {"t": {"allow": [{"name": "cat", "command": "/bin
 // its receipt's init, and its exit status.
 type run struct {
 	stdout, stderr, init string
-	code               int
+	code                 int
 }
 
 // airlockRun runs bin (an airlock binary) as run describes, as the user
