@@ -46,13 +46,23 @@ var exeDir = sync.OnceValues(func() (exeHome, error) {
 	if err := unix.Stat("/proc/self/exe", &st); err != nil {
 		return exeHome{}, err
 	}
-	return exeHome{dir: filepath.Dir(real), uid: st.Uid}, nil
+	return exeHome{path: real, uid: st.Uid, dev: st.Dev, ino: st.Ino}, nil
 })
 
-// exeHome is where the running binary lies and who owns it.
+// exeHome is where the running binary lies (its real path), who owns it,
+// and which file it is.
 type exeHome struct {
-	dir string
-	uid uint32
+	path     string
+	uid      uint32
+	dev, ino uint64
+}
+
+// replaced reports whether the binary's path names another file now than
+// the one running (an upgrade installed since this process started: the
+// airlock-init beside it is then of the new build, not of this one).
+func (h exeHome) replaced() bool {
+	var st unix.Stat_t
+	return unix.Stat(h.path, &st) != nil || st.Dev != h.dev || st.Ino != h.ino
 }
 
 // openSmallInit returns the init to run: airlock-init from the directory
@@ -65,7 +75,10 @@ func openSmallInit() initExe {
 	if err != nil {
 		return initExe{receipt: initSelf + "(its own path is unknown: " + err.Error() + ")"}
 	}
-	path := filepath.Join(home.dir, SmallInit)
+	if home.replaced() {
+		return initExe{receipt: initSelf + "(its binary was replaced or removed since it started: the " + SmallInit + " beside it would be of that other build)"}
+	}
+	path := filepath.Join(filepath.Dir(home.path), SmallInit)
 	f, fi, err := hostfile.OpenNoFollow(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
