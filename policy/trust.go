@@ -1,6 +1,11 @@
 package policy
 
-import "io/fs"
+import (
+	"io/fs"
+	"os"
+
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
+)
 
 // Trusted checks that the file opened from path, with fstat's fi, is one
 // only the caller or root could have written or put there, by the rule
@@ -9,3 +14,8 @@ import "io/fs"
 // policy (a shared gateway's clients, docs/egress.md) are held to it
 // too. Where airlock cannot tell who may write a file, it fails.
 func Trusted(path string, fi fs.FileInfo) (string, error) { return trusted(path, fi) }
+
+// trusted is the rule of internal/hostfile, for the caller.
+func trusted(path string, fi fs.FileInfo) (string, error) {
+	return hostfile.Trusted(path, fi, uint32(os.Geteuid()), "you")
+}

@@ -45,6 +45,8 @@ type Sandbox struct {
 	// groups, in a rootless run whose caller has supplementary groups,
 	// is how they are dropped (nil otherwise).
 	groups *idmap.Groups
+	// init is the program the init runs from (initexe_linux.go).
+	init initExe
 	// network is how the sandbox is networked (initproc.NetOwn unless
 	// the host refuses a network namespace: container_linux.go).
 	network string
@@ -166,6 +168,12 @@ func (s *Sandbox) start(ctx context.Context, need needs) error {
 		extra = append(extra, root)
 	}
 	extra = append(extra, tasks...)
+	if err := s.chooseInit(); err != nil {
+		setupW.Close()
+		return err
+	}
+	defer s.init.close()
+	extra = append(extra, s.init.files()...)
 	err = s.startInit(extra, len(tasks), need)
 	child.Close()
 	setupR.Close()
@@ -244,10 +252,7 @@ func (s *Sandbox) setupMsg(want string, setupErr <-chan error) (initproc.Message
 	m, fds, err := s.c.Recv()
 	switch {
 	case err != nil:
-		if serr := <-setupErr; serr != nil {
-			return m, nil, fmt.Errorf("sandbox: %w", serr)
-		}
-		return m, nil, fmt.Errorf("sandbox: the init died during setup: %w%s%s", err, s.zombieStatus(), s.initOut.said())
+		return m, nil, s.diedInSetup(err, setupErr)
 	case m.Kind == initproc.MsgFailed:
 		initproc.CloseAll(fds)
 		if serr := setupCause(setupErr); serr != nil {
@@ -304,9 +309,10 @@ var checkPidfdOnce = sync.OnceFunc(func() {
 	}
 })
 
-// initCmd is the init's command: this binary, re-executed into new
-// namespaces with a clean environment, stdio through pipes only. extra
-// are its descriptors 3 and up (fdCtrl, fdSetup, and fdRoot with Root).
+// initCmd is the init's command: this binary or airlock-init
+// (chooseInit), executed into new namespaces with a clean environment,
+// stdio through pipes only. extra are its descriptors 3 and up (fdCtrl,
+// fdSetup, fdRoot with Root, the tasks files, then the init's files).
 func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	rootful := setsGroups()
 	hostUID, hostGID := os.Getuid(), os.Getgid()
@@ -355,6 +361,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if s.groups != nil {
 		args = append(args, initproc.MapsArg)
 	}
+	if s.init.self != nil {
+		args = append(args, initproc.SelfArg)
+	}
 	if s.hole != "" {
 		// A test hole is honoured only by an init that knows it runs
 		// in a test binary, which takes the testing package: Init.
@@ -363,12 +372,12 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	// GOTRACEBACK=none: should the init crash all the same, its stderr
 	// (the target's, in a single run) gets no stack trace, whose frames
 	// name the host's build paths.
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, "GOMAXPROCS=1", "GOTRACEBACK=none"}
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=1", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
 	return &exec.Cmd{
-		Path: "/proc/self/exe",
+		Path: s.init.path(len(extra)),
 		Args: args,
 		Env:  env,
 		// The init's own streams: no input (/dev/null), and one pipe of
@@ -731,7 +740,7 @@ func (s *Sandbox) fullReceipt() map[string]string {
 	if s.session {
 		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
 	}
-	r["init"] = "pid 1 re-executed from this binary, non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
+	r["init"] = "pid 1 run from " + s.init.receipt + "; non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
 	return r
 }
 

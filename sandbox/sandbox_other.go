@@ -40,3 +40,6 @@ func Probe(req ProbeRequest) []ProbeResult {
 }
 
 func hostProvides(name string) (bool, string) { return false, "no sandbox on this system" }
+
+// InitProgram says that no init runs on this system.
+func InitProgram(context.Context) string { return "none: airlock has no sandbox on this system" }

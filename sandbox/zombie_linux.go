@@ -14,13 +14,13 @@ import (
 // zombie (the exit_code field), so that the process is still reaped where
 // it always is. It waits up to a second for the init to become one, and
 // as long again for its output to be read (initOutput), and returns ""
-// when either does not come.
-func (s *Sandbox) zombieStatus() string {
+// and false when either does not come; it returns the status too.
+func (s *Sandbox) zombieStatus() (string, unix.WaitStatus, bool) {
 	pid := s.cmd.Process.Pid
 	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
-			return ""
+			return "", 0, false
 		}
 		// The command name may hold anything: the fields follow its last ')'.
 		i := bytes.LastIndexByte(b, ')')
@@ -30,14 +30,14 @@ func (s *Sandbox) zombieStatus() string {
 		}
 		code, err := strconv.Atoi(string(f[49])) // field 52, exit_code
 		if err != nil {
-			return ""
+			return "", 0, false
 		}
 		s.initOut.drained(time.Second)
 		ws := unix.WaitStatus(code)
 		if ws.Signaled() {
-			return " (killed by signal " + strconv.Itoa(int(ws.Signal())) + ", " + unix.SignalName(ws.Signal()) + ")"
+			return " (killed by signal " + strconv.Itoa(int(ws.Signal())) + ", " + unix.SignalName(ws.Signal()) + ")", ws, true
 		}
-		return " (exit status " + strconv.Itoa(ws.ExitStatus()) + ")"
+		return " (exit status " + strconv.Itoa(ws.ExitStatus()) + ")", ws, true
 	}
-	return ""
+	return "", 0, false
 }

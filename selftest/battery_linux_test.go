@@ -3,56 +3,18 @@ package selftest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
-// built is the airlock binary the battery tests run: built once, without
-// the race detector (the battery binds its own binary into every sandbox
-// as the payload, and a -race test binary's ThreadSanitizer cannot live
-// under the battery's memory and descriptor caps), in a 0755 directory
-// that uid 65534 can reach. TestMain removes it.
-var built struct {
-	once      sync.Once
-	dir, path string
-	err       error
-	out       []byte
-}
-
-// airlockBinary builds ./cmd/airlock once and returns its path.
-func airlockBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "airlock-selftest-bin-")
-		if built.err != nil {
-			return
-		}
-		if built.err = os.Chmod(built.dir, 0o755); built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "airlock")
-		goCmd, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go command is not on $PATH: %w", err)
-			return
-		}
-		cmd := exec.Command(goCmd, "build", "-o", built.path, "github.com/airlock-sandbox/airlock/cmd/airlock")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		built.out, built.err = cmd.CombinedOutput()
-	})
-	if built.err != nil {
-		t.Fatalf("build airlock: %v\n%s", built.err, built.out)
-	}
-	return built.path
-}
+// airlockBinary returns the airlock binary the battery tests run, with
+// airlock-init beside it, so that the battery attacks the small init
+// (testutil.Binaries).
+func airlockBinary(t *testing.T) string { return testutil.Airlock(t) }
 
 // runBattery runs "airlock selftest --json" and returns its report.
 func runBattery(t *testing.T, cmd *exec.Cmd) *Report {

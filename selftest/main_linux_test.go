@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -11,7 +12,7 @@ import (
 // TestMain makes the test binary a sandbox's init when re-executed as one,
 // and a payload when a sandbox runs it as "/.airlock/self payload NAME
 // ARG..." (the test binary is what BindSelf binds), so that Run works in
-// this process as it does in airlock's. It removes the airlock binary the
+// this process as it does in airlock's. It removes the binaries the
 // battery tests build.
 func TestMain(m *testing.M) {
 	sandbox.Init()
@@ -19,8 +20,6 @@ func TestMain(m *testing.M) {
 		os.Exit(payload.Run(os.Args[2], os.Args[3:]))
 	}
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	testutil.RemoveBinaries()
 	os.Exit(code)
 }

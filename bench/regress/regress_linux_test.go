@@ -114,7 +114,10 @@ func newBench(t *testing.T, bwrap string) *bench {
 	b := &bench{dir: dir, bwrap: bwrap, airlock: filepath.Join(dir, "airlock"), sessionBench: filepath.Join(dir, "session-bench"),
 		mcpBench: filepath.Join(dir, "mcp-bench"),
 		policy:   filepath.Join(dir, "policy.json"), audit: filepath.Join(dir, "state", "audit.jsonl")}
-	for pkg, out := range map[string]string{"../../cmd/airlock": b.airlock, "../session": b.sessionBench, "../mcp": b.mcpBench} {
+	// airlock-init beside them all, as installed (docs/sandbox.md, "The
+	// small init").
+	for pkg, out := range map[string]string{"../../cmd/airlock": b.airlock, "../../cmd/airlock-init": filepath.Join(dir, "airlock-init"),
+		"../session": b.sessionBench, "../mcp": b.mcpBench} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, msg)

@@ -20,10 +20,15 @@
 #                   copy of a one-run log made before each run, and the
 #                   run's checkpoint signed after it (the key and its kept
 #                   checkpoint on the same disk)
-#   airlock-tmpfs   the same with the audit log on /dev/shm (fdatasync is
-#                   free there): the difference is the audit's fsync cost
+#                   with airlock-init beside the binary, the sandbox's init
+#                   (docs/sandbox.md, "The small init")
+#   airlock-self    the same binary with no airlock-init beside it: it runs
+#                   itself as the init
+#   airlock-tmpfs   the first row with the audit log on /dev/shm (fdatasync
+#                   is free there): the difference is the audit's fsync cost
 #   library         sandbox.Start, Release, Wait of /bin/true from a small
-#                   Go program (bench/sandbox): no policy, proxy or audit
+#                   Go program (bench/sandbox): no policy, proxy or audit;
+#                   airlock-init beside it too
 #   airlock-help    `airlock --help`: the command's own start alone (the
 #                   runtime and every package initialiser); the re-executed
 #                   init pays the runtime and only the initialisers up to
@@ -56,8 +61,9 @@ keydir="$state/bench-key-$$"
 mkdir -m 700 "$keydir"
 export AIRLOCK_AUDIT_KEY="$keydir/signing.key"
 trap 'rm -rf "$out" "$audit"* "$shm_audit"* "$keydir"' EXIT
-go build -o "$out/airlock" ./cmd/airlock
+go build -o "$out/" ./cmd/airlock ./cmd/airlock-init
 go build -o "$out/sandbox-bench" ./bench/sandbox
+mkdir "$out/self" && ln "$out/airlock" "$out/self/airlock" # nothing beside it
 cat >"$out/policy.json" <<'EOF'
 {
   "toolScopes": {
@@ -69,7 +75,8 @@ cat >"$out/policy.json" <<'EOF'
 }
 EOF
 run="$out/airlock run --policy $out/policy.json --tool bench"
-"$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$out/seed.jsonl" -- /bin/true # fails loudly if it cannot run
+"$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$out/seed.jsonl" --result "$out/seed.json" -- /bin/true # fails loudly if it cannot run
+grep -q 'pid 1 run from airlock-init (small' "$out/seed.json" || { echo "run.sh: the small init did not run:" >&2; grep -o '"init": *"[^"]*"' "$out/seed.json" >&2; exit 1; }
 # Each run starts with the same small audit log, one earlier run's, as a
 # user's log exists: a fresh file would add its creation (a directory
 # fsync and the chain's first line), and a log grown over the benchmark
@@ -91,6 +98,7 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
 rows=(
 	airlock "$run --audit $audit -- /bin/true"
+	airlock-self "$out/self/${run#"$out/"} --audit $audit -- /bin/true"
 	airlock-tmpfs "$run --audit $shm_audit -- /bin/true"
 	library "$out/sandbox-bench"
 	airlock-help "$out/airlock --help"
@@ -125,6 +133,7 @@ for k, v in times.items():
     q = statistics.quantiles(v, n=4)
     print(f"{k:14} {len(v):5} {med[k]*1000:10.2f} {q[0]*1000:8.2f} {q[2]*1000:8.2f} {med[k]/b:8.2f}")
 print(f"\naudit fsync cost (airlock - airlock-tmpfs medians): {(med['airlock']-med['airlock-tmpfs'])*1000:.2f} ms")
+print(f"small init against self init (airlock / airlock-self medians): {med['airlock']/med['airlock-self']:.3f}")
 for k in ("airlock", "airlock-tmpfs"):
     print(f"goal {k} <= 1.0x bwrap:", "met" if med[k] <= b else f"NOT met ({med[k]/b:.2f}x)")
 PY

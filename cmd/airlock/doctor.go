@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/doctor"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 func newDoctorCmd() *cobra.Command {
@@ -30,6 +32,10 @@ It then names the policy airlock would use (--policy, else $AIRLOCK_POLICY,
 else the embedded default; a ./policy.json is never read unless named), with
 its digest, and checks its "require" list: only a strong control meets a
 requirement, exactly as "airlock run" decides before it runs anything.
+
+It also says which program a sandbox's init runs from: airlock-init beside
+this binary (checked to be trusted and of this build), or this binary
+itself, and why (none beside it, or the one there refused).
 
 Exit status 0 when the report was printed and the policy's requirements are
 met on this host; 1 when one is not (airlock run would refuse with exit 125)
@@ -63,12 +69,15 @@ type doctorPolicy struct {
 type doctorOutput struct {
 	doctor.Report
 	Policy doctorPolicy `json:"policy"`
+	// Init is the program a sandbox of this binary runs as its init here,
+	// and why (the run receipt's "init"; docs/sandbox.md, "The small init").
+	Init string `json:"init"`
 	// OK is true when the policy loaded and the host meets its requirements.
 	OK bool `json:"ok"`
 }
 
 func runDoctor(cmd *cobra.Command, asJSON bool) error {
-	out := doctorOutput{Report: doctor.Check(cmd.Context())}
+	out := doctorOutput{Report: doctor.Check(cmd.Context()), Init: sandbox.InitProgram(cmd.Context())}
 	out.Policy.Require, out.Policy.Unmet = []string{}, []doctor.Unmet{}
 	l, loadErr := loadPolicy(cmd)
 	if loadErr != nil {
@@ -150,6 +159,7 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 	if first {
 		fmt.Fprintln(w, "\nEvery control is strong on this host.")
 	}
+	fmt.Fprintf(w, "\nInit: %s\n", termtext.Escape(out.Init))
 
 	p := out.Policy
 	if p.Error != "" {

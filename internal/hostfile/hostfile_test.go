@@ -151,3 +151,27 @@ func TestReal(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenNoFollow refuses a symbolic link as the last element, and opens
+// the file itself.
+func TestOpenNoFollow(t *testing.T) {
+	dir := t.TempDir()
+	file, link := filepath.Join(dir, "f"), filepath.Join(dir, "l")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	if f, _, err := OpenNoFollow(link); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("OpenNoFollow(link) = %v, want a refusal of the link", err)
+	}
+	f, fi, err := OpenNoFollow(file)
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("OpenNoFollow(file) = %v, %v", fi, err)
+	}
+	f.Close()
+}

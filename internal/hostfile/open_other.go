@@ -14,6 +14,9 @@ func Open(path string) (*os.File, fs.FileInfo, error) {
 	return nil, nil, &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}
 }
 
+// OpenNoFollow fails closed, as Open does.
+func OpenNoFollow(path string) (*os.File, fs.FileInfo, error) { return Open(path) }
+
 // WriteFile fails closed, as Open does.
 func WriteFile(path string, _ []byte, _ os.FileMode) error {
 	return &fs.PathError{Op: "open", Path: path, Err: errors.ErrUnsupported}

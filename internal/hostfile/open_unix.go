@@ -3,6 +3,7 @@
 package hostfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,8 +16,20 @@ import (
 // mistake (or by an attacker) would otherwise hang airlock before it
 // could say why. Anything but a regular file is refused, named as what it
 // is. The returned file is in blocking mode.
-func Open(path string) (*os.File, fs.FileInfo, error) {
-	fd, err := openFlags(path, unix.O_RDONLY, 0)
+func Open(path string) (*os.File, fs.FileInfo, error) { return open(path, 0) }
+
+// OpenNoFollow is Open, but refuses a symbolic link as the last element
+// of path: the file opened is the one the directory names.
+func OpenNoFollow(path string) (*os.File, fs.FileInfo, error) {
+	f, fi, err := open(path, unix.O_NOFOLLOW)
+	if errors.Is(err, unix.ELOOP) {
+		return nil, nil, fmt.Errorf("%s is a symbolic link, not the file itself", path)
+	}
+	return f, fi, err
+}
+
+func open(path string, flags int) (*os.File, fs.FileInfo, error) {
+	fd, err := openFlags(path, unix.O_RDONLY|flags, 0)
 	if err != nil {
 		return nil, nil, openError(path, err)
 	}

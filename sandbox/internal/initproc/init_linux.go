@@ -17,8 +17,6 @@ import (
 
 // The init's environment marker and its fixed descriptors.
 const (
-	EnvKey   = "_AIRLOCK_SANDBOX_INIT"
-	EnvValue = "v1"
 	Arg0     = "airlock-sandbox-init"
 	RootArg  = "root"
 	TasksArg = "tasks="
@@ -27,6 +25,10 @@ const (
 	// caller has supplementary groups; it then says so with one byte on
 	// the setup pipe) and drop its supplementary groups.
 	MapsArg = "maps"
+	// SelfArg says that the descriptor after the tasks files is the
+	// calling binary, opened by the parent for BindSelf's copy: an init
+	// that is not that binary (airlock-init) has no other way to it.
+	SelfArg = "self"
 	fdCtrl  = 3 // control socket
 	fdSetup = 4 // setup pipe: config, then the workspace stream (stream.go)
 	fdRoot  = 5 // Config.Root, opened by the parent (only with Root)
@@ -37,13 +39,18 @@ const (
 // package doc): the parent passes it only with a test hole.
 const LateArg = "late"
 
-// init runs a sandbox's init, unless asked to run late. Either way it
+// init refuses an init of another build than its parent's (EnvBuild),
+// then runs a sandbox's init, unless asked to run late. Either way it
 // locks the init to its startup thread, the thread group leader, for
 // good: package initialisers run there (the runtime keeps the main
 // goroutine on it until main), and a lock taken in one keeps main on it
 // too. The init moves that thread into the group's cgroup v1 hierarchies
 // and forks every target from it (place_linux.go).
 func init() {
+	if _, ok := os.LookupEnv(EnvKey); ok && os.Getenv(EnvBuild) != Build() {
+		os.Stderr.WriteString(OtherBuildMessage)
+		os.Exit(ExitOtherBuild)
+	}
 	if !IsInit() {
 		return
 	}
@@ -70,6 +77,7 @@ func Main(allowHoles bool) {
 	// thread that later forks the target, and it never exits.
 	runtime.LockOSThread()
 	os.Unsetenv(EnvKey)
+	os.Unsetenv(EnvBuild)
 	os.Exit(runInit(allowHoles))
 }
 
@@ -290,7 +298,7 @@ func sanitizeFDs() error {
 		if err != nil || fd <= 2 || fd == dirFD {
 			continue
 		}
-		if fd == fdCtrl || fd == fdSetup || (fd == fdRoot && hasRootFD()) || isRuntimeFD(fd) {
+		if fd == fdCtrl || fd == fdSetup || (fd == fdRoot && hasRootFD()) || fd == selfFD() || isRuntimeFD(fd) {
 			unix.CloseOnExec(fd)
 			continue
 		}
@@ -335,6 +343,16 @@ func tasksFDs() (first, n int) {
 		}
 	}
 	return first, max(n, 0)
+}
+
+// selfFD is the descriptor of the calling binary the parent passed with
+// SelfArg, -1 without one.
+func selfFD() int {
+	if !slices.Contains(os.Args[1:], SelfArg) {
+		return -1
+	}
+	first, n := tasksFDs()
+	return first + n
 }
 
 // hasRootFD reports whether the parent passed a Config.Root descriptor at

@@ -460,10 +460,23 @@ func mountTmpfs(dst string, flags uintptr, data string) error {
 	return unix.Mount("tmpfs", dst, "tmpfs", flags, data)
 }
 
+// openSelf opens the calling binary: the descriptor the parent passed
+// (SelfArg: this init is airlock-init), else the binary this init runs
+// from.
+func openSelf() (*os.File, error) {
+	if fd := selfFD(); fd >= 0 {
+		if _, err := unix.Seek(fd, 0, 0); err != nil {
+			return nil, err
+		}
+		return os.NewFile(uintptr(fd), "airlock-self"), nil
+	}
+	return os.Open(SelfExe)
+}
+
 // buildAirlockDir makes /.airlock, a small read-only tmpfs with the empty
 // file that masks hidden files, the sandbox's own identity files (id/,
-// identity_linux.go) and, for BindSelf, a copy of the binary the init
-// runs from. A copy, not a bind: the init's executable belongs to
+// identity_linux.go) and, for BindSelf, a copy of the calling binary
+// (openSelf). A copy, not a bind: the init's executable belongs to
 // the host's mount namespace (open_tree refuses it), its directory may be
 // closed to uid 65534, and a copy leaves no path to the host's file.
 func (s *initState) buildAirlockDir(dir string) error {
@@ -474,7 +487,7 @@ func (s *initState) buildAirlockDir(dir string) error {
 	size := int64(64 << 10)
 	var exe *os.File
 	if self {
-		f, err := os.Open(SelfExe)
+		f, err := openSelf()
 		if err != nil {
 			return fmt.Errorf("open own binary: %w", err)
 		}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package policy
+package hostfile
 
 import (
 	"errors"
@@ -12,35 +12,36 @@ import (
 	"syscall"
 )
 
-// trusted checks that the policy file opened from path, with fstat's fi,
-// is one that only the caller or root could have written or put there,
-// and returns its real path. The rule (docs/policy.md, "Where the policy
-// comes from"): the file is owned by the caller or root and is not group-
-// or world-writable; its directory is owned by the caller or root and is
-// not group- or world-writable, sticky or not; every directory above it
-// is owned by the caller or root and is either not writable by others or
-// sticky (like /tmp: others may add entries there, but cannot rename or
-// remove the caller's); and so is every symbolic link followed on the
-// way, with the directories that hold it. The file's own properties are
-// those of the opened file (fstat); the path is then walked link by link
-// and must lead to that same file.
-func trusted(path string, fi fs.FileInfo) (string, error) {
-	uid := uint32(os.Geteuid())
+// Trusted checks that the file opened from path, with fstat's fi, is one
+// that only the user uid (named who in errors: "you") or root could have
+// written or put there, and returns its real path. The rule (docs/policy.md,
+// "Where the policy comes from"; the policy file's is the caller's, the
+// sandbox's small init's the airlock binary's owner): the file is owned by
+// uid or root and is not group- or world-writable; its directory is owned
+// by uid or root and is not group- or world-writable, sticky or not;
+// every directory above it is owned by uid or root and is either not
+// writable by others or sticky (like /tmp: others may add entries there,
+// but cannot rename or remove uid's); and so is every symbolic link
+// followed on the way, with the directories that hold it. The file's own
+// properties are those of the opened file (fstat); the path is then
+// walked link by link and must lead to that same file.
+func Trusted(path string, fi fs.FileInfo, uid uint32, who string) (string, error) {
+	o := owner{uid, who}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return "", errors.New("cannot tell who owns it")
 	}
-	if err := owned(st, uid, "it is"); err != nil {
+	if err := o.owns(st, "it is"); err != nil {
 		return "", err
 	}
 	if m := fi.Mode().Perm(); m&0o022 != 0 {
 		return "", fmt.Errorf("it is group- or world-writable (mode %04o): another user could change it (chmod go-w %s)", m, path)
 	}
-	real, err := walk(path, uid)
+	real, err := walk(path, o)
 	if err != nil {
 		return "", err
 	}
-	if err := trustedDirs(filepath.Dir(real), uid, true); err != nil {
+	if err := trustedDirs(filepath.Dir(real), o, true); err != nil {
 		return "", err
 	}
 	if now, err := os.Lstat(real); err != nil || !os.SameFile(now, fi) {
@@ -54,9 +55,9 @@ const maxLinks = 40
 
 // walk resolves path component by component, as the kernel does, and
 // returns its real path. Every symbolic link on the way must be owned by
-// the caller or root and sit in directories that trustedDirs accepts:
+// uid or root and sit in directories that trustedDirs accepts:
 // otherwise another user could aim the name at another file.
-func walk(path string, uid uint32) (string, error) {
+func walk(path string, o owner) (string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return "", err
@@ -89,10 +90,10 @@ func walk(path string, uid uint32) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("cannot tell who owns %s", next)
 		}
-		if err := owned(st, uid, "the symbolic link "+next+" on the way is"); err != nil {
+		if err := o.owns(st, "the symbolic link "+next+" on the way is"); err != nil {
 			return "", err
 		}
-		if err := trustedDirs(cur, uid, false); err != nil {
+		if err := trustedDirs(cur, o, false); err != nil {
 			return "", fmt.Errorf("the symbolic link %s on the way: %w", next, err)
 		}
 		target, err := os.Readlink(next)
@@ -108,11 +109,11 @@ func walk(path string, uid uint32) (string, error) {
 }
 
 // trustedDirs checks dir, a real path, and every directory above it.
-// strict is set when dir holds the policy file itself: it must then not
+// strict is set when dir holds the file itself: it must then not
 // be writable by others even if sticky.
-func trustedDirs(dir string, uid uint32, strict bool) error {
+func trustedDirs(dir string, o owner, strict bool) error {
 	for ; ; dir, strict = filepath.Dir(dir), false {
-		if err := trustedDir(dir, uid, strict); err != nil {
+		if err := trustedDir(dir, o, strict); err != nil {
 			return err
 		}
 		if filepath.Dir(dir) == dir {
@@ -121,7 +122,7 @@ func trustedDirs(dir string, uid uint32, strict bool) error {
 	}
 }
 
-func trustedDir(dir string, uid uint32, strict bool) error {
+func trustedDir(dir string, o owner, strict bool) error {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return err
@@ -130,7 +131,7 @@ func trustedDir(dir string, uid uint32, strict bool) error {
 	if !ok {
 		return fmt.Errorf("cannot tell who owns %s", dir)
 	}
-	if err := owned(st, uid, "the directory "+dir+" is"); err != nil {
+	if err := o.owns(st, "the directory "+dir+" is"); err != nil {
 		return err
 	}
 	m := fi.Mode()
@@ -139,7 +140,7 @@ func trustedDir(dir string, uid uint32, strict bool) error {
 		return nil
 	case strict:
 		return fmt.Errorf("its directory %s is group- or world-writable (mode %04o): another user could replace the file; "+
-			"keep the policy in a directory only you or root can write", dir, m.Perm())
+			"keep it in a directory only %s or root can write", dir, m.Perm(), o.who)
 	case m&fs.ModeSticky == 0:
 		return fmt.Errorf("the directory %s above it is group- or world-writable (mode %04o) and not sticky: "+
 			"another user could replace what is under it", dir, m.Perm())
@@ -147,11 +148,17 @@ func trustedDir(dir string, uid uint32, strict bool) error {
 	return nil
 }
 
-// owned refuses a file, link or directory that neither the caller nor
-// root owns.
-func owned(st *syscall.Stat_t, uid uint32, what string) error {
-	if st.Uid != uid && st.Uid != 0 {
-		return fmt.Errorf("%s owned by uid %d, not by you (uid %d) or root: another user could have written it", what, st.Uid, uid)
+// owner is the user besides root whom Trusted trusts, and how its
+// errors name them.
+type owner struct {
+	uid uint32
+	who string
+}
+
+// owns refuses a file, link or directory that neither o nor root owns.
+func (o owner) owns(st *syscall.Stat_t, what string) error {
+	if st.Uid != o.uid && st.Uid != 0 {
+		return fmt.Errorf("%s owned by uid %d, not by %s (uid %d) or root: another user could have written it", what, st.Uid, o.who, o.uid)
 	}
 	return nil
 }

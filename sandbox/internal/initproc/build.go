@@ -1,0 +1,26 @@
+package initproc
+
+import "runtime"
+
+//go:generate go run ./internal/gen
+
+// The init's environment marker, and how the parent makes sure that the
+// init it runs is of its own build (docs/sandbox.md, "The small init").
+const (
+	EnvKey   = "_AIRLOCK_SANDBOX_INIT"
+	EnvValue = "v1"
+	// CheckValue, as EnvKey's value, asks a binary only to check its
+	// build against EnvBuild's and exit (airlock doctor; smallinit.Main).
+	CheckValue = "check"
+	// EnvBuild carries the parent's Build. A binary started with EnvKey
+	// set and EnvBuild other than its own Build writes OtherBuildMessage
+	// on stderr and exits with ExitOtherBuild, first thing, before it
+	// does anything else.
+	EnvBuild          = "_AIRLOCK_SANDBOX_INIT_BUILD"
+	ExitOtherBuild    = 3
+	OtherBuildMessage = "airlock-sandbox-init: built from other sources than the airlock that started it: refused\n"
+)
+
+// Build is this binary's init build: the digest of the sources the init
+// is built from (SourceDigest) and the Go release that built it.
+func Build() string { return SourceDigest + " " + runtime.Version() }
