@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:e8e449ac7c7750d9af88f5142cb9a49d4c566092933d548fa73e411b3c24d3de"
+const SourceDigest = "sha256:51941f59b76e73d5a57d11042875edc2af0ab1f3f6af057b9aa2f6b6114a3444"
