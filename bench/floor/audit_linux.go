@@ -21,27 +21,31 @@ import (
 // file and lock, and the look back over the log's end that airlock's
 // monitor makes.
 type auditLog struct {
-	dir  string
-	f    *os.File
-	key  ed25519.PrivateKey
-	line []byte // the last record, whose hash the checkpoint signs
+	dir   string
+	f     *os.File
+	key   ed25519.PrivateKey
+	keyed chan error // the key loaded, or why not
+	line  []byte     // the last record, whose hash the checkpoint signs
 }
 
-// decide appends the decision and syncs it, in a goroutine, and then
-// loads the signing key (building Go's Ed25519 tables, about 1 ms of
-// CPU, as airlock's audit.PrepareSigning does beside the run). The
-// channel says when the decision is durable.
+// decide appends the decision and syncs it, in a goroutine; the channel
+// says when it is durable. Then the goroutine loads the signing key
+// (building Go's Ed25519 tables, about 1 ms of CPU), beside the run, as
+// airlock's audit.PrepareSigning does.
 func (l *auditLog) decide(argv []string) <-chan error {
-	done := make(chan error, 1)
+	durable := make(chan error, 1)
+	l.keyed = make(chan error, 1)
 	go func() {
 		f, err := os.OpenFile(l.dir+"/audit.jsonl", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-		if err != nil {
-			done <- fmt.Errorf("audit: %w", err)
-			return
+		if err == nil {
+			l.f = f
+			err = l.append(record("decision", fmt.Sprintf(`"allowed":true,"reason":"rule true of tool bench allows %q"`, strings.Join(argv, " "))))
+		} else {
+			err = fmt.Errorf("audit: %w", err)
 		}
-		l.f = f
-		if err := l.append(record("decision", fmt.Sprintf(`"allowed":true,"reason":"rule true of tool bench allows %q"`, strings.Join(argv, " ")))); err != nil {
-			done <- err
+		durable <- err
+		if err != nil {
+			l.keyed <- err
 			return
 		}
 		seed, err := os.ReadFile(l.dir + "/key")
@@ -49,19 +53,22 @@ func (l *auditLog) decide(argv []string) <-chan error {
 			err = fmt.Errorf("%d bytes, not %d", len(seed), ed25519.SeedSize)
 		}
 		if err != nil {
-			done <- fmt.Errorf("audit: signing key: %w", err)
+			l.keyed <- fmt.Errorf("audit: signing key: %w", err)
 			return
 		}
 		l.key = ed25519.NewKeyFromSeed(seed)
-		done <- nil
+		l.keyed <- nil
 	}()
-	return done
+	return durable
 }
 
 // finish appends the outcome and syncs it, then signs and keeps the
 // checkpoint.
 func (l *auditLog) finish(code int) error {
 	defer l.f.Close()
+	if err := <-l.keyed; err != nil {
+		return err
+	}
 	if err := l.append(record("outcome", fmt.Sprintf(`"exitCode":%d,"killedBy":""`, code))); err != nil {
 		return err
 	}
