@@ -31,6 +31,10 @@
 //
 // Usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] -- COMMAND [ARG...]
 //
+// -bare is no sandbox, only a split of the costs: the command itself is
+// exec'd as pid 1 of the namespaces, with the host's tree (no root, no
+// init, no dropped capabilities), released at once.
+//
 // It exits with the command's status (128+N for signal N), or 125 naming
 // the step that failed; everything it made (the groups) is removed on
 // every path but SIGKILL.
@@ -64,9 +68,10 @@ func main() {
 	flag.StringVar(&o.state, "state", "", "append the decision and the outcome to `DIR`/audit.jsonl, synced, and keep a signed checkpoint")
 	flag.BoolVar(&o.seccomp, "seccomp", false, "apply a small seccomp filter to the command")
 	flag.BoolVar(&o.landlock, "landlock", false, "apply a small Landlock ruleset to the command")
+	flag.BoolVar(&o.bare, "bare", false, "exec the command as pid 1 of the namespaces, with no root and no init: a measurement, not a sandbox")
 	flag.Parse()
-	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] -- COMMAND [ARG...]")
+	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock) {
+		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
 		os.Exit(125)
 	}
 	code, err := run(o, flag.Args())
@@ -78,8 +83,8 @@ func main() {
 }
 
 type options struct {
-	cgroup, seccomp, landlock bool
-	state                     string
+	cgroup, seccomp, landlock, bare bool
+	state                           string
 }
 
 // run is one run: decision, sandbox, outcome. Every error is returned,
@@ -114,8 +119,12 @@ func run(o options, argv []string) (code int, err error) {
 	}
 	args = append(args, "--")
 	args = append(args, argv...)
-	p, err := os.StartProcess("/proc/self/exe", args, &os.ProcAttr{
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, r},
+	exe, files := "/proc/self/exe", []*os.File{os.Stdin, os.Stdout, os.Stderr, r}
+	if o.bare {
+		exe, args, files = argv[0], argv, files[:3]
+	}
+	p, err := os.StartProcess(exe, args, &os.ProcAttr{
+		Files: files,
 		Sys: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
 				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
@@ -128,10 +137,12 @@ func run(o options, argv []string) (code int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("start the init: %w", err)
 	}
-	if err := release(p.Pid, cg, durable, w); err != nil {
-		_ = p.Kill()
-		_, _ = p.Wait()
-		return 0, err
+	if !o.bare {
+		if err := release(p.Pid, cg, durable, w); err != nil {
+			_ = p.Kill()
+			_, _ = p.Wait()
+			return 0, err
+		}
 	}
 	st, err := p.Wait()
 	if err != nil {

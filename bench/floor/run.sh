@@ -22,6 +22,12 @@
 #   floor-full       floor-audit with a small seccomp filter and Landlock
 #                    ruleset (bwrap applies neither)
 #   go-hello         a tiny Go program's start: one Go start's floor
+#   bwrap-noroot     bwrap --unshare-all --bind / /: bwrap without its root
+#   floor-bare       the Go front and the namespaces, /bin/true exec'd as
+#                    their pid 1: no root, no init (not a sandbox; a split)
+#   floor-bare-cinit the same with a C init exec'd in between
+#                    (util-linux `unshare --fork`, which forks and waits):
+#                    an exec'd init's cost when it is not Go
 #   direct           /bin/true
 #
 # Usage: bench/floor/run.sh [RUNS] [ROUNDS]   (as root; RUNS per command in
@@ -58,6 +64,9 @@ rows=(
 	floor-audit-tmpfs "$f -cgroup -state $shm -- /bin/true"
 	floor-full "$f -cgroup -state $state -seccomp -landlock -- /bin/true"
 	go-hello "$out/hello"
+	bwrap-noroot 'bwrap --unshare-all --bind / / /bin/true'
+	floor-bare "$f -bare -- /bin/true"
+	floor-bare-cinit "$f -bare -- $(command -v unshare) --fork /bin/true"
 	direct '/bin/true'
 )
 n=$((${#rows[@]} / 2))
@@ -98,4 +107,7 @@ for k, v in times.items():
 print(f"\nthe cgroup: {(med['floor-cgroup']-med['floor-ns'])*1000:.2f} ms; "
       f"the audit: {(med['floor-audit']-med['floor-cgroup'])*1000:.2f} ms, "
       f"of which its fdatasyncs {(med['floor-audit']-med['floor-audit-tmpfs'])*1000:.2f} ms")
+print(f"an exec'd init: Go {(med['floor-ns']-med['floor-bare'])*1000:.2f} ms with the root, "
+      f"C {(med['floor-bare-cinit']-med['floor-bare'])*1000:.2f} ms without; "
+      f"bwrap's root {(med['bwrap']-med['bwrap-noroot'])*1000:.2f} ms")
 PY
