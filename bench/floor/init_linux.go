@@ -11,9 +11,9 @@ import (
 
 // initMain is the sandbox's init, pid 1 of the new pid namespace, as
 // airlock's (sandbox/internal/initproc): it builds the root, waits for the
-// front's go-ahead on fd 3, drops every privilege, runs the command as pid
-// 2 and exits with its status once it has ended (docs/sandbox.md, "The
-// init").
+// front's go-ahead on fd 3, drops every privilege, runs the command as its
+// child and exits with its status once it has ended (docs/sandbox.md,
+// "Signals to the init").
 func initMain(args []string) int {
 	var seccomp, landlock bool
 	for len(args) > 0 && args[0] != "--" {
@@ -93,7 +93,7 @@ func sandboxInit(argv []string, seccomp, landlock bool) (int, error) {
 // a fresh /proc with bwrap's four read-only covers; a tmpfs /dev with six
 // device nodes bound from the host, its links, shm and a devpts of its
 // own; then pivot_root into it and detach the host's tree (airlock:
-// sandbox/internal/initproc/rootfs_linux.go; docs/sandbox.md, "Root").
+// sandbox/internal/initproc/rootfs_linux.go; docs/sandbox.md, "The view").
 func buildRoot() error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)

@@ -7,9 +7,10 @@
 // One run, as airlock's (docs/sandbox.md, "Speed"):
 //
 //  1. with -state DIR, the decision is made durable before the command
-//     runs (docs/audit.md): one ~600-byte line appended to DIR/audit.jsonl
-//     and fdatasync'd, beside the sandbox's build; the init does not exec
-//     the command before the front says the line is on disk;
+//     runs (docs/audit.md, "Durability and failures"): one ~600-byte line
+//     appended to DIR/audit.jsonl and fdatasync'd, beside the sandbox's
+//     build; the init does not exec the command before the front says the
+//     line is on disk;
 //  2. with -cgroup, a group in the memory, pids and cpuacct v1 hierarchies
 //     (airlock uses five, plus a v2 directory for cgroup.kill), with a
 //     memory and a pids limit, the init put in before it execs the
@@ -17,9 +18,11 @@
 //  3. the namespaces bwrap --unshare-all makes (user, mount, pid, net, ipc,
 //     uts, cgroup), a root that shows the host read-only with a fresh /proc
 //     and a small /dev as bwrap's --ro-bind / / --proc /proc --dev /dev
-//     make them, no capabilities, no_new_privs, and -seccomp, -landlock a
-//     small filter and ruleset (airlock's are larger); the command runs as
-//     pid 2 under an init that waits for it (init_linux.go);
+//     make them (docs/sandbox.md, "The view"), no capabilities,
+//     no_new_privs, and with -seccomp, -landlock a small filter and ruleset
+//     (airlock's are larger); the command runs as the init's child (pid 5
+//     or so: the init's runtime threads take the first ids), and the init
+//     waits for it (init_linux.go);
 //  4. with -state, the outcome line appended and synced, and a signed
 //     checkpoint (Ed25519, the key read from DIR/key) kept in place in
 //     DIR/checkpoint and synced (docs/audit.md, "Checkpoints").

@@ -10,7 +10,7 @@ import (
 
 // applySeccomp installs a small filter on this thread: the x86-64 ABI
 // only (any other, i386 or x32, kills), and EPERM for a few calls that
-// airlock's filter refuses too (seccomp/, docs/sandbox.md, "seccomp");
+// airlock's filter refuses too (seccomp/);
 // everything else allowed. airlock's filter is larger; its cost is in
 // building it, not in one more prctl. Written by hand: the floor links
 // no library but x/sys.
@@ -54,7 +54,7 @@ func jump(op uint16, k uint32, jt, jf uint8) unix.SockFilter {
 
 // applyLandlock restricts this thread: no file may be written, made or
 // removed anywhere but under /dev (airlock's ruleset allows the workspace
-// and a few more: sandbox/, docs/sandbox.md, "Landlock"). Landlock ABI 1's
+// and a few more: sandbox/). Landlock ABI 1's
 // write rights; reading and executing stay open, as the read-only root
 // already bounds them.
 func applyLandlock() error {
