@@ -21,35 +21,49 @@ var hierarchies = []struct{ name, file, value string }{
 }
 
 // cgroups is one run's group, a directory in each hierarchy.
-type cgroups struct{ dirs []string }
+type cgroups struct {
+	done chan struct{} // closed once make has returned
+	err  error         // make's
+	dirs []string
+}
 
-// newCgroups makes the group under the caller's own group in each
-// hierarchy (/proc/self/cgroup: the caller may sit in a nested one) and
-// writes its limits. On error it removes what it made.
-func newCgroups() (*cgroups, error) {
+// startCgroups makes the group in a goroutine, beside the init's start
+// (airlock makes a session step's group while the step before runs).
+func startCgroups() *cgroups {
+	cg := &cgroups{done: make(chan struct{})}
+	go func() {
+		defer close(cg.done)
+		cg.err = cg.make()
+	}()
+	return cg
+}
+
+// make makes the group under the caller's own group in each hierarchy
+// (/proc/self/cgroup: the caller may sit in a nested one) and writes its
+// limits.
+func (cg *cgroups) make() error {
 	own, err := ownGroups()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cg := &cgroups{}
 	name := fmt.Sprintf("floor-%d", os.Getpid())
 	for _, h := range hierarchies {
 		parent, ok := own[h.name]
 		if !ok {
-			return nil, errors.Join(fmt.Errorf("cgroup: no %s v1 hierarchy in /proc/self/cgroup", h.name), cg.remove())
+			return fmt.Errorf("cgroup: no %s v1 hierarchy in /proc/self/cgroup", h.name)
 		}
 		dir := "/sys/fs/cgroup/" + h.name + parent + "/" + name
 		if err := os.Mkdir(dir, 0o755); err != nil {
-			return nil, errors.Join(fmt.Errorf("cgroup: %w", err), cg.remove())
+			return fmt.Errorf("cgroup: %w", err)
 		}
 		cg.dirs = append(cg.dirs, dir)
 		if h.file != "" {
 			if err := os.WriteFile(dir+"/"+h.file, []byte(h.value), 0); err != nil {
-				return nil, errors.Join(fmt.Errorf("cgroup: limit: %w", err), cg.remove())
+				return fmt.Errorf("cgroup: limit: %w", err)
 			}
 		}
 	}
-	return cg, nil
+	return nil
 }
 
 // ownGroups maps each v1 controller to the caller's group in it.
@@ -80,6 +94,10 @@ func ownGroups() (map[string]string, error) {
 // place moves pid (the init, before it execs the command: v1 has no
 // CLONE_INTO_CGROUP) into the group in every hierarchy.
 func (cg *cgroups) place(pid int) error {
+	<-cg.done
+	if cg.err != nil {
+		return cg.err
+	}
 	for _, dir := range cg.dirs {
 		if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("cgroup: place the init: %w", err)
@@ -88,9 +106,10 @@ func (cg *cgroups) place(pid int) error {
 	return nil
 }
 
-// remove removes the group's directories; the caller has waited for
-// every process in them.
+// remove removes what make made; the caller has waited for every process
+// in the group.
 func (cg *cgroups) remove() error {
+	<-cg.done
 	var errs []error
 	for _, dir := range cg.dirs {
 		if err := os.Remove(dir); err != nil {

@@ -101,9 +101,7 @@ func run(o options, argv []string) (code int, err error) {
 	}
 	var cg *cgroups
 	if o.cgroup {
-		if cg, err = newCgroups(); err != nil {
-			return 0, err
-		}
+		cg = startCgroups()
 		defer func() { err = errors.Join(err, cg.remove()) }()
 	}
 	// The init waits on this pipe for the go-ahead: one byte once the
