@@ -18,8 +18,23 @@ func TestWorkersReuse(t *testing.T) {
 	w.run(func() { ran.Add(1) })
 	waitFor(t, "one idle worker", idle(1))
 	release := make(chan struct{})
-	w.run(func() { <-release; ran.Add(1) })
-	// The idle worker took the job: none is left waiting.
+	// The idle worker takes the next job, and none is left waiting. It
+	// counts itself idle just before it waits for a job: sent in between,
+	// run would start a goroutine of its own, so the job is sent as run
+	// does, until the worker is there to take it.
+	job := func() { <-release; ran.Add(1) }
+	deadline := time.Now().Add(10 * time.Second)
+	for sent := false; !sent; {
+		select {
+		case w.jobs <- job:
+			sent = true
+		default:
+			if time.Now().After(deadline) {
+				t.Fatal("the idle worker never took a job")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	waitFor(t, "the idle worker busy", idle(0))
 	close(release)
 	waitFor(t, "the worker idle again", idle(1))
