@@ -97,8 +97,8 @@ func TestSessionSteps(t *testing.T) {
 		t.Fatalf("background step: %+v %q", res, out)
 	}
 	res, out = execOut(t, ss, shellStep("cat /proc/[0-9]*/comm"))
-	// The init (its comm is "exe": it runs /proc/self/exe) and this step.
-	if res.ExitCode != 0 || strings.Contains(out, "sleep") || strings.Count(out, "\n") > 3 {
+	// The init (its comm is "airlock-init") and this step.
+	if res.ExitCode != 0 || strings.Contains(out, "sleep") || strings.Count(out, "\n") > 3 || !strings.Contains(out, "airlock-init\n") {
 		t.Fatalf("processes after the last step: %q, want the init and this step only", out)
 	}
 

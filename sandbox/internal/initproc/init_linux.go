@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -55,6 +56,7 @@ func init() {
 		return
 	}
 	runtime.LockOSThread()
+	setComm()
 	for _, a := range os.Args[1:] {
 		if a == LateArg {
 			return
@@ -343,6 +345,19 @@ func tasksFDs() (first, n int) {
 		}
 	}
 	return first, max(n, 0)
+}
+
+// commName is the init's name in ps and /proc/PID/comm, whichever file it
+// runs from: the kernel names a process after its executable's file,
+// "exe" for /proc/self/exe and the descriptor's number for airlock-init
+// run by its descriptor, which tells an operator nothing.
+const commName = "airlock-init"
+
+// setComm names the init's main thread, before the runtime starts the
+// threads that inherit its name.
+func setComm() {
+	name := []byte(commName + "\x00")
+	unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0)
 }
 
 // selfFD is the descriptor of the calling binary the parent passed with

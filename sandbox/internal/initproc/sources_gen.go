@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:51941f59b76e73d5a57d11042875edc2af0ab1f3f6af057b9aa2f6b6114a3444"
+const SourceDigest = "sha256:c8b908a0c384f0c13c575c952135c3ba7b7e4493d7ab652806462477870de38b"
