@@ -3,6 +3,7 @@ package sandbox
 import (
 	"io"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -12,6 +13,11 @@ import (
 // blocks for good (a pipe nobody reads) must hold neither the run's end
 // nor a session's stop for ever.
 const copyWait = 2 * time.Second
+
+// copyBufs are the buffers a step's output copies read through: one of
+// 32 KiB made for each stream of each step was most of what a session
+// allocated per step, and its garbage collections' cause.
+var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
 
 // stepIO is one step's standard streams: pipes whose child ends go to
 // the init, copied to and from the Step's reader and writers.
@@ -93,7 +99,11 @@ func (p *stepIO) start() {
 			continue
 		}
 		go func() {
-			io.Copy(dropAfter{p.outputs[i], &p.abandoned}, p.outR[i])
+			buf := copyBufs.Get().(*[32 << 10]byte)
+			// The reader wrapped: an *os.File's WriteTo would copy
+			// through a buffer of its own, made for every copy.
+			io.CopyBuffer(dropAfter{p.outputs[i], &p.abandoned}, struct{ io.Reader }{p.outR[i]}, buf[:])
+			copyBufs.Put(buf)
 			if p.copies.Add(-1) == 0 {
 				close(p.copied)
 			}

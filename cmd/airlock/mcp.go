@@ -58,6 +58,7 @@ not start; 2 for a mistake in the command line.`,
   airlock mcp --http 127.0.0.1:8765 --token-file ~/.airlock-mcp-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			serverGC()
 			if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
 				return usageError{fmt.Errorf("mcp: --pool %d: want 0 to %d", cfg.Pool, enforcer.MaxPool)}
 			}

@@ -124,6 +124,7 @@ tunnels 10 seconds to finish.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			serverGC()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			// A closed stderr fails the decision lines' writes (linelog
 			// counts them) rather than killing the proxy by SIGPIPE, as

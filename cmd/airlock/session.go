@@ -476,6 +476,7 @@ func newSessionHoldCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "hold", Hidden: true, Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			serverGC()
 			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions, runQuick); err != nil {
 				return &exitError{Code: exitSetup}
 			}
