@@ -132,7 +132,7 @@ func unreclaimable(dir string) int64 {
 	if err != nil {
 		return 0
 	}
-	if kv, err := readKV(dir, "memory.stat"); err == nil {
+	if kv, err := readKV(dir, "memory.stat", "total_active_file", "total_inactive_file"); err == nil {
 		use -= kv["total_active_file"] + kv["total_inactive_file"]
 	}
 	return max(use, 0)
@@ -221,7 +221,7 @@ func (c *Child) Dirs() (child, parent map[string]string) {
 func (c *Child) Stats() Stats {
 	var st Stats
 	if dir, ok := c.sys.dirs["memory"]; ok {
-		if kv, err := readKV(dir, "memory.oom_control"); err == nil {
+		if kv, err := readKV(dir, "memory.oom_control", "oom_kill"); err == nil {
 			st.OOMKills = kv["oom_kill"]
 		}
 		if v, err := readInt(dir, "memory.max_usage_in_bytes"); err == nil {
@@ -229,7 +229,7 @@ func (c *Child) Stats() Stats {
 		}
 	}
 	if dir, ok := c.sys.dirs["pids"]; ok {
-		if kv, err := readKV(dir, "pids.events"); err == nil {
+		if kv, err := readKV(dir, "pids.events", "max"); err == nil {
 			st.TasksLimitHits = kv["max"]
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // The parsers of the kernel's cgroup files. They are hand-written because
@@ -34,25 +35,66 @@ func parseInt(b []byte) (int64, error) {
 }
 
 // parseKV parses "key value" lines (memory.events, cpu.stat, pids.events,
-// memory.oom_control, cgroup.events). Lines that do not have exactly two
-// fields or whose value is not an integer are skipped; a repeated key keeps
-// its first value.
-func parseKV(b []byte) map[string]int64 {
-	out := make(map[string]int64)
-	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-		f := bytes.Fields(line)
-		if len(f) != 2 {
+// memory.oom_control, cgroup.events, memory.stat). Lines that do not have
+// exactly two fields or whose value is not an integer are skipped; a
+// repeated key keeps its first value. With keys, only those are kept: a
+// step's counters read files of forty lines for one or two of them, and
+// a map of every line was most of what a session step allocated.
+func parseKV(b []byte, keys ...string) map[string]int64 {
+	out := make(map[string]int64, len(keys))
+	for len(b) > 0 {
+		var line []byte
+		line, b, _ = bytes.Cut(b, []byte{'\n'})
+		k, v, ok := twoFields(line)
+		if !ok {
 			continue
 		}
-		v, err := strconv.ParseInt(string(f[1]), 10, 64)
+		key := ""
+		for _, w := range keys {
+			if string(k) == w { // compared, not allocated
+				key = w
+				break
+			}
+		}
+		switch {
+		case len(keys) == 0:
+			key = string(k)
+		case key == "":
+			continue
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
 		if err != nil {
 			continue
 		}
-		if _, dup := out[string(f[0])]; !dup {
-			out[string(f[0])] = v
+		if _, dup := out[key]; !dup {
+			out[key] = n
 		}
 	}
 	return out
+}
+
+// twoFields splits line into its two fields separated by white space, as
+// bytes.Fields would, without allocating; ok is false for any other count.
+func twoFields(line []byte) (a, b []byte, ok bool) {
+	var f [2][]byte
+	n := 0
+	for len(line) > 0 {
+		i := bytes.IndexFunc(line, func(r rune) bool { return !unicode.IsSpace(r) })
+		if i < 0 {
+			break
+		}
+		line = line[i:]
+		j := bytes.IndexFunc(line, unicode.IsSpace)
+		if j < 0 {
+			j = len(line)
+		}
+		if n == 2 {
+			return nil, nil, false
+		}
+		f[n], line = line[:j], line[j:]
+		n++
+	}
+	return f[0], f[1], n == 2
 }
 
 // procCgroup is /proc/<pid>/cgroup: the process's cgroup in each v1

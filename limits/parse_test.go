@@ -1,8 +1,11 @@
 package limits
 
 import (
+	"bytes"
 	"errors"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +116,29 @@ func TestParseKV(t *testing.T) {
 	if !maps.Equal(kv, want) {
 		t.Errorf("parseKV = %v, want %v", kv, want)
 	}
+	kv = parseKV([]byte("oom_kill_disable 0\n\t oom_kill \t 3 \noom_kill 9\nmax 1\n"), "oom_kill", "none")
+	if want := map[string]int64{"oom_kill": 3}; !maps.Equal(kv, want) {
+		t.Errorf("parseKV with keys = %v, want %v", kv, want)
+	}
+}
+
+// parseKVFields is parseKV as it was, with bytes.Fields: the reference.
+func parseKVFields(b []byte) map[string]int64 {
+	out := make(map[string]int64)
+	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
+		f := bytes.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(string(f[1]), 10, 64)
+		if err != nil {
+			continue
+		}
+		if _, dup := out[string(f[0])]; !dup {
+			out[string(f[0])] = v
+		}
+	}
+	return out
 }
 
 func TestV2Candidates(t *testing.T) {
@@ -242,11 +268,29 @@ func FuzzParseProcCgroup(f *testing.F) {
 func FuzzParseKV(f *testing.F) {
 	f.Add([]byte("usage_usec 12\nuser_usec 3\n"))
 	f.Add([]byte("max 1\n"))
+	f.Add([]byte("a 1\n\u00a0b\u00852\n c  3 \n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for k := range parseKV(b) {
+		all := parseKV(b)
+		for k := range all {
 			if k == "" || strings.ContainsAny(k, " \t\n") {
 				t.Fatalf("key %q", k)
 			}
+		}
+		if want := parseKVFields(b); !maps.Equal(all, want) {
+			t.Fatalf("parseKV(%q) = %v, bytes.Fields gives %v", b, all, want)
+		}
+		keys := slices.Sorted(maps.Keys(all))
+		if len(keys) > 2 {
+			keys = keys[:2]
+		}
+		some := parseKV(b, keys...)
+		for _, k := range keys {
+			if some[k] != all[k] {
+				t.Fatalf("parseKV(%q, %q) = %v, all %v", b, keys, some, all)
+			}
+		}
+		if len(some) != len(keys) {
+			t.Fatalf("parseKV(%q, %q) = %v", b, keys, some)
 		}
 		_, _ = parseInt(b)
 	})

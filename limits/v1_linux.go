@@ -215,12 +215,12 @@ func (g *v1Group) counters(c *counters) {
 		}
 	}
 	if dir, ok := g.dirs["memory"]; ok {
-		if kv, err := readKV(dir, "memory.oom_control"); err == nil {
+		if kv, err := readKV(dir, "memory.oom_control", "oom_kill"); err == nil {
 			c.oomKills = kv["oom_kill"]
 		}
 	}
 	if dir, ok := g.dirs["pids"]; ok {
-		if kv, err := readKV(dir, "pids.events"); err == nil {
+		if kv, err := readKV(dir, "pids.events", "max"); err == nil {
 			c.pidsHits = kv["max"]
 		}
 	}

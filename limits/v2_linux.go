@@ -188,18 +188,18 @@ func (g *v2Group) kill() error {
 // counters reads the CPU time (cpu.stat is there without the cpu
 // controller), OOM kills and refused forks.
 func (g *v2Group) counters(c *counters) {
-	if kv, err := readKV(g.dir, "cpu.stat"); err == nil {
+	if kv, err := readKV(g.dir, "cpu.stat", "usage_usec"); err == nil {
 		if us, ok := kv["usage_usec"]; ok {
 			c.cpu, c.cpuKnown = time.Duration(us)*time.Microsecond, true
 		}
 	}
 	if g.mem {
-		if kv, err := readKV(g.dir, "memory.events"); err == nil {
+		if kv, err := readKV(g.dir, "memory.events", "oom_kill", "oom_group_kill"); err == nil {
 			c.oomKills = max(kv["oom_kill"], kv["oom_group_kill"])
 		}
 	}
 	if g.pids {
-		if kv, err := readKV(g.dir, "pids.events"); err == nil {
+		if kv, err := readKV(g.dir, "pids.events", "max"); err == nil {
 			c.pidsHits = kv["max"]
 		}
 	}
