@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"encoding/json"
 	"os"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -298,5 +302,55 @@ func chmod(t *testing.T, path string, mode os.FileMode) {
 	t.Helper()
 	if err := os.Chmod(path, mode); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSmallInitAfterUpgrade: a long-lived airlock (here airlock mcp)
+// whose binary is replaced under it (an upgrade installs a new build
+// beside a new airlock-init) runs itself as the init of the sandboxes it
+// starts from then on, and says why, rather than the airlock-init beside
+// the new binary, which may be of the other build.
+func TestSmallInitAfterUpgrade(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir, bin, _ := besides(t, testutil.Binaries(t))
+	work := t.TempDir()
+	pol := filepath.Join(work, "policy.json")
+	if err := os.WriteFile(pol, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mcp", "--policy", pol, "--audit", filepath.Join(work, "audit.jsonl"))
+	cmd.Dir, cmd.Stderr = work, os.Stderr
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + work, "XDG_STATE_HOME=" + work, "XDG_RUNTIME_DIR=" + work}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "upgrade", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The upgrade: a new file renamed over the running binary's path.
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "airlock.new"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "airlock.new"), bin); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "t", Arguments: map[string]any{"command": "/bin/cat", "args": []string{"/proc/1/status"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		ExitCode int               `json:"exitCode"`
+		Receipt  map[string]string `json:"receipt"`
+	}
+	j, _ := json.Marshal(r.StructuredContent)
+	if err := json.Unmarshal(j, &res); err != nil {
+		t.Fatal(err)
+	}
+	if want := "pid 1 run from airlock itself (its binary was replaced or removed since it started"; r.IsError || res.ExitCode != 0 || !strings.HasPrefix(res.Receipt["init"], want) {
+		t.Errorf("after the upgrade: exit %d, receipt's init %q, want it to start %q", res.ExitCode, res.Receipt["init"], want)
 	}
 }
