@@ -29,6 +29,19 @@ type Hook interface {
 	Follow(ev Event) []Event
 }
 
+// A Sifter is a Hook that needs only some of the events already in the
+// file: Wants reports whether a line of that kind and decision, whose
+// bytes are line, may matter to it. A line it does not want is not
+// parsed, let alone shown to Seen: a log busy with a task's runs holds
+// hundreds of lines within a monitor's window, and every airlock command
+// that opens it reads them (a fifth of an airlock run's CPU, parsed).
+// The kind and decision are read from the line's head, which every
+// writer puts first and no caller's bytes come before; a line whose head
+// does not read so is parsed as before.
+type Sifter interface {
+	Wants(kind Kind, decision string, line []byte) bool
+}
+
 // A Resetter is a Hook that can forget every event it was shown. A Log
 // resets its hook after an append that failed (a full disk), because the
 // hook was shown events that were not written.

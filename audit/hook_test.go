@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"os"
 	"slices"
 	"testing"
@@ -92,7 +93,7 @@ func TestRecentEventsReadsBackAcrossChunks(t *testing.T) {
 	}
 	// Seq n (n >= 2) was stamped at 12:00:00 + n-1 seconds.
 	since := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).Add(1500 * time.Second)
-	evs, err := recentEvents(f, fi.Size(), since)
+	evs, err := recentEvents(f, fi.Size(), since, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,4 +105,69 @@ func TestRecentEventsReadsBackAcrossChunks(t *testing.T) {
 			t.Fatalf("events out of order at %d", i)
 		}
 	}
+}
+
+// sifter is a recorder that wants only denials.
+type sifter struct{ recorder }
+
+func (s *sifter) Wants(_ Kind, decision string, _ []byte) bool { return decision == DecisionDeny }
+
+// TestSifterSkipsLines: a Sifter is shown only the lines it wants, both
+// those within its lookback when its Log first writes and those other
+// writers append later; the lines it does not want still count for where
+// its lookback ends.
+func TestSifterSkipsLines(t *testing.T) {
+	clk := newTestClock()
+	a, path := openTest(t, WithClock(clk.now))
+	allow := denial("t", "ok")
+	allow.Decision, allow.Reason = DecisionAllow, "allowed"
+	for _, ev := range []Event{denial("t", "old"), allow, denial("t", "x"), allow, allow, denial("t", "y")} { // seqs 2..7
+		if _, err := a.Append(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Seq n was stamped at 12:00:00 + n-1 s; the clock reads 12:00:07 next.
+	h := &sifter{recorder{lookback: 5500 * time.Millisecond}}
+	b, err := Open(path, WithClock(clk.now), WithHook(h))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Append(denial("t", "z")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.seen, []uint64{4, 7}) {
+		t.Errorf("the sifter was shown seqs %v, want the denials within its lookback, [4 7]", h.seen)
+	}
+	a.Append(allow)
+	a.Append(denial("t", "w"))
+	h.seen = nil
+	if _, err := b.Append(denial("t", "v")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(h.seen, []uint64{10}) {
+		t.Errorf("then shown %v, want the other writer's denial, [10]", h.seen)
+	}
+}
+
+// FuzzLineHead: a line's head, when read, is what parsing the whole line
+// gives, for any bytes.
+func FuzzLineHead(f *testing.F) {
+	l, path := openTest(f)
+	l.Append(denial("t", "x"))
+	b, _ := os.ReadFile(path)
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		f.Add(line)
+	}
+	f.Add([]byte(`{"seq":1,"ts":"2026-01-01T00:00:00Z","kind":"command","decision":"allow","reason":"x"}`))
+	f.Add([]byte(`{"seq":1,"ts":"2026-01-01T00:00:00Z","kind":"comm\"and","decision":"allow"`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		ts, kind, decision, ok := lineHead(line)
+		if !ok {
+			return
+		}
+		if ev, err := ParseLine(line); err == nil && (!ev.TS.Equal(ts) || ev.Kind != kind || ev.Decision != decision) {
+			t.Fatalf("head %v %q %q, line %v %q %q", ts, kind, decision, ev.TS, ev.Kind, ev.Decision)
+		}
+	})
 }

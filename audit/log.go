@@ -439,7 +439,8 @@ func (l *Log) catchUp(size int64, now time.Time) error {
 		return nil
 	}
 	if l.seen < 0 || size < l.seen || size-l.seen > seedMaxBytes {
-		evs, err := recentEvents(l.f, size, now.Add(-l.hook.Lookback()))
+		sift, _ := l.hook.(Sifter)
+		evs, err := recentEvents(l.f, size, now.Add(-l.hook.Lookback()), sift)
 		if err != nil {
 			return err
 		}
@@ -456,12 +457,16 @@ func (l *Log) catchUp(size int64, now time.Time) error {
 	if _, err := l.f.ReadAt(buf, l.seen); err != nil {
 		return fmt.Errorf("audit: read %s: %w", l.path, err)
 	}
+	sift, _ := l.hook.(Sifter)
 	for len(buf) > 0 {
 		line, rest, _ := bytes.Cut(buf, []byte{'\n'})
+		buf = rest
+		if _, kind, decision, ok := lineHead(line); ok && sift != nil && !sift.Wants(kind, decision, line) {
+			continue
+		}
 		if ev, err := ParseLine(line); err == nil {
 			l.hook.Seen(ev)
 		}
-		buf = rest
 	}
 	l.seen = size
 	return nil

@@ -109,7 +109,7 @@ const seedMaxBytes = 256 << 10
 // time is after since, in file order. It reads backwards and stops at the
 // first older event or after seedMaxBytes. A final line without its newline
 // is not an event yet and is skipped.
-func recentEvents(f *os.File, size int64, since time.Time) ([]Event, error) {
+func recentEvents(f *os.File, size int64, since time.Time, sift Sifter) ([]Event, error) {
 	var evs []Event
 	var data []byte // the file from off, up to the lines already split off
 	off := size
@@ -129,6 +129,13 @@ func recentEvents(f *os.File, size int64, since time.Time) ([]Event, error) {
 			}
 			line := content[i+1:]
 			data = data[:i+1]
+			if ts, kind, decision, ok := lineHead(line); ok && sift != nil && !sift.Wants(kind, decision, line) {
+				if !ts.After(since) {
+					slices.Reverse(evs)
+					return evs, nil
+				}
+				continue
+			}
 			if ev, err := ParseLine(line); err == nil {
 				if !ev.TS.After(since) {
 					slices.Reverse(evs)
@@ -149,4 +156,45 @@ func recentEvents(f *os.File, size int64, since time.Time) ([]Event, error) {
 	}
 	slices.Reverse(evs)
 	return evs, nil
+}
+
+// lineHead reads the head of a line as writers write it,
+// {"seq":N,"ts":"…","kind":"…","decision":"…", and nothing of the rest;
+// ok is false for any other start.
+func lineHead(line []byte) (ts time.Time, kind Kind, decision string, ok bool) {
+	rest, found := bytes.CutPrefix(line, []byte(`{"seq":`))
+	if !found {
+		return
+	}
+	i := 0
+	for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	field := func(name string) (string, bool) {
+		r, found := bytes.CutPrefix(rest, []byte(`,"`+name+`":"`))
+		if !found {
+			return "", false
+		}
+		v, after, found := bytes.Cut(r, []byte{'"'})
+		if !found || bytes.IndexByte(v, '\\') >= 0 {
+			return "", false
+		}
+		rest = after
+		return string(v), true
+	}
+	rest = rest[i:]
+	t, ok1 := field("ts")
+	k, ok2 := field("kind")
+	d, ok3 := field("decision")
+	if !ok1 || !ok2 || !ok3 || !Kind(k).Valid() || !validDecision(d) {
+		return time.Time{}, "", "", false
+	}
+	ts, err := time.Parse(time.RFC3339Nano, t)
+	if err != nil {
+		return time.Time{}, "", "", false
+	}
+	return ts, Kind(k), d, true
 }

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -171,6 +172,34 @@ func (m *Monitor) Reset() {
 	m.command.reset()
 	clear(m.last)
 	clear(m.suppressed)
+}
+
+// Wants reports whether a line already in the file may matter to
+// Observe (audit.Sifter): denied commands and egress, kills, alerts, and
+// the lifecycle events a rule names. For a lifecycle line that is not a
+// refusal it looks for the event's field in the line's bytes: they hold
+// it, quoted as a writer writes it, when it is one of those, so a line
+// without it is not one (one with it by chance is only parsed).
+func (m *Monitor) Wants(kind audit.Kind, decision string, line []byte) bool {
+	switch kind {
+	case audit.KindBehavioral:
+		return decision == audit.DecisionAlert
+	case audit.KindEgress, audit.KindCommand:
+		return decision == audit.DecisionDeny
+	case audit.KindResource:
+		return decision == audit.DecisionKill
+	case audit.KindLifecycle:
+		if decision == audit.DecisionDeny {
+			return true
+		}
+		for _, e := range []string{audit.EventEscapeSuspected, audit.EventAuditRepaired, audit.EventStartupRefused} {
+			if bytes.Contains(line, []byte(`"event":"`+e+`"`)) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // Lookback is the window: the monitor wants the events of the last

@@ -1,7 +1,10 @@
 package monitor
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -157,6 +160,9 @@ func TestEventRules(t *testing.T) {
 		{"log repaired", repaired, RuleAuditRepaired, "damaged line, closed off at seq 9"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if line := writtenLine(t, tc.ev); tc.rule != "" && !New(th).Wants(tc.ev.Kind, tc.ev.Decision, line) {
+				t.Errorf("the monitor does not want the line of an event it alerts on (audit.Sifter): %s", line)
+			}
 			ev := tc.ev
 			ev.Seq, ev.TS = 9, t0
 			alerts := New(th).Observe(ev)
@@ -180,6 +186,51 @@ func TestEventRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writtenLine is ev's line as a Log writes it; for audit_repaired, which
+// only a Log writes, the one it writes over a damaged line.
+func writtenLine(t *testing.T, ev audit.Event) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	repaired := ev.Context.Event == audit.EventAuditRepaired
+	if repaired {
+		ev = audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "intact"}
+		l, err := audit.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = l.Append(ev)
+		l.Close()
+		f, ferr := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil || ferr != nil {
+			t.Fatal(err, ferr)
+		}
+		f.WriteString(`{"seq":9,"ts`) // a writer that stopped mid-line
+		f.Close()
+	}
+	l, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(ev); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(b, []byte{'\n'}), []byte{'\n'})
+	if repaired {
+		for _, line := range lines {
+			if bytes.Contains(line, []byte(audit.EventAuditRepaired)) {
+				return line
+			}
+		}
+		t.Fatalf("no audit_repaired line in %s", b)
+	}
+	return lines[len(lines)-1]
 }
 
 // TestMetadataFromTheEgressGate feeds the real gate's decisions for the
