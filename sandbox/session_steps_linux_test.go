@@ -96,7 +96,7 @@ func TestSessionStepTasks(t *testing.T) {
 
 // TestSessionOrphansReaped: the orphans a step leaves to the init are
 // reaped while the step runs, not at its end: 40 of them, one after
-// another, each dead at once, stay within the step's 8 tasks.
+// another, each dead at once, stay within the step's 16 tasks.
 func TestSessionOrphansReaped(t *testing.T) {
 	testutil.RequireRoot(t)
 	ss := startSession(t, Config{})
@@ -104,10 +104,10 @@ func TestSessionOrphansReaped(t *testing.T) {
 		t.Skip("no cgroup v1 pids hierarchy")
 	}
 	st := shellStep(`i=0; while [ $i -lt 40 ]; do (/bin/true &); i=$((i+1)); sleep 0.02; done; echo done`)
-	st.Caps = stepCaps(0, 8)
+	st.Caps = stepCaps(0, 16)
 	res, out := execOut(t, ss, st)
 	if res.ExitCode != 0 || res.KilledBy != "" || !strings.Contains(out, "done") {
-		t.Fatalf("orphans: %+v %q, want all 40 made and reaped within 8 tasks", res, out)
+		t.Fatalf("orphans: %+v %q, want all 40 made and reaped within 16 tasks", res, out)
 	}
 }
 
