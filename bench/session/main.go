@@ -35,6 +35,10 @@ import (
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
+// gap is the pause before each timed step (SESSION_BENCH_GAP, a Go
+// duration; none by default): bench/session/run.sh's SPACED=1.
+var gap, _ = time.ParseDuration(os.Getenv("SESSION_BENCH_GAP"))
+
 func main() {
 	sandbox.Init()
 	if len(os.Args) != 4 {
@@ -55,6 +59,7 @@ func main() {
 	check(err)
 	times := make([]time.Duration, 0, n+5)
 	for range n + 5 {
+		time.Sleep(gap)
 		start := time.Now()
 		res, err := s.Exec(ctx, enforcer.StepRequest{Tool: "bench", Command: "/bin/true"})
 		if err != nil || res.ExitCode != 0 {
@@ -111,6 +116,7 @@ func sandboxStep(caps limits.Caps, n int) []time.Duration {
 	defer ss.Close()
 	times := make([]time.Duration, 0, n)
 	for i := range n + 5 {
+		time.Sleep(gap)
 		start := time.Now()
 		res, err := ss.Exec(ctx, sandbox.Step{Path: "/bin/true"})
 		if err != nil || res.ExitCode != 0 {
@@ -133,6 +139,7 @@ func floorStep(name string, n int) []time.Duration {
 	line := []byte(strings.Repeat("x", 599) + "\n")
 	times := make([]time.Duration, 0, n)
 	for i := range n + 5 {
+		time.Sleep(gap)
 		start := time.Now()
 		_, err := f.Write(line)
 		check(err)
