@@ -134,11 +134,12 @@ func (s *initState) waitStep(pid, step int) (ExitStatus, error) {
 		if st, done := reapUntil(pid, unix.WNOHANG); done {
 			return st, nil
 		}
-		if _, err := unix.Poll(fds, every); err != nil && !errors.Is(err, unix.EINTR) {
+		n, err := unix.Poll(fds, every)
+		switch {
+		case errors.Is(err, unix.EINTR), err == nil && (n == 0 || fds[0].Revents == 0):
+			continue // a signal (an orphan's SIGCHLD), the orphans' time, the step's exit
+		case err != nil:
 			return ExitStatus{}, fmt.Errorf("wait for step %d: poll: %w", step, err)
-		}
-		if fds[0].Revents == 0 {
-			continue
 		}
 		m, mfds, err := s.c.Recv()
 		CloseAll(mfds)

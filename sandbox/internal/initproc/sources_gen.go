@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:c8b908a0c384f0c13c575c952135c3ba7b7e4493d7ab652806462477870de38b"
+const SourceDigest = "sha256:ad0e563b7262eeb7c4dd98ad282aeb45178d685d8d1eae06754f9d008dc13566"
