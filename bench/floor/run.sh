@@ -37,12 +37,8 @@ set -euo pipefail
 runs=${1:-200}
 rounds=${2:-5}
 cd "$(dirname "$0")/../.."
-need=()
-command -v hyperfine >/dev/null || need+=(hyperfine)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-if ((${#need[@]})); then
-	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. bench/lib.sh
+need_peers
 out=$(mktemp -d)
 base="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p -m 700 "$base"
@@ -75,17 +71,7 @@ for i in $(seq 0 $((n - 1))); do # each fails loudly if a step fails
 done
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
-for r in $(seq 1 "$rounds"); do
-	args=()
-	for i in $(seq 0 $((n - 1))); do
-		j=$i
-		if ((r % 2 == 0)); then
-			j=$((n - 1 - i))
-		fi
-		args+=(-n "${rows[2 * j]}" "${rows[2 * j + 1]}")
-	done
-	hyperfine -N --style none --warmup 5 --runs "$per" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
-done
+run_rounds "$out" "$rounds" "$per"
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 if find /sys/fs/cgroup -maxdepth 4 -name 'floor-*' | grep -q .; then
 	echo "floor left cgroups behind" >&2

@@ -28,12 +28,8 @@ set -euo pipefail
 runs=${1:-200}
 rounds=${2:-5}
 cd "$(dirname "$0")/../.."
-need=()
-command -v hyperfine >/dev/null || need+=(hyperfine)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-if ((${#need[@]})); then
-	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. bench/lib.sh
+need_peers
 out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p "$state"

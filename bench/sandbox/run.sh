@@ -44,12 +44,8 @@ set -euo pipefail
 runs=${1:-200}
 rounds=${2:-5}
 cd "$(dirname "$0")/../.."
-need=()
-command -v hyperfine >/dev/null || need+=(hyperfine)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-if ((${#need[@]})); then
-	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. bench/lib.sh
+need_peers
 out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p -m 700 "$state" # private, as airlock keeps it (its signing key lives beside)
@@ -106,18 +102,7 @@ rows=(
 	unshare 'unshare --user --map-root-user --net --pid --fork --mount-proc /bin/true'
 	direct '/bin/true'
 )
-n=$((${#rows[@]} / 2))
-for r in $(seq 1 "$rounds"); do
-	args=()
-	for i in $(seq 0 $((n - 1))); do
-		j=$i
-		if ((r % 2 == 0)); then
-			j=$((n - 1 - i))
-		fi
-		args+=(-n "${rows[2 * j]}" "${rows[2 * j + 1]}")
-	done
-	hyperfine -N --style none --warmup 5 --runs "$per" "${prepare[@]}" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
-done
+run_rounds "$out" "$rounds" "$per" "${prepare[@]}"
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" "$rounds" <<'PY'
 import json, statistics, sys

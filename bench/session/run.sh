@@ -46,12 +46,8 @@ set -euo pipefail
 runs=${1:-200}
 rounds=${2:-5}
 cd "$(dirname "$0")/../.."
-need=()
-command -v hyperfine >/dev/null || need+=(hyperfine)
-command -v bwrap >/dev/null || need+=(bubblewrap)
-if ((${#need[@]})); then
-	apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+. bench/lib.sh
+need_peers
 out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p "$state"
@@ -93,18 +89,7 @@ rows=(
 	direct '/bin/true'
 	go-start "$out/go-start"
 )
-n=$((${#rows[@]} / 2))
-for r in $(seq 1 "$rounds"); do
-	args=()
-	for i in $(seq 0 $((n - 1))); do
-		j=$i
-		if ((r % 2 == 0)); then
-			j=$((n - 1 - i))
-		fi
-		args+=(-n "${rows[2 * j]}" "${rows[2 * j + 1]}")
-	done
-	hyperfine -N --style none --warmup 5 --runs "$per" "${spaced[@]}" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
-done
+run_rounds "$out" "$rounds" "$per" "${spaced[@]}"
 stopped="sh -c '$a session stop ses-bench-start >/dev/null 2>&1; sleep 0.02; true'" # and the pool refills
 hyperfine -N --style none --runs "$per" --export-json "$out/starts.json" \
 	--prepare "$stopped" -n start-pool "$a --policy $out/policy.json session start --pool --id ses-bench-start" \

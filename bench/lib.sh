@@ -1,0 +1,35 @@
+# What the bench/*/run.sh scripts share; they source it from the
+# repository's root.
+
+# need_peers installs hyperfine and bubblewrap with apt-get when missing.
+need_peers() {
+	local need=()
+	command -v hyperfine >/dev/null || need+=(hyperfine)
+	command -v bwrap >/dev/null || need+=(bubblewrap)
+	if ((${#need[@]})); then
+		apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+	fi
+}
+
+# run_rounds OUT ROUNDS PER [HYPERFINE-OPTION...] times the array rows
+# (name, command, name, command, …) in ROUNDS rounds of hyperfine, PER runs
+# of each command a round, every other round in reverse order (a sandboxed
+# run leaves the kernel work to do after it exits, which would otherwise
+# always fall on the same next command); round R's results go to
+# OUT/rR.json.
+run_rounds() {
+	local out=$1 rounds=$2 per=$3
+	shift 3
+	local n=$((${#rows[@]} / 2)) r i j args
+	for r in $(seq 1 "$rounds"); do
+		args=()
+		for i in $(seq 0 $((n - 1))); do
+			j=$i
+			if ((r % 2 == 0)); then
+				j=$((n - 1 - i))
+			fi
+			args+=(-n "${rows[2 * j]}" "${rows[2 * j + 1]}")
+		done
+		hyperfine -N --style none --warmup 5 --runs "$per" "$@" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
+	done
+}
