@@ -461,7 +461,7 @@ func (l *Log) catchUp(size int64, now time.Time) error {
 	for len(buf) > 0 {
 		line, rest, _ := bytes.Cut(buf, []byte{'\n'})
 		buf = rest
-		if _, kind, decision, ok := lineHead(line); ok && sift != nil && !sift.Wants(kind, decision, line) {
+		if _, skip := sifted(line, sift); skip {
 			continue
 		}
 		if ev, err := ParseLine(line); err == nil {

@@ -129,7 +129,7 @@ func recentEvents(f *os.File, size int64, since time.Time, sift Sifter) ([]Event
 			}
 			line := content[i+1:]
 			data = data[:i+1]
-			if ts, kind, decision, ok := lineHead(line); ok && sift != nil && !sift.Wants(kind, decision, line) {
+			if ts, skip := sifted(line, sift); skip {
 				if !ts.After(since) {
 					slices.Reverse(evs)
 					return evs, nil
@@ -156,6 +156,17 @@ func recentEvents(f *os.File, size int64, since time.Time, sift Sifter) ([]Event
 	}
 	slices.Reverse(evs)
 	return evs, nil
+}
+
+// sifted reports whether sift does not want line, told from its head
+// alone, and the line's time then; a line whose head does not read, or
+// no sift, is not skipped.
+func sifted(line []byte, sift Sifter) (time.Time, bool) {
+	if sift == nil {
+		return time.Time{}, false
+	}
+	ts, kind, decision, ok := lineHead(line)
+	return ts, ok && !sift.Wants(kind, decision, line)
 }
 
 // lineHead reads the head of a line as writers write it,
