@@ -78,18 +78,13 @@ if find /sys/fs/cgroup -maxdepth 4 -name 'floor-*' | grep -q .; then
 	exit 1
 fi
 python3 - "$out" "$rounds" <<'PY'
-import json, statistics, sys
+import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
+sys.path.insert(0, "bench")
+import table
 out, rounds = sys.argv[1], int(sys.argv[2])
-times = {}
-for r in range(1, rounds + 1):
-    for res in json.load(open(f"{out}/r{r}.json"))["results"]:
-        times.setdefault(res["command"], []).extend(res["times"])
-med = {k: statistics.median(v) for k, v in times.items()}
+med = table.rows(out, rounds, 18)
 b = med["bwrap"]
-print(f"\n{'command':18} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'x bwrap':>8}")
-for k, v in times.items():
-    q = statistics.quantiles(v, n=4)
-    print(f"{k:18} {len(v):5} {med[k]*1000:10.2f} {q[0]*1000:8.2f} {q[2]*1000:8.2f} {med[k]/b:8.2f}")
 print(f"\nthe cgroup: {(med['floor-cgroup']-med['floor-ns'])*1000:.2f} ms; "
       f"the audit: {(med['floor-audit']-med['floor-cgroup'])*1000:.2f} ms, "
       f"of which its fdatasyncs {(med['floor-audit']-med['floor-audit-tmpfs'])*1000:.2f} ms")
