@@ -1,6 +1,10 @@
 # What the bench/*/run.sh scripts share; they source it from the
 # repository's root.
 
+# The binaries are built static, as the README installs them (a build with
+# cgo loads libc at every start: docs/sandbox.md, "Speed").
+export CGO_ENABLED=0
+
 # need_peers installs hyperfine and bubblewrap with apt-get when missing.
 need_peers() {
 	local need=()

@@ -371,8 +371,12 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	}
 	// GOTRACEBACK=none: should the init crash all the same, its stderr
 	// (the target's, in a single run) gets no stack trace, whose frames
-	// name the host's build paths.
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=1", "GOTRACEBACK=none"}
+	// name the host's build paths. GOMAXPROCS=2: with one processor the
+	// runtime's monitor took it back from the main thread in each of its
+	// blocking system calls and woke another thread for it, which found
+	// nothing to do (docs/sandbox.md, "Speed"); an idle second processor
+	// keeps the monitor out of a short call's way.
+	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=2", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}

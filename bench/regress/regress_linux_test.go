@@ -115,10 +115,11 @@ func newBench(t *testing.T, bwrap string) *bench {
 		mcpBench: filepath.Join(dir, "mcp-bench"),
 		policy:   filepath.Join(dir, "policy.json"), audit: filepath.Join(dir, "state", "audit.jsonl")}
 	// airlock-init beside them all, as installed (docs/sandbox.md, "The
-	// small init").
+	// small init"), all static.
 	for pkg, out := range map[string]string{"../../cmd/airlock": b.airlock, "../../cmd/airlock-init": filepath.Join(dir, "airlock-init"),
 		"../session": b.sessionBench, "../mcp": b.mcpBench} {
 		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as the README installs it
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, msg)
 		}

@@ -72,12 +72,15 @@ type doctorOutput struct {
 	// Init is the program a sandbox of this binary runs as its init here,
 	// and why (the run receipt's "init"; docs/sandbox.md, "The small init").
 	Init string `json:"init"`
+	// Build is "static" (CGO_ENABLED=0, as the README installs it) or
+	// "cgo" (dynamically linked; docs/sandbox.md, "Speed").
+	Build string `json:"build"`
 	// OK is true when the policy loaded and the host meets its requirements.
 	OK bool `json:"ok"`
 }
 
 func runDoctor(cmd *cobra.Command, asJSON bool) error {
-	out := doctorOutput{Report: doctor.Check(cmd.Context()), Init: sandbox.InitProgram(cmd.Context())}
+	out := doctorOutput{Report: doctor.Check(cmd.Context()), Init: sandbox.InitProgram(cmd.Context()), Build: buildKind}
 	out.Policy.Require, out.Policy.Unmet = []string{}, []doctor.Unmet{}
 	l, loadErr := loadPolicy(cmd)
 	if loadErr != nil {
@@ -160,6 +163,7 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 		fmt.Fprintln(w, "\nEvery control is strong on this host.")
 	}
 	fmt.Fprintf(w, "\nInit: %s\n", termtext.Escape(out.Init))
+	fmt.Fprintf(w, "Build: %s\n", buildLine(out.Build))
 
 	p := out.Policy
 	if p.Error != "" {
@@ -202,4 +206,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// buildLine is doctor's word on a build kind.
+func buildLine(kind string) string {
+	if kind == "static" {
+		return "static (CGO_ENABLED=0)"
+	}
+	return "with cgo: dynamically linked, so every start of airlock and of its init loads libc first " +
+		"(a run about 1.5 ms slower), and inside a container that masks /proc runs are refused; " +
+		"build with CGO_ENABLED=0 (docs/sandbox.md, \"Speed\")"
 }

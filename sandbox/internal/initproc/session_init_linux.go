@@ -22,8 +22,8 @@ type received struct {
 // The main thread reads the control socket itself, with a blocking
 // recvmsg, and waits for a step on its pidfd and the socket together
 // (waitStep): no other thread stands between a request and the init's
-// answer. With GOMAXPROCS=1 a message handed from a reading goroutine to
-// the locked main thread waited for the runtime's monitor to take the
+// answer. With one processor, a message handed from a reading goroutine
+// to the locked main thread waited for the runtime's monitor to take the
 // reader's processor back, 165 µs a step at the median here.
 func (s *initState) serveSession(port int, fw *forwarder) int {
 	if err := s.applyRlimits(); err != nil {
