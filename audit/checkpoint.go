@@ -119,7 +119,10 @@ func (s *Signer) last(chainID string) (*lastSigned, error) {
 	if err := json.Unmarshal(b, &ls); err != nil || !isHash(ls.Head) || ls.Offset < 0 {
 		return nil, fmt.Errorf("audit: the last checkpoint signed (%s) is damaged", lastName(chainID))
 	}
-	if ls.cp, err = ParseCheckpoint([]byte(ls.Note), s.vkey); err != nil {
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	if ls.cp, err = ParseCheckpoint([]byte(ls.Note), s.PublicKey()); err != nil {
 		return nil, fmt.Errorf("audit: the last checkpoint signed (%s): %w", lastName(chainID), err)
 	}
 	ls.n = n
@@ -133,8 +136,12 @@ func (s *Signer) sign(chainID string, t *sideTree, start int64, last *lastSigned
 	if err != nil {
 		return Checkpoint{}, err
 	}
+	k, err := s.keys()
+	if err != nil {
+		return Checkpoint{}, s.Check()
+	}
 	origin := s.Name() + "/" + chainID
-	b, err := note.Sign(&note.Note{Text: checkpointText(origin, t.n, root)}, s.signer)
+	b, err := note.Sign(&note.Note{Text: checkpointText(origin, t.n, root)}, k.signer)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: sign the checkpoint: %w", err)
 	}

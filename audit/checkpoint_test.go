@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -368,5 +370,53 @@ func TestKeptCheckpointSurvivesATornWrite(t *testing.T) {
 	writeFile(t, kept, b)
 	if _, err := s.last(mustChain(t, path)); err == nil {
 		t.Fatal("a kept file with no intact slot was accepted")
+	}
+}
+
+// TestSignerKeyHashChecked: a key whose hash is not its public key's (a
+// damaged key file) passes PrepareSigner's check of its form, fails
+// Check and LoadSigner, and signs nothing.
+func TestSignerKeyHashChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	skey, _, err := note.GenerateKey(rand.Reader, "airlock/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(skey, "+", 5)
+	parts[3] = strings.Repeat("0", 8) // the hash: 1 in 2^32 that it was this
+	path := filepath.Join(dir, KeyFileName)
+	if err := os.WriteFile(path, []byte(strings.Join(parts, "+")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadSigner(path); err == nil || !strings.Contains(err.Error(), "not a signed-note Ed25519 private key") {
+		t.Fatalf("LoadSigner of a key with another hash: %v", err)
+	}
+	s, err := PrepareSigner(path)
+	if err != nil {
+		t.Fatalf("PrepareSigner checks the form only: %v", err)
+	}
+	if err := s.Check(); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Check: %v", err)
+	}
+	l, err := Open(filepath.Join(t.TempDir(), "audit.jsonl"), WithSigner(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.Append(denial("x", "y")); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := l.Checkpoint(); err == nil {
+		t.Fatalf("a checkpoint signed with a bad key: %+v", cp)
+	}
+	if _, err := PrepareSigner(filepath.Join(dir, "missing", KeyFileName)); err == nil {
+		t.Fatal("a key in a missing directory")
+	}
+	os.WriteFile(path, []byte("PRIVATE+KEY+name\n"), 0o600)
+	if _, err := PrepareSigner(path); err == nil || !strings.Contains(err.Error(), "not a signed-note") {
+		t.Fatalf("a key of another form: %v", err)
 	}
 }

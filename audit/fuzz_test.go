@@ -2,11 +2,14 @@ package audit
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/airlock-sandbox/airlock/decision"
 )
@@ -231,5 +234,43 @@ func FuzzVerifyRunProof(f *testing.F) {
 			}
 		}
 		parseSlot(append(b, make([]byte, keptSlot)...)[:keptSlot])
+	})
+}
+
+// FuzzParseSigner: a key file's text is accepted by parseSigner and its
+// Check exactly when golang.org/x/mod/sumdb/note takes it as an Ed25519
+// signer key, and then the public key verifies what it signs.
+func FuzzParseSigner(f *testing.F) {
+	skey, _, err := note.GenerateKey(rand.Reader, "airlock/fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(skey)
+	f.Add("PRIVATE+KEY+airlock/x+00000000+AQ==")
+	f.Add("PRIVATE+KEY+a+b+c+d")
+	f.Fuzz(func(t *testing.T, k string) {
+		_, upstream := note.NewSigner(k)
+		s, err := parseSigner(k)
+		if err == nil {
+			err = s.Check()
+		}
+		if (err == nil) != (upstream == nil) {
+			t.Fatalf("key %q: airlock %v, note %v", k, err, upstream)
+		}
+		if err != nil {
+			return
+		}
+		v, err := note.NewVerifier(s.PublicKey())
+		if err != nil {
+			t.Fatalf("public key %q: %v", s.PublicKey(), err)
+		}
+		k2, _ := s.keys()
+		msg, err := note.Sign(&note.Note{Text: "x\n"}, k2.signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := note.Open(msg, note.VerifierList(v)); err != nil {
+			t.Fatalf("its own note does not verify: %v", err)
+		}
 	})
 }

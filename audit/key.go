@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unicode"
 
 	"golang.org/x/mod/sumdb/note"
@@ -32,9 +33,17 @@ const maxKeyFile = 4 << 10
 // directory, the last checkpoint it signed for each log, so that it never
 // signs one that is inconsistent with it (see Log.Checkpoint).
 type Signer struct {
+	name, path, dir string
+	// keys is the key's derivation, which PrepareSigner begins in the
+	// background: it needs Go's Ed25519 tables, built on first use in
+	// about 1 ms of CPU, which a run's start would otherwise wait for.
+	keys func() (signerKeys, error)
+}
+
+// signerKeys are a Signer's keys, derived from its private key.
+type signerKeys struct {
 	signer note.Signer
 	vkey   string
-	dir    string
 }
 
 // DefaultKeyDir returns the directory of the default signing key,
@@ -58,8 +67,25 @@ func DefaultKeyDir() (string, error) {
 // use; "" means KeyFileName in DefaultKeyDir. The key's directory must be
 // private (see DefaultKeyDir): the checkpoints it signed are kept there.
 // A new key is named "airlock/HOST"; its public key, written beside it
-// in PublicKeyFileName, is what verifiers are given.
+// in PublicKeyFileName, is what verifiers are given. It returns once the
+// key is checked (Check).
 func LoadSigner(path string) (*Signer, error) {
+	s, err := PrepareSigner(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// PrepareSigner is LoadSigner without waiting for the key's check: it
+// reads the key file and checks its form, and derives the keys in the
+// background, which on a process's first use of Ed25519 takes about 1 ms
+// of CPU. Call Check before acting on the key's word: a key that fails it
+// signs nothing.
+func PrepareSigner(path string) (*Signer, error) {
 	var dir string
 	if path == "" {
 		d, err := DefaultKeyDir()
@@ -96,28 +122,51 @@ func LoadSigner(path string) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: signing key %s: %w", path, err)
 	}
-	s.dir = dir
+	s.path, s.dir = path, dir
 	return s, nil
 }
 
-// parseSigner reads a note signer key, PRIVATE+KEY+NAME+HASH+KEY, and
-// derives its public (verifier) key.
+// errNotKey is a key file that does not hold a signer key.
+var errNotKey = errors.New("not a signed-note Ed25519 private key (PRIVATE+KEY+name+hash+key)")
+
+// parseSigner checks the form of a note signer key,
+// PRIVATE+KEY+NAME+HASH+KEY with an Ed25519 seed, and begins deriving its
+// signer and public (verifier) key in the background (Check).
 func parseSigner(skey string) (*Signer, error) {
-	sg, err := note.NewSigner(skey)
-	if err != nil {
-		return nil, errors.New("not a signed-note Ed25519 private key (PRIVATE+KEY+name+hash+key)")
-	}
 	parts := strings.SplitN(skey, "+", 5) // the key's base64 may hold '+'
-	raw, err := base64.StdEncoding.DecodeString(parts[len(parts)-1])
+	if len(parts) != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY" {
+		return nil, errNotKey
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[4])
 	if err != nil || len(raw) != 1+ed25519.SeedSize {
-		return nil, errors.New("not a signed-note Ed25519 private key")
+		return nil, errNotKey
 	}
-	pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
-	vkey, err := note.NewEd25519VerifierKey(sg.Name(), pub)
-	if err != nil {
-		return nil, err
+	s := &Signer{name: parts[2]}
+	s.keys = sync.OnceValues(func() (signerKeys, error) {
+		sg, err := note.NewSigner(skey) // checks the name and the key's hash
+		if err != nil {
+			return signerKeys{}, errNotKey
+		}
+		pub := ed25519.NewKeyFromSeed(raw[1:]).Public().(ed25519.PublicKey)
+		vkey, err := note.NewEd25519VerifierKey(sg.Name(), pub)
+		if err != nil {
+			return signerKeys{}, err
+		}
+		return signerKeys{signer: sg, vkey: vkey}, nil
+	})
+	go s.keys()
+	return s, nil
+}
+
+// Check waits for the derivation of the key's signer and public key,
+// which PrepareSigner began, and reports whether the key is good: its name
+// valid and its hash its public key's. A key that fails signs nothing.
+// airlock checks before a command runs (enforcer).
+func (s *Signer) Check() error {
+	if _, err := s.keys(); err != nil {
+		return fmt.Errorf("audit: signing key %s: %w", s.path, err)
 	}
-	return &Signer{signer: sg, vkey: vkey}, nil
+	return nil
 }
 
 // keyName is a new key's name: "airlock/" and the host's name, with
@@ -136,12 +185,17 @@ func keyName() string {
 	return "airlock/" + host
 }
 
-// Name is the key's name, the first part of every origin it signs.
-func (s *Signer) Name() string { return s.signer.Name() }
+// Name is the key's name, the first part of every origin it signs, as
+// the key file gives it (Check says whether it is valid).
+func (s *Signer) Name() string { return s.name }
 
 // PublicKey is the verifier key, NAME+HASH+KEY: what "airlock audit
-// verify --key" and golang.org/x/mod/sumdb/note.NewVerifier take.
-func (s *Signer) PublicKey() string { return s.vkey }
+// verify --key" and golang.org/x/mod/sumdb/note.NewVerifier take; "" for
+// a key that fails Check.
+func (s *Signer) PublicKey() string {
+	k, _ := s.keys()
+	return k.vkey
+}
 
 // Dir is the key's private directory.
 func (s *Signer) Dir() string { return s.dir }

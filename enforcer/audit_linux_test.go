@@ -3,6 +3,7 @@ package enforcer_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -316,5 +319,54 @@ func TestAuditStateHiddenFromSandbox(t *testing.T) {
 		if len(r) != 1 || r[0].Succeeded && r[0].Detail["bytes"] != "0" {
 			t.Errorf("%s was readable from the sandbox: %+v", p, r)
 		}
+	}
+}
+
+// TestRunRefusedOnBadSigningKey: a signing key that fails its check
+// (audit.PrepareSigner leaves the check to the background) fails the run
+// before its command runs, not at its end: exit 125, nothing printed.
+func TestRunRefusedOnBadSigningKey(t *testing.T) {
+	testutil.RequireRoot(t)
+	keyDir := filepath.Join(t.TempDir(), "key")
+	if err := os.Mkdir(keyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	skey, _, err := note.GenerateKey(rand.Reader, "airlock/test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := strings.SplitN(skey, "+", 5)
+	parts[3] = "00000000" // another key's hash
+	keyFile := filepath.Join(keyDir, audit.KeyFileName)
+	if err := os.WriteFile(keyFile, []byte(strings.Join(parts, "+")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := audit.PrepareSigner(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.WithSigner(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	pol, err := policy.Parse("test.json", []byte(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := enforcer.New(pol, log, enforcer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := e.Run(context.Background(), enforcer.Request{Tool: "shell", Command: "sh", Args: []string{"-c", "echo ran"}, Stdout: &out})
+	if err == nil || res.ExitCode != enforcer.ExitSetup || !strings.Contains(err.Error(), "signing key") || out.Len() != 0 {
+		t.Fatalf("run with a bad key: exit %d, %v, output %q", res.ExitCode, err, out.String())
+	}
+	if ss, err := e.OpenSession(context.Background(), enforcer.SessionRequest{}); err == nil || !strings.Contains(err.Error(), "signing key") {
+		if ss != nil {
+			ss.Close(context.Background())
+		}
+		t.Fatalf("a session with a bad key: %v", err)
 	}
 }

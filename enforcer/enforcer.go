@@ -317,6 +317,10 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
+	if err := e.signingReady(); err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(sc, res, base, decided, err)
+	}
 	if err := sb.Release(); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)

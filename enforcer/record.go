@@ -101,3 +101,15 @@ func (e *Enforcer) recordTeardown(sc *scribe, base audit.Context, reason string)
 	down.Event = audit.EventSandboxTornDown
 	_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: down})
 }
+
+// signingReady waits for the check of the log's signing key, if it has
+// one (audit.PrepareSigner): a key that will not sign the run's
+// checkpoint fails it before anything runs, not at its end.
+func (e *Enforcer) signingReady() error {
+	if s := e.log.Signer(); s != nil {
+		if err := s.Check(); err != nil {
+			return fmt.Errorf("enforcer: %w", err)
+		}
+	}
+	return nil
+}

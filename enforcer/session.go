@@ -236,6 +236,9 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
+	if err := e.signingReady(); err != nil {
+		return nil, fmt.Errorf("enforcer: session: %w", err)
+	}
 	claim, err := e.log.BeginRun(s.id)
 	if err != nil {
 		return nil, fmt.Errorf("enforcer: session: %w", err)

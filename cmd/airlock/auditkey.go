@@ -17,6 +17,13 @@ import (
 // use (docs/audit.md, "Checkpoints").
 func loadSigner() (*audit.Signer, error) { return audit.LoadSigner(os.Getenv("AIRLOCK_AUDIT_KEY")) }
 
+// prepareSigner is loadSigner whose key is checked in the background
+// (audit.PrepareSigner): the enforcer waits for the check before a command
+// runs.
+func prepareSigner() (*audit.Signer, error) {
+	return audit.PrepareSigner(os.Getenv("AIRLOCK_AUDIT_KEY"))
+}
+
 // publicKey reads a --key value: a verifier key NAME+HASH+KEY, or a file
 // holding one (the key's signing.pub).
 func publicKey(v string) (string, error) {

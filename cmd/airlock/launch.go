@@ -126,6 +126,9 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, grace float64, o
 		return fail(err)
 	}
 	defer log.Close()
+	if err := log.Signer().Check(); err != nil {
+		return fail(err)
+	}
 	// Alerts come from the proxy's decisions too: a stderr nobody reads
 	// must not stop them (linelog drops and counts instead).
 	stderr := linelog.New(cmd.ErrOrStderr())

@@ -197,10 +197,12 @@ func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) e
 }
 
 // openAudit opens the audit file, with the monitor watching every event
-// written to it, repeated refusals coalesced, and the signing key
-// (loadSigner) signing a checkpoint at the end of every run.
+// written to it, repeated refusals coalesced, and the signing key signing
+// a checkpoint at the end of every run. The key is still being checked
+// when it returns (prepareSigner): the enforcer waits for the check
+// (audit.Signer.Check) before anything runs, and so must other callers.
 func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
-	signer, err := loadSigner()
+	signer, err := prepareSigner()
 	if err != nil {
 		return nil, err
 	}
