@@ -2,7 +2,6 @@ package audit
 
 import (
 	"bytes"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -11,8 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
 // testSigner returns a signer whose key lives in a fresh private directory.
@@ -377,20 +377,8 @@ func TestKeptCheckpointSurvivesATornWrite(t *testing.T) {
 // damaged key file) passes PrepareSigner's check of its form, fails
 // Check and LoadSigner, and signs nothing.
 func TestSignerKeyHashChecked(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "keys")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	skey, _, err := note.GenerateKey(rand.Reader, "airlock/test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := strings.SplitN(skey, "+", 5)
-	parts[3] = strings.Repeat("0", 8) // the hash: 1 in 2^32 that it was this
-	path := filepath.Join(dir, KeyFileName)
-	if err := os.WriteFile(path, []byte(strings.Join(parts, "+")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testutil.DamagedSigningKey(t, KeyFileName)
+	dir := filepath.Dir(path)
 	if _, err := LoadSigner(path); err == nil || !strings.Contains(err.Error(), "not a signed-note Ed25519 private key") {
 		t.Fatalf("LoadSigner of a key with another hash: %v", err)
 	}

@@ -3,7 +3,6 @@ package enforcer_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,8 +14,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -327,20 +324,7 @@ func TestAuditStateHiddenFromSandbox(t *testing.T) {
 // before its command runs, not at its end: exit 125, nothing printed.
 func TestRunRefusedOnBadSigningKey(t *testing.T) {
 	testutil.RequireRoot(t)
-	keyDir := filepath.Join(t.TempDir(), "key")
-	if err := os.Mkdir(keyDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	skey, _, err := note.GenerateKey(rand.Reader, "airlock/test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := strings.SplitN(skey, "+", 5)
-	parts[3] = "00000000" // another key's hash
-	keyFile := filepath.Join(keyDir, audit.KeyFileName)
-	if err := os.WriteFile(keyFile, []byte(strings.Join(parts, "+")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := testutil.DamagedSigningKey(t, audit.KeyFileName)
 	s, err := audit.PrepareSigner(keyFile)
 	if err != nil {
 		t.Fatal(err)
