@@ -15,13 +15,17 @@ import (
 // child and exits with its status once it has ended (docs/sandbox.md,
 // "Signals to the init").
 func initMain(args []string) int {
-	var seccomp, landlock bool
+	var seccomp, landlock, session, tasks bool
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "-seccomp":
 			seccomp = true
 		case "-landlock":
 			landlock = true
+		case "-steps":
+			session = true
+		case "-tasks":
+			tasks = true
 		default:
 			fmt.Fprintln(os.Stderr, "floor-init: unknown flag", args[0])
 			return 125
@@ -32,7 +36,7 @@ func initMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "floor-init: no command")
 		return 125
 	}
-	code, err := sandboxInit(args[1:], seccomp, landlock)
+	code, err := sandboxInit(args[1:], seccomp, landlock, session, tasks)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor-init:", err)
 		return 125
@@ -40,7 +44,10 @@ func initMain(args []string) int {
 	return code
 }
 
-func sandboxInit(argv []string, seccomp, landlock bool) (int, error) {
+// sandboxInit builds the sandbox, waits for the go-ahead, and runs argv
+// once, or, for -steps (session), a step of it on each request (with
+// tasks, in the step's group: serveSteps).
+func sandboxInit(argv []string, seccomp, landlock, session, tasks bool) (int, error) {
 	if err := buildRoot(); err != nil {
 		return 0, err
 	}
@@ -49,7 +56,9 @@ func sandboxInit(argv []string, seccomp, landlock bool) (int, error) {
 	if n != 1 {
 		return 0, fmt.Errorf("no go-ahead from the front (%d bytes, %v)", n, err)
 	}
-	unix.Close(3)
+	if !session {
+		unix.Close(3)
+	}
 	if err := dropPrivileges(); err != nil {
 		return 0, err
 	}
@@ -65,11 +74,19 @@ func sandboxInit(argv []string, seccomp, landlock bool) (int, error) {
 	}
 	// Forked from this thread (locked in init), which holds the
 	// credentials, no_new_privs, filter and ruleset set above.
+	if session {
+		return serveSteps(argv, tasks)
+	}
 	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 	if err != nil {
 		return 0, fmt.Errorf("exec %s: %w", argv[0], err)
 	}
-	// As pid 1, reap whatever ends, until the command has.
+	return reap(pid)
+}
+
+// reap reaps whatever ends, as pid 1, until pid has, and returns its
+// status (128+N for signal N).
+func reap(pid int) (int, error) {
 	for {
 		var ws unix.WaitStatus
 		wpid, err := unix.Wait4(-1, &ws, 0, nil)

@@ -32,7 +32,11 @@
 // several), so a fork-without-exec init would have to be written in raw
 // system calls.
 //
-// Usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] -- COMMAND [ARG...]
+// Usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N] -- COMMAND [ARG...]
+//
+// -steps N builds the sandbox once and times N steps of the command in it,
+// the floor under a session's step (steps_linux.go); bench/session/run.sh
+// prints it as the floor-sandbox-step row.
 //
 // -bare is no sandbox, only a split of the costs: the command itself is
 // exec'd as pid 1 of the namespaces, with the host's tree (no root, no
@@ -72,10 +76,18 @@ func main() {
 	flag.BoolVar(&o.seccomp, "seccomp", false, "apply a small seccomp filter to the command")
 	flag.BoolVar(&o.landlock, "landlock", false, "apply a small Landlock ruleset to the command")
 	flag.BoolVar(&o.bare, "bare", false, "exec the command as pid 1 of the namespaces, with no root and no init: a measurement, not a sandbox")
+	n := flag.Int("steps", 0, "build the sandbox once and time `N` steps of the command in it, as a session's (steps_linux.go)")
 	flag.Parse()
-	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock) {
-		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
+	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock || *n != 0) || *n < 0 {
+		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
 		os.Exit(125)
+	}
+	if *n > 0 {
+		if err := steps(o, flag.Args(), *n); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			os.Exit(125)
+		}
+		return
 	}
 	code, err := run(o, flag.Args())
 	if err != nil {
@@ -124,16 +136,7 @@ func run(o options, argv []string) (code int, err error) {
 	if o.bare {
 		exe, args, files = argv[0], argv, files[:3]
 	}
-	p, err := os.StartProcess(exe, args, &os.ProcAttr{
-		Files: files,
-		Sys: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
-				syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
-			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
-			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
-			Pdeathsig:   syscall.SIGKILL,
-		},
-	})
+	p, err := os.StartProcess(exe, args, &os.ProcAttr{Files: files, Sys: sandboxAttr()})
 	r.Close()
 	if err != nil {
 		return 0, fmt.Errorf("start the init: %w", err)
@@ -159,6 +162,18 @@ func run(o options, argv []string) (code int, err error) {
 		}
 	}
 	return code, nil
+}
+
+// sandboxAttr starts the init in the namespaces bwrap --unshare-all
+// makes, root mapped to the caller.
+func sandboxAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+			syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		Pdeathsig:   syscall.SIGKILL,
+	}
 }
 
 // release puts the init in its groups, waits until the decision is

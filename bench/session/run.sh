@@ -27,9 +27,14 @@
 # and floor-step, the floor under a step whose decision is durable before
 # it runs: a 600-byte line written beside the library's audit log and
 # fdatasync'd, then /bin/true run, nothing else. Their ratios are to the
-# same run's bwrap median. go-start (in the hyperfine rounds) is a small Go
-# program's start, the floor under any client process: with floor-step,
-# the floor under session-exec.
+# same run's bwrap median. floor-sandbox-step (bench/floor -steps, after
+# them) is the floor under a step in a sandbox: the smallest program that
+# does a session step's work (a sandbox built once as bench/floor's, then
+# per step the decision synced, one message to the init and one back, the
+# step forked in a cgroup of its own inside the sandbox's, its peak and
+# CPU read, the outcome appended). go-start (in the hyperfine rounds) is a
+# small Go program's start, the floor under any client process: with
+# floor-sandbox-step, the floor under session-exec.
 #
 # The audit log is on the disk the default audit path is on, as a user's
 # is; it grows by one step's records each run (the session's), so that
@@ -53,12 +58,15 @@ state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p "$state"
 audit="$state/bench-session-audit-$$.jsonl"
 libaudit="$state/bench-session-lib-$$.jsonl"
-trap 'rm -rf "$out" "$audit"* "$libaudit"*' EXIT
+floorstate="$state/bench-session-floor-$$"
+mkdir -m 700 "$floorstate"
+trap 'rm -rf "$out" "$audit"* "$libaudit"* "$floorstate"' EXIT
 export XDG_RUNTIME_DIR="$out/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/session-bench" ./bench/session
 go build -o "$out/go-start" ./bench/gostart
+go build -trimpath -ldflags='-s -w' -o "$out/floor" ./bench/floor
 cat >"$out/policy.json" <<'JSON'
 {
   "toolScopes": {
@@ -72,7 +80,7 @@ JSON
 a="$out/airlock"
 id=$("$a" --policy "$out/policy.json" session start --audit "$audit")
 "$a" --policy "$out/policy.json" session pool --size 2 --audit "$audit"
-trap '"$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"*' EXIT
+trap '"$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"* "$floorstate"' EXIT
 "$a" session exec "$id" --tool bench -- /bin/true # fails loudly if it cannot run
 spaced=()
 if [[ "${SPACED:-}" == 1 ]]; then
@@ -97,6 +105,7 @@ hyperfine -N --style none --runs "$per" --export-json "$out/starts.json" \
 "$a" session stop ses-bench-start >/dev/null 2>&1 || true
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
 lib=$("$out/session-bench" "$out/policy.json" "$libaudit" "$runs")
+lib+=$'\n'$("$out/floor" -steps "$runs" -cgroup -state "$floorstate" -seccomp -landlock -- /bin/true)
 python3 - "$out" "$rounds" "$lib" <<'PY'
 import json, statistics, sys
 out, rounds, lib = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -115,15 +124,16 @@ for line in lib.splitlines():
     f = line.split()
     rows[f[0]] = (int(f[1]),) + tuple(float(x) for x in f[2:])
 b, run = rows["bwrap"][1], rows["airlock-run"][1]
-print(f"\n{'command':14} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'p99 ms':>8} {'x bwrap':>8} {'p99/bwrap':>9} {'x run':>6}")
+print(f"\n{'command':18} {'runs':>5} {'median ms':>10} {'p25 ms':>8} {'p75 ms':>8} {'p99 ms':>8} {'x bwrap':>8} {'p99/bwrap':>9} {'x run':>6}")
 for k, (n, m, p25, p75, p99) in rows.items():
-    print(f"{k:14} {n:5} {m:10.2f} {p25:8.2f} {p75:8.2f} {p99:8.2f} {m/b:8.2f} {p99/b:9.2f} {m/run:6.2f}")
+    print(f"{k:18} {n:5} {m:10.2f} {p25:8.2f} {p75:8.2f} {p99:8.2f} {m/b:8.2f} {p99/b:9.2f} {m/run:6.2f}")
 print(f"\nthe command line's own part of a step (session-exec - library-step): {rows['session-exec'][1] - rows['library-step'][1]:.2f} ms")
 for k, goal in (("library-step", 0.3), ("session-exec", 0.6), ("pool-open", 0.5)):
     r = rows[k][1] / b
     print(f"goal {k} <= {goal}x bwrap:", "met" if r <= goal else "NOT met", f"({r:.2f}x)")
 r = rows["library-step"][4] / b
 print("goal library-step p99 <= 1x bwrap:", "met" if r <= 1 else "NOT met", f"({r:.2f}x)")
-f, g = rows["floor-step"][1], rows["go-start"][1]
-print(f"floor under a library step (floor-step): {f/b:.2f}x bwrap; under session-exec (go-start + floor-step): {(f+g)/b:.2f}x")
+f, s, g = rows["floor-step"][1], rows["floor-sandbox-step"][1], rows["go-start"][1]
+print(f"floor under a library step: {s/b:.2f}x bwrap in a sandbox (floor-sandbox-step), {f/b:.2f}x with none (floor-step); "
+      f"under session-exec (go-start + floor-sandbox-step): {(s+g)/b:.2f}x")
 PY
