@@ -34,7 +34,7 @@ out=$(mktemp -d)
 state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
 mkdir -p "$state"
 audit="$state/bench-mcp-audit-$$.jsonl"
-trap 'rm -rf "$out" "$audit"' EXIT
+trap 'rm -rf "$out" "$audit"*' EXIT # the log and its .tree, .runs and .checkpoint
 go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/mcp-bench" ./bench/mcp
 go build -o "$out/session-bench" ./bench/session
