@@ -136,10 +136,10 @@ func (s *Signer) sign(chainID string, t *sideTree, start int64, last *lastSigned
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	k, err := s.keys()
-	if err != nil {
-		return Checkpoint{}, s.Check()
+	if err := s.Check(); err != nil {
+		return Checkpoint{}, err
 	}
+	k, _ := s.keys()
 	origin := s.Name() + "/" + chainID
 	b, err := note.Sign(&note.Note{Text: checkpointText(origin, t.n, root)}, k.signer)
 	if err != nil {
