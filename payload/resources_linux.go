@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -120,6 +121,12 @@ func membomb(args []string) int {
 // the kernel allows, up to N (default 2000) processes.
 func forkbomb(args []string) int {
 	limit := int(argInt(args, 0, 2000))
+	// The bomb's own runtime must not need a new OS thread once the tasks
+	// cap is full: a Go runtime that cannot make one dies (exit 2) before
+	// it reports, as it did at random under podman's pids limit. So one
+	// processor, and idle threads made ahead for the runtime to reuse.
+	runtime.GOMAXPROCS(1)
+	spareThreads(4)
 	started("forkbomb", fmt.Sprintf("starting up to %d processes", limit))
 	deadline := time.Now().Add(20 * time.Second)
 	n, refusals := 0, 0
@@ -138,6 +145,29 @@ func forkbomb(args []string) int {
 		Detail: map[string]string{"processes": strconv.Itoa(n), "refusals": strconv.Itoa(refusals)}}
 	r.Evidence = fmt.Sprintf("started %d processes; %d refused (last: %v)", n, refusals, last)
 	return report(r)
+}
+
+// spareThreads makes n OS threads and leaves them idle, for the runtime
+// to reuse instead of making one: each is held by a goroutine locked to
+// it until all are made, then unlocked, which leaves the thread idle
+// rather than ending it.
+func spareThreads(n int) {
+	var ready, done sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		ready.Add(1)
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			runtime.LockOSThread()
+			ready.Done()
+			<-release
+			runtime.UnlockOSThread()
+		}()
+	}
+	ready.Wait()
+	close(release)
+	done.Wait()
 }
 
 // threads [N]: create OS threads that each block, up to N (default 5000).
