@@ -15,7 +15,7 @@ import (
 // child and exits with its status once it has ended (docs/sandbox.md,
 // "Signals to the init").
 func initMain(args []string) int {
-	var seccomp, landlock, session, tasks bool
+	var seccomp, landlock, session, tasks, gate bool
 	for len(args) > 0 && args[0] != "--" {
 		switch args[0] {
 		case "-seccomp":
@@ -26,6 +26,8 @@ func initMain(args []string) int {
 			session = true
 		case "-tasks":
 			tasks = true
+		case "-gate":
+			gate = true
 		default:
 			fmt.Fprintln(os.Stderr, "floor-init: unknown flag", args[0])
 			return 125
@@ -36,7 +38,7 @@ func initMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "floor-init: no command")
 		return 125
 	}
-	code, err := sandboxInit(args[1:], seccomp, landlock, session, tasks)
+	code, err := sandboxInit(args[1:], seccomp, landlock, session, tasks, gate)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor-init:", err)
 		return 125
@@ -47,7 +49,7 @@ func initMain(args []string) int {
 // sandboxInit builds the sandbox, waits for the go-ahead, and runs argv
 // once, or, for -steps (session), a step of it on each request (with
 // tasks, in the step's group: serveSteps).
-func sandboxInit(argv []string, seccomp, landlock, session, tasks bool) (int, error) {
+func sandboxInit(argv []string, seccomp, landlock, session, tasks, gate bool) (int, error) {
 	if err := buildRoot(); err != nil {
 		return 0, err
 	}
@@ -75,7 +77,7 @@ func sandboxInit(argv []string, seccomp, landlock, session, tasks bool) (int, er
 	// Forked from this thread (locked in init), which holds the
 	// credentials, no_new_privs, filter and ruleset set above.
 	if session {
-		return serveSteps(argv, tasks)
+		return serveSteps(argv, tasks, gate)
 	}
 	pid, err := syscall.ForkExec(argv[0], argv, &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}})
 	if err != nil {

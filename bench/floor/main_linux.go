@@ -76,9 +76,10 @@ func main() {
 	flag.BoolVar(&o.seccomp, "seccomp", false, "apply a small seccomp filter to the command")
 	flag.BoolVar(&o.landlock, "landlock", false, "apply a small Landlock ruleset to the command")
 	flag.BoolVar(&o.bare, "bare", false, "exec the command as pid 1 of the namespaces, with no root and no init: a measurement, not a sandbox")
+	flag.BoolVar(&o.gate, "gate", false, "with -steps and -cgroup: fork each step into a frozen cgroup v2 group, thawed once its decision is durable, so that the sync overlaps the message and the fork")
 	n := flag.Int("steps", 0, "build the sandbox once and time `N` steps of the command in it, as a session's (steps_linux.go)")
 	flag.Parse()
-	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock || *n != 0) || *n < 0 {
+	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock || *n != 0) || *n < 0 || o.gate && (*n == 0 || !o.cgroup) {
 		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
 		os.Exit(125)
 	}
@@ -98,8 +99,8 @@ func main() {
 }
 
 type options struct {
-	cgroup, seccomp, landlock, bare bool
-	state                           string
+	cgroup, seccomp, landlock, bare, gate bool
+	state                                 string
 }
 
 // run is one run: decision, sandbox, outcome. Every error is returned,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +45,10 @@ const stepsRow = "floor-sandbox-step"
 type stepGroup struct {
 	dirs        []string   // the child's directories, memory first
 	enter, back []*os.File // their tasks files, and the sandbox group's
+	// v2 and v2Dir, with -gate, are a cgroup v2 group the steps are
+	// cloned into (CLONE_INTO_CGROUP) frozen, and its directory.
+	v2    string
+	v2Dir *os.File
 }
 
 // makeStepGroup makes the child group in cg's memory and pids
@@ -86,12 +91,49 @@ func hierarchyOf(dir string) string {
 	return rest
 }
 
+// makeGate makes sg's frozen cgroup v2 group, under this process's own.
+func (sg *stepGroup) makeGate() error {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	own := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			own = strings.TrimSuffix(p, "/")
+		}
+	}
+	sg.v2 = fmt.Sprintf("/sys/fs/cgroup/unified%s/floor-%d-gate", own, os.Getpid())
+	if err := os.Mkdir(sg.v2, 0o755); err != nil {
+		sg.v2 = ""
+		return fmt.Errorf("cgroup v2: %w", err)
+	}
+	if sg.v2Dir, err = os.Open(sg.v2); err != nil {
+		return fmt.Errorf("cgroup v2: %w", err)
+	}
+	return sg.freeze("1")
+}
+
+// freeze writes v ("1" or "0") to the gate group's cgroup.freeze.
+func (sg *stepGroup) freeze(v string) error {
+	if err := os.WriteFile(sg.v2+"/cgroup.freeze", []byte(v), 0); err != nil {
+		return fmt.Errorf("cgroup v2: freeze %s: %w", v, err)
+	}
+	return nil
+}
+
 // remove closes the files and removes the child's directories.
 func (sg *stepGroup) remove() error {
 	for _, f := range append(sg.enter, sg.back...) {
 		f.Close()
 	}
 	var errs []error
+	if sg.v2 != "" {
+		sg.v2Dir.Close()
+		if err := os.Remove(sg.v2); err != nil {
+			errs = append(errs, fmt.Errorf("cgroup v2: %w", err))
+		}
+	}
 	for _, dir := range sg.dirs {
 		if err := os.Remove(dir); err != nil {
 			errs = append(errs, fmt.Errorf("cgroup: %w", err))
@@ -124,6 +166,11 @@ func steps(o options, argv []string, n int) (err error) {
 		if err != nil {
 			return err
 		}
+		if o.gate {
+			if err := sg.makeGate(); err != nil {
+				return err
+			}
+		}
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -135,6 +182,9 @@ func steps(o options, argv []string, n int) (err error) {
 	if sg != nil {
 		args = append(args, "-tasks")
 	}
+	if o.gate {
+		args = append(args, "-gate")
+	}
 	if o.seccomp {
 		args = append(args, "-seccomp")
 	}
@@ -145,6 +195,9 @@ func steps(o options, argv []string, n int) (err error) {
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr, child}
 	if sg != nil {
 		files = append(append(files, sg.enter...), sg.back...)
+	}
+	if o.gate {
+		files = append(files, sg.v2Dir)
 	}
 	p, err := os.StartProcess("/proc/self/exe", args, &os.ProcAttr{Files: files, Sys: sandboxAttr()})
 	child.Close()
@@ -168,7 +221,7 @@ func steps(o options, argv []string, n int) (err error) {
 	for range n {
 		time.Sleep(gap)
 		start := time.Now()
-		if err := step(ctrl, log, cg, sg, argv); err != nil {
+		if err := step(ctrl, log, cg, sg, argv, o.gate); err != nil {
 			_ = p.Kill()
 			return err
 		}
@@ -178,15 +231,32 @@ func steps(o options, argv []string, n int) (err error) {
 	return nil
 }
 
-// step is one step, timed by the caller.
-func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []string) error {
-	if log != nil {
-		if err := log.append(record("decision", fmt.Sprintf(`"allowed":true,"reason":"rule true of tool bench allows %q"`, argv[0]))); err != nil {
+// step is one step, timed by the caller. With gate, the step is asked
+// for first and its group thawed once the decision is durable: the sync
+// overlaps the message and the fork, and the command runs no instruction
+// before it.
+func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []string, gate bool) error {
+	decide := func() error {
+		if log == nil {
+			return nil
+		}
+		return log.append(record("decision", fmt.Sprintf(`"allowed":true,"reason":"rule true of tool bench allows %q"`, argv[0])))
+	}
+	if !gate {
+		if err := decide(); err != nil {
 			return err
 		}
 	}
 	if _, err := ctrl.Write([]byte{1}); err != nil {
 		return fmt.Errorf("ask for a step: %w", err)
+	}
+	if gate {
+		if err := decide(); err != nil {
+			return err
+		}
+		if err := sg.freeze("0"); err != nil {
+			return err
+		}
 	}
 	var b [4]byte
 	if k, err := ctrl.Read(b[:]); k != 4 {
@@ -195,6 +265,11 @@ func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []strin
 	code := int32(binary.BigEndian.Uint32(b[:]))
 	if code != 0 {
 		return fmt.Errorf("the step exited %d", code)
+	}
+	if gate {
+		if err := sg.freeze("1"); err != nil { // for the next step
+			return err
+		}
 	}
 	if sg != nil {
 		peak, err := os.ReadFile(sg.dirs[0] + "/memory.max_usage_in_bytes")
@@ -232,12 +307,18 @@ func stepsLine(times []time.Duration) string {
 // on fd 3, one step of argv, its status sent back; the front's end of
 // file ends it. With tasks, the tasks files of the step's group (enter:
 // memory, pids) and of the sandbox's (back) are fds 4 to 7.
-func serveSteps(argv []string, tasks bool) (int, error) {
+func serveSteps(argv []string, tasks, gate bool) (int, error) {
 	var enter, back []int
 	if tasks {
 		enter, back = []int{4, 5}, []int{6, 7}
 	}
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}}
+	if gate {
+		// fd 8, the frozen cgroup v2 group: the step is cloned into it,
+		// and the clone (a vfork) returns once the front has thawed it
+		// and the step has exec'd.
+		attr.Sys = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: 8}
+	}
 	var req [1]byte
 	for {
 		if k, _ := unix.Read(3, req[:]); k != 1 {
