@@ -32,11 +32,14 @@
 // several), so a fork-without-exec init would have to be written in raw
 // system calls.
 //
-// Usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N] -- COMMAND [ARG...]
+// Usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N | -serve PATH] [-gate] -- COMMAND [ARG...]
 //
 // -steps N builds the sandbox once and times N steps of the command in it,
 // the floor under a session's step (steps_linux.go); bench/session/run.sh
-// prints it as the floor-sandbox-step row.
+// prints it as the floor-sandbox-step row. -serve PATH serves such steps
+// to bench/floor/client instead, the floor under `airlock session exec`
+// (the floor-cli row). -gate forks each step into a frozen cgroup v2 group
+// thawed once its decision is durable.
 //
 // -bare is no sandbox, only a split of the costs: the command itself is
 // exec'd as pid 1 of the namespaces, with the host's tree (no root, no
@@ -77,13 +80,14 @@ func main() {
 	flag.BoolVar(&o.landlock, "landlock", false, "apply a small Landlock ruleset to the command")
 	flag.BoolVar(&o.bare, "bare", false, "exec the command as pid 1 of the namespaces, with no root and no init: a measurement, not a sandbox")
 	flag.BoolVar(&o.gate, "gate", false, "with -steps and -cgroup: fork each step into a frozen cgroup v2 group, thawed once its decision is durable, so that the sync overlaps the message and the fork")
+	flag.StringVar(&o.serve, "serve", "", "as -steps, but serve one step to each bench/floor/client connection on the unix socket `PATH`, until stdin ends")
 	n := flag.Int("steps", 0, "build the sandbox once and time `N` steps of the command in it, as a session's (steps_linux.go)")
 	flag.Parse()
-	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock || *n != 0) || *n < 0 || o.gate && (*n == 0 || !o.cgroup) {
-		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
+	if flag.NArg() == 0 || o.bare && (o.cgroup || o.state != "" || o.seccomp || o.landlock || *n != 0) || *n < 0 || o.gate && (*n == 0 && o.serve == "" || !o.cgroup) || o.serve != "" && (*n != 0 || o.bare) {
+		fmt.Fprintln(os.Stderr, "usage: floor [-cgroup] [-state DIR] [-seccomp] [-landlock] [-steps N | -serve PATH] [-gate] -- COMMAND [ARG...]\n       floor -bare -- COMMAND [ARG...]")
 		os.Exit(125)
 	}
-	if *n > 0 {
+	if *n > 0 || o.serve != "" {
 		if err := steps(o, flag.Args(), *n); err != nil {
 			fmt.Fprintln(os.Stderr, "floor:", err)
 			os.Exit(125)
@@ -100,7 +104,7 @@ func main() {
 
 type options struct {
 	cgroup, seccomp, landlock, bare, gate bool
-	state                                 string
+	state, serve                          string
 }
 
 // run is one run: decision, sandbox, outcome. Every error is returned,

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -214,6 +216,9 @@ func steps(o options, argv []string, n int) (err error) {
 		_ = p.Kill()
 		return err
 	}
+	if o.serve != "" {
+		return serve(o.serve, func() error { return step(ctrl, log, cg, sg, argv, o.gate) })
+	}
 	// SESSION_BENCH_GAP, a Go duration, pauses before each step, untimed,
 	// as bench/session's SPACED=1 does.
 	gap, _ := time.ParseDuration(os.Getenv("SESSION_BENCH_GAP"))
@@ -354,4 +359,37 @@ func writeZero(fds []int) error {
 		}
 	}
 	return nil
+}
+
+// serve is -serve: the floor under a command line's step (airlock session
+// exec): it prints "ready", then, for each connection to the unix socket
+// at path (bench/floor/client), runs one step and answers its status, one
+// byte, until its standard input ends.
+func serve(path string, step func() error) error {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		ln.Close()
+	}()
+	fmt.Println("ready")
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return nil // closed: done
+		}
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err == nil {
+			code := byte(0)
+			if err := step(); err != nil {
+				fmt.Fprintln(os.Stderr, "floor:", err)
+				code = 125
+			}
+			c.Write([]byte{code})
+		}
+		c.Close()
+	}
 }

@@ -32,9 +32,11 @@
 # does a session step's work (a sandbox built once as bench/floor's, then
 # per step the decision synced, one message to the init and one back, the
 # step forked in a cgroup of its own inside the sandbox's, its peak and
-# CPU read, the outcome appended). go-start (in the hyperfine rounds) is a
-# small Go program's start, the floor under any client process: with
-# floor-sandbox-step, the floor under session-exec.
+# CPU read, the outcome appended). floor-cli (in the hyperfine rounds) is
+# the floor under session-exec: bench/floor/client, a small Go program
+# that asks bench/floor -serve (the same sandbox and steps, one per
+# connection) for one step over a unix socket and exits with its status.
+# go-start is a small Go program's start alone.
 #
 # The audit log is on the disk the default audit path is on, as a user's
 # is; it grows by one step's records each run (the session's), so that
@@ -67,6 +69,7 @@ go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/session-bench" ./bench/session
 go build -o "$out/go-start" ./bench/gostart
 go build -trimpath -ldflags='-s -w' -o "$out/floor" ./bench/floor
+go build -trimpath -ldflags='-s -w' -o "$out/floor-client" ./bench/floor/client
 cat >"$out/policy.json" <<'JSON'
 {
   "toolScopes": {
@@ -80,8 +83,18 @@ JSON
 a="$out/airlock"
 id=$("$a" --policy "$out/policy.json" session start --audit "$audit")
 "$a" --policy "$out/policy.json" session pool --size 2 --audit "$audit"
-trap '"$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"* "$floorstate"' EXIT
+# The floor's server, its stdin held open on fd 9 until the rounds end.
+mkfifo "$out/floor-in"
+"$out/floor" -serve "$out/floor.sock" -cgroup -state "$floorstate" -seccomp -landlock -- /bin/true <"$out/floor-in" >"$out/floor-serve.out" 2>&1 &
+floorpid=$!
+exec 9>"$out/floor-in"
+trap 'exec 9>&-; wait "$floorpid" 2>/dev/null || true; "$a" session stop "$id" >/dev/null 2>&1 || true; "$a" session pool --stop >/dev/null 2>&1 || true; rm -rf "$out" "$audit"* "$libaudit"* "$floorstate"' EXIT
+for _ in $(seq 100); do
+	grep -q '^ready$' "$out/floor-serve.out" && break
+	sleep 0.05
+done
 "$a" session exec "$id" --tool bench -- /bin/true # fails loudly if it cannot run
+"$out/floor-client" "$out/floor.sock" # and the floor's
 spaced=()
 if [[ "${SPACED:-}" == 1 ]]; then
 	spaced=(--prepare "sleep 0.2")
@@ -96,6 +109,7 @@ rows=(
 	bwrap 'bwrap --unshare-all --ro-bind / / --dev /dev --proc /proc /bin/true'
 	direct '/bin/true'
 	go-start "$out/go-start"
+	floor-cli "$out/floor-client $out/floor.sock"
 )
 run_rounds "$out" "$rounds" "$per" "${spaced[@]}"
 stopped="sh -c '$a session stop ses-bench-start >/dev/null 2>&1; sleep 0.02; true'" # and the pool refills
@@ -104,6 +118,8 @@ hyperfine -N --style none --runs "$per" --export-json "$out/starts.json" \
 	--prepare "$stopped" -n start "$a --policy $out/policy.json session start --audit $audit --id ses-bench-start" >/dev/null
 "$a" session stop ses-bench-start >/dev/null 2>&1 || true
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+exec 9>&- # the floor's server ends
+wait "$floorpid"
 lib=$("$out/session-bench" "$out/policy.json" "$libaudit" "$runs")
 lib+=$'\n'$("$out/floor" -steps "$runs" -cgroup -state "$floorstate" -seccomp -landlock -- /bin/true)
 python3 - "$out" "$rounds" "$lib" <<'PY'
@@ -133,7 +149,7 @@ for k, goal in (("library-step", 0.3), ("session-exec", 0.6), ("pool-open", 0.5)
     print(f"goal {k} <= {goal}x bwrap:", "met" if r <= goal else "NOT met", f"({r:.2f}x)")
 r = rows["library-step"][4] / b
 print("goal library-step p99 <= 1x bwrap:", "met" if r <= 1 else "NOT met", f"({r:.2f}x)")
-f, s, g = rows["floor-step"][1], rows["floor-sandbox-step"][1], rows["go-start"][1]
+f, s, c = rows["floor-step"][1], rows["floor-sandbox-step"][1], rows["floor-cli"][1]
 print(f"floor under a library step: {s/b:.2f}x bwrap in a sandbox (floor-sandbox-step), {f/b:.2f}x with none (floor-step); "
-      f"under session-exec (go-start + floor-sandbox-step): {(s+g)/b:.2f}x")
+      f"under session-exec (floor-cli): {c/b:.2f}x")
 PY
