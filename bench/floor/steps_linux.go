@@ -277,8 +277,8 @@ func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []strin
 		}
 	}
 	if sg != nil {
-		peak, err := os.ReadFile(sg.dirs[0] + "/memory.max_usage_in_bytes")
-		if err != nil {
+		// The step's peak and the sandbox's CPU, read as a result's are.
+		if _, err := os.ReadFile(sg.dirs[0] + "/memory.max_usage_in_bytes"); err != nil {
 			return fmt.Errorf("cgroup: the step's peak: %w", err)
 		}
 		if err := os.WriteFile(sg.dirs[0]+"/memory.max_usage_in_bytes", []byte("0"), 0); err != nil {
@@ -287,7 +287,6 @@ func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []strin
 		if _, err := os.ReadFile(cg.dirs[2] + "/cpuacct.usage"); err != nil {
 			return fmt.Errorf("cgroup: the sandbox's CPU: %w", err)
 		}
-		_ = peak
 	}
 	if log != nil {
 		// Lazy, as airlock's outcome: the next decision's sync covers it.
