@@ -5,6 +5,15 @@
 # cgo loads libc at every start: docs/sandbox.md, "Speed").
 export CGO_ENABLED=0
 
+# state_dir prints airlock's default state directory ($XDG_STATE_HOME/airlock,
+# else ~/.local/state/airlock), made private if missing, as airlock keeps it:
+# the benchmarks' audit logs go on the disk a user's would.
+state_dir() {
+	local d="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
+	mkdir -p -m 700 "$d"
+	echo "$d"
+}
+
 # need_peers installs hyperfine and bubblewrap with apt-get when missing.
 need_peers() {
 	local need=()

@@ -40,8 +40,7 @@ cd "$(dirname "$0")/../.."
 . bench/lib.sh
 need_peers
 out=$(mktemp -d)
-base="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p -m 700 "$base"
+base=$(state_dir)
 state="$base/floor-bench-$$"
 shm="/dev/shm/airlock-floor-bench-$$"
 mkdir -m 700 "$state" "$shm"

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -58,8 +57,8 @@ type stepGroup struct {
 // through.
 func makeStepGroup(cg *cgroups) (*stepGroup, error) {
 	sg := &stepGroup{}
-	for _, h := range hierarchies[:2] { // memory, pids
-		parent := cg.dirs[slices.IndexFunc(cg.dirs, func(d string) bool { return hierarchyOf(d) == h.name })]
+	for i, h := range hierarchies[:2] { // memory, pids: cg.dirs is in hierarchies' order
+		parent := cg.dirs[i]
 		dir := parent + "/step"
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return sg, fmt.Errorf("cgroup: %w", err)
@@ -82,30 +81,13 @@ func makeStepGroup(cg *cgroups) (*stepGroup, error) {
 	return sg, nil
 }
 
-// hierarchyOf is the v1 hierarchy a group directory is in.
-func hierarchyOf(dir string) string {
-	rest := dir[len("/sys/fs/cgroup/"):]
-	for i := range len(rest) {
-		if rest[i] == '/' {
-			return rest[:i]
-		}
-	}
-	return rest
-}
-
 // makeGate makes sg's frozen cgroup v2 group, under this process's own.
 func (sg *stepGroup) makeGate() error {
-	b, err := os.ReadFile("/proc/self/cgroup")
+	own, err := ownGroups() // cgroup v2's line names no controller: ""
 	if err != nil {
-		return fmt.Errorf("cgroup: %w", err)
+		return err
 	}
-	own := ""
-	for _, l := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(l, "0::"); ok {
-			own = strings.TrimSuffix(p, "/")
-		}
-	}
-	sg.v2 = fmt.Sprintf("/sys/fs/cgroup/unified%s/floor-%d-gate", own, os.Getpid())
+	sg.v2 = fmt.Sprintf("/sys/fs/cgroup/unified%s/floor-%d-gate", own[""], os.Getpid())
 	if err := os.Mkdir(sg.v2, 0o755); err != nil {
 		sg.v2 = ""
 		return fmt.Errorf("cgroup v2: %w", err)
@@ -284,7 +266,7 @@ func step(ctrl *os.File, log *auditLog, cg *cgroups, sg *stepGroup, argv []strin
 		if err := os.WriteFile(sg.dirs[0]+"/memory.max_usage_in_bytes", []byte("0"), 0); err != nil {
 			return fmt.Errorf("cgroup: reset the step's peak: %w", err)
 		}
-		if _, err := os.ReadFile(cg.dirs[2] + "/cpuacct.usage"); err != nil {
+		if _, err := os.ReadFile(cg.dirs[2] + "/cpuacct.usage"); err != nil { // hierarchies[2]
 			return fmt.Errorf("cgroup: the sandbox's CPU: %w", err)
 		}
 	}

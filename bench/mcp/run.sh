@@ -31,8 +31,7 @@ cd "$(dirname "$0")/../.."
 . bench/lib.sh
 need_peers
 out=$(mktemp -d)
-state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p "$state"
+state=$(state_dir)
 audit="$state/bench-mcp-audit-$$.jsonl"
 trap 'rm -rf "$out" "$audit"*' EXIT # the log and its .tree, .runs and .checkpoint
 go build -o "$out/airlock" ./cmd/airlock

@@ -47,8 +47,7 @@ cd "$(dirname "$0")/../.."
 . bench/lib.sh
 need_peers
 out=$(mktemp -d)
-state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p -m 700 "$state" # private, as airlock keeps it (its signing key lives beside)
+state=$(state_dir) # its signing key lives beside the log
 audit="$state/bench-audit-$$.jsonl"
 shm_audit="/dev/shm/airlock-bench-audit-$$.jsonl"
 # The signing key that signs a checkpoint at the end of every run, in a

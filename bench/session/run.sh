@@ -56,8 +56,7 @@ cd "$(dirname "$0")/../.."
 . bench/lib.sh
 need_peers
 out=$(mktemp -d)
-state="${XDG_STATE_HOME:-$HOME/.local/state}/airlock"
-mkdir -p "$state"
+state=$(state_dir)
 audit="$state/bench-session-audit-$$.jsonl"
 libaudit="$state/bench-session-lib-$$.jsonl"
 floorstate="$state/bench-session-floor-$$"
