@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
@@ -25,6 +26,8 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/egress"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // The leak tests: a destination that reflects what it receives (a
@@ -436,6 +439,76 @@ func TestCredentialInFailureReason(t *testing.T) {
 			}
 		}
 		checkRecords(t, ih.harness, []string{leakToken})
+	}
+}
+
+// TestCredentialInGoAway: an HTTP/2 destination that closes with a
+// GOAWAY whose debug data is the value, which the transport's error
+// quotes; the 502's reason and the records hold none of it.
+func TestCredentialInGoAway(t *testing.T) {
+	ih := leakHarness(t, leakToken, false, nil, http.NotFoundHandler())
+	cert, err := ih.upCA.leaf("api.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go goAwayWithToken(c)
+		}
+	}()
+	raw := *ih
+	raw.port = fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+	for _, cl := range leakClients[:2] { // the absolute-form forwarder speaks HTTP/1.1 upstream
+		got := cl.ask(t, &raw, "/repos/reflect", nil)
+		if !bytes.Contains(got, []byte("502 Bad Gateway")) || !bytes.Contains(got, []byte("GOAWAY")) {
+			t.Errorf("%s: %q: want a 502 for the GOAWAY", cl.name, got)
+		}
+		if s := leaked(got, []string{leakToken}); s != "" {
+			t.Errorf("%s: the client read %q:\n%s", cl.name, s, got)
+		}
+	}
+	checkRecords(t, ih.harness, []string{leakToken})
+}
+
+// goAwayWithToken serves one HTTP/2 connection: it answers the first
+// request with a GOAWAY whose debug data is the bearer token it carried.
+func goAwayWithToken(c net.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	if _, err := io.ReadFull(br, make([]byte, len(http2.ClientPreface))); err != nil {
+		return
+	}
+	fr := http2.NewFramer(c, br)
+	fr.WriteSettings()
+	dec := hpack.NewDecoder(4096, nil)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
+		case *http2.HeadersFrame:
+			fields, _ := dec.DecodeFull(f.HeaderBlockFragment())
+			for _, hf := range fields {
+				if tok, ok := strings.CutPrefix(hf.Value, "Bearer "); ok && hf.Name == "authorization" {
+					fr.WriteGoAway(f.StreamID, http2.ErrCodeInternal, []byte(tok))
+				}
+			}
+			return
+		}
 	}
 }
 
