@@ -93,6 +93,22 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 	return ""
 }
 
+// Credentials returns the names of the credentials for task's requests
+// to t, whatever their method and path: the destination that may answer
+// with their values (nil when there are none).
+func (g *Gate) Credentials(task string, t Target) []string {
+	if g == nil {
+		return nil
+	}
+	var names []string
+	for _, c := range g.creds {
+		if c.forTarget(task, t) {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
 // CredentialHost returns the host a credential is for, as the policy
 // wrote it, for reasons; "" when there is no such credential.
 func (g *Gate) CredentialHost(name string) string {

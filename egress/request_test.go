@@ -149,6 +149,20 @@ func TestCredentialScope(t *testing.T) {
 			t.Errorf("%s %v %s %s: %q, want %q", c.task, c.t, c.method, c.path, got, c.want)
 		}
 	}
+	for _, c := range []struct {
+		task string
+		t    Target
+		want string
+	}{
+		{"t", at, "gh"},
+		{"other", at, "gh any"},
+		{"other", Target{Name: "api.example.com", Port: 80}, "gh"},
+		{"t", Target{Name: "evil.example", Port: 443}, ""},
+	} {
+		if got := strings.Join(g.Credentials(c.task, c.t), " "); got != c.want {
+			t.Errorf("Credentials(%s, %v): %q, want %q", c.task, c.t, got, c.want)
+		}
+	}
 	if h := g.CredentialHost("gh"); h != "api.example.com" {
 		t.Errorf("CredentialHost: %q", h)
 	}

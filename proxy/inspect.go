@@ -29,7 +29,8 @@ type inspection struct {
 	p      *Proxy
 	ev     *Event // the tunnel's: decided, and finished by the caller of tunnel
 	entry  *egress.Entry
-	secure bool // the client spoke TLS, and so does the upstream
+	secure bool      // the client spoke TLS, and so does the upstream
+	redact *redactor // of the credentials for the tunnel's host: its answers pass it
 	tr     *http.Transport
 	rp     *httputil.ReverseProxy
 
@@ -108,7 +109,7 @@ func (p *Proxy) inspect(ev *Event, client net.Conn, buffered []byte, up net.Conn
 // the gate checked. Upstream TLS is verified against the entry's CA, or
 // the host's roots.
 func (p *Proxy) newInspection(ev *Event, up net.Conn, secure bool) (*inspection, error) {
-	ins := &inspection{p: p, ev: ev, entry: ev.entry, secure: secure, first: up, done: make(chan struct{})}
+	ins := &inspection{p: p, ev: ev, entry: ev.entry, secure: secure, redact: p.answerRedactor(ev.Target), first: up, done: make(chan struct{})}
 	roots := p.upstreamRoots
 	if path := ev.entry.UpstreamCA(); path != "" {
 		var err error
@@ -262,9 +263,9 @@ func (p *Proxy) serveInspected(w http.ResponseWriter, r *http.Request) {
 	if !p.answered(w, &ev) {
 		return
 	}
-	rt := &route{addrs: ins.ev.addrs, port: t.Port}
+	rt := &route{addrs: ins.ev.addrs, port: t.Port, redact: ins.redact}
 	if cred != nil {
-		p.putCredential(r, rt, cred)
+		putCredential(r, cred)
 	}
 	up, down := p.forward(w, r, &ev, ins.rp, rt)
 	ins.up.Add(up)
