@@ -1,13 +1,14 @@
 package audit
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // OCSF export (docs/audit.md, "Shipping"): each event as an event of the
@@ -261,16 +262,17 @@ func ExportOCSF(w io.Writer, r io.Reader, f Filter, src OCSFSource) (Report, int
 		if err != nil {
 			return v.Report(), n, err
 		}
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return v.Report(), n, err
 		}
 		n++
 	}
 }
 
-// marshalOCSF encodes an OCSF event; its strings, from the log, are valid
-// UTF-8 or written in the log's base64 form (see text).
-func marshalOCSF(o map[string]any) ([]byte, error) { return json.Marshal(textify(o)) }
+// marshalOCSF encodes an OCSF event, and a new line, in JSON's escapes
+// (termtext.JSON); its strings, from the log, are valid UTF-8 or written
+// in the log's base64 form (see text).
+func marshalOCSF(o map[string]any) ([]byte, error) { return termtext.JSON(textify(o), "") }
 
 // textify makes every string of v a text, so that bytes that are not
 // UTF-8 are kept as {"base64":…} rather than replaced.

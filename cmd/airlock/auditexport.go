@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 func newAuditExportCmd() *cobra.Command {
@@ -49,7 +50,9 @@ verified events. The filters are timeline's.`,
 			}
 			defer f.Close()
 			host, _ := os.Hostname()
-			w := bufio.NewWriter(cmd.OutOrStdout())
+			// Past the terminal's escaping: the events are JSON, escaped
+			// as JSON (termtext.JSON).
+			w := bufio.NewWriter(termtext.Raw(cmd.OutOrStdout()))
 			_, _, err = audit.ExportOCSF(w, f, filter, audit.OCSFSource{Host: host, Version: buildVersion()})
 			if ferr := w.Flush(); err == nil && ferr != nil {
 				err = fmt.Errorf("write: %w", ferr)
