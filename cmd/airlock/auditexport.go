@@ -27,7 +27,9 @@ func newAuditExportCmd() *cobra.Command {
 command decisions, launches and outcomes as Process Activity (1007), egress
 decisions as HTTP Activity (4002) or Network Activity (4001), monitor alerts as
 Detection Finding (2004). Each carries the record's seq and hash (unmapped.airlock)
-so that a SIEM event can be traced to a verifiable line. The chain is checked as
+so that a SIEM event can be traced to a verifiable line. A string that is not
+UTF-8 is written with \xNN for each such byte, its exact bytes in base64 in
+unmapped.airlock.bytes, keyed by the attribute's path. The chain is checked as
 the log is read: export stops at the first bad line, exit 1, having written only
 verified events. The filters are timeline's.`,
 		Example: `  airlock audit export --format ocsf --since 24h > airlock.ocsf.jsonl`,
