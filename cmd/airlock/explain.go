@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -112,7 +113,7 @@ func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, r
 		if rerr == nil {
 			ex.Resolved = &resolved
 		}
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	where := resolved
 	switch {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -56,7 +55,7 @@ func explainEgress(ctx context.Context, w io.Writer, pol *policy.Loaded, task, h
 	}
 	ex.Gate, ex.Verdict, ex.Reason, ex.Rule = d.Gate, d.Verdict, d.Why(), d.Rule
 	if asJSON {
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	rule := ex.Rule
 	if rule == "" {
@@ -147,7 +146,7 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 		}
 	}
 	if asJSON {
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	show := func(s string) string {
 		if s == "" {

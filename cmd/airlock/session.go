@@ -71,7 +71,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
 			}
 			if asJSON {
-				return printJSON(cmd, info)
+				return termtext.WriteJSON(cmd.OutOrStdout(), info, "")
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), info.ID)
 			return err
@@ -415,10 +415,10 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
 			if asJSON {
-				err = printJSON(cmd, struct {
+				err = termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
-				}{sum, ch})
+				}{sum, ch}, "")
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
@@ -456,7 +456,7 @@ func newSessionListCmd() *cobra.Command {
 				if infos == nil {
 					infos = []holder.Info{}
 				}
-				return printJSON(cmd, infos)
+				return termtext.WriteJSON(cmd.OutOrStdout(), infos, "")
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")
