@@ -55,6 +55,9 @@ type Loaded struct {
 	// decides under this policy elsewhere (a session's holder) is given,
 	// never the file read again, which may have changed since.
 	Data []byte
+	// Warnings are what airlock policy check shows about the valid
+	// policy: rules that may not hold as they read, each at its place.
+	Warnings Errors
 }
 
 // Origin says how the command line chose a policy (docs/policy.md, "Where
@@ -204,8 +207,10 @@ func Parse(name string, data []byte) (*Loaded, error) {
 		where.Place(errs, name)
 		return nil, errs
 	}
+	ws := warn(&p)
+	where.Place(ws, name)
 	sum := sha256.Sum256(data)
-	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data}, nil
+	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data, Warnings: ws}, nil
 }
 
 func isYAML(name string, data []byte) bool {

@@ -28,9 +28,11 @@ file, line and column, with a hint where there is one. FILE must also pass
 the checks of where a policy may come from (a regular file that only you or
 root can write, in directories only you or root can write: see
 docs/policy.md). Without FILE it checks the policy airlock would use
-(--policy, else $AIRLOCK_POLICY, else the embedded default).
+(--policy, else $AIRLOCK_POLICY, else the embedded default). A valid
+policy's rules that may not hold as they read are warnings, on stderr,
+each at its place: a deny or escalate rule naming a path, for one.
 
-Exit status 0 when the policy is valid, 1 when it is not.`,
+Exit status 0 when the policy is valid, warnings or not; 1 when it is not.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{errors.New("policy check: at most one FILE")}
@@ -52,6 +54,9 @@ Exit status 0 when the policy is valid, 1 when it is not.`,
 			}
 			if err != nil {
 				return err
+			}
+			for _, w := range l.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", w)
 			}
 			rules := 0
 			for _, s := range l.ToolScopes {
