@@ -141,6 +141,8 @@ func TestCredentialScope(t *testing.T) {
 		{"t", at, "POST", "/repos/acme/x", ""},
 		{"t", at, "GET", "/repos/other", ""},
 		{"t", at, "GET", "/repos/acme/../other", ""},
+		{"t", at, "GET", "/repos/acme/x;jsessionid=1", ""},
+		{"t", at, "GET", "/repos/acme/x%3B", ""},
 		{"t", Target{Name: "api.example.com", Port: 8443}, "GET", "/repos/acme/x", "gh"},
 		{"t", Target{Name: "evil.example", Port: 443}, "GET", "/repos/acme/x", ""},
 		{"other", at, "DELETE", "/", "any"},
