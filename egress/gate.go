@@ -184,7 +184,7 @@ func (g *Gate) decideNormal(task string, t *Target, v *verdict) {
 			v.path, v.block = pathBlockedName, b
 			return
 		}
-		if specialUse(t.Name) != "" {
+		if why, _ := specialUse(t.Name); why != "" {
 			v.path = pathSpecialUse
 			return
 		}

@@ -172,7 +172,7 @@ func reasonDefault(task string, t Target) string {
 }
 
 func reasonSpecialUse(task string, t Target) string {
-	why := specialUse(t.Name)
+	why, _ := specialUse(t.Name)
 	var b strings.Builder
 	head(&b, task, t, len(why)+32)
 	b.WriteString(" denied, whatever the allowlist: ")
