@@ -86,7 +86,7 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 			}
 			path = p
 		}
-		if c.match.matches(q, path, query) {
+		if c.match.matches(q, path, query, nil) {
 			return c.name
 		}
 	}

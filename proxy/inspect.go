@@ -280,6 +280,9 @@ func (p *Proxy) admitRequest(ev *Event, entry *egress.Entry, q *egress.Request, 
 		return nil
 	}
 	cred, why := p.credentialFor(ev.Target, entry, q, r, secure)
+	if why == "" && cred != nil {
+		why = twinHeader(ev.Target, r.Header, cred)
+	}
 	if why != "" {
 		ev.Decision = deny("%s", why)
 		return nil
@@ -295,6 +298,20 @@ func (p *Proxy) admitRequest(ev *Event, entry *egress.Entry, q *egress.Request, 
 		ev.Credential = cred.Name
 	}
 	return cred
+}
+
+// twinHeader refuses a request that carries, besides the header the
+// proxy sets for cred, one that servers read as that header (a CGI or
+// WSGI server reads X_Api_Key as X-Api-Key): the proxy replaces the
+// header, and would leave its twin beside it.
+func twinHeader(t egress.Target, h http.Header, cred *Credential) string {
+	want := egress.FoldHeaderName(cred.Header)
+	for k := range h {
+		if k != http.CanonicalHeaderKey(cred.Header) && egress.FoldHeaderName(k) == want {
+			return fmt.Sprintf("request to %s refused: credential %q sets %s, and the request carries %+q, which servers read as the same header", t, cred.Name, cred.Header, clip(k))
+		}
+	}
+	return ""
 }
 
 // answered records the decision on a request the proxy read and answers
@@ -321,28 +338,15 @@ func refusalStatus(ev *Event) int {
 	return http.StatusForbidden
 }
 
-// requestOf is r in the egress gate's terms.
+// requestOf is r in the egress gate's terms, as it will be forwarded: it
+// first removes from r the headers the forwarder would not send (so that
+// no header is decided on that the destination does not see), and its
+// path is the request target the forwarder writes (url.URL.RequestURI,
+// also for a target that is not a path: a URL's opaque part, "*").
 func requestOf(t egress.Target, r *http.Request) *egress.Request {
-	q := &egress.Request{Host: t.String(), Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header}
-	if headerHasToken(r.Header, "Connection", "upgrade") {
-		q.Upgrade = strings.ToLower(r.Header.Get("Upgrade"))
-		if q.Upgrade == "" {
-			q.Upgrade = "(none named)"
-		}
-	}
-	return q
-}
-
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h[name] {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
+	up := egress.ForwardHeader(r.Header)
+	path, query, _ := strings.Cut(r.URL.RequestURI(), "?")
+	return &egress.Request{Host: t.String(), Method: r.Method, Path: path, RawQuery: query, Header: r.Header, Upgrade: up}
 }
 
 // clip bounds a string an event keeps.

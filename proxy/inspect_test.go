@@ -45,6 +45,8 @@ type seen struct {
 	mu   sync.Mutex
 	reqs []string // "METHOD /path?query proto", then each header wanted
 	auth []string
+	hdrs []http.Header
+	raw  []string // each request's target as it arrived
 }
 
 func (s *seen) add(r *http.Request) {
@@ -52,6 +54,8 @@ func (s *seen) add(r *http.Request) {
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, r.Method+" "+r.URL.RequestURI()+" "+r.Proto)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.hdrs = append(s.hdrs, r.Header.Clone())
+	s.raw = append(s.raw, r.RequestURI)
 }
 
 func (s *seen) all() ([]string, []string) {
