@@ -103,9 +103,12 @@ type Request struct {
 	// Command and Args are what to run, as the agent asked.
 	Command string
 	Args    []string
-	// Env is added to the child's minimal environment (PATH, HOME, LANG
-	// and the proxy variables); the caller's own environment is never
-	// passed in, so host secrets in it stay outside.
+	// Env is added to the child's minimal environment (sandbox.BaseEnv:
+	// PATH, HOME, the caches, LANG; and the proxy variables), each entry
+	// replacing the variable of its name; the caller's own environment
+	// is never passed in, so host secrets in it stay outside. An entry
+	// that sets a variable airlock sets for containment is refused
+	// (ErrEnv).
 	Env []string
 	// Cwd is the working directory inside: absolute, or relative to
 	// /workspace; "" means /workspace.
@@ -161,6 +164,12 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	if err := e.checkEnv(req.Task, req.Env); err != nil {
+		return envRefused(req.RunID, "", 1, err), err
+	}
 	claim, err := e.log.BeginRun(req.RunID)
 	if err != nil {
 		err = fmt.Errorf("enforcer: %w", err)
@@ -172,9 +181,6 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 
 // run is Run once the run is claimed.
 func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
 	defer t.end()
 	sc := e.newScribe(t)
@@ -290,7 +296,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	kit.apply(&cfg)
 	cfg.Path, cfg.Dir = res.Path, req.Cwd
 	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), kit.env...), req.Env...)
+	cfg.Env = childEnv(e.pol.SearchPath(), kit.env, req.Env)
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
 	kit.close() // bound by now, or never to be

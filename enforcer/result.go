@@ -53,6 +53,10 @@ const (
 	// write. It replaces the child's own status: data the caller asked to
 	// keep is not there, so the run failed (docs/cli.md).
 	ExitFindings = 73
+	// ExitUsage is returned when the request itself was refused before
+	// anything was decided or run: its Env sets a variable airlock sets
+	// (ErrEnv). It is the command line's status for a usage error.
+	ExitUsage = 2
 )
 
 // ResultSchemaVersion is the version of Result's JSON form. It changes

@@ -54,7 +54,8 @@ type StepRequest struct {
 	// Command and Args are what to run, as the agent asked.
 	Command string
 	Args    []string
-	// Env is added to the child's minimal environment, as in Request.
+	// Env is added to the child's minimal environment, as in Request
+	// (ErrEnv).
 	Env []string
 	// Cwd is the working directory inside: absolute, or relative to
 	// /workspace; "" means /workspace.
@@ -324,6 +325,9 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		err := fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
 		return SetupResult(s.id, s.id, s.steps+1, err), err
 	}
+	if err := s.e.checkEnv(s.task, st.Env); err != nil {
+		return envRefused(s.id, s.id, s.steps+1, err), err
+	}
 	s.idle.Stop()
 	defer s.rearm()
 	if f := s.afterStep; f != nil {
@@ -424,7 +428,7 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: st.Cwd,
+	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: childEnv(s.e.pol.SearchPath(), s.env, st.Env), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 

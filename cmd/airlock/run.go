@@ -37,10 +37,12 @@ as it happens.
 An escalated command runs once with --approval ID, the id of an approval
 request an operator approved (airlock approve ID).
 
---env NAME=VALUE adds a variable; --env NAME passes NAME's value from here
-(nothing else of airlock's environment goes in). --cwd is the working
-directory inside, relative to /workspace; --timeout lowers the tool's
-wall-clock cap. --quiet prints only errors of airlock's own on stderr.
+--env NAME=VALUE sets a variable, replacing airlock's own of that name (HOME
+is /tmp/home, the caches under /tmp/cache); --env NAME passes NAME's value
+from here (nothing else of airlock's environment goes in); a proxy variable
+is airlock's, refused (exit 2). --cwd is the working directory inside,
+relative to /workspace; --timeout lowers the tool's wall-clock cap. --quiet
+prints only errors of airlock's own on stderr.
 
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 77 when the command gate denied it; 75 when it escalated and no

@@ -188,8 +188,9 @@ func newSessionExecCmd() *cobra.Command {
 decision, and runs an allowed command in the session's sandbox, in --cwd
 (relative to /workspace), with the tool's caps (--timeout lowers its wall
 clock). Its output is streamed; with --json it is captured instead and one
-result object (docs/result.md) is printed on stdout. --env K=V adds a
-variable; --env K passes K's value from here.
+result object (docs/result.md) is printed on stdout. --env K=V sets a
+variable, replacing airlock's own of that name; --env K passes K's value
+from here; a proxy variable is airlock's, refused (exit 2).
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
