@@ -74,6 +74,11 @@ const (
 	// EventEgressBudgetReached marks an egress budget's cap reached
 	// (kind egress, decision deny; docs/egress.md, "Budgets").
 	EventEgressBudgetReached = "egress_budget_reached"
+	// EventEgressFailed marks the end of an allowed egress request that
+	// could not reach its destination: a name that did not resolve, a
+	// refused connection, a failed TLS handshake (kind egress, decision
+	// info; docs/egress.md, "Allowed, then failed").
+	EventEgressFailed = "egress_failed"
 )
 
 // Event is one line of the audit stream. Seq, TS, Prev and Hash are set

@@ -179,3 +179,38 @@ python3 -c 'import urllib.request; print(urllib.request.urlopen("http://127.0.0.
 		t.Errorf("egress %+v: want the allowed request through the proxy", res.Egress)
 	}
 }
+
+// TestAllowedThenFailed: an allowed connection that then fails (nothing
+// listens on the allowlisted loopback port) is one stderr line as it
+// happens and an entry of the result's egressFailed, as a refusal is,
+// where it was in the audit log alone.
+func TestAllowedThenFailed(t *testing.T) {
+	testutil.RequireRoot(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	f := newFixtureWith(t, envPolicy(port), false, nil)
+	var out, notices bytes.Buffer
+	script := fmt.Sprintf(`python3 -c 'import urllib.request
+try:
+    urllib.request.urlopen("http://127.0.0.1:%s/simple/", timeout=10)
+except Exception as e:
+    print("failed:", e)'`, port)
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "shell", Task: "local", Command: "sh", Args: []string{"-c", script},
+		Stdout: &out, Stderr: &out, Notices: &notices})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(out.String(), "failed: HTTP Error 502") {
+		t.Fatalf("exit %d, %v:\n%s", res.ExitCode, err, out.String())
+	}
+	want := "airlock: egress: allowed, then failed: 127.0.0.1:" + port + ": dial tcp 127.0.0.1:" + port + ": connect: connection refused\n"
+	if notices.String() != want {
+		t.Errorf("notices %q, want %q", notices.String(), want)
+	}
+	if len(res.EgressFailed) != 1 || res.EgressFailed[0].Host != "127.0.0.1" || res.EgressFailed[0].Rule != "127.0.0.1:"+port ||
+		!strings.Contains(res.EgressFailed[0].Reason, "connection refused") {
+		t.Errorf("egressFailed %+v", res.EgressFailed)
+	}
+	checkResult(t, res)
+}

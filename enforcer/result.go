@@ -119,6 +119,12 @@ type Result struct {
 	// order, at most MaxEgressEntries; EgressOmitted counts those left out.
 	Egress        []EgressDecision `json:"egress" jsonschema:"required"`
 	EgressOmitted int              `json:"egressOmitted,omitempty"`
+	// EgressFailed lists the requests the egress gate allowed that then
+	// could not reach their destination (a name that did not resolve, a
+	// refused connection, a failed TLS handshake), in order, each with
+	// the allowing decision's rule and the failure as its reason; at most
+	// MaxEgressEntries, those left out counted in EgressOmitted too.
+	EgressFailed []EgressDecision `json:"egressFailed" jsonschema:"required"`
 	// Alerts lists the monitor's alerts raised while the command was
 	// decided and ran, at most MaxAlertEntries.
 	Alerts []Alert `json:"alerts" jsonschema:"required"`
@@ -242,7 +248,7 @@ const (
 func newResult(runID, session string, step int, d decision.Decision, at time.Time) Result {
 	return Result{SchemaVersion: ResultSchemaVersion, RunID: runID, Session: session, Step: step,
 		Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, StartedAt: at.UTC(),
-		Egress: []EgressDecision{}, Alerts: []Alert{}, FindingsSkipped: []string{}, Receipt: map[string]string{}}
+		Egress: []EgressDecision{}, EgressFailed: []EgressDecision{}, Alerts: []Alert{}, FindingsSkipped: []string{}, Receipt: map[string]string{}}
 }
 
 // SetupResult is the result of a command that airlock could not even
