@@ -24,10 +24,13 @@ package cmdgate
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -35,6 +38,7 @@ import (
 // concurrent use.
 type Gate struct {
 	tools map[string]*scope
+	names []string // the tools, sorted: the "did you mean" of an unknown one
 }
 
 // scope is one tool's rules, indexed by command.
@@ -113,6 +117,7 @@ func Compile(p *policy.Policy) *Gate {
 		s.names = "[" + strings.Join(names, ", ") + "]"
 		g.tools[tool] = s
 	}
+	g.names = slices.Sorted(maps.Keys(g.tools))
 	return g
 }
 
@@ -144,6 +149,7 @@ func (g *Gate) Signatures(tool, command string) []Signature {
 // The fixed reasons, one per decision path.
 const (
 	reasonNoScope   = "no scope for tool %q: deny by default"
+	reasonNoScopeOf = "no scope for tool %q: deny by default (did you mean %q?)"
 	reasonNotListed = "%q is not in the allowlist of tool %q (allowlist: %s): deny by default"
 	reasonNoSig     = "%q is in the allowlist of tool %q but its arguments match no signature: deny by default"
 	reasonRelative  = "%q names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny"
@@ -173,6 +179,9 @@ func ruleReason(v decision.Verdict, tool, command, name string) string {
 func (g *Gate) Decide(tool, command string, args []string, dir string) decision.Decision {
 	s := g.tools[tool]
 	if s == nil {
+		if near := strict.Closest(tool, g.names); near != "" {
+			return deny(reasonNoScopeOf, tool, near)
+		}
 		return deny(reasonNoScope, tool)
 	}
 	if hasNUL(command, args) {

@@ -62,6 +62,16 @@ func TestLabCases(t *testing.T) {
 	})
 }
 
+// TestUnknownToolNearest: a tool the policy lacks is denied with the
+// nearest tool it has, when one is near.
+func TestUnknownToolNearest(t *testing.T) {
+	runCases(t, seedGate(t), []gateCase{
+		{"run_test", "pytest", []string{"-v"}, decision.Deny, `no scope for tool "run_test": deny by default (did you mean "run_tests"?)`, ""},
+		{"Read_File", "cat", nil, decision.Deny, `no scope for tool "Read_File": deny by default (did you mean "read_file"?)`, ""},
+		{"deploy", "ls", nil, decision.Deny, `no scope for tool "deploy": deny by default`, ""},
+	})
+}
+
 func TestCrossToolInjection(t *testing.T) {
 	g := seedGate(t)
 	// Every command allowed to one tool is denied to every other tool.

@@ -66,6 +66,7 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 			if err != nil {
 				return err
 			}
+			warnTask(cmd, pol.Policy, task)
 			out := cmd.OutOrStdout()
 			switch {
 			case rawURL != "":

@@ -93,7 +93,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 // startSession checks the policy, resolves every path, and starts the
 // session's holder.
 func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd)
+	name, data, err := policySource(cmd, req.Task)
 	if err != nil {
 		return holder.Info{}, err
 	}
@@ -149,12 +149,14 @@ func resolveSession(req *enforcer.SessionRequest) error {
 // policySource is the policy the command line would use, checked, with
 // its bytes: the holder decides under exactly these, the bytes that were
 // checked (never the file read again, which may have been swapped since).
-func policySource(cmd *cobra.Command) (string, []byte, error) {
+// A task named that it has no allowlist for is warned of (warnTask).
+func policySource(cmd *cobra.Command, task string) (string, []byte, error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return "", nil, err
 	}
 	testHookPolicyLoaded(pol)
+	warnTask(cmd, pol.Policy, task)
 	if pol.Source == policy.EmbeddedName {
 		return pol.Source, pol.Data, nil
 	}
