@@ -22,7 +22,7 @@ import (
 
 // envPolicy has a shell tool, a task that reaches a loopback port through
 // an IP:port entry, one that inspects a host and gives it a credential,
-// the default session section.
+// and sessions stopped by a metadata_access alert.
 func envPolicy(port string) string {
 	return fmt.Sprintf(`{
   "toolScopes": {
@@ -35,7 +35,8 @@ func envPolicy(port string) string {
       "gh": [{"host": "api.example.com", "inspect": true}]
     },
     "credentials": [{"name": "tok", "host": "api.example.com", "scheme": "bearer", "fromEnv": "AIRLOCK_TEST_ENV_TOKEN", "sandboxEnv": "API_TOKEN"}]
-  }
+  },
+  "session": {"onAlert": ["metadata_access"]}
 }`, port)
 }
 
@@ -213,4 +214,69 @@ except Exception as e:
 		t.Errorf("egressFailed %+v", res.EgressFailed)
 	}
 	checkResult(t, res)
+}
+
+// TestSessionStoppedByAlert: under session.onAlert ["metadata_access"], a
+// step that asks the proxy for the metadata address (refused by the
+// floor, never dialled) freezes the session, keeps its evidence, ends
+// the step with ExitEscape and why, refuses the next step with the same,
+// and marks the findings untrusted, where the session went on.
+func TestSessionStoppedByAlert(t *testing.T) {
+	testutil.RequireRoot(t)
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	f := newFixtureWith(t, envPolicy("1"), true, nil)
+	findings := filepath.Join(t.TempDir(), "findings")
+	s, err := f.enf.OpenSession(context.Background(), enforcer.SessionRequest{Findings: findings})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := s.Exec(context.Background(), shStep(`echo kept > /findings/report.txt
+python3 -c 'import urllib.request
+try:
+    urllib.request.urlopen("http://169.254.169.254/latest/meta-data/", timeout=10)
+except Exception as e:
+    print("refused:", e)'
+sleep 30`, &out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != enforcer.ExitEscape || !strings.Contains(res.EscapeSuspected, "alert metadata_access (session.onAlert)") {
+		t.Fatalf("step: exit %d, escapeSuspected %q:\n%s", res.ExitCode, res.EscapeSuspected, out.String())
+	}
+	checkResult(t, res)
+	<-s.Done()
+	sum, _ := s.Summary()
+	if sum.Ended != enforcer.EndedEscape || sum.Evidence == "" || !strings.HasPrefix(sum.Evidence, filepath.Join(state, "airlock", "evidence")) {
+		t.Fatalf("summary %+v", sum)
+	}
+	for _, p := range []string{"summary.json", "sandbox/processes.json", "sandbox/mounts.txt"} {
+		if _, err := os.Stat(filepath.Join(sum.Evidence, p)); err != nil {
+			t.Errorf("evidence: %v", err)
+		}
+	}
+	next, err := s.Exec(context.Background(), shStep("true", nil))
+	if !errors.Is(err, enforcer.ErrSessionEnded) || next.ExitCode != enforcer.ExitEscape || !strings.Contains(next.EscapeSuspected, "alert metadata_access") {
+		t.Errorf("next step: exit %d, %q, %v", next.ExitCode, next.EscapeSuspected, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(findings, "UNTRUSTED")); err != nil || !strings.Contains(string(b), "alert metadata_access") {
+		t.Errorf("findings not marked untrusted: %v %q", err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(findings, "report.txt")); err != nil || string(b) != "kept\n" {
+		t.Errorf("findings: %v %q", err, b)
+	}
+	var escape bool
+	for _, ev := range f.events(s.ID()) {
+		if ev.Context.Event == audit.EventEscapeSuspected && ev.Context.Details["alert"] == "metadata_access" && ev.Context.Details["evidence"] == sum.Evidence {
+			escape = true
+		}
+	}
+	if !escape {
+		t.Error("no escape_suspected record naming the alert and the evidence")
+	}
+	if len(f.dials) != 0 {
+		t.Errorf("the proxy dialled %v", f.dials)
+	}
+	testutil.CheckNoSandboxLeft(t, s.ID())
 }

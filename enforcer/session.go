@@ -79,8 +79,12 @@ type SessionSummary struct {
 	Steps   int    `json:"steps"`
 	// Ended says why the session ended: closed, wall (its wall clock
 	// passed), idle (no command for its idle timeout), or escape (a sign
-	// that something inside reached the host).
+	// that something inside reached the host, or an alert of the
+	// policy's session.onAlert).
 	Ended string `json:"ended"`
+	// Evidence is the directory of the evidence kept when an alert
+	// stopped the session.
+	Evidence string `json:"evidence,omitempty"`
 	// CPUMs and PeakMemoryBytes are the whole session's.
 	CPUMs           int64 `json:"cpuMs"`
 	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
@@ -142,6 +146,11 @@ type Session struct {
 	warm    bool // the sandbox was built ahead (Pool)
 
 	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
+
+	findings atomic.Pointer[string] // the host directory the findings go to
+	stopOnce sync.Once
+	stopped  atomic.Pointer[string] // why an alert stopped the session, once one has (alertstop.go)
+	evidence atomic.Pointer[string] // where the stop kept its evidence
 
 	mu     sync.Mutex // held by Exec for a whole step, by Changes and by the end of Close
 	steps  int
@@ -235,6 +244,8 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
+	s.sc.alarm = s.alarmed
+	s.findings.Store(&req.Findings)
 	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
 	if err := e.signingReady(); err != nil {
 		return nil, fmt.Errorf("enforcer: session: %w", err)
@@ -321,9 +332,14 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if why := s.ending.Load(); why != nil {
+	if why := s.ending.Load(); why != nil || s.stopped.Load() != nil {
+		if stop := s.stopped.Load(); stop != nil {
+			why = stop
+		}
 		err := fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
-		return SetupResult(s.id, s.id, s.steps+1, err), err
+		res := SetupResult(s.id, s.id, s.steps+1, err)
+		s.stoppedBy(&res)
+		return res, err
 	}
 	if err := s.e.checkEnv(s.task, st.Env); err != nil {
 		return envRefused(s.id, s.id, s.steps+1, err), err
@@ -371,6 +387,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 			return s.e.setupFailed(s.sc, res, base, decided, err)
 		}
 		if !ok {
+			s.stoppedBy(&res)
 			return res, nil
 		}
 	}
@@ -408,6 +425,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	if res.EscapeSuspected != "" {
 		go s.end(EndedEscape)
 	}
+	s.stoppedBy(&res) // the stop ends the session itself, its evidence kept
 	return s.sc.finish(res)
 }
 
@@ -463,6 +481,8 @@ func recordDir(base *audit.Context, dir string) {
 func (s *Session) stepLost(res Result, base audit.Context, err error) (Result, error) {
 	why := s.ending.Load()
 	switch {
+	case s.stopped.Load() != nil:
+		s.stoppedBy(&res) // killed frozen, by the stop
 	case why != nil && *why == EndedWall:
 		k := KilledBySession
 		res.KilledBy, res.ExitCode, res.Signal = &k, 137, 9
@@ -487,7 +507,13 @@ func (s *Session) rearm() {
 
 // SetFindings changes the host directory that receives /findings when the
 // session ends ("" discards them).
-func (s *Session) SetFindings(dir string) error { return s.ss.SetFindings(dir) }
+func (s *Session) SetFindings(dir string) error {
+	if err := s.ss.SetFindings(dir); err != nil {
+		return err
+	}
+	s.findings.Store(&dir)
+	return nil
+}
 
 // Close ends the session: it kills every process, copies /findings out,
 // tears the sandbox down and stops the proxy, and records the teardown. It
@@ -517,17 +543,23 @@ func (s *Session) end(why string) {
 		s.idle.Stop()
 		td, err := s.ss.Close() // kills a step in flight
 		s.cancel()              // and ends an approver's wait
-		s.mu.Lock()             // so the step has returned now
+		if why == EndedEscape {
+			err = errors.Join(err, s.markUntrusted(endedWhy(why, s.caps, s.stopped.Load())))
+		}
+		s.mu.Lock() // so the step has returned now
 		defer s.mu.Unlock()
 		stopProxy(s.px)
 		s.canary.Close()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
+		if ev := s.evidence.Load(); ev != nil {
+			s.summary.Evidence = *ev
+		}
 		if err != nil {
 			s.summary.Error, s.closeErr = err.Error(), err
 		}
 		s.e.recordTeardown(s.sc, s.base, fmt.Sprintf("session %s ended (%s) after %d commands; every process of its sandbox ended; its cgroup, mounts and namespaces are gone",
-			s.id, endedWhy(why, s.caps), s.steps))
+			s.id, endedWhy(why, s.caps, s.stopped.Load()), s.steps))
 		// The session's end: a signed checkpoint, and the proofs of its
 		// records in it, when the log has a signer.
 		proof, perr := s.claim.End()
@@ -544,14 +576,17 @@ func (s *Session) end(why string) {
 	})
 }
 
-// endedWhy says why a session ended, for the teardown record.
-func endedWhy(why string, c policy.EffectiveSession) string {
-	switch why {
-	case EndedWall:
+// endedWhy says why a session ended, for the teardown record: stopped
+// is why an alert stopped it, if one did.
+func endedWhy(why string, c policy.EffectiveSession, stopped *string) string {
+	switch {
+	case why == EndedWall:
 		return fmt.Sprintf("its wall clock passed wallSeconds %g", c.WallSeconds)
-	case EndedIdle:
+	case why == EndedIdle:
 		return fmt.Sprintf("no command for idleSeconds %g", c.IdleSeconds)
-	case EndedEscape:
+	case why == EndedEscape && stopped != nil:
+		return "stopped by " + *stopped
+	case why == EndedEscape:
 		return "an escape signal was seen"
 	}
 	return "closed"

@@ -20,8 +20,9 @@ import (
 // and the session's: a record that cannot be written is never silent
 // (docs/audit.md, "Durability and failures").
 type scribe struct {
-	e   *Enforcer
-	cur atomic.Pointer[tally]
+	e     *Enforcer
+	cur   atomic.Pointer[tally]
+	alarm func([]audit.Event) // a session's, given every append's events (alertstop.go); nil for a run
 
 	mu     sync.Mutex
 	failed error // the first record refused outside any command's tally
@@ -49,6 +50,9 @@ func (s *scribe) emit(ev audit.Event, all []audit.Event, err error) error {
 	}
 	if t := s.cur.Load(); t != nil {
 		t.saw(all)
+	}
+	if s.alarm != nil {
+		s.alarm(all)
 	}
 	if s.e.opts.OnEvent != nil {
 		for _, w := range all {

@@ -159,4 +159,9 @@ type Session struct {
 	// Egress caps the session's traffic over its whole life, for all its
 	// steps together, and per host.
 	Egress *Budget `json:"egress,omitempty"`
+	// OnAlert names the monitor's alerts that stop the session when its
+	// own records raise one: its sandbox frozen, evidence kept, the step
+	// ended with exit 121 and every later step refused (docs/sessions.md,
+	// "Stopped by an alert").
+	OnAlert []string `json:"onAlert,omitempty" jsonschema:"uniqueItems=true"`
 }

@@ -199,7 +199,9 @@ Exit status: as airlock run — the child's own; 128+N when it died of signal N
 could not be executed; 127 not installed; 125 airlock could not run it (no
 such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
 terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
-before it is killed). The session goes on either way.`,
+before it is killed). The session goes on either way, but for 121: the
+sandbox's init died, or an alert the policy's session.onAlert names stopped
+the session (docs/sessions.md).`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
