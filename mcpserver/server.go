@@ -39,6 +39,11 @@ type Config struct {
 	// clients together; a call that would open one more is refused. 0
 	// means DefaultMaxSessions.
 	MaxSessions int
+	// MaxClients bounds the MCP sessions the streamable HTTP handler
+	// holds at once, an initialized one that never called a tool
+	// included; a request that would open one more is answered 503. 0
+	// means DefaultMaxClients.
+	MaxClients int
 	// Pool is how many sandboxes the server keeps built ahead for its
 	// policy and Task (enforcer.Pool), 0 to enforcer.MaxPool; each MCP
 	// session's sandbox session opens on one when one is ready, cold
@@ -65,6 +70,8 @@ type Server struct {
 	idle  time.Duration  // when the server closes an idle sandbox session itself
 	pool  *enforcer.Pool // sandboxes built ahead; nil without Config.Pool
 
+	slots chan struct{} // one per MCP session the HTTP handler holds (Config.MaxClients)
+
 	mu      sync.Mutex
 	clients map[*mcp.ServerSession]*client
 	open    int // sandbox sessions open
@@ -75,6 +82,10 @@ type Server struct {
 // DefaultMaxSessions is Config.MaxSessions when it is 0: a client that
 // opens MCP sessions in a loop gets no more sandboxes than this.
 const DefaultMaxSessions = 16
+
+// DefaultMaxClients is Config.MaxClients when it is 0: an MCP session
+// that only initialized costs the server some 30 KiB until it ends.
+const DefaultMaxClients = 64
 
 // sessionVersions are the protocol versions the server speaks: every
 // version the SDK has before 2026-07-28, whose stateless protocol has no
@@ -103,10 +114,14 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
 	if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
 		return nil, fmt.Errorf("mcpserver: pool of %d sandboxes: want 0 to %d", cfg.Pool, enforcer.MaxPool)
 	}
-	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{}}
+	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{},
+		slots: make(chan struct{}, cfg.MaxClients)}
 	s.idle = earlier(s.caps.Idle())
 	if cfg.Notices != nil {
 		s.notes = linelog.New(cfg.Notices)
@@ -182,6 +197,11 @@ func (s *Server) Close(ctx context.Context) error {
 			c.drop("the server shut down")
 			_ = ss.Close()
 		})
+	}
+	for ss := range s.mcp.Sessions() {
+		if clients[ss] == nil {
+			wg.Go(func() { _ = ss.Close() }) // one that never called a tool
+		}
 	}
 	done := make(chan struct{})
 	go func() {
