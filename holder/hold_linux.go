@@ -344,9 +344,7 @@ func (hd *held) exec(c *net.UnixConn, x execRequest, files []*os.File) response 
 		Cwd: string(x.Cwd), Timeout: msDuration(x.TimeoutMs), Approval: string(x.Approval), Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
 	closeFiles(files) // the client's relays see the end of the output
 	resp := response{Result: &res}
-	if err != nil {
-		resp.Error, resp.Ended = err.Error(), errors.Is(err, enforcer.ErrSessionEnded)
-	}
+	resp.fail(err)
 	return resp
 }
 
@@ -386,7 +384,9 @@ func strs(bs [][]byte) []string {
 func (hd *held) changes(f *os.File) response {
 	ch, err := hd.sess.Changes()
 	if err != nil {
-		return response{Error: err.Error(), Ended: errors.Is(err, enforcer.ErrSessionEnded)}
+		var resp response
+		resp.fail(err)
+		return resp
 	}
 	if _, err := f.Write(ch.Patch); err != nil {
 		return response{Error: "holder: write the patch: " + err.Error()}
@@ -403,10 +403,10 @@ func (hd *held) stop(req request, resp response) response {
 		}
 	}
 	sum, err := hd.sess.Close(context.Background())
-	resp.Summary = &sum
-	if err != nil && resp.Error == "" {
-		resp.Error = err.Error()
+	if resp.Error == "" {
+		resp.fail(err)
 	}
+	resp.Summary = &sum
 	return resp
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -72,11 +73,12 @@ type Server struct {
 
 	slots chan struct{} // one per MCP session the HTTP handler holds (Config.MaxClients)
 
-	mu      sync.Mutex
-	clients map[*mcp.ServerSession]*client
-	open    int // sandbox sessions open
-	closed  bool
-	wg      sync.WaitGroup // the clients' watchers
+	mu         sync.Mutex
+	clients    map[*mcp.ServerSession]*client
+	open       int // sandbox sessions open
+	closed     bool
+	unrecorded string         // the first record of a session the audit log refused
+	wg         sync.WaitGroup // the clients' watchers
 }
 
 // DefaultMaxSessions is Config.MaxSessions when it is 0: a client that
@@ -183,6 +185,9 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // Close tears down the sandboxes built ahead and not handed out, closes
 // every client's sandbox session, writing its findings and patch, ends
 // every MCP session, and serves no new one; it waits for them or for ctx.
+// Its error wraps enforcer.ErrAudit when a record of any sandbox session
+// the server ran (a call's, a teardown) could not be written to the audit
+// log: each was a notice, and the call's result, as it happened.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -217,7 +222,26 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.notes != nil {
 		s.notes.Close(time.Second)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unrecorded != "" {
+		return fmt.Errorf("mcpserver: %w: %s", enforcer.ErrAudit, s.unrecorded)
+	}
 	return nil
+}
+
+// lost says, in a notice, that the audit log refused a record of MCP
+// session id's (AuditError), and keeps the first for Close.
+func (s *Server) lost(id, record string) {
+	if record == "" {
+		return
+	}
+	s.notice("%s: audit: error: %s", id, termtext.Escape(record))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unrecorded == "" {
+		s.unrecorded = record
+	}
 }
 
 // reserve takes one of the MaxSessions places for a sandbox session;

@@ -54,8 +54,10 @@ session only and is torn down with it; another is built in the background.
 MCP sessions at once (64 by default), one that only initialized included: a
 request for one more is answered 503. See docs/mcp.md.
 
-Exit status 0 when the client went or a signal stopped it; 125 when it could
-not start; 2 for a mistake in the command line.`,
+Exit status 0 when the client went or a signal stopped it; 74 when, by then,
+the audit log had refused a record of a session it ran (a full disk: each one
+an "audit: error" line on stderr as it happened, and in the call's result);
+125 when it could not start; 2 for a mistake in the command line.`,
 		Example: `  airlock mcp --policy policy.json --workspace . --patch agent.patch
   airlock mcp --http 127.0.0.1:8765 --token-file ~/.airlock-mcp-token`,
 		Args: cobra.NoArgs,
@@ -80,7 +82,12 @@ not start; 2 for a mistake in the command line.`,
 					return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: --patch %s: its directory must exist", cfg.Patch)}
 				}
 			}
-			if err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote, noElicit); err != nil {
+			err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote, noElicit)
+			switch {
+			case errors.Is(err, enforcer.ErrAudit):
+				// Each record lost was a notice as it happened.
+				return &exitError{Code: enforcer.ExitAudit}
+			case err != nil:
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: %w", err)}
 			}
 			return nil
