@@ -302,7 +302,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer stopProxy(px)
+	// Stopped before the outcome is recorded, when the run ends: what it
+	// records then (the refusals it held to count them, its connections'
+	// ends) is in the result, and a failure to record it is not lost.
+	stopped := sync.OnceFunc(func() { stopProxy(px) })
+	defer stopped()
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
@@ -346,6 +350,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
+	stopped()
 	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)
