@@ -186,10 +186,15 @@ func TestDiffCases(t *testing.T) {
 			name: "paths git refuses",
 			orig: map[string]node{".git/config": file("[core]\n"), "src/a": file("a\n")},
 			mod: map[string]node{".git/config": file("[core]\n\tfsmonitor = evil\n"), ".git/hooks/post-checkout": execFile("evil\n"),
-				"sub/.GIT/x": file("x\n"), "sub/git~1/y": file("y\n"), ".gitmodules": link("/etc/passwd"), "src/a": file("A\n")},
+				"sub/.GIT/x": file("x\n"), "sub/git~1/y": file("y\n"), ".gitmodules": link("/etc/passwd"), "src/a": file("A\n"),
+				// NTFS's alternate data streams, HFS+'s ignored code points.
+				".git:x": file("x\n"), "sub/git~1:y": file("y\n"), `w\.git::$INDEX_ALLOCATION`: file("z\n"),
+				".g\u200cit/hooks/x": file("x\n"), "d/gi7eba~1": link("/etc/passwd"), "d/.gitmodules :x": link("t")},
 			kinds: map[string]Kind{".git/config": Modified, ".git/hooks/post-checkout": Added, "sub/.GIT/x": Added,
-				"sub/git~1/y": Added, ".gitmodules": Added, "src/a": Modified},
-			omitted: []string{".git/config", ".git/hooks/post-checkout", "sub/.GIT/x", "sub/git~1/y", ".gitmodules"},
+				"sub/git~1/y": Added, ".gitmodules": Added, "src/a": Modified, ".git:x": Added, "sub/git~1:y": Added,
+				`w\.git::$INDEX_ALLOCATION`: Added, ".g\u200cit/hooks/x": Added, "d/gi7eba~1": Added, "d/.gitmodules :x": Added},
+			omitted: []string{".git/config", ".git/hooks/post-checkout", "sub/.GIT/x", "sub/git~1/y", ".gitmodules", ".git:x",
+				"sub/git~1:y", `w\.git::$INDEX_ALLOCATION`, ".g\u200cit/hooks/x", "d/gi7eba~1", "d/.gitmodules :x"},
 		},
 		{
 			name:  "fifo",

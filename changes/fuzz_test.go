@@ -21,7 +21,8 @@ func (g *gen) n(k int) int {
 
 var (
 	fuzzNames = []string{"a", "b", "c", "d", "sp ace", "q\"t", "caf\u00e9", "n\nl", "t\tb", `x\y`, ".git", "git~1",
-		".gitmodules", "-", "trailing ", "\x01"}
+		".gitmodules", "-", "trailing ", "\x01",
+		".git:x", ".g\u200cit", "x b"}
 	fuzzLines   = []string{"one\n", "two\n", "three\n", "four\r\n", "\n", "  indented\n", "five\n", "six\n"}
 	fuzzTargets = []string{"a", "../x", "/etc/shadow", "..", "d/b", "sp ace"}
 )
