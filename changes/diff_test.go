@@ -197,6 +197,16 @@ func TestDiffCases(t *testing.T) {
 				"sub/git~1:y", `w\.git::$INDEX_ALLOCATION`, ".g\u200cit/hooks/x", "d/gi7eba~1", "d/.gitmodules :x"},
 		},
 		{
+			name:  "whole file past the line limit",
+			orig:  map[string]node{"w": file("1\n2\n3\n4\n"), "nonl": file("a\nb\nc"), "small": file("x\ny\n")},
+			mod:   map[string]node{"w": file("1\n2\nthree\n4\n5\n"), "nonl": file("a\nb\nC"), "small": file("x\nY\n")},
+			lim:   Limits{DiffLines: 2},
+			kinds: map[string]Kind{"w": Modified, "nonl": Modified, "small": Modified},
+			contains: []string{"@@ -1,4 +1,5 @@\n-1\n-2\n-3\n-4\n+1\n+2\n+three\n+4\n+5\n",
+				"@@ -1,3 +1,3 @@\n-a\n-b\n-c\n\\ No newline at end of file\n+a\n+b\n+C\n\\ No newline at end of file\n",
+				"@@ -1,2 +1,2 @@\n x\n-y\n+Y\n"},
+		},
+		{
 			name:  "fifo",
 			orig:  map[string]node{"was": file("w\n"), "k": file("k\n"), "p": {fifo: true}, "d/f": file("f\n")},
 			mod:   map[string]node{"was": {fifo: true}, "new": {fifo: true}, "k": file("K\n"), "p/x": file("x\n"), "d": {fifo: true}},

@@ -162,6 +162,8 @@ func trees(data []byte) (orig, mod map[string]node, lim Limits) {
 		lim = Limits{Files: 1 + g.n(4)}
 	case 2:
 		lim = Limits{FileBytes: int64(1 + g.n(100))}
+	case 3:
+		lim = Limits{DiffLines: 1 + g.n(8)}
 	}
 	return orig, mod, lim
 }

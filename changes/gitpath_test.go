@@ -66,7 +66,7 @@ func checkAsGit(t *testing.T, p string, link bool) {
 		_, blob := hashes([]byte("t"))
 		writeLine(&b, "new file mode", ModeSymlink.String())
 		writeLine(&b, "index", zeroID+".."+blob)
-		if err := writeText(&b, "", p, nil, []byte("t")); err != nil {
+		if err := writeText(&b, "", p, nil, []byte("t"), 1); err != nil {
 			t.Fatal(err)
 		}
 	} else {
