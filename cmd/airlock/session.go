@@ -296,7 +296,11 @@ unified diff in git's format, applicable with git apply to the original tree.
 It is written by whatever ran in the sandbox: read it before you apply it;
 airlock never applies it. Without --patch it goes to stdout (never to a
 terminal); with --patch FILE it goes to FILE and the changed paths are listed
-on stdout.`,
+on stdout.
+
+Exit status 0 when the patch carries every change; 73 when it was written but
+leaves changes out (the changed paths say which and why) or its list of changed
+paths was lost; 125 when no patch was made (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -311,13 +315,14 @@ on stdout.`,
 			if derr := done(); err == nil {
 				err = derr
 			}
-			if err != nil {
+			lost := errors.Is(err, holder.ErrAnswerLost) // the patch was written
+			if err != nil && !lost {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session changes: %w", err)}
 			}
 			if patch != "" {
 				printManifest(cmd.OutOrStdout(), ch)
 			}
-			return nil
+			return patchStatus("session changes", &ch, err)
 		},
 	}
 	cmd.Flags().StringVar(&patch, "patch", "", "write the patch to this file and list the changed paths")
@@ -364,9 +369,23 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 	}
 }
 
-// exitPatchLost is session stop's status when the session stopped but
-// the patch asked for could not be made (EX_CANTCREAT).
-const exitPatchLost = 73
+// exitPatchShort is the status of session changes and stop when the
+// patch asked for is not all there: it could not be made, it leaves
+// changes out, or the holder's answer was lost (EX_CANTCREAT).
+const exitPatchShort = 73
+
+// patchStatus is the status of a command that wrote a patch: the patch
+// is short when err (which matches holder.ErrNoPatch or ErrAnswerLost)
+// says it is, or when ch (nil without a patch) leaves changes out.
+func patchStatus(what string, ch *enforcer.Changes, err error) error {
+	switch {
+	case err != nil:
+		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %w", what, err)}
+	case ch != nil && ch.Incomplete != "":
+		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %s", what, ch.Incomplete)}
+	}
+	return nil
+}
 
 func newSessionStopCmd() *cobra.Command {
 	var (
@@ -381,8 +400,9 @@ kills every process of the session, copies /findings to --findings (else where
 start said), tears the sandbox down, and prints what the session did (with
 --json, one object).
 
-Exit status 0; 73 when the session stopped but the patch could not be made;
-125 when there is no such session.`,
+Exit status 0; 73 when the session stopped but the patch asked for could not be
+made or leaves changes out, or the holder's answer was lost after it stopped;
+125 when nothing was stopped (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -407,26 +427,28 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 			if derr := done(); err == nil {
 				err = derr
 			}
-			var lost error
-			if errors.Is(err, holder.ErrNoPatch) {
-				lost, err = err, nil // stopped: say so, then that the patch is lost
+			var short error
+			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
+				short, err = err, nil // stopped: say so, then what of the patch is lost
 			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
-			if asJSON {
+			switch {
+			case sum.Session == "": // the answer was lost
+			case asJSON:
 				err = printJSON(cmd, struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch})
-			} else {
+			default:
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
 			}
-			if lost != nil {
-				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
+			if serr := patchStatus("session stop", ch, short); serr != nil {
+				return serr
 			}
 			return err
 		},
