@@ -51,8 +51,7 @@ func writeLine(b *bytes.Buffer, key, value string) {
 // into new; aPath or bPath is "" for an absent side (/dev/null). An empty
 // side, or one of more than maxLines lines, makes one hunk of both whole
 // files (writeWhole): the line diff's memory grows with the lines, by a
-// few hundred bytes each, so that a file of short lines cost the holder
-// hundreds of MiB.
+// few hundred bytes each (a 4 MiB file of short lines took 1.7 GiB).
 func writeText(b *bytes.Buffer, aPath, bPath string, old, new []byte, maxLines int) error {
 	a, z := "/dev/null", "/dev/null"
 	if aPath != "" {
