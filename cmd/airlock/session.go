@@ -189,7 +189,9 @@ decision, and runs an allowed command in the session's sandbox, in --cwd
 (relative to /workspace), with the tool's caps (--timeout lowers its wall
 clock). Its output is streamed; with --json it is captured instead and one
 result object (docs/result.md) is printed on stdout. --env K=V adds a
-variable; --env K passes K's value from here.
+variable; --env K passes K's value from here. --approval ID runs an escalated
+command once, asked for exactly as its request showed it: the same command,
+--env, --cwd and stdin (read to its end first, at most 1 MiB).
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
