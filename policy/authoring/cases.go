@@ -161,6 +161,14 @@ func literalWord(w *syntax.Word) error {
 			if i == 0 && strings.HasPrefix(x.Value, "~") {
 				return fmt.Errorf("command line: quote the word %q: a shell would expand ~", x.Value)
 			}
+			for j := 0; j < len(x.Value); j++ {
+				switch x.Value[j] {
+				case '\\':
+					j++
+				case '*', '?', '[':
+					return fmt.Errorf("command line: quote the word %q: a shell would expand it as a glob", x.Value)
+				}
+			}
 		case *syntax.SglQuoted:
 		case *syntax.DblQuoted:
 			for _, q := range x.Parts {

@@ -24,7 +24,8 @@ const oldPolicy = `{
       {"host": "api.github.com", "inspect": true, "rules": [{"name": "read", "methods": ["GET"], "paths": ["/repos/acme/**"]}]},
       {"host": "uploads.github.com", "inspect": true, "rules": [{"name": "read", "methods": ["GET"]}]}]},
     "alwaysBlocked": ["evil.example"],
-    "credentials": [{"name": "gh", "host": "api.github.com", "scheme": "bearer", "fromEnv": "GH_TOKEN", "methods": ["GET"], "tasks": ["ci"]}],
+    "credentials": [{"name": "gh", "host": "api.github.com", "scheme": "bearer", "fromEnv": "GH_TOKEN", "methods": ["GET"], "tasks": ["ci"],
+      "pathPrefixes": ["/repos/"]}],
     "budgets": {"ci": {"bytesOut": 1000}}
   },
   "require": ["seccomp"],
@@ -125,6 +126,9 @@ func TestDiffKinds(t *testing.T) {
 		{"a credential for every task", func(p *policy.Policy) {
 			p.Egress.Credentials[0].Tasks = nil
 		}, []string{KindCredentialWidened}},
+		{"a credential for more paths", func(p *policy.Policy) {
+			p.Egress.Credentials[0].PathPrefixes = []string{"/repos/", "/orgs/"}
+		}, []string{KindCredentialWidened}},
 		{"a new credential", func(p *policy.Policy) {
 			p.Egress.Credentials = append(p.Egress.Credentials, policy.Credential{Name: "gh2", Host: "api.github.com", Scheme: "bearer", FromEnv: "T"})
 		}, []string{KindCredentialWidened}},
@@ -139,6 +143,9 @@ func TestDiffKinds(t *testing.T) {
 		}, []string{KindBudgetRaised}},
 		{"a budget removed", func(p *policy.Policy) {
 			p.Session.Egress = nil
+		}, []string{KindBudgetRaised}},
+		{"a budget's cap removed", func(p *policy.Policy) {
+			p.Egress.Budgets["ci"] = policy.Budget{}
 		}, []string{KindBudgetRaised}},
 		{"require dropped", func(p *policy.Policy) { p.Require = nil }, []string{KindRequireDropped}},
 		{"a weaker mode", func(p *policy.Policy) { p.WeakerModes = []string{"egress-unenforced"} }, []string{KindWeakerMode}},

@@ -142,12 +142,15 @@ func (s *suggester) readRequest(ev audit.Event, t egress.Target, subject string)
 		s.leave(subject, "the gate refuses its destination now: "+host.Why(), rec)
 	case host.Rule != entry:
 		s.leave(subject, "its destination is now allowed through entry "+quote(host.Rule)+", not "+quote(entry), rec)
+	case !e.Inspected():
+		s.leave(subject, "entry "+quote(entry)+" is not inspected now: what it carries is not decided request by request", rec)
+	case !e.HasRules():
+		s.leave(subject, "entry "+quote(entry)+" has no rules, so it allows every request; this one was refused for what it asked: "+
+			termtext.Clip(ev.Reason, 256), rec)
 	case req.Allowed():
 		s.leave(subject, "the policy allows it now", rec)
 	case req.Rule != "":
 		s.leave(subject, "refused by rule "+quote(req.Rule)+" of entry "+quote(entry)+": "+req.Why()+"; suggest never removes a rule", rec)
-	case !e.HasRules():
-		s.leave(subject, "entry "+quote(entry)+" allows every request; this one was refused for itself: "+req.Why(), rec)
 	default:
 		s.requests.add(requestKey{c.Task, entry, method}, requestRefusal{example: method + " " + x.URL.String(), path: canon, x: x, rec: rec})
 	}
