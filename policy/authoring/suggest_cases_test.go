@@ -174,9 +174,9 @@ func TestSuggestCommandLines(t *testing.T) {
 		risks[s.Summary] = s.Risks
 	}
 	for summary, want := range map[string]string{
-		`tool "ci": allow go test ...`:                            "wider than each refusal: any arguments after go test (3 refused command lines start so)",
+		`tool "ci": allow go test ...`:                                      "wider than each refusal: any arguments after go test (3 refused command lines start so)",
 		`tool "ci": allow sh -c 'make a' | sh -c 'make b' | sh -c 'make c'`: "a shell with -c",
-		`tool "ci": allow /workspace/build.sh --fast`:              "a program under a tree the sandbox writes",
+		`tool "ci": allow /workspace/build.sh --fast`:                       "a program under a tree the sandbox writes",
 	} {
 		if !slices.ContainsFunc(risks[summary], func(r string) bool { return strings.Contains(r, want) }) {
 			t.Errorf("%s: risks %q, want %q (all: %v)", summary, risks[summary], want, risks)
