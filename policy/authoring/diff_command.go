@@ -83,32 +83,33 @@ func diffCommands(c *changes, a, b *policy.Policy, da, db *decider) {
 				if !hadScope {
 					c.add(KindNewTool, "tool "+tool, "", "%s has no scope for the tool", c.a)
 				}
-				shown := termtext.Argv(argv)
+				probe := termtext.Argv(argv)
 				if len(args) > 0 && args[len(args)-1] == fresh {
-					shown = termtext.Argv(argv[:len(argv)-1]) + " ..."
+					probe = termtext.Argv(argv[:len(argv)-1]) + " ..."
 				}
 				r := ruleNamed(tsb, ob.Rule)
-				what := func(more string) string {
+				what := func(shown, more string) string {
 					s := "rule " + quote(ob.Rule) + " " + ob.Verdict.String() + "s " + shown
 					if more != "" {
 						s += " (" + more + ")"
 					}
 					return s
 				}
+				sig := shownSig(r, args)
 				key := command + "\x00" + ob.Rule
 				switch {
 				case shellRule(r):
-					c.add(KindShellRule, "tool "+tool, key, "%s", what("a shell given a script with -c"))
+					c.add(KindShellRule, "tool "+tool, key, "%s", what(sig, "a shell given a script with -c"))
 				case workspaceProgram(b, tool, command):
-					c.add(KindWorkspaceProgram, "tool "+tool, key, "%s", what("a program under a tree the sandbox writes"))
+					c.add(KindWorkspaceProgram, "tool "+tool, key, "%s", what(sig, "a program under a tree the sandbox writes"))
 				case !namedBy(tsa, command):
-					c.add(KindNewCommand, "tool "+tool, key, "%s", what(""))
+					c.add(KindNewCommand, "tool "+tool, key, "%s", what(sig, ""))
 				case oa.Verdict == decision.Deny && oa.Rule != "":
-					c.add(KindDenyDropped, "tool "+tool, key+"\x00"+oa.Rule, "%s", what(c.a+"'s deny rule "+quote(oa.Rule)+" refuses it"))
+					c.add(KindDenyDropped, "tool "+tool, key+"\x00"+oa.Rule, "%s", what(probe, c.a+"'s deny rule "+quote(oa.Rule)+" refuses it"))
 				case oa.Verdict == decision.Escalate:
-					c.add(KindEscalationDropped, "tool "+tool, key+"\x00"+oa.Rule, "%s", what(c.a+"'s rule "+quote(oa.Rule)+" escalates it"))
+					c.add(KindEscalationDropped, "tool "+tool, key+"\x00"+oa.Rule, "%s", what(probe, c.a+"'s rule "+quote(oa.Rule)+" escalates it"))
 				default:
-					c.add(KindWiderSignature, "tool "+tool, key, "%s", what(widerHow(sigsOf(tsa.Allow, command), r, args, c.a)))
+					c.add(KindWiderSignature, "tool "+tool, key, "%s", what(sig, widerHow(sigsOf(tsa.Allow, command), r, args, c.a)))
 				}
 			}
 		}
@@ -130,24 +131,41 @@ func ruleNamed(ts policy.ToolScope, name string) policy.CommandPattern {
 	return policy.CommandPattern{}
 }
 
+// matchedSig is the signature of rule r that the arguments args match.
+func matchedSig(r policy.CommandPattern, args []string) (sig, bool) {
+	for _, s := range sigsOf([]policy.CommandPattern{r}, r.Command) {
+		if len(args) >= len(s.args) && slices.Equal(args[:len(s.args)], s.args) && (s.extra || len(args) == len(s.args)) {
+			return s, true
+		}
+	}
+	return sig{}, false
+}
+
+// shownSig shows the signature of rule r that args match: the command
+// line, and " ..." when more arguments may follow.
+func shownSig(r policy.CommandPattern, args []string) string {
+	s, _ := matchedSig(r, args)
+	shown := termtext.Argv(append([]string{r.Command}, s.args...))
+	if s.extra {
+		shown += " ..."
+	}
+	return shown
+}
+
 // widerHow says how rule r is wider than the allow signatures old of
 // the policy named a, for the same command, on the command line args.
 func widerHow(old []sig, r policy.CommandPattern, args []string, a string) string {
-	for _, s := range sigsOf([]policy.CommandPattern{r}, r.Command) {
-		if !s.extra {
-			continue
-		}
-		if len(args) < len(s.args) || !slices.Equal(args[:len(s.args)], s.args) {
-			continue
-		}
+	s, _ := matchedSig(r, args)
+	if s.extra {
 		for _, o := range old {
 			switch {
 			case slices.Equal(o.args, s.args) && !o.extra:
 				return "allowExtraArgs on a signature " + a + " matches exactly"
-			case len(o.args) > len(s.args) && slices.Equal(o.args[:len(s.args)], s.args):
-				return "a shorter prefix than " + a + "'s " + termtext.Argv(o.args)
+			case o.extra && len(o.args) > len(s.args) && slices.Equal(o.args[:len(s.args)], s.args):
+				return "a shorter prefix than " + a + "'s " + termtext.Argv(append([]string{r.Command}, o.args...)) + " ..."
 			}
 		}
+		return "any arguments after it, where " + a + " allows fewer command lines"
 	}
 	return "a signature " + a + " does not have"
 }

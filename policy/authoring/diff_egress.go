@@ -124,13 +124,17 @@ func diffEgress(c *changes, a, b *policy.Policy, da, db *decider) {
 				reported[ob.Rule] = true
 				e, _ := egress.ParseEntry(ob.Rule)
 				class, public := egress.AddrClass(t.Addr)
+				dest := t.String()
+				if e.Port == 0 {
+					dest = egress.Target{Name: t.Name, Addr: t.Addr}.String() + " on any port"
+				}
 				switch {
 				case e.Kind == egress.EntrySuffix || e.Kind == egress.EntryAny:
-					c.add(KindNewWildcard, "task "+task, ob.Rule, "entry %s reaches %s and every name like it", quote(ob.Rule), t)
+					c.add(KindNewWildcard, "task "+task, ob.Rule, "entry %s reaches %s, and every name like it", quote(ob.Rule), dest)
 				case t.IsIP() && !public:
-					c.add(KindPrivateReach, "task "+task, ob.Rule, "entry %s reaches %s, %s", quote(ob.Rule), t, class)
+					c.add(KindPrivateReach, "task "+task, ob.Rule, "entry %s reaches %s, %s", quote(ob.Rule), dest, class)
 				default:
-					c.add(KindNewHost, "task "+task, ob.Rule, "entry %s reaches %s", quote(ob.Rule), t)
+					c.add(KindNewHost, "task "+task, ob.Rule, "entry %s reaches %s", quote(ob.Rule), dest)
 				}
 			}
 		}
