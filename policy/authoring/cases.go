@@ -99,7 +99,7 @@ func parseCase(line string, p *policy.Policy) (Case, error) {
 		return Case{}, errors.New("escalate is the command gate's: an egress case is allow or deny")
 	}
 	c.Task = name
-	c.Example, err = policy.ParseEntryExample(rest)
+	c.Example, err = policy.ParseEntryExample(strings.Join(strings.Fields(rest), " "))
 	return c, err
 }
 

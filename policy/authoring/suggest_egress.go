@@ -67,6 +67,8 @@ func (s *suggester) readEgress(ev audit.Event) {
 	}
 	why := ""
 	switch {
+	case c.Protocol == "socks4" || c.Protocol == "unknown":
+		why = "the proxy refused the connection before any egress decision: " + termtext.Clip(ev.Reason, 256)
 	case c.Details["budget"] != "":
 		why = "refused by budget " + quote(c.Details["budget"]) + ", whose cap was reached (see the budget's own record)"
 	case c.Task == policy.NoTask:
