@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,15 +15,16 @@ import (
 
 func newPolicySuggestCmd() *cobra.Command {
 	var (
-		auditFile     string
-		asJSON, exact bool
-		sel           selection
+		auditFile, until string
+		asJSON, exact    bool
+		sel              selection
 	)
 	cmd := &cobra.Command{
-		Use:   "suggest [--policy FILE] [--audit FILE] [--run ID | --session ID | --since T] [--exact] [--json]",
+		Use:   "suggest [--policy FILE] [--audit FILE] [--run ID | --session ID | --since T --until T] [--exact] [--json]",
 		Short: "Propose the smallest additions to a policy that would have allowed what was refused",
 		Long: `suggest reads the refusals in the audit log (its chain verified), selected by
---run, --session, --tool, --kind and --since as audit timeline selects, and
+--run, --session, --tool, --kind and --since as audit timeline selects (and
+--until, the end of a time window: a duration before now or a time), and
 proposes the smallest additions to the policy (--policy, else $AIRLOCK_POLICY,
 else the embedded default) that would have allowed them: command rules of
 exact command lines (the common prefix of three or more with one first
@@ -44,6 +46,11 @@ test), then save it. Exit status 0, 1 when the policy or the log will not do.`,
 			filter, err := sel.filter("suggest")
 			if err != nil {
 				return err
+			}
+			if until != "" {
+				if filter.Until, err = parseSince(until, time.Now()); err != nil {
+					return usageError{fmt.Errorf("policy suggest: --until: %w", err)}
+				}
 			}
 			pol, err := loadPolicy(cmd)
 			if err != nil {
@@ -84,6 +91,7 @@ test), then save it. Exit status 0, 1 when the policy or the log will not do.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
+	f.StringVar(&until, "until", "", "only events before this long ago (10m, 2h) or this RFC 3339 time")
 	f.BoolVar(&exact, "exact", false, "propose exact command lines only, never a common prefix")
 	f.BoolVar(&asJSON, "json", false, `print {"policy","suggestions","leftOut"} as one JSON object instead of the changed policy`)
 	sel.add(cmd)

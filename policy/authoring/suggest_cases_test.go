@@ -376,4 +376,12 @@ func TestReadLog(t *testing.T) {
 	if got, err := ReadLog(bytes.NewReader(data), audit.Filter{Tool: "nobody"}); err != nil || len(got) != 0 {
 		t.Errorf("the filter: %v %v", got, err)
 	}
+	all, err := ReadLog(bytes.NewReader(data), audit.Filter{})
+	if err != nil || len(all) != 2 {
+		t.Fatalf("read %v %v", all, err)
+	}
+	window := audit.Filter{Since: all[0].TS, Until: all[1].TS}
+	if got, err := ReadLog(bytes.NewReader(data), window); err != nil || len(got) != 1 || got[0].Seq != all[0].Seq {
+		t.Errorf("the window [%v, %v): %v %v", window.Since, window.Until, got, err)
+	}
 }
