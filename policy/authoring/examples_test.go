@@ -169,3 +169,17 @@ func TestCasesQuotedGlob(t *testing.T) {
 		t.Fatalf("%+v %v", cases, err)
 	}
 }
+
+// TestFullPolicyExamples: the policy that uses every field decides its
+// own examples as they say, in both formats.
+func TestFullPolicyExamples(t *testing.T) {
+	for _, f := range []string{"../testdata/full.json", "../testdata/full.yaml"} {
+		l, err := policy.Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := CheckExamples(l); n != 2 || err != nil {
+			t.Errorf("%s: %d examples, %v", f, n, err)
+		}
+	}
+}
