@@ -1,13 +1,17 @@
 package audit
 
 import (
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // OCSF export (docs/audit.md, "Shipping"): each event as an event of the
@@ -17,6 +21,14 @@ import (
 // they came over HTTP or CONNECT, else Network Activity (4001), monitor
 // alerts as Detection Finding (2004). Written by hand, not generated: a
 // few fixed objects, each with the attributes its class requires.
+//
+// Every attribute keeps its OCSF type: a string attribute is a JSON
+// string even when the log's bytes are not UTF-8 (an argument, a host
+// name the sandbox chose), written with each such byte as \xNN, and the
+// exact bytes go beside it in unmapped.airlock.bytes, by the attribute's
+// path, in base64 (ocsfStrings). The log's own {"base64":…} form is for
+// reading the log back; in a string attribute a SIEM's validator refuses
+// the event and its searches miss it.
 
 // OCSFVersion is the OCSF schema version the export follows.
 const OCSFVersion = "1.7.0"
@@ -41,6 +53,7 @@ type OCSFSource struct {
 
 // OCSF returns ev as an OCSF event, or false for an event the export
 // leaves out (the log's own records: chain_started, audit_repaired).
+// Its every string is valid UTF-8 (ocsfStrings).
 func OCSF(ev Event, src OCSFSource) (map[string]any, bool) {
 	c := &ev.Context
 	out := map[string]any{
@@ -80,17 +93,16 @@ func OCSF(ev Event, src OCSFSource) (map[string]any, bool) {
 			out["status_id"] = 2 // Failure: the launch did not happen; no control acted
 		}
 	case ev.Kind == KindEgress:
+		// An ip is an address (ip_t): one that does not parse is left out.
 		dst := map[string]any{"hostname": orDash(c.Host), "port": int(c.Port)}
 		if len(c.Addresses) > 0 {
-			dst["ip"] = c.Addresses[0]
+			if a, err := netip.ParseAddr(c.Addresses[0]); err == nil {
+				dst["ip"] = a.WithZone("").String()
+			}
 		}
 		out["dst_endpoint"] = dst
-		if h, p, err := net.SplitHostPort(c.Details["client"]); err == nil {
-			src := map[string]any{"ip": h}
-			if n, err := strconv.Atoi(p); err == nil {
-				src["port"] = n
-			}
-			out["src_endpoint"] = src
+		if ap, err := netip.ParseAddrPort(c.Details["client"]); err == nil {
+			out["src_endpoint"] = map[string]any{"ip": ap.Addr().WithZone("").String(), "port": int(ap.Port())}
 		}
 		out["actor"], out["device"] = actor, device
 		closed := ev.Decision == DecisionInfo
@@ -133,7 +145,56 @@ func OCSF(ev Event, src OCSFSource) (map[string]any, bool) {
 	default:
 		return nil, false
 	}
+	raw := map[string]string{}
+	ocsfStrings(out, "", raw)
+	if len(raw) > 0 {
+		out["unmapped"].(map[string]any)["airlock"].(map[string]any)["bytes"] = raw
+	}
 	return out, true
+}
+
+// ocsfStrings makes every string of the event v, at path p, valid UTF-8:
+// a string that is not has each byte that is not UTF-8 written \xNN (as
+// termtext writes it), and its exact bytes put in raw, in base64, by its
+// path ("process.cmd_line", "unmapped.airlock.triggerEvents[0]").
+func ocsfStrings(v any, p string, raw map[string]string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			kp := k
+			if p != "" {
+				kp = p + "." + k
+			}
+			if s, ok := e.(string); ok {
+				x[k] = ocsfString(s, kp, raw)
+				continue
+			}
+			ocsfStrings(e, kp, raw)
+		}
+	case []string:
+		for i, s := range x {
+			x[i] = ocsfString(s, fmt.Sprintf("%s[%d]", p, i), raw)
+		}
+	}
+}
+
+// ocsfString is s as ocsfStrings writes the string at path p.
+func ocsfString(s, p string, raw map[string]string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	raw[p] = base64.StdEncoding.EncodeToString([]byte(s))
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // setClass sets the classification of an OCSF event.
@@ -163,7 +224,7 @@ func ocsfMetadata(ev Event, src OCSFSource) map[string]any {
 	}
 	m := map[string]any{"version": OCSFVersion, "product": product, "log_name": "airlock audit",
 		"uid": fmt.Sprintf("%s:%d", src.ChainID, ev.Seq), "sequence": ev.Seq,
-		"original_time": ev.TS.Format("2006-01-02T15:04:05.999999999Z07:00"), "profiles": []string{"security_control"}}
+		"original_time": ev.TS.Format("2006-01-02T15:04:05.999999999Z07:00"), "profiles": []string{"security_control", "host"}}
 	if ev.Context.RunID != "" {
 		m["correlation_uid"] = ev.Context.RunID
 	}
@@ -257,35 +318,13 @@ func ExportOCSF(w io.Writer, r io.Reader, f Filter, src OCSFSource) (Report, int
 		if !ok {
 			continue
 		}
-		b, err := marshalOCSF(o)
+		b, err := termtext.JSON(o, "")
 		if err != nil {
 			return v.Report(), n, err
 		}
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+		if _, err := w.Write(b); err != nil {
 			return v.Report(), n, err
 		}
 		n++
 	}
-}
-
-// marshalOCSF encodes an OCSF event; its strings, from the log, are valid
-// UTF-8 or written in the log's base64 form (see text).
-func marshalOCSF(o map[string]any) ([]byte, error) { return json.Marshal(textify(o)) }
-
-// textify makes every string of v a text, so that bytes that are not
-// UTF-8 are kept as {"base64":…} rather than replaced.
-func textify(v any) any {
-	switch x := v.(type) {
-	case string:
-		return text(x)
-	case []string:
-		return toTexts(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = textify(e)
-		}
-		return out
-	}
-	return v
 }

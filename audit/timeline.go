@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -146,11 +145,10 @@ func (t *timeline) fail(err error) {
 		if errors.As(err, &e) {
 			line = e.Line
 		}
-		b, _ := json.Marshal(struct {
+		_ = termtext.WriteJSON(t.w, struct {
 			Line  int    `json:"line"`
 			Error string `json:"error"`
-		}{line, err.Error()})
-		fmt.Fprintf(t.w, "%s\n", b)
+		}{line, err.Error()}, "")
 		return
 	}
 	fmt.Fprintf(t.w, "!! %v\n", err)
@@ -161,12 +159,11 @@ func (t *timeline) show(ev Event, mark string) {
 		return
 	}
 	if t.opts.JSON {
-		b, _ := json.Marshal(struct {
+		_ = termtext.WriteJSON(t.w, struct {
 			Line     int   `json:"line"`
 			Verified bool  `json:"verified"`
 			Event    Event `json:"event"`
-		}{t.n, mark == "", ev})
-		fmt.Fprintf(t.w, "%s\n", b)
+		}{t.n, mark == "", ev}, "")
 		return
 	}
 	ts := ev.TS.In(t.loc)

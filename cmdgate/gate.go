@@ -8,6 +8,18 @@
 // request naming a path matches only a rule naming that same absolute
 // path. Every decision carries a fixed reason naming the tool, the command
 // and the rule.
+//
+// Threat model: the agent chooses the tool, the command, its arguments
+// and the working directory; the operator writes the policy. A deny or
+// escalate rule must not be passed by writing the same file another way,
+// so their arguments are also compared as paths, lexically, from the
+// step's working directory (".env", "./.env", "/workspace/.env" and
+// "sub/../.env" are one file). Allow rules compare arguments exactly as
+// written: "./requests" is not "requests" to pip. What no lexical
+// comparison sees — a link the agent made, another position, an option
+// with its value attached, another program reading the file — is said in
+// docs/policy.md ("Arguments and paths"): a deny rule refuses requests,
+// the sandbox's file system view is what keeps files away.
 package cmdgate
 
 import (
@@ -52,10 +64,11 @@ type Signature struct {
 }
 
 // rule is a compiled CommandPattern with its decision prepared, so the
-// decision path allocates nothing.
+// allow path allocates nothing.
 type rule struct {
 	sigs       [][]string
 	extra      bool
+	paths      bool // arguments also match as the same path (deny, escalate)
 	decided    decision.Decision
 	isEmptySig bool // no signatures: any args when extra, none otherwise
 }
@@ -72,7 +85,7 @@ func Compile(p *policy.Policy) *Gate {
 					e = &entry{}
 					s.commands[cp.Command] = e
 				}
-				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, isEmptySig: len(cp.ArgPatterns) == 0,
+				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, paths: v != decision.Allow, isEmptySig: len(cp.ArgPatterns) == 0,
 					decided: decision.Decision{Gate: decision.GateCommand, Verdict: v, Rule: cp.Name,
 						Reason: ruleReason(v, tool, cp.Command, cp.Name), Justification: cp.Justification}}
 				switch v {
@@ -136,6 +149,7 @@ const (
 	reasonRelative  = "%q names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny"
 	reasonUnclean   = "%q is not a clean absolute path: deny"
 	reasonNUL       = "the command or an argument for tool %q has a NUL byte, which no program can receive: deny"
+	reasonDir       = "the working directory %q is not a clean absolute path, or has a NUL byte: deny"
 	reasonEmpty     = "empty command for tool %q: deny"
 	reasonAllowRule = "%q matched allow rule %q of tool %q"
 	reasonEscalate  = "%q matched escalate rule %q of tool %q: needs human approval"
@@ -152,8 +166,11 @@ func ruleReason(v decision.Verdict, tool, command, name string) string {
 	return fmt.Sprintf(reasonDenyRule, command, name, tool)
 }
 
-// Decide is the gate's decision on tool running command with args.
-func (g *Gate) Decide(tool, command string, args []string) decision.Decision {
+// Decide is the gate's decision on tool running command with args in
+// dir, the working directory inside the sandbox (a clean absolute path,
+// as enforcer.StepDir gives it). Deny and escalate rules compare each
+// argument with their own as a path from dir too (see the package doc).
+func (g *Gate) Decide(tool, command string, args []string, dir string) decision.Decision {
 	s := g.tools[tool]
 	if s == nil {
 		return deny(reasonNoScope, tool)
@@ -161,13 +178,16 @@ func (g *Gate) Decide(tool, command string, args []string) decision.Decision {
 	if hasNUL(command, args) {
 		return deny(reasonNUL, tool)
 	}
+	if !path.IsAbs(dir) || path.Clean(dir) != dir || strings.IndexByte(dir, 0) >= 0 {
+		return deny(reasonDir, dir)
+	}
 	e := s.commands[command]
 	if e == nil {
 		return refuseUnlisted(s, tool, command)
 	}
 	for _, list := range [...][]rule{e.deny, e.escalate, e.allow} {
 		for i := range list {
-			if list[i].matches(args) {
+			if list[i].matches(args, dir) {
 				return list[i].decided
 			}
 		}
@@ -210,8 +230,10 @@ func deny(format string, a ...any) decision.Decision {
 
 // matches implements the seed's signature semantics: args must start with
 // a signature, and equal it exactly unless extra arguments are allowed;
-// with no signatures, any args when extra is allowed, none otherwise.
-func (r *rule) matches(args []string) bool {
+// with no signatures, any args when extra is allowed, none otherwise. An
+// argument equals a signature's element when it is the same string, or,
+// for a rule that compares paths, names the same path from dir.
+func (r *rule) matches(args []string, dir string) bool {
 	if r.isEmptySig {
 		return r.extra || len(args) == 0
 	}
@@ -221,7 +243,7 @@ func (r *rule) matches(args []string) bool {
 		}
 		ok := true
 		for i, a := range sig {
-			if args[i] != a {
+			if args[i] != a && !(r.paths && samePath(args[i], a, dir)) {
 				ok = false
 				break
 			}
@@ -231,4 +253,29 @@ func (r *rule) matches(args []string) bool {
 		}
 	}
 	return false
+}
+
+// samePath reports whether arg and elem name the same path from dir,
+// lexically: "." and ".." taken out, "//" collapsed, a relative one taken
+// from dir. A NAME=VALUE pair (--file=.env, if=/dev/sda) is the same when
+// its NAME is and its VALUE names the same path. The empty string names
+// no path.
+func samePath(arg, elem, dir string) bool {
+	if arg != "" && elem != "" && inDir(arg, dir) == inDir(elem, dir) {
+		return true
+	}
+	name, v, ok := strings.Cut(elem, "=")
+	n := len(name) + 1 // NAME and its '='
+	if !ok || name == "" || v == "" || len(arg) <= n || arg[:n] != elem[:n] {
+		return false
+	}
+	return inDir(arg[n:], dir) == inDir(v, dir)
+}
+
+// inDir is p as an absolute clean path, taken from dir when relative.
+func inDir(p, dir string) string {
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Join(dir, p)
 }

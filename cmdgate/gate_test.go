@@ -9,7 +9,11 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
+
+// ws is the working directory of a step that names none.
+const ws = sandbox.WorkspaceDir
 
 func seedGate(t testing.TB) *cmdgate.Gate {
 	t.Helper()
@@ -35,7 +39,7 @@ type gateCase struct {
 func runCases(t *testing.T, g *cmdgate.Gate, cases []gateCase) {
 	t.Helper()
 	for _, c := range cases {
-		d := g.Decide(c.tool, c.command, c.args)
+		d := g.Decide(c.tool, c.command, c.args, ws)
 		if d.Verdict != c.verdict || d.Reason != c.reason || d.Rule != c.rule || d.Gate != decision.GateCommand {
 			t.Errorf("Decide(%q, %q, %q)\n got  %s %s %q rule %q\n want %s %q rule %q",
 				c.tool, c.command, c.args, d.Gate, d.Verdict, d.Reason, d.Rule, c.verdict, c.reason, c.rule)
@@ -71,7 +75,7 @@ func TestCrossToolInjection(t *testing.T) {
 		{"run_tests", "cat", nil},
 		{"run_tests", "pip", []string{"install", "-r", "requirements.txt"}},
 	} {
-		if d := g.Decide(c.tool, c.command, c.args); d.Verdict != decision.Deny || !strings.Contains(d.Reason, "not in the allowlist of tool \""+c.tool+"\"") {
+		if d := g.Decide(c.tool, c.command, c.args, ws); d.Verdict != decision.Deny || !strings.Contains(d.Reason, "not in the allowlist of tool \""+c.tool+"\"") {
 			t.Errorf("Decide(%q, %q) = %s %q; want a deny naming the tool's allowlist", c.tool, c.command, d.Verdict, d.Reason)
 		}
 	}
@@ -129,7 +133,7 @@ func TestLookAlikeNames(t *testing.T) {
 		"pytest.exe",
 		"pytest3",
 	} {
-		d := g.Decide("run_tests", name, []string{"-v"})
+		d := g.Decide("run_tests", name, []string{"-v"}, ws)
 		if d.Verdict != decision.Deny || d.Rule != "" || !strings.HasSuffix(d.Reason, "deny by default") {
 			t.Errorf("look-alike %q: got %s %q, want deny by default", name, d.Verdict, d.Reason)
 		}
@@ -190,7 +194,7 @@ func TestZeroValueDenies(t *testing.T) {
 	}
 	// A gate compiled from an empty policy denies everything.
 	g := gateFrom(t, `{"toolScopes": {}}`)
-	if d := g.Decide("run_tests", "pytest", []string{"-v"}); d.Allowed() {
+	if d := g.Decide("run_tests", "pytest", []string{"-v"}, ws); d.Allowed() {
 		t.Fatal("empty policy allowed a command")
 	}
 }
@@ -212,12 +216,12 @@ func TestOversizedInputs(t *testing.T) {
 		{"run_tests", "pytest", many},
 		{"read_file", "cat", append([]string{huge}, "\x00")},
 	} {
-		if d := g.Decide(c.tool, c.command, c.args); d.Allowed() || d.Reason == "" {
+		if d := g.Decide(c.tool, c.command, c.args, ws); d.Allowed() || d.Reason == "" {
 			t.Errorf("oversized input allowed or without reason: %s %.60q", d.Verdict, d.Reason)
 		}
 	}
 	// cat allows any arguments: a large but well-formed list is allowed.
-	if d := g.Decide("read_file", "cat", many); !d.Allowed() {
+	if d := g.Decide("read_file", "cat", many, ws); !d.Allowed() {
 		t.Errorf("cat with many args: %s", d)
 	}
 }
@@ -248,10 +252,10 @@ func TestWorkspaceStandIn(t *testing.T) {
 	if got, err := cmdgate.Resolve("", "pytest", []string{".", ""}); err == nil {
 		t.Fatalf("Resolve searched a relative entry: %q", got)
 	}
-	if d := seedGate(t).Decide("run_tests", "./pytest", []string{"-v"}); d.Allowed() {
+	if d := seedGate(t).Decide("run_tests", "./pytest", []string{"-v"}, ws); d.Allowed() {
 		t.Fatal("./pytest was allowed")
 	}
-	if d := seedGate(t).Decide("run_tests", fake, []string{"-v"}); d.Allowed() {
+	if d := seedGate(t).Decide("run_tests", fake, []string{"-v"}, ws); d.Allowed() {
 		t.Fatal("workspace path to pytest was allowed")
 	}
 }

@@ -45,7 +45,7 @@ func TestJustificationInDecision(t *testing.T) {
 		command string
 		want    string
 	}{{"rm", "deleting files needs a person"}, {"curl", "use the fetch tool"}, {"ls", ""}, {"git", ""}} {
-		if d := g.Decide("t", c.command, nil); d.Justification != c.want {
+		if d := g.Decide("t", c.command, nil, ws); d.Justification != c.want {
 			t.Errorf("%s: justification %q, want %q", c.command, d.Justification, c.want)
 		}
 	}

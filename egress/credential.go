@@ -86,11 +86,27 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 			}
 			path = p
 		}
-		if c.match.matches(q, path, query) {
+		if c.match.matches(q, path, query, nil) {
 			return c.name
 		}
 	}
 	return ""
+}
+
+// Credentials returns the names of the credentials for task's requests
+// to t, whatever their method and path: the destination that may answer
+// with their values (nil when there are none).
+func (g *Gate) Credentials(task string, t Target) []string {
+	if g == nil {
+		return nil
+	}
+	var names []string
+	for _, c := range g.creds {
+		if c.forTarget(task, t) {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 // CredentialHost returns the host a credential is for, as the policy

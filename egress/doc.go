@@ -19,8 +19,9 @@
 //     or an IP/CIDR entry covering the address does. The host's own
 //     addresses (loopback, unspecified, its interfaces', see LocalAddrs)
 //     are reached only through an IP/CIDR entry that names the port, never
-//     through a name; catch-all ranges ("0.0.0.0/0") and localhost names
-//     are refused by Compile (CheckReach).
+//     through a name; catch-all ranges ("0.0.0.0/0") and special-use names
+//     are refused by Compile (CheckReach). Special-use names (localhost,
+//     .invalid, .onion) are refused by every decision too, under "*".
 //  3. Deny by default.
 //
 // docs/egress.md is the contract.

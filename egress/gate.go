@@ -135,6 +135,7 @@ const (
 	pathAllowed
 	pathNonPublic
 	pathHostOwn
+	pathSpecialUse
 )
 
 // verdict is a decision before its reason is written.
@@ -181,6 +182,10 @@ func (g *Gate) decideNormal(task string, t *Target, v *verdict) {
 	if t.Name != "" {
 		if b, ok := g.block.name(t.Name); ok {
 			v.path, v.block = pathBlockedName, b
+			return
+		}
+		if why, _ := specialUse(t.Name); why != "" {
+			v.path = pathSpecialUse
 			return
 		}
 		al := g.tasks[task]
@@ -295,6 +300,8 @@ func (v verdict) reason(task string, t Target) string {
 		return reasonNonPublic(task, t, v.view, v.class, v.rule)
 	case pathHostOwn:
 		return reasonHostOwn(task, t, v.view, v.class, v.rule, false)
+	case pathSpecialUse:
+		return reasonSpecialUse(task, t)
 	}
 	return reasonNoGate
 }
@@ -305,7 +312,7 @@ func (v verdict) reason(task string, t Target) string {
 // cause instead, and a gate that is not compiled has one reason for all.
 func (v verdict) cacheable() bool {
 	switch v.path {
-	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic, pathHostOwn:
+	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic, pathHostOwn, pathSpecialUse:
 		return true
 	}
 	return false

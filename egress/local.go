@@ -86,10 +86,26 @@ var staticHostOwn = []netip.Prefix{
 	netip.MustParsePrefix("::/128"),
 }
 
-// isLocalhostName reports whether name is "localhost" or under it, which
-// resolvers answer with loopback addresses (RFC 6761, section 6.3).
-func isLocalhostName(name string) bool {
-	return name == "localhost" || strings.HasSuffix(name, ".localhost")
+// specialUse says why name, normalised, is a special-use name that no
+// entry reaches, with a hint for a policy that lists it, or "" for any
+// other name: "localhost" and the names under it, which resolvers answer
+// with loopback addresses (RFC 6761, 6.3); "invalid" and the names under
+// it, which never resolve (RFC 6761, 6.4); "onion" and the names under
+// it, Tor's, which must not be looked up in DNS (RFC 7686). The gate
+// refuses them under every entry, "*" included, and a policy may not list
+// them.
+func specialUse(name string) (why, hint string) {
+	under := func(tld string) bool { return name == tld || strings.HasSuffix(name, "."+tld) }
+	switch {
+	case under("localhost"):
+		return "a localhost name resolves to loopback, which no name reaches (only an IP or CIDR entry with a port does)",
+			`to reach a service on this host, write its address and port, e.g. "127.0.0.1:8080"`
+	case under("invalid"):
+		return `an ".invalid" name never resolves (RFC 6761)`, "remove it"
+	case under("onion"):
+		return `an ".onion" name is Tor's, and is never looked up in DNS (RFC 7686)`, "remove it"
+	}
+	return "", ""
 }
 
 // isCatchAll reports whether p spans more than one kind of address: it
@@ -142,15 +158,14 @@ func quoteString(s string) string {
 	return b.String()
 }
 
-// reachProblem returns the ReachError for an entry that names a localhost
-// name, a catch-all range, or only the host's own addresses without a
-// port; nil for any other entry.
+// reachProblem returns the ReachError for an entry that names a
+// special-use name (specialUse), a catch-all range, or only the host's
+// own addresses without a port; nil for any other entry.
 func reachProblem(e entry) *ReachError {
 	switch e.kind {
 	case kindExact, kindSuffix:
-		if isLocalhostName(e.name) {
-			return &ReachError{e.raw, "a localhost name resolves to loopback, which no name reaches (only an IP or CIDR entry with a port does)",
-				`to reach a service on this host, write its address and port, e.g. "127.0.0.1:8080"`}
+		if why, hint := specialUse(e.name); why != "" {
+			return &ReachError{e.raw, why, hint}
 		}
 	case kindPrefix:
 		if isCatchAll(e.prefix) {

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -146,6 +147,9 @@ func TestReachRefusedEntries(t *testing.T) {
 		"db.localhost":     "localhost name",
 		"*.localhost":      "localhost name",
 		"LOCALHOST.":       "localhost name",
+		"x.invalid":        `".invalid" name`,
+		"*.invalid":        `".invalid" name`,
+		"abc.onion:443":    `".onion" name`,
 	}
 	for e, kind := range refused {
 		err := CheckReach(e)
@@ -163,6 +167,38 @@ func TestReachRefusedEntries(t *testing.T) {
 		if err := CheckReach(e); err != nil {
 			t.Errorf("CheckReach(%q) = %v", e, err)
 		}
+	}
+}
+
+// TestSpecialUseRefused: the gate refuses special-use names (RFC 6761,
+// RFC 7686) under every entry kind, "*" and a suffix included, with a
+// fixed reason, before any resolution: the policy refuses them as entries,
+// and "*" allowed localhost until its resolution failed.
+func TestSpecialUseRefused(t *testing.T) {
+	g := mustCompile(t, Config{TaskAllowlist: map[string][]string{"t": {"*", "*.example", "*.test:8080"}}, Local: testLocal})
+	for host, why := range map[string]string{
+		"localhost":         "a localhost name resolves to loopback",
+		"LOCALHOST.":        "a localhost name resolves to loopback",
+		"db.localhost":      "a localhost name resolves to loopback",
+		"invalid":           `an ".invalid" name never resolves`,
+		"x.invalid":         `an ".invalid" name never resolves`,
+		"abcdefghij.onion":  `an ".onion" name is Tor's`,
+		"localhost.example": "",
+		"onion.example":     "",
+	} {
+		for range 2 { // the second from the reason cache
+			d, tg := g.CheckHost("t", host, 443)
+			want := fmt.Sprintf(`task "t": host "%s:443" denied, whatever the allowlist: %s`, tg.Name, why)
+			switch {
+			case why == "" && !d.Allowed():
+				t.Errorf("%s: %s", host, d.Reason)
+			case why != "" && (d.Allowed() || !strings.HasPrefix(d.Reason, want)):
+				t.Errorf("%s: %v %q, want %q", host, d.Verdict, d.Reason, want)
+			}
+		}
+	}
+	if d, _ := g.CheckResolved("t", Target{Name: "localhost", Port: 80}, []netip.Addr{netip.MustParseAddr("93.184.216.34")}); d.Allowed() {
+		t.Errorf("CheckResolved allowed localhost: %s", d.Reason)
 	}
 }
 

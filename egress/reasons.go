@@ -17,6 +17,7 @@ import (
 //	blocked answer task "T": host "H" is always blocked: it resolves to A, which matches ORIGIN entry "E" (cloud metadata and link-local destinations are never reachable)
 //	no task        task "T": host "H" denied by default: the task has no egress allowlist
 //	default        task "T": host "H" denied by default: not in the task's egress allowlist
+//	special-use    task "T": host "H" denied, whatever the allowlist: WHY (localhost, .invalid, .onion)
 //	allowed        task "T": host "H" allowed by allowlist entry "E"
 //	allowed, some  task "T": host "H" allowed by allowlist entry "E" (N of M resolved addresses dropped: non-public or this host's own)
 //	non-public     task "T": host "H" denied: address A is CLASS and wildcard entry "E" reaches public addresses only
@@ -167,6 +168,15 @@ func reasonDefault(task string, t Target) string {
 	var b strings.Builder
 	head(&b, task, t, 64)
 	b.WriteString(" denied by default: not in the task's egress allowlist")
+	return b.String()
+}
+
+func reasonSpecialUse(task string, t Target) string {
+	why, _ := specialUse(t.Name)
+	var b strings.Builder
+	head(&b, task, t, len(why)+32)
+	b.WriteString(" denied, whatever the allowlist: ")
+	b.WriteString(why)
 	return b.String()
 }
 

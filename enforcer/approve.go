@@ -61,8 +61,13 @@ type ask struct {
 // answer is recorded. It returns the approval when the command may run
 // now, else the refusal and the exit status.
 func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Decision) (*ApprovalUse, *Refusal, int, error) {
-	ref := &Refusal{Gate: d.Gate, Decision: d.Verdict.String(), Reason: d.Why(), Rule: d.Rule,
-		Justification: d.Justification, AllowedSignatures: e.cmd.Signatures(a.tool, a.argv[0])}
+	ref := &Refusal{Gate: d.Gate, Decision: d.Verdict.String(), Reason: d.Why(), Rule: d.Rule, Justification: d.Justification}
+	if d.Rule == "" {
+		// Refused by default: what the tool allows is what to ask for
+		// instead. A deny or escalate rule refused this request on
+		// purpose, and the allow rules it overrides are no way round it.
+		ref.AllowedSignatures = e.cmd.Signatures(a.tool, a.argv[0])
+	}
 	if d.Verdict != decision.Escalate {
 		ref.Decision = decision.Deny.String()
 		return nil, ref, ExitDenied, nil

@@ -51,6 +51,34 @@ func TestDeniedRefusalForAnAgent(t *testing.T) {
 	}
 }
 
+// TestRuleRefusalNamesNoWayRound: a deny rule refuses a file however the
+// argument spells it from the step's working directory, the record keeps
+// that directory, and the refusal lists no allow rule to try instead.
+func TestRuleRefusalNamesNoWayRound(t *testing.T) {
+	f := newFixtureWith(t, `{"toolScopes": {"read_file": {
+		"allow": [{"name": "cat", "command": "cat", "allowExtraArgs": true}],
+		"deny": [{"name": "no-env", "command": "cat", "argPatterns": [["/workspace/.env"]], "allowExtraArgs": true}]}}}`, false, nil)
+	for _, req := range []enforcer.Request{
+		{Tool: "read_file", Command: "cat", Args: []string{"./.env"}},
+		{Tool: "read_file", Command: "cat", Args: []string{"sub/../.env"}},
+		{Tool: "read_file", Command: "cat", Args: []string{"../.env"}, Cwd: "sub"},
+		{Tool: "read_file", Command: "cat", Args: []string{".env"}, Cwd: "/workspace"},
+	} {
+		res, err := f.enf.Run(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res.Refusal
+		if res.ExitCode != enforcer.ExitDenied || r == nil || r.Rule != "no-env" || r.AllowedSignatures != nil {
+			t.Errorf("cat %q in %q: exit %d refusal %+v", req.Args, req.Cwd, res.ExitCode, r)
+		}
+		want := map[string]string{"sub": "/workspace/sub"}[req.Cwd]
+		if evs := f.events(res.RunID); len(evs) != 1 || evs[0].Context.Details["cwd"] != want {
+			t.Errorf("cat %q in %q: records %+v, want one with details.cwd %q", req.Args, req.Cwd, evs, want)
+		}
+	}
+}
+
 // TestEscalationWithoutApprovalPath: with no store and no approver, an
 // escalation exits 75 and says that nothing can approve it.
 func TestEscalationWithoutApprovalPath(t *testing.T) {
@@ -62,7 +90,8 @@ func TestEscalationWithoutApprovalPath(t *testing.T) {
 	}
 	r := res.Refusal
 	if res.ExitCode != enforcer.ExitEscalated || r == nil || r.Retryable || r.Approval == nil || r.Approval.ID != "" ||
-		!strings.Contains(r.Approval.How, "no approval path") || r.Justification != "this one needs a person" || out.Len() != 0 {
+		!strings.Contains(r.Approval.How, "no approval path") || r.Justification != "this one needs a person" || out.Len() != 0 ||
+		r.AllowedSignatures != nil {
 		t.Fatalf("result %+v refusal %+v approval %+v", res, r, r.Approval)
 	}
 }

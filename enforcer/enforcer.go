@@ -139,7 +139,7 @@ func (e *Enforcer) Policy() *policy.Loaded { return e.pol }
 
 // Decide is the command gate's decision on req, without running anything.
 func (e *Enforcer) Decide(req Request) decision.Decision {
-	return e.cmd.Decide(req.Tool, req.Command, req.Args)
+	return e.cmd.Decide(req.Tool, req.Command, req.Args, StepDir(req.Cwd))
 }
 
 // Run decides req at the command gate, records the decision, and runs an
@@ -178,8 +178,10 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
 	defer t.end()
 	sc := e.newScribe(t)
+	req.Cwd = StepDir(req.Cwd)
 	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args, Env: req.Env}
-	d := e.cmd.Decide(req.Tool, req.Command, req.Args)
+	recordDir(&base, req.Cwd)
+	d := e.cmd.Decide(req.Tool, req.Command, req.Args, req.Cwd)
 	res := newResult(req.RunID, "", 1, d, time.Now())
 	info := e.pol.Info()
 	res.Policy = &info
@@ -206,11 +208,6 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err := e.checkWorkspace(req.Workspace); err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	dir, err := stepDir(req.Cwd)
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
-	req.Cwd = dir
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
@@ -305,7 +302,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer stopProxy(px)
+	// Stopped before the outcome is recorded, when the run ends: what it
+	// records then (the refusals it held to count them, its connections'
+	// ends) is in the result, and a failure to record it is not lost.
+	stopped := sync.OnceFunc(func() { stopProxy(px) })
+	defer stopped()
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
@@ -349,6 +350,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
+	stopped()
 	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)

@@ -170,7 +170,8 @@ type Refusal struct {
 	// Justification is the matched rule's justification from the policy.
 	Justification string `json:"justification,omitempty"`
 	// AllowedSignatures are the argument signatures the tool's allow
-	// rules accept for this command: what would pass instead.
+	// rules accept for this command, what would pass instead: only on a
+	// denial by default, never when a deny or escalate rule matched.
 	AllowedSignatures []cmdgate.Signature `json:"allowedSignatures,omitempty"`
 	// Approval says how an escalated command gets its approval.
 	Approval *ApprovalHint `json:"approval,omitempty"`

@@ -12,7 +12,6 @@ import (
 	"path"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -347,7 +346,9 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		base.Details = map[string]string{}
 	}
 	base.Details["step"] = strconv.Itoa(s.steps)
-	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args)
+	st.Cwd = StepDir(st.Cwd)
+	recordDir(&base, st.Cwd)
+	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args, st.Cwd)
 	res := newResult(s.id, s.id, s.steps, d, time.Now())
 	res.Receipt = maps.Clone(s.receipt)
 	// The decision is durable before the step runs: for an allowed
@@ -419,29 +420,38 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 	if err != nil {
 		return sandbox.Step{}, caps, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", st.Command, err)
 	}
-	dir, err := stepDir(st.Cwd)
-	if err != nil {
-		return sandbox.Step{}, caps, err
-	}
 	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: dir,
+	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
-// stepDir is a step's working directory inside the sandbox.
-func stepDir(cwd string) (string, error) {
+// StepDir is the working directory inside the sandbox of a request's
+// Cwd: "" is /workspace, a relative one is taken from /workspace, and
+// the result is clean. The command gate decides with it (a NUL byte in
+// it is the gate's denial), and the command runs in it.
+func StepDir(cwd string) string {
 	switch {
 	case cwd == "":
-		return sandbox.WorkspaceDir, nil
-	case strings.IndexByte(cwd, 0) >= 0:
-		return "", errors.New("the working directory has a NUL byte")
+		return sandbox.WorkspaceDir
 	case !path.IsAbs(cwd):
 		cwd = path.Join(sandbox.WorkspaceDir, cwd)
 	}
-	return path.Clean(cwd), nil
+	return path.Clean(cwd)
+}
+
+// recordDir puts dir in base's details when it is not the workspace: the
+// gate's deny and escalate rules read relative arguments from it.
+func recordDir(base *audit.Context, dir string) {
+	if dir == sandbox.WorkspaceDir {
+		return
+	}
+	if base.Details == nil {
+		base.Details = map[string]string{}
+	}
+	base.Details["cwd"] = dir
 }
 
 // stepLost is the result of a step whose session ended under it: by its

@@ -70,6 +70,7 @@ func TestPodmanControls(t *testing.T) {
 		{"seccomp and no_new_privs", "--security-opt", []string{"no-new-privileges", "seccomp=/etc/airlock/seccomp.json"}},
 		{"network: the proxy's namespace only", "--network", []string{"ns:/run/netns/$AIRLOCK_NETNS"}},
 		{"no resolver", "--dns", []string{"none"}},
+		{"the working directory the command gate decided with", "--workdir", []string{"/workspace"}},
 		{"diskWriteMb: /dev/shm", "--shm-size", []string{"52428800b"}},
 		{"cpuSeconds, diskWriteMb, openFiles, core dumps", "--ulimit", []string{"cpu=20:21", "fsize=52428800:52428800",
 			"nofile=128:128", "nproc=4096:4096", "core=0:0"}},

@@ -89,7 +89,8 @@ func Podman(t *Task, o PodmanOptions) (*PodmanExport, error) {
 		// /dev/shm each a tmpfs of diskWriteMb.
 		"--read-only", "--read-only-tmpfs=false",
 		"--mount", tmpfs("/tmp", "1777", ",notmpcopyup"),
-		"--mount", tmpfs("/workspace", "0755", ",tmpcopyup"), // the image's /workspace, copied in
+		"--mount", tmpfs(workDir, "0755", ",tmpcopyup"), // the image's /workspace, copied in
+		"--workdir", workDir, // where the command gate took relative arguments from
 		"--mount", tmpfs("/findings", "0755", ",noexec,notmpcopyup"),
 		"--shm-size", strconv.FormatInt(disk, 10)+"b",
 		// Caps.

@@ -15,6 +15,10 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
+// workDir is the container's working directory, the workspace, as in
+// airlock's own sandbox: the command gate decides with it.
+const workDir = "/workspace"
+
 // Request names what to export.
 type Request struct {
 	// Tool is the tool scope whose caps apply and whose rules decide
@@ -91,7 +95,7 @@ func Resolve(pol *policy.Loaded, req Request) (*Task, error) {
 	if len(req.Command) == 0 || req.Command[0] == "" {
 		return nil, errors.New("export: name the command the container runs (after --): it is decided at the command gate now")
 	}
-	d := cmdgate.Compile(pol.Policy).Decide(req.Tool, req.Command[0], req.Command[1:])
+	d := cmdgate.Compile(pol.Policy).Decide(req.Tool, req.Command[0], req.Command[1:], workDir)
 	if d.Verdict != decision.Allow {
 		return nil, fmt.Errorf("export: the command gate does not allow it: %s", d)
 	}

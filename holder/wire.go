@@ -111,9 +111,12 @@ type execRequest struct {
 // response is the holder's one answer to a request.
 type response struct {
 	// Error is why the request failed; Ended is set when it failed
-	// because the session has ended.
-	Error string `json:"error,omitempty"`
-	Ended bool   `json:"ended,omitempty"`
+	// because the session has ended, Unrecorded when a record of its
+	// step or of the session could not be written to the audit log
+	// (enforcer.ErrAudit): a stop that failed so still stopped it.
+	Error      string `json:"error,omitempty"`
+	Ended      bool   `json:"ended,omitempty"`
+	Unrecorded bool   `json:"unrecorded,omitempty"`
 	// PatchError is why a stop's patch could not be made; the session
 	// was stopped all the same.
 	PatchError string `json:"patchError,omitempty"`
@@ -138,3 +141,36 @@ const (
 	// maxFDs is the most descriptors a request may carry.
 	maxFDs = 4
 )
+
+// fail sets r's error to err, as the holder answers it: its text, and
+// what a client branches on (wireError); nil sets none.
+func (r *response) fail(err error) {
+	if err != nil {
+		r.Error, r.Ended, r.Unrecorded = err.Error(), errors.Is(err, enforcer.ErrSessionEnded), errors.Is(err, enforcer.ErrAudit)
+	}
+}
+
+// wireError is the error of an answer, as a client gets it: its text,
+// under ErrEnded or enforcer.ErrAudit when it was under it in the holder;
+// nil when it has none.
+func wireError(r response) error {
+	switch {
+	case r.Error == "":
+		return nil
+	case r.Ended:
+		return &remoteError{r.Error, ErrEnded}
+	case r.Unrecorded:
+		return &remoteError{r.Error, enforcer.ErrAudit}
+	}
+	return errors.New(r.Error)
+}
+
+// remoteError is an error the holder answered, as its text, under the
+// sentinel it was under there.
+type remoteError struct {
+	msg string
+	is  error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.is }

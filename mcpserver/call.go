@@ -56,6 +56,7 @@ func (s *Server) runTool(tool string) mcp.ToolHandlerFor[Input, enforcer.Result]
 		stop := progress(ctx, req, &n)
 		res, note, err := c.exec(ctx, st)
 		stop()
+		s.lost(c.id, res.AuditError)
 		res.Stdout, res.Stderr = out.Output(), errs.Output()
 		if res.Refusal != nil && res.Refusal.Approval != nil {
 			res.Refusal.Approval.How = mcpHow(res.Refusal.Approval.How)
@@ -220,9 +221,12 @@ func writeRefusal(b *strings.Builder, r *enforcer.Refusal) {
 	if r.Justification != "" {
 		fmt.Fprintf(b, "The policy says: %s\n", r.Justification)
 	}
-	if r.Retryable {
+	switch {
+	case r.Retryable:
 		b.WriteString("Retryable: yes, once a person approves it; the same command is escalated again until then.\n")
-	} else {
+	case r.Rule != "":
+		b.WriteString("Retryable: no. A rule of the policy stops this request on purpose: do not look for another way to do the same; if the task needs it, ask the operator.\n")
+	default:
 		b.WriteString("Retryable: no. The same command will be refused again; only a change of command (or of policy) can help.\n")
 	}
 	if len(r.AllowedSignatures) > 0 {

@@ -83,14 +83,27 @@ func TestStdioSession(t *testing.T) {
 		t.Fatalf("the second call does not see the first one's file: %+v", res)
 	}
 
-	// A denied call: an error result with the reason, not retryable, and
-	// what the tool allows.
+	// A call a deny rule refuses: an error result with the reason, not
+	// retryable, and no other way to the same end suggested.
 	r, res = run(t, cs, "read_file", "cat", "/etc/shadow")
 	if !r.IsError || res.Refusal == nil || res.Refusal.Retryable || res.Refusal.Rule != "no-shadow" || res.ExitCode != enforcer.ExitDenied {
 		t.Fatalf("denied call: isError %v, %+v", r.IsError, res.Refusal)
 	}
-	for _, want := range []string{"decision deny", `rule "no-shadow"`, "the host's password hashes are never read", "Retryable: no",
-		"- cat /workspace/README (exactly) (rule cat)"} {
+	for _, want := range []string{"decision deny", `rule "no-shadow"`, "the host's password hashes are never read",
+		"Retryable: no. A rule of the policy stops this request on purpose: do not look for another way"} {
+		if !strings.Contains(text(r), want) {
+			t.Errorf("the denial's text lacks %q:\n%s", want, text(r))
+		}
+	}
+	if res.Refusal.AllowedSignatures != nil || strings.Contains(text(r), "What this tool allows") {
+		t.Errorf("a deny rule's refusal shows what the tool allows instead:\n%s", text(r))
+	}
+	// A call refused by default: what the tool allows instead.
+	r, res = run(t, cs, "read_file", "cat", "/etc/passwd")
+	if !r.IsError || res.Refusal == nil || res.Refusal.Retryable || res.Refusal.Rule != "" || res.ExitCode != enforcer.ExitDenied {
+		t.Fatalf("call denied by default: isError %v, %+v", r.IsError, res.Refusal)
+	}
+	for _, want := range []string{"Retryable: no. The same command will be refused again", "- cat /workspace/README (exactly) (rule cat)"} {
 		if !strings.Contains(text(r), want) {
 			t.Errorf("the denial's text lacks %q:\n%s", want, text(r))
 		}
@@ -187,9 +200,9 @@ func TestStdioSession(t *testing.T) {
 		}
 	}
 	t.Logf("records of MCP session %s: %v", id, count)
-	// Nine calls decided; four escalations asked, two answered (the
+	// Ten calls decided; four escalations asked, two answered (the
 	// approval, the decline), two refused (the forged and replayed ids).
-	for k, n := range map[string]int{"command/": 9, "command/approval_requested": 4, "command/approval_answered": 2,
+	for k, n := range map[string]int{"command/": 10, "command/approval_requested": 4, "command/approval_answered": 2,
 		"command/approval_refused": 2, "lifecycle/sandbox_launched": 1, "lifecycle/sandbox_torn_down": 1} {
 		if count[k] != n {
 			t.Errorf("%d records %s, want %d", count[k], k, n)

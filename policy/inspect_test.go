@@ -78,6 +78,8 @@ func TestInspectErrors(t *testing.T) {
 			`p.json:3:74: egress.taskAllowlist.t[0].rules[0].paths[0]: path "repos/*" does not start with /`},
 		{wrap(`{"host": "a.example", "inspect": true, "rules": [{"name": "r"}, {"name": "r"}]}`, ""),
 			`p.json:3:74: egress.taskAllowlist.t[0].rules[1].name: duplicate rule name "r"`},
+		{wrap(`{"host": "a.example", "inspect": true, "rules": [{"name": "r", "headers": {"Connection": ["x"]}}]}`, ""),
+			`p.json:3:90: egress.taskAllowlist.t[0].rules[0].headers.Connection: header "Connection" is not forwarded as the client sent it`},
 		{wrap(`{"host": "a.example", "inspect": true, "protocol": "raw"}`, ""),
 			`p.json:3:52: egress.taskAllowlist.t[0].protocol: an inspected host carries HTTP or HTTPS`},
 		{wrap(`{"host": "a.example", "upstreamCa": "/ca.pem"}`, ""),

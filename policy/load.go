@@ -55,6 +55,9 @@ type Loaded struct {
 	// decides under this policy elsewhere (a session's holder) is given,
 	// never the file read again, which may have changed since.
 	Data []byte
+	// Warnings are what airlock policy check shows about the valid
+	// policy: rules that may not hold as they read, each at its place.
+	Warnings Errors
 
 	where strict.Positions // where each field is in Data
 }
@@ -206,8 +209,10 @@ func Parse(name string, data []byte) (*Loaded, error) {
 		where.Place(errs, name)
 		return nil, errs
 	}
+	ws := warn(&p)
+	where.Place(ws, name)
 	sum := sha256.Sum256(data)
-	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data, where: where}, nil
+	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data, Warnings: ws, where: where}, nil
 }
 
 // Place names l's file on each of errs, gives each the position of its

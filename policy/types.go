@@ -53,6 +53,10 @@ type CommandPattern struct {
 	// Command is a bare name ("pytest") or an absolute path ("/usr/bin/git").
 	Command string `json:"command" jsonschema:"required,minLength=1"`
 	// ArgPatterns are argument prefixes; the arguments must start with one.
+	// An allow rule compares each argument as written; a deny or escalate
+	// rule also as a path from the step's working directory, lexically, so
+	// that "./.env" and "/workspace/.env" are ".env" there (docs/policy.md,
+	// "Arguments and paths").
 	ArgPatterns [][]string `json:"argPatterns,omitempty"`
 	// AllowExtraArgs permits arguments after a matched prefix. When false,
 	// the arguments must equal a signature exactly (or be empty when there

@@ -106,8 +106,8 @@ func checkConditions(at string, m map[string][]string, header bool) []*Error {
 		switch {
 		case k == "":
 			errs = append(errs, strict.Problem(kat, "empty name", ""))
-		case header && !token(k):
-			errs = append(errs, strict.Problem(kat, fmt.Sprintf("header name %q is not an HTTP token", k), ""))
+		case header && egress.ValidateRuleHeader(k) != nil:
+			errs = append(errs, strict.Problem(kat, egress.ValidateRuleHeader(k).Error(), ""))
 		case len(m[k]) == 0:
 			errs = append(errs, strict.Problem(kat, fmt.Sprintf("%q lists no values", k), `write ["*"] for any value`))
 		}

@@ -31,6 +31,9 @@ type Gate interface {
 	Entry(task, entry string) *egress.Entry
 	// Credential names the credential to add to a request, "" for none.
 	Credential(task string, t egress.Target, q *egress.Request) string
+	// Credentials names the credentials for task's requests to a
+	// destination, whatever their method and path.
+	Credentials(task string, t egress.Target) []string
 	// CredentialHost is the host a credential is for, for reasons.
 	CredentialHost(name string) string
 }

@@ -96,23 +96,19 @@ func carries(r *http.Request, s string) bool {
 	return false
 }
 
-// scrub replaces every credential value in s, so that no reason or
-// error shows one.
-func (p *Proxy) scrub(s string) string {
-	for _, c := range p.creds {
-		if strings.Contains(s, c.Value) {
-			s = strings.ReplaceAll(s, c.Value, "[credential "+c.Name+" redacted]")
-		}
-	}
-	return s
-}
+// scrub replaces every credential value in s, in every form the
+// redactor knows, so that no reason or error shows one.
+func (p *Proxy) scrub(s string) string { return p.redact.String(s) }
 
-// scrubEvent scrubs the strings of an event before it is reported.
+// scrubEvent scrubs the strings of an event before it is reported: what
+// the client sent, and the reasons and errors, which may quote what a
+// destination answered.
 func (p *Proxy) scrubEvent(ev *Event) {
 	if len(p.creds) == 0 {
 		return
 	}
-	ev.Requested, ev.Path, ev.Decision.Reason = p.scrub(ev.Requested), p.scrub(ev.Path), p.scrub(ev.Decision.Reason)
+	ev.Requested, ev.Method, ev.Path = p.scrub(ev.Requested), p.scrub(ev.Method), p.scrub(ev.Path)
+	ev.Decision.Reason = p.scrub(ev.Decision.Reason)
 	if ev.Err != nil {
 		if msg := p.scrub(ev.Err.Error()); msg != ev.Err.Error() {
 			ev.Err = errors.New(msg)

@@ -36,7 +36,9 @@
 // key never leaves the process), and every request in them (HTTP/1.1 or
 // HTTP/2) is decided by the entry's rules, given its credential, counted
 // in the budgets and recorded before it is forwarded over the tunnel's
-// own verified connections. Budgets count bytes, requests and
+// own verified connections. Every answer from a credential's host, and
+// every string the proxy reports, passes a redactor of the value in the
+// spellings a client decodes; what it cannot search is refused. Budgets count bytes, requests and
 // connections exactly; a budget reached refuses with 429 and ends opaque
 // tunnels.
 //

@@ -1,214 +1,174 @@
 package proxy
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/egress"
 )
 
-// An answer to a request the proxy put a credential on may echo it (a
-// debugging endpoint that returns the request's headers): the proxy
-// replaces every spelling of the value it can know in the answer's
-// headers and body before the sandbox reads it (docs/egress.md,
-// "Credentials"). By hand: no library replaces strings in a stream.
+// An answer from a credential's host may hold its value: the host got it
+// on this request, or on an earlier one and keeps it (a request dump
+// fetched later). Every answer from such a host, whatever the request
+// carried, reaches the sandbox through a redactingWriter, the one place
+// its bytes pass: the header fields of its 1xx and final responses, its
+// body and its trailers. What could not be searched is refused before
+// any of it is written (docs/egress.md, "Credentials").
 
-// minForm is the shortest part of a value that is replaced: shorter
-// ones (a Basic user name's like) are not secret and would garble the
-// answer.
-const minForm = 8
-
-// scrubChunk is how much of an answer's body is read at a time.
-const scrubChunk = 32 << 10
-
-// echoScrubber replaces a credential's value, spelled as it may be
-// echoed, in answers.
-type echoScrubber struct {
-	forms [][]byte // longest first
-	repl  []byte
-	name  string
-}
-
-// newEchoScrubber returns the scrubber of c's value: the header's whole
-// value, the token after its scheme ("Bearer T"), for Basic the decoded
-// "user:secret" and the secret, each also as JSON and a URL would escape
-// it where that differs.
-func newEchoScrubber(c *Credential) *echoScrubber {
-	parts := []string{c.Value} // whatever its length: so there is always one form
-	add := func(s string) {
-		if len(s) >= minForm && !slices.Contains(parts, s) {
-			parts = append(parts, s)
+// answerRedactor returns the redactor of the answers from t: nil when no
+// credential of the proxy is for t.
+func (p *Proxy) answerRedactor(t egress.Target) *redactor {
+	if len(p.creds) == 0 {
+		return nil
+	}
+	var cs []*Credential
+	for _, name := range p.gate.Credentials(p.task, t) {
+		if c := p.creds[name]; c != nil {
+			cs = append(cs, c)
 		}
 	}
-	if scheme, token, ok := strings.Cut(c.Value, " "); ok {
-		add(token)
-		if strings.EqualFold(scheme, "basic") {
-			if dec, err := base64.StdEncoding.DecodeString(token); err == nil {
-				add(string(dec))
-				if _, secret, ok := strings.Cut(string(dec), ":"); ok {
-					add(secret)
-				}
+	switch len(cs) {
+	case 0:
+		return nil
+	case 1:
+		return p.echo[cs[0].Name]
+	}
+	return newRedactor(cs...)
+}
+
+// guardRequest readies r, to a credential's host, for an answer that can
+// be searched: not compressed, and whole (a range of it could hold a
+// piece of the value, which no search recognises).
+func guardRequest(r *http.Request) {
+	r.Header.Set("Accept-Encoding", "identity")
+	r.Header.Del("Range")
+	r.Header.Del("If-Range")
+}
+
+// putCredential sets c on r.
+func putCredential(r *http.Request, c *Credential) {
+	r.Header.Set(c.Header, c.Value)
+}
+
+// scrubResponse is the forwarders' ModifyResponse: an answer from a
+// credential's host that could not be searched for the value is refused
+// (an encoded body, an upgrade, a part of a body), and one with a body
+// loses its length, which the redaction may change.
+func (p *Proxy) scrubResponse(resp *http.Response) error {
+	rt, _ := resp.Request.Context().Value(routeKey{}).(*route)
+	if rt == nil || rt.redact == nil {
+		return nil
+	}
+	const lead = "an answer from a credential's host is searched for its value, and this one could not be: "
+	switch {
+	case resp.StatusCode == http.StatusSwitchingProtocols:
+		return errors.New(lead + "it upgrades the connection")
+	case resp.StatusCode == http.StatusPartialContent:
+		return errors.New(lead + "it is a part of a body, though the proxy asked for the whole")
+	}
+	for _, enc := range resp.Header.Values("Content-Encoding") {
+		for _, e := range strings.Split(enc, ",") {
+			if e = strings.TrimSpace(e); e != "" && !strings.EqualFold(e, "identity") {
+				return fmt.Errorf(lead+"it is encoded (%s), though the proxy asked for no encoding", rt.redact.String(e))
 			}
 		}
 	}
-	for _, p := range slices.Clone(parts) {
-		if b, err := json.Marshal(p); err == nil {
-			add(string(b[1 : len(b)-1]))
-		}
-		add(url.QueryEscape(p))
-		add(url.PathEscape(p))
-	}
-	s := &echoScrubber{repl: []byte("[credential " + c.Name + " redacted]"), name: c.Name}
-	for _, p := range parts {
-		s.forms = append(s.forms, []byte(p))
-	}
-	slices.SortStableFunc(s.forms, func(a, b []byte) int { return len(b) - len(a) })
-	return s
-}
-
-// scrubString replaces every form in v.
-func (s *echoScrubber) scrubString(v string) string {
-	for _, f := range s.forms {
-		v = strings.ReplaceAll(v, string(f), string(s.repl))
-	}
-	return v
-}
-
-// next finds the earliest form in b (the longest where two start at
-// once): its index and length, or -1.
-func (s *echoScrubber) next(b []byte) (int, int) {
-	at, n := -1, 0
-	for _, f := range s.forms {
-		if i := bytes.Index(b, f); i >= 0 && (at < 0 || i < at) {
-			at, n = i, len(f)
-		}
-	}
-	return at, n
-}
-
-// errEchoRefused is an answer the proxy cannot scrub.
-var errEchoRefused = errors.New("refused")
-
-// scrubAnswer readies resp, the answer to a request that carried the
-// credential, for the sandbox: its headers scrubbed, its body read
-// through the scrubber, its trailers dropped. An answer whose body is
-// encoded (the proxy asked for none) or that upgrades the connection is
-// refused: neither could be scrubbed.
-func (s *echoScrubber) scrubAnswer(resp *http.Response) error {
-	if enc := resp.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return fmt.Errorf("%w: the answer to a request that carried credential %q is encoded (%s), though the proxy asked for none: it could not be searched for the value", errEchoRefused, s.name, s.scrubString(enc))
-	}
-	if resp.StatusCode == http.StatusSwitchingProtocols {
-		return fmt.Errorf("%w: a request that carried credential %q may not upgrade its connection: what comes after could not be searched for the value", errEchoRefused, s.name)
-	}
-	for _, vs := range resp.Header {
-		for i, v := range vs {
-			vs[i] = s.scrubString(v)
-		}
-	}
-	resp.Trailer = nil
 	if resp.Body != nil && resp.Body != http.NoBody {
-		resp.Body = &scrubReader{s: s, r: resp.Body}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
 	}
 	return nil
 }
 
-// held is how many of b's last bytes could begin a form that more input
-// would complete: the longest end of b that is the start of a form, so
-// that a stream (server-sent events) is held back only where it must be.
-func (s *echoScrubber) held(b []byte) int {
-	for k := min(len(b), len(s.forms[0])-1); k > 0; k-- {
-		for _, f := range s.forms {
-			if len(f) > k && bytes.HasPrefix(f, b[len(b)-k:]) {
-				return k
-			}
+// redactingWriter is the writer of an answer from a credential's host:
+// it scrubs the header fields of every response written (1xx ones too)
+// and the trailers, and passes the body on as it comes, holding back
+// only what could begin a form that more bytes would complete. It
+// offers no Hijack: what follows an upgrade could not be searched.
+type redactingWriter struct {
+	http.ResponseWriter
+	r           *redactor
+	wroteHeader bool
+	held, out   []byte // read and not yet searched; the search's output
+}
+
+// WriteHeader scrubs the header before it is written.
+func (w *redactingWriter) WriteHeader(code int) {
+	if code >= 200 {
+		if w.wroteHeader {
+			return
+		}
+		w.wroteHeader = true
+	}
+	w.r.scrubHeader(w.Header())
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write passes b on, every form in it replaced.
+func (w *redactingWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	in := b
+	if len(w.held) > 0 {
+		w.held = append(w.held, b...)
+		in = w.held
+	}
+	var took int
+	w.out, took = w.r.redact(w.out[:0], in, false)
+	w.held = append(w.held[:0], in[took:]...)
+	if len(w.out) > 0 {
+		if _, err := w.ResponseWriter.Write(w.out); err != nil {
+			return 0, err
 		}
 	}
-	return 0
+	return len(b), nil
 }
 
-// scrubReader is a body read through a scrubber. It holds back the last
-// bytes of what it read that could begin a form, until more comes.
-type scrubReader struct {
-	s     *echoScrubber
-	r     io.ReadCloser
-	chunk []byte // what each read of r reads into
-	buf   []byte // read, not yet scrubbed
-	out   []byte // scrubbed, not yet returned
-	err   error  // the body's error, once buf is spent
+// FlushError flushes what has been searched.
+func (w *redactingWriter) FlushError() error {
+	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
-func (sr *scrubReader) Read(p []byte) (int, error) {
-	for len(sr.out) == 0 {
-		if sr.err != nil {
-			if len(sr.buf) == 0 {
-				return 0, sr.err
-			}
-			sr.emit(len(sr.buf))
+// finish ends the answer: the bytes held back, then the trailers
+// scrubbed. The handler has not returned yet: the server sends the
+// trailers after.
+func (w *redactingWriter) finish() {
+	if len(w.held) > 0 {
+		w.out, _ = w.r.redact(w.out[:0], w.held, true)
+		w.held = w.held[:0]
+		_, _ = w.ResponseWriter.Write(w.out)
+	}
+	w.r.scrubHeader(w.Header())
+}
+
+// scrubHeader scrubs h in place: a field whose name holds a form is
+// dropped, as is such a name in Trailer's list (a name cannot be
+// rewritten and keep its meaning); every other value has its forms
+// replaced.
+func (r *redactor) scrubHeader(h http.Header) {
+	for k, vs := range h {
+		if r.index(k) >= 0 {
+			delete(h, k)
 			continue
 		}
-		if sr.chunk == nil {
-			sr.chunk = make([]byte, scrubChunk)
+		kept := vs[:0]
+		for _, v := range vs {
+			if k == "Trailer" {
+				names := slices.DeleteFunc(strings.Split(v, ","), func(n string) bool { return r.index(n) >= 0 })
+				if v = strings.Join(names, ","); strings.TrimSpace(v) == "" {
+					continue
+				}
+			}
+			kept = append(kept, r.String(v))
 		}
-		n, err := sr.r.Read(sr.chunk)
-		sr.buf = append(sr.buf, sr.chunk[:n]...)
-		if err != nil {
-			sr.err = err
-			continue
+		if len(kept) == 0 {
+			delete(h, k)
+		} else {
+			h[k] = kept
 		}
-		sr.emit(len(sr.buf) - sr.s.held(sr.buf))
 	}
-	n := copy(p, sr.out)
-	sr.out = sr.out[n:]
-	return n, nil
-}
-
-// emit moves buf to out, every form in it replaced, up to upto bytes of
-// buf where no form begins (the rest may begin one that more input
-// completes).
-func (sr *scrubReader) emit(upto int) {
-	for {
-		at, n := sr.s.next(sr.buf)
-		if at < 0 || at >= upto && sr.err == nil {
-			break
-		}
-		sr.out = append(append(sr.out, sr.buf[:at]...), sr.s.repl...)
-		sr.buf = sr.buf[at+n:]
-		upto -= at + n
-	}
-	if sr.err != nil {
-		upto = len(sr.buf)
-	}
-	if upto > 0 {
-		sr.out = append(sr.out, sr.buf[:upto]...)
-		sr.buf = sr.buf[upto:]
-	}
-}
-
-func (sr *scrubReader) Close() error { return sr.r.Close() }
-
-// scrubResponse is the forwarders' ModifyResponse: the answer to a
-// request that carried a credential is scrubbed of its value.
-func (p *Proxy) scrubResponse(resp *http.Response) error {
-	if rt, ok := resp.Request.Context().Value(routeKey{}).(*route); ok && rt.echo != nil {
-		return rt.echo.scrubAnswer(resp)
-	}
-	return nil
-}
-
-// putCredential sets c on r, asks for an answer that is not compressed
-// (so that it can be searched for the value), and has rt's answer
-// scrubbed.
-func (p *Proxy) putCredential(r *http.Request, rt *route, c *Credential) {
-	r.Header.Set(c.Header, c.Value)
-	r.Header.Set("Accept-Encoding", "identity")
-	rt.echo = p.echo[c.Name]
 }

@@ -26,11 +26,11 @@ type routeKey struct{}
 // checked. The transport's dialer reads it, so a forwarded request is
 // dialled exactly like a tunnel: to a checked address, never a name.
 type route struct {
-	addrs []netip.Addr
-	port  uint16
-	host  string        // the destination as the gate normalised it, for budgets and TLS
-	tls   *tls.Config   // verifies the destination of an https URL; nil: default
-	echo  *echoScrubber // the credential the request carries, scrubbed from its answer
+	addrs  []netip.Addr
+	port   uint16
+	host   string      // the destination as the gate normalised it, for budgets and TLS
+	tls    *tls.Config // verifies the destination of an https URL; nil: default
+	redact *redactor   // of the credentials for the destination: its answer passes it
 
 	mu      sync.Mutex
 	dialled netip.AddrPort
@@ -174,7 +174,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, defaultPort)
 	addrs, err := p.decide(r.Context(), &ev)
 	var cred *Credential
-	rt := &route{addrs: addrs, port: ev.Target.Port, host: ev.Target.Host()}
+	rt := &route{addrs: addrs, port: ev.Target.Port, host: ev.Target.Host(), redact: p.answerRedactor(ev.Target)}
 	if ev.Decision.Allowed() && err == nil {
 		q := requestOf(ev.Target, r)
 		ev.Method, ev.Path = r.Method, clip(r.URL.RequestURI())
@@ -204,18 +204,25 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cred != nil {
-		p.putCredential(r, rt, cred)
+		putCredential(r, cred)
 	}
 	p.forward(w, r, &ev, p.fwd, rt)
 }
 
 // forward relays r along rt with rp, reports the outcome, and returns
 // the body bytes relayed each way. Bodies pass through the budgets ev
-// counts in.
+// counts in; the answer from a credential's host, through its redactor.
 func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rp *httputil.ReverseProxy, rt *route) (up, down int64) {
 	body := &countingBody{ReadCloser: r.Body, use: ev.use}
 	r.Body = body
 	cw := &countingWriter{ResponseWriter: w, rc: http.NewResponseController(w), idle: p.limits.IdleTimeout, use: ev.use}
+	var rw http.ResponseWriter = cw
+	var red *redactingWriter
+	if rt.redact != nil {
+		guardRequest(r)
+		red = &redactingWriter{ResponseWriter: cw, r: rt.redact}
+		rw = red
+	}
 	defer func() {
 		v := recover()
 		// Forget the write deadline: the connection may serve another
@@ -233,7 +240,10 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, ev *Event, rp *h
 			panic(v) // http.ErrAbortHandler: the server drops the connection
 		}
 	}()
-	rp.ServeHTTP(cw, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	rp.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), routeKey{}, rt)))
+	if red != nil {
+		red.finish()
+	}
 	return
 }
 

@@ -155,6 +155,9 @@ type setup struct {
 	budgets  []Budget
 	metrics  *Metrics
 	record   func(Event) error
+
+	upstream   http.Handler // an inspect harness's upstream, in place of serveTLSUpstream's
+	upstreamH1 bool         // the upstream speaks HTTP/1.1 only
 }
 
 func newHarness(t testing.TB, s setup) *harness {

@@ -29,7 +29,8 @@ type inspection struct {
 	p      *Proxy
 	ev     *Event // the tunnel's: decided, and finished by the caller of tunnel
 	entry  *egress.Entry
-	secure bool // the client spoke TLS, and so does the upstream
+	secure bool      // the client spoke TLS, and so does the upstream
+	redact *redactor // of the credentials for the tunnel's host: its answers pass it
 	tr     *http.Transport
 	rp     *httputil.ReverseProxy
 
@@ -108,7 +109,7 @@ func (p *Proxy) inspect(ev *Event, client net.Conn, buffered []byte, up net.Conn
 // the gate checked. Upstream TLS is verified against the entry's CA, or
 // the host's roots.
 func (p *Proxy) newInspection(ev *Event, up net.Conn, secure bool) (*inspection, error) {
-	ins := &inspection{p: p, ev: ev, entry: ev.entry, secure: secure, first: up, done: make(chan struct{})}
+	ins := &inspection{p: p, ev: ev, entry: ev.entry, secure: secure, redact: p.answerRedactor(ev.Target), first: up, done: make(chan struct{})}
 	roots := p.upstreamRoots
 	if path := ev.entry.UpstreamCA(); path != "" {
 		var err error
@@ -262,9 +263,9 @@ func (p *Proxy) serveInspected(w http.ResponseWriter, r *http.Request) {
 	if !p.answered(w, &ev) {
 		return
 	}
-	rt := &route{addrs: ins.ev.addrs, port: t.Port}
+	rt := &route{addrs: ins.ev.addrs, port: t.Port, redact: ins.redact}
 	if cred != nil {
-		p.putCredential(r, rt, cred)
+		putCredential(r, cred)
 	}
 	up, down := p.forward(w, r, &ev, ins.rp, rt)
 	ins.up.Add(up)
@@ -279,6 +280,9 @@ func (p *Proxy) admitRequest(ev *Event, entry *egress.Entry, q *egress.Request, 
 		return nil
 	}
 	cred, why := p.credentialFor(ev.Target, entry, q, r, secure)
+	if why == "" && cred != nil {
+		why = twinHeader(ev.Target, r.Header, cred)
+	}
 	if why != "" {
 		ev.Decision = deny("%s", why)
 		return nil
@@ -294,6 +298,20 @@ func (p *Proxy) admitRequest(ev *Event, entry *egress.Entry, q *egress.Request, 
 		ev.Credential = cred.Name
 	}
 	return cred
+}
+
+// twinHeader refuses a request that carries, besides the header the
+// proxy sets for cred, one that servers read as that header (a CGI or
+// WSGI server reads X_Api_Key as X-Api-Key): the proxy replaces the
+// header, and would leave its twin beside it.
+func twinHeader(t egress.Target, h http.Header, cred *Credential) string {
+	want := egress.FoldHeaderName(cred.Header)
+	for k := range h {
+		if k != http.CanonicalHeaderKey(cred.Header) && egress.FoldHeaderName(k) == want {
+			return fmt.Sprintf("request to %s refused: credential %q sets %s, and the request carries %+q, which servers read as the same header", t, cred.Name, cred.Header, clip(k))
+		}
+	}
+	return ""
 }
 
 // answered records the decision on a request the proxy read and answers
@@ -320,28 +338,15 @@ func refusalStatus(ev *Event) int {
 	return http.StatusForbidden
 }
 
-// requestOf is r in the egress gate's terms.
+// requestOf is r in the egress gate's terms, as it will be forwarded: it
+// first removes from r the headers the forwarder would not send (so that
+// no header is decided on that the destination does not see), and its
+// path is the request target the forwarder writes (url.URL.RequestURI,
+// also for a target that is not a path: a URL's opaque part, "*").
 func requestOf(t egress.Target, r *http.Request) *egress.Request {
-	q := &egress.Request{Host: t.String(), Method: r.Method, Path: r.URL.EscapedPath(), RawQuery: r.URL.RawQuery, Header: r.Header}
-	if headerHasToken(r.Header, "Connection", "upgrade") {
-		q.Upgrade = strings.ToLower(r.Header.Get("Upgrade"))
-		if q.Upgrade == "" {
-			q.Upgrade = "(none named)"
-		}
-	}
-	return q
-}
-
-// headerHasToken reports whether a comma-separated header holds token.
-func headerHasToken(h http.Header, name, token string) bool {
-	for _, v := range h[name] {
-		for _, t := range strings.Split(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
+	up := egress.ForwardHeader(r.Header)
+	path, query, _ := strings.Cut(r.URL.RequestURI(), "?")
+	return &egress.Request{Host: t.String(), Method: r.Method, Path: path, RawQuery: query, Header: r.Header, Upgrade: up}
 }
 
 // clip bounds a string an event keeps.

@@ -45,6 +45,8 @@ type seen struct {
 	mu   sync.Mutex
 	reqs []string // "METHOD /path?query proto", then each header wanted
 	auth []string
+	hdrs []http.Header
+	raw  []string // each request's target as it arrived
 }
 
 func (s *seen) add(r *http.Request) {
@@ -52,6 +54,8 @@ func (s *seen) add(r *http.Request) {
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, r.Method+" "+r.URL.RequestURI()+" "+r.Proto)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.hdrs = append(s.hdrs, r.Header.Clone())
+	s.raw = append(s.raw, r.RequestURI)
 }
 
 func (s *seen) all() ([]string, []string) {
@@ -64,7 +68,7 @@ func (s *seen) all() ([]string, []string) {
 // certificate of ca, echoing the request line and the body's length.
 func serveTLSUpstream(t testing.TB, ca *CA, host string, s *seen) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serveTLSHandler(t, ca, host, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.add(r)
 		n, _ := io.Copy(io.Discard, r.Body)
 		switch r.URL.Path {
@@ -78,12 +82,19 @@ func serveTLSUpstream(t testing.TB, ca *CA, host string, s *seen) *httptest.Serv
 			return
 		}
 		fmt.Fprintf(w, "%s %s %s body=%d", r.Method, r.URL.RequestURI(), r.Proto, n)
-	}))
+	}), true)
+}
+
+// serveTLSHandler serves h over HTTPS for host with a certificate of ca:
+// HTTP/2 and HTTP/1.1, or HTTP/1.1 only.
+func serveTLSHandler(t testing.TB, ca *CA, host string, h http.Handler, h2 bool) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
 	cert, err := ca.leaf(host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.EnableHTTP2 = true
+	srv.EnableHTTP2 = h2
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{*cert}}
 	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes' noise
 	srv.StartTLS()
@@ -128,8 +139,6 @@ func newInspectHarnessWith(t testing.TB, rules []egress.RuleConfig, extra func(*
 	if err := os.WriteFile(caFile, upCA.CertPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	up := &seen{}
-	srv := serveTLSUpstream(t, upCA, "api.test", up)
 	ca, err := NewCA("airlock test session", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +153,13 @@ func newInspectHarnessWith(t testing.TB, rules []egress.RuleConfig, extra func(*
 	}
 	if extra != nil {
 		extra(&s)
+	}
+	up := &seen{}
+	var srv *httptest.Server
+	if s.upstream != nil {
+		srv = serveTLSHandler(t, upCA, "api.test", s.upstream, !s.upstreamH1)
+	} else {
+		srv = serveTLSUpstream(t, upCA, "api.test", up)
 	}
 	h := newHarness(t, s)
 	proxyURL, _ := url.Parse("http://" + h.addr)

@@ -46,7 +46,8 @@ type Proxy struct {
 	ca            *CA
 	upstreamRoots *x509.CertPool
 	creds         map[string]*Credential
-	echo          map[string]*echoScrubber // by credential name
+	echo          map[string]*redactor // the answers' redactors, by credential name
+	redact        *redactor            // of every credential: what the proxy reports passes it
 	budget        *budgets
 	is            *http.Server  // serves the requests of inspected tunnels
 	iln           *connListener // hands the inspected connections to is
@@ -98,7 +99,7 @@ func newProxy(cfg Config) (*Proxy, error) {
 		ca:            cfg.CA,
 		upstreamRoots: cfg.UpstreamRoots,
 		creds:         creds,
-		echo:          map[string]*echoScrubber{},
+		echo:          map[string]*redactor{},
 		iln:           newConnListener(),
 		pools:         map[string]*x509.CertPool{},
 		sessions:      tls.NewLRUClientSessionCache(256),
@@ -117,8 +118,13 @@ func newProxy(cfg Config) (*Proxy, error) {
 		conns:         map[net.Conn]connKind{},
 		handshake:     map[net.Conn]*deadline{},
 	}
-	for name, c := range creds {
-		p.echo[name] = newEchoScrubber(c)
+	if len(creds) > 0 {
+		all := make([]*Credential, 0, len(creds))
+		for name, c := range creds {
+			p.echo[name] = newRedactor(c)
+			all = append(all, c)
+		}
+		p.redact = newRedactor(all...)
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver

@@ -173,6 +173,26 @@ func TestWildcardDropsNonPublic(t *testing.T) {
 	}
 }
 
+// TestSpecialUseUnderWildcard: under "*", localhost and the other
+// special-use names are refused by the gate (403 with the reason, SOCKS5
+// reply 2) and never looked up, where localhost was allowed and then
+// failed to resolve (502).
+func TestSpecialUseUnderWildcard(t *testing.T) {
+	h := newHarness(t, setup{allow: []string{"*"}, answers: map[string][]netip.Addr{"localhost": addrs("127.0.0.1")}})
+	for _, host := range []string{"localhost", "db.localhost", "x.invalid", "abcdefghij.onion"} {
+		resp, _ := connect(t, h.addr, host+":443")
+		if why := resp.Header.Get(ReasonHeader); resp.StatusCode != http.StatusForbidden || !strings.Contains(why, "denied, whatever the allowlist") {
+			t.Errorf("CONNECT %s: %d %q", host, resp.StatusCode, why)
+		}
+		if rep, _ := socksDial(t, h.addr, atypDomain, host, 443); rep != repNotAllowed {
+			t.Errorf("SOCKS5 %s: reply %d", host, rep)
+		}
+	}
+	if names := h.res.names(); len(names) != 0 {
+		t.Errorf("looked up %q", names)
+	}
+}
+
 // TestUpstreamFailures: a name that does not resolve and a port where
 // nothing listens fail honestly: 502 or SOCKS5 replies 4 and 5.
 func TestUpstreamFailures(t *testing.T) {

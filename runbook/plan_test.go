@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 func TestParsePlanGood(t *testing.T) {
@@ -179,7 +180,7 @@ func TestExamplePlanAllowed(t *testing.T) {
 	}
 	g := cmdgate.Compile(policy.Default().Policy)
 	for i, s := range p.Steps {
-		if d := g.Decide(s.Tool, s.Command, s.Args); !d.Allowed() {
+		if d := g.Decide(s.Tool, s.Command, s.Args, sandbox.WorkspaceDir); !d.Allowed() {
 			t.Errorf("%s: %v", s.Label(i), d)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 func (l *launch) decide() bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
-		d := l.cmd.Decide(s.Tool, s.Command, s.Args)
+		d := l.cmd.Decide(s.Tool, s.Command, s.Args, sandbox.WorkspaceDir)
 		l.steps = append(l.steps, prepared{d: d})
 		l.res.Steps = append(l.res.Steps, StepResult{
 			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -127,11 +126,9 @@ func listApprovals(w io.Writer, store *approval.Store, asJSON bool) error {
 		for i, r := range pending {
 			entries[i] = listedRequest{r, termtext.Argv(r.Argv)}
 		}
-		b, merr := json.MarshalIndent(entries, "", "  ")
-		if merr != nil {
-			return merr
+		if werr := termtext.WriteJSON(w, entries, "  "); werr != nil {
+			return werr
 		}
-		fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
 	if len(pending) == 0 && err == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/monitor"
 )
 
@@ -254,8 +254,7 @@ func printVerifyJSON(w io.Writer, file string, rep audit.Report, verr error) {
 	if verr != nil && !errors.As(verr, &out.Error) {
 		out.Error = &audit.Error{Reason: verr.Error()}
 	}
-	b, _ := json.Marshal(out)
-	fmt.Fprintf(w, "%s\n", b)
+	_ = termtext.WriteJSON(w, out, "")
 }
 
 func newAuditTimelineCmd() *cobra.Command {
@@ -432,12 +431,10 @@ audit_repaired. alerts does not check the chain; run "airlock audit verify".`,
 					"run \"airlock audit verify\"\n", file, res.Damaged, plural(res.Damaged, "line"))
 			}
 			if asJSON {
-				b, _ := json.Marshal(struct {
+				return termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					File string `json:"file"`
 					monitor.Result
-				}{file, res})
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
-				return nil
+				}{file, res}, "")
 			}
 			printAlerts(cmd.OutOrStdout(), res, th, location(utc))
 			return nil

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 func newAuditExportCmd() *cobra.Command {
@@ -26,7 +27,9 @@ func newAuditExportCmd() *cobra.Command {
 command decisions, launches and outcomes as Process Activity (1007), egress
 decisions as HTTP Activity (4002) or Network Activity (4001), monitor alerts as
 Detection Finding (2004). Each carries the record's seq and hash (unmapped.airlock)
-so that a SIEM event can be traced to a verifiable line. The chain is checked as
+so that a SIEM event can be traced to a verifiable line. A string that is not
+UTF-8 is written with \xNN for each such byte, its exact bytes in base64 in
+unmapped.airlock.bytes, keyed by the attribute's path. The chain is checked as
 the log is read: export stops at the first bad line, exit 1, having written only
 verified events. The filters are timeline's.`,
 		Example: `  airlock audit export --format ocsf --since 24h > airlock.ocsf.jsonl`,
@@ -49,7 +52,9 @@ verified events. The filters are timeline's.`,
 			}
 			defer f.Close()
 			host, _ := os.Hostname()
-			w := bufio.NewWriter(cmd.OutOrStdout())
+			// Past the terminal's escaping: the events are JSON, escaped
+			// as JSON (termtext.JSON).
+			w := bufio.NewWriter(termtext.Raw(cmd.OutOrStdout()))
 			_, _, err = audit.ExportOCSF(w, f, filter, audit.OCSFSource{Host: host, Version: buildVersion()})
 			if ferr := w.Flush(); err == nil && ferr != nil {
 				err = fmt.Errorf("write: %w", ferr)

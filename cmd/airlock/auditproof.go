@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // keyFileFlag adds --key-file to cmd, naming the signing key to use.
@@ -108,10 +109,8 @@ verify-proof", or with golang.org/x/mod/sumdb/note and tlog alone
 			if err != nil {
 				return auditFailed("prove", file, err)
 			}
-			b, _ := json.MarshalIndent(audit.RunProof{Checkpoint: cp.Note, PublicKey: l.Signer().PublicKey(),
-				Records: recs, Omitted: omitted}, "", "  ")
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
-			return nil
+			return termtext.WriteJSON(cmd.OutOrStdout(), audit.RunProof{Checkpoint: cp.Note, PublicKey: l.Signer().PublicKey(),
+				Records: recs, Omitted: omitted}, "  ")
 		},
 	}
 	keyFileFlag(cmd, &keyFile)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,7 +60,7 @@ Exit status 0 only if every attempt was contained.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if err := json.NewEncoder(out).Encode(rep); err != nil {
+				if err := termtext.WriteJSON(out, rep, ""); err != nil {
 					return err
 				}
 			} else if raw := termtext.Raw(out); useColour(raw) {

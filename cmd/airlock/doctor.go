@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -100,10 +99,7 @@ func runDoctor(cmd *cobra.Command, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	var err error
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		err = enc.Encode(out)
+		err = termtext.WriteJSON(w, out, "  ")
 	} else {
 		err = printDoctor(w, out)
 	}

@@ -10,18 +10,21 @@ import (
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
 func newExplainCmd() *cobra.Command {
 	var (
 		tool, task, host string
+		cwd              string
 		rawURL, method   string
 		headers          []string
 		asJSON, resolve  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "explain (--tool T -- CMD [ARG...] | --task K --host HOST[:PORT] | --task K --url URL [--method M])",
+		Use:   "explain (--tool T [--cwd DIR] -- CMD [ARG...] | --task K --host HOST[:PORT] | --task K --url URL [--method M])",
 		Short: "Show what a gate would decide, and why; nothing is run",
 		Long: `explain prints the decision of the command gate for a tool running a command,
 or of the egress gate for a task reaching a host. With --url, the request too:
@@ -53,6 +56,8 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 				return usageError{errors.New("explain: give --tool T -- CMD [ARG...] or --task K --host HOST[:PORT]")}
 			case tool != "" && (host != "" || resolve):
 				return usageError{errors.New("explain: --host and --resolve go with --task")}
+			case cwd != "" && tool == "":
+				return usageError{errors.New("explain: --cwd goes with --tool")}
 			}
 			return nil
 		},
@@ -68,12 +73,13 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 			case task != "":
 				return explainEgress(cmd.Context(), out, pol, task, host, resolve, asJSON)
 			}
-			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:])
+			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:], enforcer.StepDir(cwd))
 			resolved, rerr := cmdgate.Resolve("", args[0], pol.SearchPath())
 			return printCommandDecision(out, commandExplanation{Decision: d, Policy: pol.Info()}, resolved, rerr, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&tool, "tool", "", "tool whose scope decides the command")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory inside, relative to /workspace, as run's (with --tool)")
 	cmd.Flags().StringVar(&task, "task", "", "task whose allowlist decides the host")
 	cmd.Flags().StringVar(&host, "host", "", "destination HOST[:PORT] (with --task)")
 	cmd.Flags().BoolVar(&resolve, "resolve", false, "resolve the name and decide on every address, as the proxy does")
@@ -112,7 +118,7 @@ func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, r
 		if rerr == nil {
 			ex.Resolved = &resolved
 		}
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	where := resolved
 	switch {

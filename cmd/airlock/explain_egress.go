@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -56,7 +55,7 @@ func explainEgress(ctx context.Context, w io.Writer, pol *policy.Loaded, task, h
 	}
 	ex.Gate, ex.Verdict, ex.Reason, ex.Rule = d.Gate, d.Verdict, d.Why(), d.Rule
 	if asJSON {
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	rule := ex.Rule
 	if rule == "" {
@@ -80,20 +79,28 @@ func joinAddrs(addrs []netip.Addr) string {
 	return strings.Join(s, ", ")
 }
 
-// requestExplanation is explain's output for a request: the host's
-// decision, then the request's.
+// requestExplanation is explain's output for a request: at the top the
+// final decision (the request's on an inspected host, else the host's),
+// then the host's decision and the request's.
 type requestExplanation struct {
 	egressExplanation
+	// Host is the gate's decision on the request's host.
+	Host stageDecision `json:"host"`
 	// Request is the decision on the request itself.
 	Request requestDecision `json:"request"`
+}
+
+// stageDecision is one step's decision on the way to the final one.
+type stageDecision struct {
+	Verdict decision.Verdict `json:"decision"`
+	Reason  string           `json:"reason"`
+	Rule    string           `json:"rule"`
 }
 
 // requestDecision is how the proxy would decide one request to a host the
 // gate allows.
 type requestDecision struct {
-	Verdict decision.Verdict `json:"decision"`
-	Reason  string           `json:"reason"`
-	Rule    string           `json:"rule"`
+	stageDecision
 	// Entry is the allowlist entry that allowed the host; Inspected says
 	// whether the proxy reads its requests.
 	Entry     string `json:"entry"`
@@ -105,6 +112,7 @@ type requestDecision struct {
 // explainRequest prints the gate's decision on rawURL's host for task,
 // then the decision on the request (method, path, query, headers): the
 // rule of an inspected entry that decides it, and the credential added.
+// The JSON's top-level decision is the final one.
 func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string, headers []string, asJSON bool) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -130,24 +138,35 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 		port = 443
 	}
 	d, t := g.CheckHostPort(task, u.Host, port)
-	ex := requestExplanation{egressExplanation: egressExplanation{Gate: d.Gate, Verdict: d.Verdict, Reason: d.Why(), Rule: d.Rule,
-		Target: t.String(), Policy: pol.Info()}}
-	q := &egress.Request{Host: t.String(), Method: method, Path: u.EscapedPath(), RawQuery: u.RawQuery, Header: hdr}
+	ex := requestExplanation{egressExplanation: egressExplanation{Gate: d.Gate, Target: t.String(), Policy: pol.Info()},
+		Host: stageDecision{Verdict: d.Verdict, Reason: d.Why(), Rule: d.Rule}}
+	// As the proxy decides it: without the headers it does not forward.
+	up := egress.ForwardHeader(hdr)
+	q := &egress.Request{Host: t.String(), Method: method, Path: u.EscapedPath(), RawQuery: u.RawQuery, Header: hdr, Upgrade: up}
+	final := ex.Host
 	switch e := g.Entry(task, d.Rule); {
 	case !d.Allowed():
-		ex.Request = requestDecision{Reason: "the host is refused, so every request to it is"}
+		ex.Request = requestDecision{stageDecision: stageDecision{Reason: "the host is refused, so every request to it is"}}
 	case !e.Inspected():
-		ex.Request = requestDecision{Verdict: decision.Allow, Entry: d.Rule,
-			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", d.Rule)}
+		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: decision.Allow,
+			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", d.Rule)},
+			Entry: d.Rule}
 	default:
 		rd := e.CheckRequest(q)
-		ex.Request = requestDecision{Verdict: rd.Verdict, Reason: rd.Why(), Rule: rd.Rule, Entry: d.Rule, Inspected: true}
+		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: rd.Verdict, Reason: rd.Why(), Rule: rd.Rule}, Entry: d.Rule, Inspected: true}
 		if rd.Allowed() {
 			ex.Request.Credential = g.Credential(task, t, q)
 		}
+		if ex.Request.Credential != "" && u.Scheme != "https" {
+			ex.Request.stageDecision = stageDecision{Rule: rd.Rule,
+				Reason: fmt.Sprintf("request to %s refused: credential %q is for it, and is sent over TLS only", t, ex.Request.Credential)}
+			ex.Request.Credential = ""
+		}
+		final = ex.Request.stageDecision
 	}
+	ex.Verdict, ex.Reason, ex.Rule = final.Verdict, final.Reason, final.Rule
 	if asJSON {
-		return json.NewEncoder(w).Encode(ex)
+		return termtext.WriteJSON(w, ex, "")
 	}
 	show := func(s string) string {
 		if s == "" {
@@ -155,7 +174,7 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 		}
 		return s
 	}
-	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Verdict, ex.Reason, show(ex.Rule), ex.Target)
+	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Host.Verdict, ex.Host.Reason, show(ex.Host.Rule), ex.Target)
 	fmt.Fprintf(w, "request:   %s %s\ndecision:  %s\nreason:    %s\nrule:      %s\ncredential: %s\n",
 		termtext.Escape(method), termtext.Escape(show(u.RequestURI())), ex.Request.Verdict, ex.Request.Reason, show(ex.Request.Rule), show(ex.Request.Credential))
 	return nil

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 func newImageCmd() *cobra.Command {
@@ -60,15 +60,6 @@ func newImageResult(v *image.Verified) imageResult {
 		ConfigDigest: v.ConfigDigest.String(), Format: v.Format, Layers: n}
 }
 
-func printJSON(cmd *cobra.Command, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
-	return err
-}
-
 func newImageVerifyCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -84,7 +75,7 @@ func newImageVerifyCmd() *cobra.Command {
 				return &exitError{Code: exitFailed, Err: err}
 			}
 			if asJSON {
-				return printJSON(cmd, newImageResult(v))
+				return termtext.WriteJSON(cmd.OutOrStdout(), newImageResult(v), "")
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %s, image %s, %d layers verified\n", ref, v.Format, v.ImageDigest, len(v.Config.RootFS.DiffIDs))
 			return err
@@ -119,7 +110,7 @@ unpacks afresh and compares the cached tree with it file by file.`,
 			if asJSON {
 				r := newImageResult(p.Verified)
 				r.Rootfs, r.Cached, r.Stats = p.Rootfs, &p.Cached, &p.Stats
-				return printJSON(cmd, r)
+				return termtext.WriteJSON(cmd.OutOrStdout(), r, "")
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), p.Rootfs)
 			return err

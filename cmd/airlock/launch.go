@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
@@ -78,7 +78,7 @@ docs/cli.md, "Exit codes".`,
 			flush(opts.Stdout)
 			flush(opts.Stderr)
 			if asJSON {
-				if perr := printLaunchJSON(stdout, res); perr != nil && err == nil {
+				if perr := termtext.WriteJSON(stdout, res, "  "); perr != nil && err == nil {
 					err = perr
 				}
 			}
@@ -142,15 +142,6 @@ func launchPlan(cmd *cobra.Command, planFile, auditFile string, grace float64, o
 	ctx, stop := signalContext(cmd.Context(), grace)
 	defer stop()
 	return runbook.Launch(ctx, plan, opts)
-}
-
-func printLaunchJSON(w io.Writer, res runbook.Result) error {
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
 }
 
 // reportLaunch prints one stderr line for every outcome but a pass, in

@@ -80,6 +80,7 @@ func TestScripts(t *testing.T) {
 			"readmeexample": cmdReadmeExample,
 			"status":        cmdStatus,
 			"readmeline":    cmdReadmeLine,
+			"jsonok":        cmdJSONOK,
 		},
 	})
 }

@@ -31,9 +31,12 @@ root can write, in directories only you or root can write: see
 docs/policy.md). Without FILE it checks the policy airlock would use
 (--policy, else $AIRLOCK_POLICY, else the embedded default). It then asks
 the policy's own gates to decide the examples its rules and entries carry,
-and fails at the file:line:col of each they decide otherwise.
+and fails at the file:line:col of each they decide otherwise. A valid
+policy's rules that may not hold as they read are warnings, on stderr,
+each at its place: a deny or escalate rule naming a path, for one.
 
-Exit status 0 when the policy is valid and its examples pass, 1 when not.`,
+Exit status 0 when the policy is valid and its examples pass, warnings or
+not; 1 when not.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{errors.New("policy check: at most one FILE")}
@@ -55,6 +58,9 @@ Exit status 0 when the policy is valid and its examples pass, 1 when not.`,
 			}
 			if err != nil {
 				return err
+			}
+			for _, w := range l.Warnings {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", w)
 			}
 			n, err := authoring.CheckExamples(l)
 			if err != nil {

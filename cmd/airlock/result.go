@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // resultFlags are the flags `run` and `session exec` share: the result
@@ -127,17 +127,16 @@ func (f resultFlags) write(stdout io.Writer, res enforcer.Result) error {
 	if !f.json && f.result == "" {
 		return nil
 	}
-	b, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
 	if f.json || f.result == "-" {
-		if _, err := stdout.Write(b); err != nil {
+		if err := termtext.WriteJSON(stdout, res, "  "); err != nil {
 			return err
 		}
 	}
 	if f.result != "" && f.result != "-" {
+		b, err := termtext.JSON(res, "  ")
+		if err != nil {
+			return err
+		}
 		return hostfile.WriteFile(f.result, b, 0o644)
 	}
 	return nil

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/selftest"
 )
 
@@ -73,9 +73,7 @@ control and nothing was left behind; 1 otherwise.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if werr := enc.Encode(rep); werr != nil {
+				if werr := termtext.WriteJSON(out, rep, "  "); werr != nil {
 					return werr
 				}
 			} else if werr := rep.WriteTable(out, 160); werr != nil {

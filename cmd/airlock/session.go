@@ -71,7 +71,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
 			}
 			if asJSON {
-				return printJSON(cmd, info)
+				return termtext.WriteJSON(cmd.OutOrStdout(), info, "")
 			}
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), info.ID)
 			return err
@@ -196,7 +196,8 @@ Exit status: as airlock run — the child's own; 128+N when it died of signal N
 could not be executed; 127 not installed; 125 airlock could not run it (no
 such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
 terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
-before it is killed). The session goes on either way.`,
+before it is killed); 74 the command ran but a record of its run could not be
+written to the audit log (a full disk). The session goes on either way.`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -368,6 +369,18 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 // the patch asked for could not be made (EX_CANTCREAT).
 const exitPatchLost = 73
 
+// lostPatch is the part of Stop's error under holder.ErrNoPatch.
+func lostPatch(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, holder.ErrNoPatch) {
+				return e
+			}
+		}
+	}
+	return err
+}
+
 func newSessionStopCmd() *cobra.Command {
 	var (
 		findings, patch string
@@ -382,7 +395,8 @@ start said), tears the sandbox down, and prints what the session did (with
 --json, one object).
 
 Exit status 0; 73 when the session stopped but the patch could not be made;
-125 when there is no such session.`,
+74 when it stopped but a record of it (its teardown, its checkpoint) could not
+be written to the audit log (a full disk); 125 when there is no such session.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -407,28 +421,38 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 			if derr := done(); err == nil {
 				err = derr
 			}
-			var lost error
-			if errors.Is(err, holder.ErrNoPatch) {
-				lost, err = err, nil // stopped: say so, then that the patch is lost
-			}
-			if err != nil {
+			if err != nil && !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, enforcer.ErrAudit) {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
+			// Stopped: say so, then what was lost.
+			var werr error
 			if asJSON {
-				err = printJSON(cmd, struct {
+				werr = termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
-				}{sum, ch})
+				}{sum, ch}, "")
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
 			}
-			if lost != nil {
-				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
+			code := exitOK
+			if errors.Is(err, holder.ErrNoPatch) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: session stop: %s\n", termtext.Escape(lostPatch(err).Error()))
+				code = exitPatchLost
 			}
-			return err
+			if errors.Is(err, enforcer.ErrAudit) {
+				if sum.Error != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: session stop: teardown: %s\n", termtext.Escape(sum.Error))
+				}
+				printAuditError(cmd.ErrOrStderr(), sum.AuditError)
+				code = enforcer.ExitAudit // as run's: over 73
+			}
+			if code != exitOK {
+				return &exitError{Code: code}
+			}
+			return werr
 		},
 	}
 	cmd.Flags().StringVar(&findings, "findings", "", "host directory that receives /findings (default: the one start was given)")
@@ -456,7 +480,7 @@ func newSessionListCmd() *cobra.Command {
 				if infos == nil {
 					infos = []holder.Info{}
 				}
-				return printJSON(cmd, infos)
+				return termtext.WriteJSON(cmd.OutOrStdout(), infos, "")
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 func newSessionPoolCmd() *cobra.Command {
@@ -50,7 +51,7 @@ Exit status 0 when the pool started (or stopped), 125 when it could not.`,
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session pool: %w", err)}
 			}
 			if asJSON {
-				return printJSON(cmd, info)
+				return termtext.WriteJSON(cmd.OutOrStdout(), info, "")
 			}
 			return nil
 		},

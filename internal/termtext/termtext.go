@@ -8,7 +8,10 @@
 //
 // Every line airlock prints for people goes through Escape or a Writer,
 // and so does a child's output when it goes to a terminal; to a pipe or a
-// file the child's output is data, passed byte for byte.
+// file the child's output is data, passed byte for byte. JSON goes
+// through neither (a Go escape such as \x7f is not JSON): JSON and
+// WriteJSON encode it with JSON's own \u escapes for every character
+// that does not print, which is both valid JSON and safe on a terminal.
 package termtext
 
 import (
@@ -42,10 +45,8 @@ func Clip(s string, n int) string {
 // for a child's output on its way to a terminal. A UTF-8 sequence cut
 // between two writes is kept back until the next one completes it (Flush
 // writes what is left, escaped), so that text written in pieces reads as
-// it was meant. A JSON document stays valid through it: JSON holds
-// control characters only as escapes already, and the \u escapes this
-// writes for C1 and bidirectional characters, which JSON allows raw, are
-// JSON escapes too. It is safe for concurrent use.
+// it was meant. It is not for JSON, which it would break (DEL becomes
+// \x7f): WriteJSON writes past it. It is safe for concurrent use.
 type Writer struct {
 	// W is where the escaped text goes: the terminal, or its pipe.
 	W io.Writer

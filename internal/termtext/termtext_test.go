@@ -2,7 +2,6 @@ package termtext
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -58,20 +57,6 @@ func TestWriter(t *testing.T) {
 	if Raw(w) != &b || Raw(&b) != &b {
 		t.Error("Raw does not unwrap")
 	}
-	// A JSON document stays valid, and means the same.
-	b.Reset()
-	v := map[string]string{"reason": "\x1b]0;x\a \u009b \u202e \xff end"}
-	if err := json.NewEncoder(w).Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	var back map[string]string
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
-		t.Fatalf("not JSON any more: %v\n%s", err, b.Bytes())
-	}
-	if want := "\x1b]0;x\a \u009b \u202e \ufffd end"; back["reason"] != want {
-		t.Errorf("JSON read back as %q, want %q", back["reason"], want)
-	}
-	assertSafe(t, b.String(), true)
 }
 
 // FuzzEscape: nothing that Escape or a Writer lets through can drive a

@@ -7,6 +7,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -28,13 +29,22 @@ func newDecider(p *policy.Policy, local egress.LocalAddrs) (*decider, error) {
 	return &decider{cmd: cmdgate.Compile(p), eg: g}, nil
 }
 
+// workspace is the working directory a command is decided in when
+// nothing says otherwise, as a run without --cwd is.
+var workspace = enforcer.StepDir("")
+
 // command is the command gate's decision on tool running argv (the
-// command, then its arguments).
+// command, then its arguments) in the workspace.
 func (d *decider) command(tool string, argv []string) decision.Decision {
+	return d.commandIn(tool, argv, workspace)
+}
+
+// commandIn is the command gate's decision on tool running argv in dir.
+func (d *decider) commandIn(tool string, argv []string, dir string) decision.Decision {
 	if len(argv) == 0 {
-		return d.cmd.Decide(tool, "", nil)
+		return d.cmd.Decide(tool, "", nil, dir)
 	}
-	return d.cmd.Decide(tool, argv[0], argv[1:])
+	return d.cmd.Decide(tool, argv[0], argv[1:], dir)
 }
 
 // host is the egress gate's decision on task reaching hostport.

@@ -74,9 +74,9 @@ func diffCommands(c *changes, a, b *policy.Policy, da, db *decider) {
 					probes = append(probes, append(slices.Clone(s.args), fresh))
 				}
 			}
-			for _, args := range probes {
-				argv := append([]string{command}, args...)
-				oa, ob := da.command(tool, argv), db.command(tool, argv)
+			for _, p := range probeDirs(probes) {
+				args, argv := p.args, append([]string{command}, p.args...)
+				oa, ob := da.commandIn(tool, argv, p.dir), db.commandIn(tool, argv, p.dir)
 				if level(ob.Verdict) <= level(oa.Verdict) {
 					continue
 				}
@@ -114,6 +114,27 @@ func diffCommands(c *changes, a, b *policy.Policy, da, db *decider) {
 			}
 		}
 	}
+}
+
+// probeDir is a command line's arguments and the directory it is decided
+// in.
+type probeDir struct {
+	args []string
+	dir  string
+}
+
+// probeDirs is each of probes in the workspace and in a directory no
+// rule names: deny and escalate rules compare arguments as paths from
+// the working directory, so a rule that names a path one way and one
+// that names it another can differ only away from the workspace.
+func probeDirs(probes [][]string) []probeDir {
+	var out []probeDir
+	for _, dir := range []string{workspace, "/" + probeLabel} {
+		for _, args := range probes {
+			out = append(out, probeDir{args, dir})
+		}
+	}
+	return out
 }
 
 // namedBy reports whether a rule of ts that can let a command run (allow

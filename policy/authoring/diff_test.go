@@ -216,3 +216,20 @@ func TestDiffSame(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffWorkingDirectory: a deny rule that names a path relative to
+// the working directory and one that names it from /workspace decide
+// alike in the workspace only; the diff asks elsewhere too.
+func TestDiffWorkingDirectory(t *testing.T) {
+	rel := parse(t, "a.json", `{"toolScopes": {"t": {"allow": [{"name": "cat", "command": "cat", "allowExtraArgs": true}],
+  "deny": [{"name": "env", "command": "cat", "argPatterns": [[".env"]]}]}}}`)
+	abs := parse(t, "b.json", `{"toolScopes": {"t": {"allow": [{"name": "cat", "command": "cat", "allowExtraArgs": true}],
+  "deny": [{"name": "env", "command": "cat", "argPatterns": [["/workspace/.env"]]}]}}}`)
+	d, err := Diff(rel.Policy, abs.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kindsOf(d.Widens); !slices.Equal(got, []string{KindDenyDropped}) {
+		t.Errorf("widens %+v", d.Widens)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -24,6 +25,7 @@ type commandKey struct{ tool, command string }
 
 type commandRefusal struct {
 	args []string
+	dir  string // the working directory it was decided in
 	rec  Record
 }
 
@@ -56,7 +58,8 @@ func (s *suggester) readCommand(ev audit.Event) {
 		s.leave(subject, why, rec)
 		return
 	}
-	switch d := s.d.command(c.Tool, argv); {
+	dir := enforcer.StepDir(c.Details["cwd"])
+	switch d := s.d.commandIn(c.Tool, argv, dir); {
 	case d.Allowed():
 		s.leave(subject, "the policy allows it now (rule "+quote(d.Rule)+")", rec)
 	case d.Verdict == decision.Escalate:
@@ -64,14 +67,16 @@ func (s *suggester) readCommand(ev audit.Event) {
 	case d.Rule != "":
 		s.leave(subject, "denied by deny rule "+quote(d.Rule)+": suggest never removes a deny rule", rec)
 	default:
-		s.commands.add(commandKey{c.Tool, c.Command}, commandRefusal{args: append([]string{}, c.Args...), rec: rec})
+		s.commands.add(commandKey{c.Tool, c.Command}, commandRefusal{args: append([]string{}, c.Args...), dir: dir, rec: rec})
 	}
 }
 
-// signature is one distinct command line refused, with its records.
+// signature is one distinct command line refused, with its records and
+// the working directories it was refused in.
 type signature struct {
 	args []string
 	recs []Record
+	dirs []string
 }
 
 // commandSuggestions proposes, for each tool and command, one rule of
@@ -88,9 +93,12 @@ func (s *suggester) commandSuggestions() []*Suggestion {
 			key := strings.Join(r.args, "\x00") + fmt.Sprint(len(r.args))
 			if sg := seen[key]; sg != nil {
 				sg.recs = append(sg.recs, r.rec)
+				if !slices.Contains(sg.dirs, r.dir) {
+					sg.dirs = append(sg.dirs, r.dir)
+				}
 				continue
 			}
-			sg := &signature{args: r.args, recs: []Record{r.rec}}
+			sg := &signature{args: r.args, recs: []Record{r.rec}, dirs: []string{r.dir}}
 			seen[key] = sg
 			sigs = append(sigs, sg)
 		}
@@ -200,12 +208,14 @@ func (s *suggester) commandSuggestion(k commandKey, sigs []*signature, prefix []
 	}
 	for _, sg := range sigs {
 		argv := append([]string{k.command}, sg.args...)
-		c.checks = append(c.checks, func(_ *policy.Loaded, d *decider) string {
-			if dec := d.command(k.tool, argv); !dec.Allowed() {
-				return dec.Why()
-			}
-			return ""
-		})
+		for _, dir := range sg.dirs {
+			c.checks = append(c.checks, func(_ *policy.Loaded, d *decider) string {
+				if dec := d.commandIn(k.tool, argv, dir); !dec.Allowed() {
+					return dec.Why()
+				}
+				return ""
+			})
+		}
 	}
 	return c
 }
