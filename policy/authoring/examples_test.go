@@ -183,3 +183,19 @@ func TestFullPolicyExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestExampleCredentialOverPlainHTTP: a request a credential is for is
+// refused over plain HTTP, as the proxy refuses it.
+func TestExampleCredentialOverPlainHTTP(t *testing.T) {
+	l := parse(t, "p.json", `{"toolScopes": {}, "egress": {
+  "taskAllowlist": {"t": [{"host": "api.github.com", "inspect": true,
+    "examples": {"match": ["GET https://api.github.com/x"], "notMatch": ["GET http://api.github.com/x"]}}]},
+  "credentials": [{"name": "gh", "host": "api.github.com", "scheme": "bearer", "fromEnv": "T"}]}}`)
+	outs, err := Examples(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || !outs[0].OK || !outs[1].OK || !strings.Contains(outs[1].Reason, "sent over TLS only") {
+		t.Errorf("%+v", outs)
+	}
+}
