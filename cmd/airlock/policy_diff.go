@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/authoring"
 )
@@ -61,11 +61,11 @@ a file does not load.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				err = json.NewEncoder(w).Encode(struct {
+				err = termtext.WriteJSON(w, struct {
 					Old policy.Info `json:"old"`
 					New policy.Info `json:"new"`
 					*authoring.Difference
-				}{old.Info(), new.Info(), nonNil(d)})
+				}{old.Info(), new.Info(), nonNil(d)}, "")
 			} else {
 				err = printDiff(w, d)
 			}

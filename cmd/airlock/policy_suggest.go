@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/authoring"
 )
@@ -74,10 +74,10 @@ test), then save it. Exit status 0, 1 when the policy or the log will not do.`,
 				return fmt.Errorf("policy suggest: %s: %w", pol.Source, err)
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+				return termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					Policy policy.Info `json:"policy"`
 					*authoring.Suggested
-				}{pol.Info(), got})
+				}{pol.Info(), got}, "")
 			}
 			printSuggestions(cmd.ErrOrStderr(), got, len(records))
 			if got.Policy == nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -64,12 +63,12 @@ the policy or the cases file will not load.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				if err := json.NewEncoder(w).Encode(struct {
+				if err := termtext.WriteJSON(w, struct {
 					Policy   policy.Info         `json:"policy"`
 					Outcomes []authoring.Outcome `json:"outcomes"`
 					Passed   int                 `json:"passed"`
 					Failed   int                 `json:"failed"`
-				}{l.Info(), nonNilOutcomes(outs), len(outs) - failed, failed}); err != nil {
+				}{l.Info(), nonNilOutcomes(outs), len(outs) - failed, failed}, ""); err != nil {
 					return err
 				}
 			} else if err := printOutcomes(w, outs, failed); err != nil {

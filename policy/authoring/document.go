@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -342,9 +343,9 @@ func writeInline(w *bytes.Buffer, n *yaml.Node) error {
 	return nil
 }
 
-// writeScalar writes a scalar node of a JSON document: a string through
-// encoding/json (HTML characters left as they are), any other value as
-// the text it was read as.
+// writeScalar writes a scalar node of a JSON document: a string as
+// termtext.JSON writes it (encoding/json's, with every character that
+// does not print escaped), any other value as the text it was read as.
 func writeScalar(w *bytes.Buffer, n *yaml.Node) error {
 	switch {
 	case n.Kind != yaml.ScalarNode:
@@ -356,11 +357,10 @@ func writeScalar(w *bytes.Buffer, n *yaml.Node) error {
 		w.WriteString(n.Value)
 		return nil
 	}
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(n.Value); err != nil {
+	b, err := termtext.JSON(n.Value, "")
+	if err != nil {
 		return err
 	}
-	w.Truncate(w.Len() - 1) // Encode's newline
+	w.Write(bytes.TrimSuffix(b, []byte("\n")))
 	return nil
 }

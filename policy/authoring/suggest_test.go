@@ -1,6 +1,7 @@
 package authoring
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -30,12 +31,11 @@ func TestSuggestFromNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%s", got.Policy)
-			for _, s := range got.Suggestions {
-				t.Logf("%s %v %v", s.Summary, s.Records, s.Risks)
+			if len(got.Suggestions) != 5 || len(got.LeftOut) != 1 || !strings.Contains(got.LeftOut[0].Why, "built-in floor") {
+				t.Errorf("suggestions %+v, left out %+v", got.Suggestions, got.LeftOut)
 			}
-			for _, l := range got.LeftOut {
-				t.Logf("left out: %s: %s %v", l.Subject, l.Why, l.Records)
+			if strings.HasSuffix(name, ".yaml") && !strings.HasPrefix(string(got.Policy), "# the tight start\n") {
+				t.Errorf("the YAML's comment is gone:\n%s", got.Policy)
 			}
 			np := parse(t, name, string(got.Policy))
 			if _, err := CheckExamples(np); err != nil {
@@ -50,5 +50,25 @@ func TestSuggestFromNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSuggestKeepsWhatWasThere: what the policy held is written back as
+// it means, and in JSON nothing that does not print is written raw.
+func TestSuggestKeepsWhatWasThere(t *testing.T) {
+	src := "{\"toolScopes\": {\"t\": {\"allow\": [{\"name\": \"ls\", \"command\": \"ls\", \"justification\": \"odd \u202e<b>&\\\"quoted\\\"\"}]}}," +
+		" \"caps\": {\"cpuSeconds\": 2.50, \"memoryMb\": 1e3}}"
+	p := parse(t, "p.json", src)
+	got, err := Suggest(p, writeLog(t, denied(t, p, "t", "cat", "x")), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got.Policy), "\u202e") || !strings.Contains(string(got.Policy), `"odd \u202e<b>&\"quoted\""`) ||
+		!strings.Contains(string(got.Policy), `"cpuSeconds": 2.50, "memoryMb": 1e3`) {
+		t.Errorf("written:\n%s", got.Policy)
+	}
+	np := parse(t, "p.json", string(got.Policy))
+	if !reflect.DeepEqual(np.ToolScopes["t"].Allow[0], p.ToolScopes["t"].Allow[0]) || np.CapsFor("t") != p.CapsFor("t") {
+		t.Errorf("what was there changed: %+v", np.ToolScopes["t"].Allow[0])
 	}
 }
