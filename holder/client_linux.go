@@ -150,7 +150,17 @@ func (c *Client) roundTrip(conn *net.UnixConn, req request, files ...*os.File) (
 		return resp, fmt.Errorf("holder: session %s: send: %w", c.id, err)
 	}
 	if _, err := readMsg(conn, &resp, maxResponse); err != nil {
-		return resp, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, err)
+		return resp, fmt.Errorf("holder: session %s: %w: %w", c.id, errNoAnswer, err)
+	}
+	if resp.ManifestFiles > 0 {
+		if resp.Changes == nil {
+			return resp, fmt.Errorf("holder: session %s: a manifest's files without its changes", c.id)
+		}
+		files, err := readManifest(conn, resp.ManifestFiles)
+		resp.Changes.Files = files
+		if err != nil {
+			return resp, fmt.Errorf("holder: session %s: %w: %d of the manifest's %d files came: %w", c.id, ErrAnswerLost, len(files), resp.ManifestFiles, err)
+		}
 	}
 	return resp, wireError(resp)
 }
@@ -294,9 +304,14 @@ func (rl *relays) close() {
 }
 
 // Changes writes the session's patch to patch and returns its manifest.
+// When the patch was written but its manifest did not all come, it
+// returns what came and an error matching ErrAnswerLost.
 func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 	resp, err := c.call(request{Op: opChanges, Patch: true}, patch)
-	if err != nil || resp.Changes == nil {
+	switch {
+	case errors.Is(err, ErrAnswerLost):
+		return *resp.Changes, err
+	case err != nil || resp.Changes == nil:
 		return enforcer.Changes{}, errors.Join(err, errors.New("holder: no changes in the answer"))
 	}
 	return *resp.Changes, nil
@@ -320,12 +335,23 @@ func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary
 		sum = *resp.Summary
 	}
 	switch {
+	case errors.Is(err, errNoAnswer) && c.gone():
+		err = fmt.Errorf("%w: its session is gone, but what it made of it is unknown: %w", ErrAnswerLost, err)
 	case err == nil && resp.Summary == nil:
 		err = errors.New("holder: no summary in the answer")
 	case resp.PatchError != "" && (err == nil || errors.Is(err, enforcer.ErrAudit)):
 		err = errors.Join(err, fmt.Errorf("%w: %s", ErrNoPatch, resp.PatchError))
 	}
 	return sum, resp.Changes, err
+}
+
+// gone reports whether no holder serves the session any more.
+func (c *Client) gone() bool {
+	conn, err := c.connect()
+	if err == nil {
+		conn.Close()
+	}
+	return errors.Is(err, ErrNoSession) || errors.Is(err, fs.ErrNotExist)
 }
 
 // List returns the live sessions in the runtime directory dir, oldest

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -270,7 +271,15 @@ func (hd *held) handle(c *net.UnixConn) {
 	c.SetReadDeadline(time.Time{}) // an exec reads the client's hang-up
 	resp := hd.answer(c, req, files)
 	closeFiles(files)
-	_ = writeMsg(c, resp)
+	var manifest []changes.FileChange
+	if resp.Changes != nil {
+		ch := *resp.Changes
+		manifest, ch.Files, resp.Changes = ch.Files, nil, &ch
+		resp.ManifestFiles = len(manifest)
+	}
+	if writeMsg(c, resp) == nil && len(manifest) > 0 {
+		_ = writeManifest(c, manifest)
+	}
 }
 
 // answer runs one request.

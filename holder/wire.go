@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
@@ -18,6 +19,15 @@ var ErrEnded = enforcer.ErrSessionEnded
 // ErrNoPatch is matched by Stop's error when the session was stopped but
 // the patch asked for could not be made.
 var ErrNoPatch = errors.New("the session was stopped, but its patch could not be made")
+
+// ErrAnswerLost is matched by the error of Changes and Stop when the
+// holder had acted, but its answer did not all arrive: the manifest
+// after a patch was written, or, for Stop, the whole answer of a holder
+// that is gone since.
+var ErrAnswerLost = errors.New("the holder's answer was lost")
+
+// errNoAnswer is matched by a call's error when its answer did not come.
+var errNoAnswer = errors.New("the holder did not answer")
 
 // Info describes a live session and its holder.
 type Info struct {
@@ -126,6 +136,10 @@ type response struct {
 	Changes *enforcer.Changes        `json:"changes,omitempty"`
 	Summary *enforcer.SessionSummary `json:"summary,omitempty"`
 	Info    *Info                    `json:"info,omitempty"`
+	// ManifestFiles is how many files of Changes' manifest follow the
+	// answer, in manifestParts, rather than in it: a manifest is bounded
+	// by the trees' limits (docs/changes.md), a frame by maxResponse.
+	ManifestFiles int `json:"manifestFiles,omitempty"`
 	// Accepted is opCLI's first answer, before the command line runs;
 	// ExitCode its second: the command line's exit status, its output
 	// written to the client's pipes.
@@ -133,11 +147,20 @@ type response struct {
 	ExitCode *int `json:"exitCode,omitempty"`
 }
 
+// manifestPart is one frame of a manifest's files, after the answer.
+type manifestPart struct {
+	Files []changes.FileChange `json:"files"`
+}
+
 // Bounds of a message: a request carries an argv and an environment, a
-// response a result (its lists are bounded) or a changes manifest.
+// response a result (its lists are bounded) or a changes manifest
+// without its files, a manifestPart as many files as come to partBytes
+// (one at least: a file's entry holds at most two paths, of at most 128
+// names of 255 bytes each, and a reason, some hundreds of KiB in JSON).
 const (
 	maxRequest  = 4 << 20
 	maxResponse = 16 << 20
+	partBytes   = 1 << 20
 	// maxFDs is the most descriptors a request may carry.
 	maxFDs = 4
 )

@@ -213,6 +213,9 @@ func (c *client) retire(sess *enforcer.Session, why string) string {
 			said = append(said, "its patch could not be written: "+err.Error())
 		} else {
 			said = append(said, fmt.Sprintf("its patch (%d changed paths) is in %s", len(ch.Files), p))
+			if ch.Incomplete != "" {
+				said = append(said, "it is short: "+ch.Incomplete)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
