@@ -172,10 +172,12 @@ func diffRequests(c *changes, task string, t egress.Target, ea, eb policy.AllowE
 	headers := []http.Header{nil}
 	for _, r := range rules {
 		for _, g := range r.Paths {
-			paths = append(paths, strings.ReplaceAll(strings.ReplaceAll(g, "**", "x/x"), "*", "x"))
+			// A segment no rule names where the glob has a star: a path the
+			// glob matches and no exact path of the other policy does.
+			paths = append(paths, strings.ReplaceAll(strings.ReplaceAll(g, "**", probeLabel+"/"+probeLabel), "*", probeLabel))
 		}
 		for _, p := range r.PathPrefixes {
-			paths = append(paths, p, strings.TrimSuffix(p, "/")+"/x")
+			paths = append(paths, p, strings.TrimSuffix(p, "/")+"/"+probeLabel)
 		}
 		if len(r.Query) > 0 {
 			q := url.Values{}

@@ -1,6 +1,7 @@
 package authoring
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -117,6 +118,9 @@ func TestDiffKinds(t *testing.T) {
 		{"a new method", func(p *policy.Policy) {
 			p.Egress.TaskAllowlist["ci"][1].Rules[0].Methods = []string{"GET", "POST"}
 		}, []string{KindNewMethod}},
+		{"a new glob", func(p *policy.Policy) {
+			p.Egress.TaskAllowlist["ci"][1].Rules[0].Paths = []string{"/repos/acme/**", "/repos/*/issues"}
+		}, []string{KindNewPath}},
 		{"a new path", func(p *policy.Policy) {
 			p.Egress.TaskAllowlist["ci"][1].Rules[0].Paths = []string{"/repos/acme/**", "/orgs/acme/**"}
 		}, []string{KindNewPath}},
@@ -231,5 +235,21 @@ func TestDiffWorkingDirectory(t *testing.T) {
 	}
 	if got := kindsOf(d.Widens); !slices.Equal(got, []string{KindDenyDropped}) {
 		t.Errorf("widens %+v", d.Widens)
+	}
+}
+
+// TestDiffGlobOverExactPath: a glob is probed on a segment no rule names,
+// so an exact path of OLD that the glob matches hides nothing.
+func TestDiffGlobOverExactPath(t *testing.T) {
+	const tmpl = `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": [{"host": "x.example", "inspect": true,
+  "rules": [{"name": "r", "methods": ["GET"], "paths": [%q]}]}]}}}`
+	exact := parse(t, "a.json", fmt.Sprintf(tmpl, "/a/x/b"))
+	glob := parse(t, "b.json", fmt.Sprintf(tmpl, "/a/*/b"))
+	d, err := Diff(exact.Policy, glob.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kindsOf(d.Widens); !slices.Equal(got, []string{KindNewPath}) || len(d.Narrows) != 0 {
+		t.Errorf("widens %+v, narrows %+v", d.Widens, d.Narrows)
 	}
 }
