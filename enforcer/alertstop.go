@@ -28,6 +28,9 @@ import (
 
 // alarmed takes the events of one append of the session's records.
 func (s *Session) alarmed(all []audit.Event) {
+	if !s.serving.Load() {
+		return // a session that failed to open has nothing to stop
+	}
 	for _, ev := range all {
 		if ev.Kind != audit.KindBehavioral || ev.Context.RunID != s.id || !s.e.pol.StopsSession(ev.Context.Alert) {
 			continue

@@ -280,3 +280,29 @@ sleep 30`, &out))
 	}
 	testutil.CheckNoSandboxLeft(t, s.ID())
 }
+
+// TestSessionOpenFailedNotStopped: a session whose start-up probe fails
+// raises startup_refused; under session.onAlert ["startup_refused"] the
+// open fails as it would, and nothing tries to stop a sandbox that never
+// served (it panicked on the session's nil sandbox).
+func TestSessionOpenFailedNotStopped(t *testing.T) {
+	testutil.RequireRoot(t)
+	testutil.OpenSandboxHole(t, testutil.SandboxHoles[0].Name)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	f := newFixtureWith(t, strings.Replace(envPolicy("1"), `"metadata_access"`, `"startup_refused"`, 1), true, nil)
+	id := enforcer.NewSessionID()
+	if _, err := f.enf.OpenSession(context.Background(), enforcer.SessionRequest{ID: id}); !errors.Is(err, sandbox.ErrProbe) {
+		t.Fatalf("open: %v, want a start-up probe failure", err)
+	}
+	var alerted bool
+	for _, ev := range f.events(id) {
+		alerted = alerted || ev.Context.Alert == "startup_refused"
+		if ev.Context.Event == audit.EventEscapeSuspected {
+			t.Errorf("escape_suspected recorded: %+v", ev)
+		}
+	}
+	if !alerted {
+		t.Error("no startup_refused alert: the test shows nothing")
+	}
+	testutil.CheckNoSandboxLeft(t, id)
+}

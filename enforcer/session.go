@@ -152,6 +152,7 @@ type Session struct {
 	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
 
 	findings atomic.Pointer[string] // the host directory the findings go to
+	serving  atomic.Bool            // opened: an alert may stop it from now on
 	stopOnce sync.Once
 	stopped  atomic.Pointer[string] // why an alert stopped the session, once one has (alertstop.go)
 	evidence atomic.Pointer[string] // where the stop kept its evidence
@@ -290,6 +291,7 @@ func (s *Session) serve(openFiles int, open audit.Event, kit *egressKit) error {
 	s.idle = time.AfterFunc(math.MaxInt64, func() { s.end(EndedIdle) })
 	s.wall.Reset(s.caps.Wall())
 	s.idle.Reset(s.caps.Idle())
+	s.serving.Store(true)
 	return nil
 }
 
