@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -370,7 +371,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 			return res, nil
 		}
 	}
-	step, caps, err := s.prepareStep(st)
+	step, caps, err := s.prepareStep(st, d)
 	if err != nil {
 		return s.e.setupFailed(s.sc, res, base, decided, err)
 	}
@@ -382,8 +383,8 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.e.setupFailed(s.sc, res, base, decided, derr)
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrStepStart):
-		res.ExitCode, res.Error = ExitCannotExec, err.Error()
+	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
+		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
 	case errors.Is(err, sandbox.ErrInitDied):
 		// Its integrity is not assured: an escape signal, and the end.
 		res = withOutcome(res, out, caps)
@@ -398,6 +399,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	default:
 		res = withOutcome(res, out, caps)
 	}
+	base.Path = res.Path
 	s.canaryN = s.e.checkCanary(s.sc, &res, base, s.canary, s.canaryA, s.canaryN)
 	s.e.recordOutcome(s.sc, base, res, false)
 	t.into(&res)
@@ -410,21 +412,21 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 // prepareStep resolves an allowed command and works out its step: the
 // session's one filesystem view must be the tool's, and the caps are the
 // tool's, the wall clock lowered to st.Timeout.
-func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCaps, error) {
+func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step, policy.EffectiveCaps, error) {
 	caps := s.e.pol.CapsFor(st.Tool)
 	if fs := s.e.pol.FilesystemFor(st.Tool); !reflect.DeepEqual(fs, s.fs) {
 		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
 	}
-	p, err := s.e.resolve(s.rootfs, st.Command)
+	cmd, err := s.e.commandOf(s.rootfs, d, st.Command, st.Args, st.Cwd)
 	if err != nil {
-		return sandbox.Step{}, caps, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", st.Command, err)
+		return sandbox.Step{}, caps, err
 	}
 	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: st.Cwd,
+	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...)), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
