@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +36,10 @@ const fuzzShellPolicy = `{"toolScopes": {"dev": {
 // FuzzScript checks a shell rule's promise against mvdan.cc/sh's own
 // interpreter: a script the gate allows runs only commands the gate
 // allows one by one, each from the directory the interpreter is in when
-// it runs it, whatever the script's variables hold, whatever its globs
-// match and whatever each command exits with; a script it escalates runs
-// none that the gate denies. The interpreter runs nothing: every command
+// it runs it, and opens files only in the trees the sandbox writes,
+// whatever the script's variables hold, whatever its globs match and
+// whatever each command exits with; a script it escalates runs none that
+// the gate denies. The interpreter runs nothing: every command
 // and file is a stand-in (a directory, but where cd fails: one whose name
 // has "missing").
 func FuzzScript(f *testing.F) {
@@ -50,6 +52,7 @@ func FuzzScript(f *testing.F) {
 		"case $X in a) cd sub;; esac; cat .env", "cd sub & cat .env", "! cd sub || cat .env",
 		"cd missing || cat /workspace/.env", "cd missing; cat /workspace/.env", "cd sub && cd missing; cat /workspace/sub/.env",
 		"if cd missing; then :; else cat /workspace/.env; fi",
+		"cat a > /etc/x", "cat a 2>/dev/null >> ../x", "cd .. && cat a > x", "cat < /etc/passwd", "cat a >&2 > /tmp/x",
 	} {
 		f.Add(s, false, uint16(0))
 		f.Add(s, true, uint16(0xffff))
@@ -113,7 +116,17 @@ func runScript(t *testing.T, g interface {
 	}
 	r, err := interp.New(interp.Env(anyValue(value)), interp.StdIO(nil, io.Discard, io.Discard),
 		interp.ExecHandlers(exec),
-		interp.OpenHandler(func(context.Context, string, int, os.FileMode) (io.ReadWriteCloser, error) { return nopFile{}, nil }),
+		interp.OpenHandler(func(ctx context.Context, name string, _ int, _ os.FileMode) (io.ReadWriteCloser, error) {
+			p := name
+			if !path.IsAbs(p) {
+				p = path.Join(interp.HandlerCtx(ctx).Dir, p)
+			}
+			tree, _, _ := strings.Cut(strings.TrimPrefix(path.Clean(p), "/"), "/")
+			if verdict == decision.Allow && !strings.HasPrefix(p, "/dev/std") && p != "/dev/null" && tree != "workspace" && tree != "tmp" && tree != "findings" {
+				t.Fatalf("the script was allowed, but it opens %q from %s", name, interp.HandlerCtx(ctx).Dir)
+			}
+			return nopFile{}, nil
+		}),
 		interp.StatHandler(func(_ context.Context, name string, _ bool) (fs.FileInfo, error) {
 			if strings.Contains(name, "missing") { // where cd fails
 				return nil, fs.ErrNotExist

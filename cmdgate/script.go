@@ -60,9 +60,9 @@ func pos(p syntax.Pos) string { return posString(p.Line(), p.Col()) }
 // add records one entry found at p, unless the script already has too
 // many.
 func (w *walker) add(p syntax.Pos, c decision.ScriptCommand, justification string) {
-	if len(w.found) == maxFound {
-		c = decision.ScriptCommand{Pos: c.Pos, Command: "the script", Args: []string{}, Verdict: w.sr.unknown, Rule: w.sr.name,
-			Reason: fmt.Sprintf("it has more than %d commands: %s", maxFound, w.unknownVerdict())}
+	if len(w.found) == maxFound { // a denial: the commands past it are not decided
+		c = decision.ScriptCommand{Pos: c.Pos, Command: "the script", Args: []string{}, Verdict: decision.Deny, Rule: w.sr.name,
+			Reason: fmt.Sprintf("it has more than %d commands: deny", maxFound)}
 		justification = w.sr.justification
 	}
 	if len(w.found) > maxFound {
@@ -93,6 +93,13 @@ func (w *walker) sorted() ([]decision.ScriptCommand, []string) {
 func (w *walker) refuse(at syntax.Pos, construct, why string) {
 	w.add(at, decision.ScriptCommand{Pos: pos(at), Command: construct, Args: []string{}, Verdict: w.sr.unknown, Rule: w.sr.name,
 		Reason: why + ": " + w.unknownVerdict()}, w.sr.justification)
+}
+
+// exceed records a script past one of the bounds: a denial, whatever
+// shellUnknown says, as what lies past it is not decided.
+func (w *walker) exceed(at syntax.Pos, construct, why string) {
+	w.add(at, decision.ScriptCommand{Pos: pos(at), Command: construct, Args: []string{}, Verdict: decision.Deny, Rule: w.sr.name,
+		Reason: why + ": deny"}, w.sr.justification)
 }
 
 func (w *walker) unknownVerdict() string {
@@ -132,7 +139,7 @@ func (w *walker) union(p syntax.Pos, a, b []string) []string {
 	slices.Sort(out)
 	out = slices.Compact(out)
 	if len(out) > maxDirs {
-		w.refuse(p, "cd", fmt.Sprintf("the script may be in more than %d working directories here", maxDirs))
+		w.exceed(p, "cd", fmt.Sprintf("the script may be in more than %d working directories here", maxDirs))
 		return out[:maxDirs]
 	}
 	return out

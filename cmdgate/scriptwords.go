@@ -74,7 +74,8 @@ func (w *walker) word(x *syntax.Word) word {
 }
 
 // literal is the value of x when it holds no expansion: unquoted text
-// without a glob character, a leading ~, a lone $ or (in bash) a brace;
+// without a glob character, a leading ~, a lone $ or a brace (bash, and
+// a sh that is bash, expand {a,b}: it is unknown in every dialect);
 // single quotes; double quotes around text. Escapes are taken out as the
 // shell takes them out. A word that is unknown only for its glob
 // characters has its pattern (path.Match's syntax) instead.
@@ -88,7 +89,7 @@ func (w *walker) literal(x *syntax.Word) (value, pattern string, ok bool) {
 			if i == 0 && strings.HasPrefix(p.Value, "~") {
 				return "", "", false
 			}
-			g, plain := unescape(&v, &pat, p.Value, w.sr.dialect == "bash", closes)
+			g, plain := unescape(&v, &pat, p.Value, closes)
 			if !plain {
 				return "", "", false
 			}
@@ -126,9 +127,9 @@ func (w *walker) literal(x *syntax.Word) (value, pattern string, ok bool) {
 // unescape writes an unquoted literal's value to v and its pattern to
 // pat: a backslash takes the next byte as it is. glob says it has an
 // unescaped glob character (* ?, and [ when closes: a ] follows in the
-// word); plain is false for an unescaped $ or, in bash, a brace (brace
-// expansion): words that may expand to anything.
-func unescape(v, pat *strings.Builder, s string, bash, closes bool) (glob, plain bool) {
+// word); plain is false for an unescaped $ or brace (brace expansion):
+// words that may expand to anything.
+func unescape(v, pat *strings.Builder, s string, closes bool) (glob, plain bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -136,7 +137,7 @@ func unescape(v, pat *strings.Builder, s string, bash, closes bool) (glob, plain
 			i++
 			v.WriteByte(s[i])
 			quoteGlob(pat, s[i:i+1])
-		case c == '$' || bash && (c == '{' || c == '}'):
+		case c == '$' || c == '{' || c == '}':
 			return glob, false
 		case c == '*' || c == '?' || c == '[' && closes:
 			glob = true

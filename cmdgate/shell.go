@@ -123,9 +123,9 @@ func (sr *shellRule) decide(tool, command string, args []string, dirs []string, 
 	at := syntax.NewPos(0, 1, 1)
 	switch {
 	case depth > maxDepth:
-		w.refuse(at, "a shell", fmt.Sprintf("more than %d shells inside one another", maxDepth))
+		w.exceed(at, "a shell", fmt.Sprintf("more than %d shells inside one another", maxDepth))
 	case len(inv.script) > maxScript:
-		w.refuse(at, "the script", fmt.Sprintf("it is longer than %d bytes", maxScript))
+		w.exceed(at, "the script", fmt.Sprintf("it is longer than %d bytes", maxScript))
 	case inv.login && (sr.dialect != "bash" || depth > 0):
 		w.refuse(at, "-l", "a login shell first runs /etc/profile and ~/.profile, code the agent can write; "+
 			"send -c (airlock runs a top-level bash -l with --noprofile)")

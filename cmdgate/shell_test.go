@@ -116,6 +116,7 @@ func TestScriptRefused(t *testing.T) {
 		{"sh", "/usr/bin/ca* a", "/usr/bin/ca* at 1:1", "an expansion in command position (a glob)"},
 		{"sh", "~/bin/x", "~/bin/x at 1:1", "an expansion in command position (a ~)"},
 		{"bash", "{cat,.env}", "{cat,.env} at 1:1", "an expansion in command position (a brace expansion or a glob)"},
+		{"sh", "{cat,.env}", "{cat,.env} at 1:1", "an expansion in command position (a brace expansion or a glob)"},
 		{"sh", "f() { cat a; }; f", "a function definition at 1:1", "a function is a name"},
 		{"bash", "function f { cat a; }", "a function definition at 1:1", "a function is a name"},
 		{"bash", "alias c=cat", "alias at 1:1", "defines a name"},
@@ -219,6 +220,7 @@ func TestScriptFollowsCd(t *testing.T) {
 		{"cd sub && cat *.py", false}, // a glob of *.py is no .env
 		{"cd sub && cat *", true},
 		{"cd sub && sh -c 'cat .env'", true},
+		{"cd sub && cat {x,.env}", true}, // bash, and a sh that is bash, expand braces
 	} {
 		d := script(t, g, "sh", c.src)
 		if got := d.Verdict == decision.Deny; got != c.deny {
@@ -267,6 +269,12 @@ func TestShellUnknownEscalates(t *testing.T) {
 	}
 	if d := g.Decide("dev", "sh", []string{"-c", "eval x; rm a"}, ws); d.Verdict != decision.Deny || d.Rule != "no-rm" {
 		t.Errorf("got %s %q rule %q; want the deny rule's denial", d.Verdict, d.Reason, d.Rule)
+	}
+	// Past 256 commands the rest are not decided: a denial, never an
+	// escalation a person approves without the gate's word on them.
+	if d := g.Decide("dev", "sh", []string{"-c", strings.Repeat("cat a; ", 300) + "rm a"}, ws); d.Verdict != decision.Deny ||
+		!strings.Contains(d.Reason, "in its script, the script at 1:1793: it has more than 256 commands: deny") {
+		t.Errorf("got %s %q", d.Verdict, d.Reason)
 	}
 }
 
