@@ -19,7 +19,7 @@ type command struct {
 	dir        string   // the working directory
 }
 
-// commandOf finds how the command d allowed (or escalated) runs: a bare
+// commandOf finds how the command d allowed or escalated runs: a bare
 // name through the policy's search path (in rootfs, an image's root, when
 // set), a path as named, a relative one from dir, and a workspace program
 // by the init, inside the sandbox.
@@ -35,7 +35,7 @@ func (e *Enforcer) commandOf(rootfs string, d decision.Decision, name string, ar
 		}
 		resolved, err := e.resolve(rootfs, p)
 		if err != nil {
-			return c, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", name, err)
+			return c, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), name, err)
 		}
 		c.path = resolved
 	}
