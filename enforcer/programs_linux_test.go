@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/approval"
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
@@ -136,6 +137,29 @@ func TestWorkspaceProgramRun(t *testing.T) {
 			t.Fatalf("run %s: %v exit %d path %q error %q output %q", command, err, res.ExitCode, res.Path, res.Error, out.String())
 		}
 		checkResult(t, res)
+	}
+}
+
+// TestEscalatedWorkspaceProgram: an escalated workspace program's
+// approval names its path, and its digest as not bound (only the init
+// finds the file); once approved it runs as resolved inside.
+func TestEscalatedWorkspaceProgram(t *testing.T) {
+	testutil.RequireRoot(t)
+	var asked approval.Request
+	ap := approval.ApproverFunc(func(_ context.Context, r approval.Request) (approval.Answer, error) {
+		asked = r
+		return approval.Answer{Allow: true, By: "test"}, nil
+	})
+	f := newFixtureWith(t, `{"toolScopes": {"dev": {"escalate": [{"name": "ask", "command": "/workspace/*.sh", "allowExtraArgs": true}]}}}`,
+		false, nil, func(o *enforcer.Options) { o.Approver = ap })
+	var out bytes.Buffer
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "dev", Command: "./tool.sh", Args: []string{"z"},
+		Workspace: programsWorkspace(t), Stdout: &out, Stderr: &out})
+	if err != nil || res.ExitCode != 0 || out.String() != "tool z from /workspace/tool.sh\n" || res.Approval == nil {
+		t.Fatalf("escalated ./tool.sh: %v exit %d error %q output %q approval %+v", err, res.ExitCode, res.Error, out.String(), res.Approval)
+	}
+	if asked.Program != "/workspace/tool.sh" || asked.ProgramDigest != enforcer.WorkspaceProgram {
+		t.Errorf("the approval asked for program %q digest %q", asked.Program, asked.ProgramDigest)
 	}
 }
 
