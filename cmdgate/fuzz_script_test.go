@@ -2,7 +2,6 @@ package cmdgate_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -111,7 +110,7 @@ func runScript(t *testing.T, g interface {
 			if statuses>>(n%16)&1 == 0 {
 				return nil
 			}
-			return interp.NewExitStatus(1)
+			return interp.ExitStatus(1)
 		}
 	}
 	r, err := interp.New(interp.Env(anyValue(value)), interp.StdIO(nil, io.Discard, io.Discard),
@@ -141,11 +140,7 @@ func runScript(t *testing.T, g interface {
 		t.Fatal(err)
 	}
 	r.Dir = ws // not interp.Dir, which stats the host's
-	if err := r.Run(ctx, file); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		if _, ok := interp.IsExitStatus(err); !ok && !strings.Contains(err.Error(), "exit") {
-			t.Logf("interpreter: %v", err) // a failure of the stand-ins, not of the gate
-		}
-	}
+	_ = r.Run(ctx, file) // the script's status, or a stand-in's failure: the gate's is checked as it runs
 }
 
 // anyValue is an environment in which every variable holds one value
