@@ -5,9 +5,12 @@
 // and denies by default. A tool without a scope is denied, and a command
 // outside the tool's scope is denied even when another tool allows it.
 // Bare command names are matched by name, never by what is installed; a
-// request naming a path matches only a rule naming that same absolute
-// path. Every decision carries a fixed reason naming the tool, the command
-// and the rule.
+// request naming a path (a relative one taken from its working
+// directory) matches only a rule naming that same absolute path, or, for
+// a workspace program in /workspace or /tmp, a glob of it, which the
+// sandbox's init resolves inside (Program). A shell rule decides each
+// command of a -c script (shell.go). Every decision carries a fixed
+// reason naming the tool, the command and the rule.
 //
 // Threat model: the agent chooses the tool, the command, its arguments
 // and the working directory; the operator writes the policy. A deny or
