@@ -139,7 +139,7 @@ func runScript(t *testing.T, g interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Dir = ws // not interp.Dir, which stats the host's
+	r.Dir = ws           // not interp.Dir, which stats the host's
 	_ = r.Run(ctx, file) // the script's status, or a stand-in's failure: the gate's is checked as it runs
 }
 
