@@ -1,9 +1,13 @@
 package audit
 
 import (
+	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // Kind says what an event is about. The lab's monitor kinds are command,
@@ -207,5 +211,28 @@ func FromDecision(d decision.Decision, ctx Context) Event {
 	}
 	ctx.Gate = d.Gate
 	ctx.Rule = d.Rule
+	if d.Script != nil {
+		ctx.Details = maps.Clone(ctx.Details)
+		if ctx.Details == nil {
+			ctx.Details = map[string]string{}
+		}
+		ctx.Details["shell"] = d.Script.Shell
+		ctx.Details["commands"] = scriptLines(d.Script)
+	}
 	return Event{Kind: kind, Decision: d.Verdict.String(), Reason: d.Why(), Context: ctx}
+}
+
+// scriptLines is every command found in a script, one line each: where
+// it is, its verdict, its rule ("-" for none) and its command line as
+// shell (termtext.Argv).
+func scriptLines(s *decision.Script) string {
+	lines := make([]string, len(s.Commands))
+	for i, c := range s.Commands {
+		rule := c.Rule
+		if rule == "" {
+			rule = "-"
+		}
+		lines[i] = fmt.Sprintf("%s %s %s: %s", c.Pos, c.Verdict, rule, termtext.Argv(append([]string{c.Command}, c.Args...)))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -216,13 +216,13 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
-	path, err := e.resolve(rootfs, req.Command)
+	cmd, err := e.commandOf(rootfs, d, req.Command, req.Args, req.Cwd)
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), req.Command, err))
+		return e.setupFailed(sc, res, base, decided, err)
 	}
-	base.Path, a.base.Path = path, path
+	base.Path, a.base.Path = cmd.path, cmd.path
 	if !d.Allowed() {
-		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, path, req.Env, req.Cwd, req.Stdin); err != nil {
+		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, cmd.path, cmd.tree, req.Env, req.Cwd, req.Stdin); err != nil {
 			return e.setupFailed(sc, res, base, decided, err)
 		}
 		a.bound.Task, a.bound.Workspace, a.bound.Image = req.Task, ws, req.Image
@@ -230,8 +230,8 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
-	res.Path = path
-	return e.runAllowed(ctx, sc, req, res, base, decided, rootfs, digest)
+	res.Path = cmd.path
+	return e.runAllowed(ctx, sc, req, cmd, res, base, decided, rootfs, digest)
 }
 
 // gateSaid is what the command gate said of a command it did not deny.
@@ -308,7 +308,7 @@ func (e *Enforcer) bindAt(path string) (sandbox.Bind, bool) {
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd command, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = req.Timeout.Seconds()
@@ -328,9 +328,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	}
 	defer kit.close()
 	kit.apply(&cfg)
-	cfg.Path, cfg.Dir = res.Path, req.Cwd
-	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = childEnv(e.pol.SearchPath(), kit.env, req.Env)
+	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
+	cfg.Args = cmd.argv
+	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), kit.env, req.Env))
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
 	kit.close() // bound by now, or never to be
@@ -376,6 +376,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	out, waitErr := sb.Wait()
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
+	base.Path = res.Path
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
 		res.ExitCode = interruptedStatus(ctx)

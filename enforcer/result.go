@@ -83,6 +83,10 @@ type Result struct {
 	Decision decision.Verdict `json:"decision" jsonschema:"required,type=string,enum=allow,enum=deny,enum=escalate"`
 	Reason   string           `json:"reason" jsonschema:"required"`
 	Rule     string           `json:"rule" jsonschema:"required"`
+	// Script is set when a shell rule decided the command's script,
+	// command by command: the shell, and every command found in the script
+	// with its own decision (docs/policy.md, "Shell rules").
+	Script *decision.Script `json:"script,omitempty"`
 	// Refusal is set when the command did not run because it was refused
 	// (by the command gate, or for want of an approval): why, and what the
 	// agent can do about it. It is null when the command ran.
@@ -247,7 +251,7 @@ const (
 // newResult is the result of a command the gate decided d on.
 func newResult(runID, session string, step int, d decision.Decision, at time.Time) Result {
 	return Result{SchemaVersion: ResultSchemaVersion, RunID: runID, Session: session, Step: step,
-		Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, StartedAt: at.UTC(),
+		Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Script: d.Script, StartedAt: at.UTC(),
 		Egress: []EgressDecision{}, EgressFailed: []EgressDecision{}, Alerts: []Alert{}, FindingsSkipped: []string{}, Receipt: map[string]string{}}
 }
 

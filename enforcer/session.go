@@ -397,7 +397,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	base.Path, a.base.Path = step.Path, step.Path
 	if !d.Allowed() {
-		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, st.Env, step.Dir, st.Stdin); err != nil {
+		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, step.Tree, st.Env, step.Dir, st.Stdin); err != nil {
 			return s.e.setupFailed(s.sc, res, base, decided, err)
 		}
 		a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
@@ -414,8 +414,8 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.e.setupFailed(s.sc, res, base, decided, derr)
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrStepStart):
-		res.ExitCode, res.Error = ExitCannotExec, err.Error()
+	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
+		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
 	case errors.Is(err, sandbox.ErrInitDied):
 		// Its integrity is not assured: an escape signal, and the end.
 		res = withOutcome(res, out, caps)
@@ -430,6 +430,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	default:
 		res = withOutcome(res, out, caps)
 	}
+	base.Path = res.Path
 	s.canaryN = s.e.checkCanary(s.sc, &res, base, s.canary, s.canaryA, s.canaryN)
 	s.e.recordOutcome(s.sc, base, res, false)
 	t.into(&res)
@@ -449,15 +450,15 @@ func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step
 		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
 	}
-	p, err := s.e.resolve(s.rootfs, st.Command)
+	cmd, err := s.e.commandOf(s.rootfs, d, st.Command, st.Args, st.Cwd)
 	if err != nil {
-		return sandbox.Step{}, caps, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), st.Command, err)
+		return sandbox.Step{}, caps, err
 	}
 	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: childEnv(s.e.pol.SearchPath(), s.env, st.Env), Dir: st.Cwd,
+	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(s.e.pol.SearchPath(), s.env, st.Env)), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:c62000c716e7ff183d0f242d8266f5f5504c7a33d23cc7d6d09e2a2568d7aab2"
+const SourceDigest = "sha256:2fd93b2ef482e4ff025035e22c7829bd171f13951f44d4ef280ca4dcb5d8fbd1"
