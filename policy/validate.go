@@ -30,6 +30,7 @@ var checks = []check{
 	checkMonitor,
 	checkApprovals,
 	checkSession,
+	checkChanges,
 }
 
 func validate(p *Policy) Errors {
