@@ -65,8 +65,9 @@ func writeTree(t testing.TB, spec map[string]node) string {
 
 // checkApplies applies p with real git apply (--check first) to a copy
 // of orig and checks that the result is mod, byte for byte, links and
-// executable bits included, leaving out the paths p says it omits.
-func checkApplies(t testing.TB, orig, mod string, p Patch) {
+// executable bits included, leaving out the paths p says it omits and
+// those excluded names (paths the rules left out, and what is beneath).
+func checkApplies(t testing.TB, orig, mod string, p Patch, excluded ...string) {
 	t.Helper()
 	testutil.RequireGit(t)
 	work := filepath.Join(t.TempDir(), "work")
@@ -80,13 +81,16 @@ func checkApplies(t testing.TB, orig, mod string, p Patch) {
 	if len(p.Diff) > 0 {
 		// From the parent, with --directory: a .git the tree holds (which
 		// the patch never touches) is not taken for a repository.
-		for _, args := range [][]string{{"apply", "--check", "--directory=work", patch}, {"apply", "--directory=work", patch}} {
+		// With core.protectHFS too (on by default on macOS only): the
+		// patch must apply whichever git the reviewer runs.
+		for _, args := range [][]string{{"-c", "core.protectHFS=true", "apply", "--check", "--directory=work", patch},
+			{"-c", "core.protectHFS=true", "apply", "--directory=work", patch}} {
 			if out, err := testutil.GitCmd(filepath.Dir(work), args...).CombinedOutput(); err != nil {
 				t.Fatalf("git %s: %v\n%s\npatch:\n%s", strings.Join(args, " "), err, out, p.Diff)
 			}
 		}
 	}
-	var skip []string
+	skip := slices.Clone(excluded)
 	for _, f := range p.Files {
 		if f.Omitted != "" {
 			skip = append(skip, f.Path)
@@ -123,7 +127,7 @@ func dump(m map[string]string) string {
 // diffDirs compares two host directories.
 func diffDirs(t testing.TB, orig, mod string, lim Limits) Patch {
 	t.Helper()
-	p, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), lim)
+	p, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: lim})
 	if err != nil {
 		t.Fatalf("Diff: %v", err)
 	}

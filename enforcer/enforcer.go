@@ -103,9 +103,12 @@ type Request struct {
 	// Command and Args are what to run, as the agent asked.
 	Command string
 	Args    []string
-	// Env is added to the child's minimal environment (PATH, HOME, LANG
-	// and the proxy variables); the caller's own environment is never
-	// passed in, so host secrets in it stay outside.
+	// Env is added to the child's minimal environment (sandbox.BaseEnv:
+	// PATH, HOME, the caches, LANG; and the proxy variables), each entry
+	// replacing the variable of its name; the caller's own environment
+	// is never passed in, so host secrets in it stay outside. An entry
+	// that sets a variable airlock sets for containment is refused
+	// (ErrEnv).
 	Env []string
 	// Cwd is the working directory inside: absolute, or relative to
 	// /workspace; "" means /workspace.
@@ -124,7 +127,9 @@ type Request struct {
 	// Approval is the id of an approval to redeem when the command gate
 	// escalates the command (see Options.Approvals).
 	Approval string
-	// Stdin, Stdout and Stderr are the child's streams.
+	// Stdin, Stdout and Stderr are the child's streams. An escalated
+	// command's stdin is read whole first (at most MaxApprovalStdin
+	// bytes), as its approval is bound to it.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Notices receives airlock's own lines while the command runs (one
@@ -161,6 +166,12 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	if err := e.checkEnv(req.Task, req.Env); err != nil {
+		return envRefused(req.RunID, "", 1, err), err
+	}
 	claim, err := e.log.BeginRun(req.RunID)
 	if err != nil {
 		err = fmt.Errorf("enforcer: %w", err)
@@ -172,9 +183,6 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 
 // run is Run once the run is claimed.
 func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
 	defer t.end()
 	sc := e.newScribe(t)
@@ -193,40 +201,63 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
 	go func() { recorded <- sc.record(ev) }()
 	decided := sync.OnceValue(func() error { return <-recorded })
-	if !d.Allowed() {
-		if err := decided(); err != nil {
-			return e.setupFailed(sc, res, base, decided, err)
-		}
-		ok, err := e.admitted(ctx, sc, &res, ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}, d)
-		if err != nil {
-			return e.setupFailed(sc, res, base, decided, err)
-		}
-		if !ok {
-			return res, nil
-		}
+	a := ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}
+	if d.Verdict == decision.Deny {
+		_, err := e.admitted(ctx, sc, &res, a, d, decided)
+		return res, err
 	}
-	if err := e.checkWorkspace(req.Workspace); err != nil {
+	// An allowed or escalated command: what it would run is worked out
+	// first, as an escalation's approval is bound to it.
+	ws, err := e.checkWorkspace(req.Workspace)
+	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
-	path, err := e.resolve(rootfs, req.Command)
+	cmd, err := e.commandOf(rootfs, d, req.Command, req.Args, req.Cwd)
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return e.setupFailed(sc, res, base, decided, err)
 	}
-	base.Path = path
-	res.Path = path
-	return e.runAllowed(ctx, sc, req, res, base, decided, rootfs, digest)
+	base.Path, a.base.Path = cmd.path, cmd.path
+	if !d.Allowed() {
+		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, cmd.path, cmd.tree, req.Env, req.Cwd, req.Stdin); err != nil {
+			return e.setupFailed(sc, res, base, decided, err)
+		}
+		a.bound.Task, a.bound.Workspace, a.bound.Image = req.Task, ws, req.Image
+		if ok, err := e.admitted(ctx, sc, &res, a, d, decided); !ok {
+			return res, err
+		}
+	}
+	res.Path = cmd.path
+	return e.runAllowed(ctx, sc, req, cmd, res, base, decided, rootfs, digest)
+}
+
+// gateSaid is what the command gate said of a command it did not deny.
+func gateSaid(d decision.Decision) string {
+	if d.Allowed() {
+		return "allowed"
+	}
+	return "escalated"
 }
 
 // admitted runs the refusal and approval path of a command the gate did
-// not allow, d, and reports whether it may run now; when it may not, res
-// holds the refusal and the exit status.
-func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision) (bool, error) {
-	use, ref, code, err := e.admit(ctx, sc, a, d)
+// not allow, d, once its decision is recorded (decided), and reports
+// whether it may run now; when it may not, res holds the refusal and the
+// exit status, or airlock's failure and its error.
+func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision, decided func() error) (bool, error) {
+	err := decided()
+	var (
+		use  *ApprovalUse
+		ref  *Refusal
+		code int
+	)
+	if err == nil {
+		use, ref, code, err = e.admit(ctx, sc, a, d)
+	}
 	if err != nil {
+		*res, err = e.setupFailed(sc, *res, a.base, decided, err)
 		return false, err
 	}
 	res.Approval = use
@@ -259,16 +290,25 @@ func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string
 // Options.Binds provides inside the sandbox, or a file found through the
 // policy's command search path, in the image's root when there is one.
 func (e *Enforcer) resolve(rootfs, command string) (string, error) {
-	for _, b := range e.opts.Binds {
-		if b.Inside == command {
-			return command, nil
-		}
+	if _, ok := e.bindAt(command); ok {
+		return command, nil
 	}
 	return cmdgate.Resolve(rootfs, command, e.pol.SearchPath())
 }
 
+// bindAt returns the one of Options.Binds that provides path inside the
+// sandbox.
+func (e *Enforcer) bindAt(path string) (sandbox.Bind, bool) {
+	for _, b := range e.opts.Binds {
+		if b.Inside == path {
+			return b, true
+		}
+	}
+	return sandbox.Bind{}, false
+}
+
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd command, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = req.Timeout.Seconds()
@@ -288,9 +328,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	}
 	defer kit.close()
 	kit.apply(&cfg)
-	cfg.Path, cfg.Dir = res.Path, req.Cwd
-	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), kit.env...), req.Env...)
+	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
+	cfg.Args = cmd.argv
+	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), kit.env, req.Env))
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
 	kit.close() // bound by now, or never to be
@@ -302,7 +342,11 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer stopProxy(px)
+	// Stopped before the outcome is recorded, when the run ends: what it
+	// records then (the refusals it held to count them, its connections'
+	// ends) is in the result, and a failure to record it is not lost.
+	stopped := sync.OnceFunc(func() { stopProxy(px) })
+	defer stopped()
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
@@ -332,6 +376,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	out, waitErr := sb.Wait()
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
+	base.Path = res.Path
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
 		res.ExitCode = interruptedStatus(ctx)
@@ -346,6 +391,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
+	stopped()
 	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)

@@ -2,12 +2,15 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
@@ -24,7 +27,7 @@ func TestIdleSessionClosed(t *testing.T) {
 	must(t, err)
 	defer done()
 	cs := memoryClient(t, srv, "in-memory")
-	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state")
+	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state; echo x > /workspace/.git:x")
 	id := sessionOf(t, r)
 	patch := filepath.Join(f.dir, "out", "agent."+id+".patch")
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(notes.String(), "closed (idle)"); time.Sleep(50 * time.Millisecond) {
@@ -35,6 +38,12 @@ func TestIdleSessionClosed(t *testing.T) {
 	if _, err := os.Stat(patch); err != nil {
 		t.Fatal(err)
 	}
+	// The patch leaves out a path git apply refuses, and the notices say so,
+	// a line for the class.
+	if !strings.Contains(notes.String(), "it is short: changes: the patch does not carry every change: 1 of 2 changed paths left out (.git:x: ") ||
+		!strings.Contains(notes.String(), ": patch: 1 change not in the patch (git): ") {
+		t.Errorf("no word of the path left out of the patch: %s", notes.String())
+	}
 	testutil.CheckNoSandboxLeft(t, id)
 	r, res := run(t, cs, "shell", "sh", "-c", "cat /workspace/state 2>&1; true")
 	if !strings.Contains(text(r), "was closed after 1s without a call") || !strings.Contains(text(r), patch) ||
@@ -42,7 +51,10 @@ func TestIdleSessionClosed(t *testing.T) {
 		t.Fatalf("the call after the idle close: %+v\n%s", res, text(r))
 	}
 	must(t, cs.Close())
-	must(t, srv.Close(context.Background()))
+	// Close says a patch was short (the MCP server's exit status 73).
+	if err := srv.Close(context.Background()); !errors.Is(err, changes.ErrIncomplete) || errors.Is(err, enforcer.ErrAudit) {
+		t.Errorf("Close: %v, want changes.ErrIncomplete", err)
+	}
 	if _, err := os.Stat(filepath.Join(f.dir, "out", "agent."+id+".2.patch")); err != nil {
 		t.Error(err)
 	}

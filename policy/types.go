@@ -30,6 +30,9 @@ type Policy struct {
 	// Session caps a session (airlock session) as a whole; each of its
 	// steps also has its tool's wall-clock and CPU caps.
 	Session *Session `json:"session,omitempty"`
+	// Changes says what a session's patch leaves out besides what the
+	// workspace's own ignore files do (docs/changes.md).
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // ToolScope is what one tool may run.
@@ -50,7 +53,11 @@ type ToolScope struct {
 type CommandPattern struct {
 	// Name names the rule in decisions and the audit stream.
 	Name string `json:"name" jsonschema:"required,minLength=1"`
-	// Command is a bare name ("pytest") or an absolute path ("/usr/bin/git").
+	// Command is a bare name ("pytest"), an absolute path ("/usr/bin/git"),
+	// or a workspace program: a path or a glob of one in /workspace or /tmp
+	// ("/workspace/.venv/bin/*"), resolved inside the sandbox, links
+	// followed only inside that tree (docs/policy.md, "Workspace
+	// programs").
 	Command string `json:"command" jsonschema:"required,minLength=1"`
 	// ArgPatterns are argument prefixes; the arguments must start with one.
 	// An allow rule compares each argument as written; a deny or escalate
@@ -62,10 +69,23 @@ type CommandPattern struct {
 	// the arguments must equal a signature exactly (or be empty when there
 	// are no signatures).
 	AllowExtraArgs bool `json:"allowExtraArgs,omitempty"`
+	// Shell, on an allow rule whose command is sh, bash or dash, accepts
+	// "-c SCRIPT" (and "-lc") and decides every simple command of SCRIPT
+	// against the same tool's rules; a construct whose command cannot be
+	// known before it runs is refused (docs/policy.md, "Shell rules"). Such
+	// a rule takes no argPatterns.
+	Shell bool `json:"shell,omitempty"`
+	// ShellUnknown, on a shell rule, is what a script gets for a construct
+	// whose command cannot be known before it runs (eval, $(...), a
+	// variable in command position): "deny" (the default) or "escalate".
+	ShellUnknown string `json:"shellUnknown,omitempty" jsonschema:"enum=deny,enum=escalate"`
 	// Justification says why the rule exists, in words for the agent and
 	// the operator: it is shown with every refusal and escalation the rule
 	// decides.
 	Justification string `json:"justification,omitempty" jsonschema:"maxLength=1024"`
+	// Examples are command lines the rule must decide and must not, which
+	// policy check and policy test run (docs/policy.md, "Examples").
+	Examples *CommandExamples `json:"examples,omitempty"`
 }
 
 // Caps are resource caps. A nil field takes its default (see Defaults).
@@ -159,4 +179,20 @@ type Session struct {
 	// Egress caps the session's traffic over its whole life, for all its
 	// steps together, and per host.
 	Egress *Budget `json:"egress,omitempty"`
+	// OnAlert names the monitor's alerts that stop the session when its
+	// own records raise one: its sandbox frozen, evidence kept, the step
+	// ended with exit 121 and every later step refused (docs/sessions.md,
+	// "Stopped by an alert").
+	OnAlert []string `json:"onAlert,omitempty" jsonschema:"uniqueItems=true"`
+}
+
+// Changes says what a session's patch (airlock session changes, stop
+// --patch, the MCP server's --patch) leaves out.
+type Changes struct {
+	// Exclude are patterns in .gitignore syntax, as if in a .gitignore at
+	// /workspace's root: the paths they exclude, in the workspace as copied
+	// in and as it is now, are not compared, and the patch carries none of
+	// their changes; the manifest counts them. Unlike the workspace's own
+	// .gitignore files, they apply to the files the workspace had too.
+	Exclude []string `json:"exclude,omitempty" jsonschema:"maxItems=256,uniqueItems=true"`
 }

@@ -93,7 +93,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 // startSession checks the policy, resolves every path, and starts the
 // session's holder.
 func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd)
+	name, data, err := policySource(cmd, req.Task)
 	if err != nil {
 		return holder.Info{}, err
 	}
@@ -149,12 +149,14 @@ func resolveSession(req *enforcer.SessionRequest) error {
 // policySource is the policy the command line would use, checked, with
 // its bytes: the holder decides under exactly these, the bytes that were
 // checked (never the file read again, which may have been swapped since).
-func policySource(cmd *cobra.Command) (string, []byte, error) {
+// A task named that it has no allowlist for is warned of (warnTask).
+func policySource(cmd *cobra.Command, task string) (string, []byte, error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return "", nil, err
 	}
 	testHookPolicyLoaded(pol)
+	warnTask(cmd, pol.Policy, task)
 	if pol.Source == policy.EmbeddedName {
 		return pol.Source, pol.Data, nil
 	}
@@ -188,15 +190,22 @@ func newSessionExecCmd() *cobra.Command {
 decision, and runs an allowed command in the session's sandbox, in --cwd
 (relative to /workspace), with the tool's caps (--timeout lowers its wall
 clock). Its output is streamed; with --json it is captured instead and one
-result object (docs/result.md) is printed on stdout. --env K=V adds a
-variable; --env K passes K's value from here.
+result object (docs/result.md) is printed on stdout. --env K=V sets a
+variable, replacing airlock's own of that name; --env K passes K's value
+from here; a proxy variable is airlock's, refused (exit 2). --approval ID
+runs an escalated command once, asked for exactly as its request showed it:
+the same command, --env, --cwd and stdin (read to its end first, at most 1
+MiB).
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
 could not be executed; 127 not installed; 125 airlock could not run it (no
 such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
 terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
-before it is killed). The session goes on either way.`,
+before it is killed); 74 the command ran but a record of its run could not be
+written to the audit log (a full disk). The session goes on either way, but
+for 121: the sandbox's init died, or an alert the policy's session.onAlert
+names stopped the session (docs/sessions.md).`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -287,18 +296,30 @@ func dialSession(id string) (*holder.Client, error) {
 }
 
 func newSessionChangesCmd() *cobra.Command {
-	var patch string
+	var (
+		patch  string
+		asJSON bool
+	)
 	cmd := &cobra.Command{
-		Use:   "changes ID [--patch FILE]",
+		Use:   "changes ID [--patch FILE [--json]]",
 		Short: "Print what changed in the session's /workspace, as a patch git can apply",
 		Long: `changes hands back what changed in /workspace since the session started: a
 unified diff in git's format, applicable with git apply to the original tree.
 It is written by whatever ran in the sandbox: read it before you apply it;
 airlock never applies it. Without --patch it goes to stdout (never to a
 terminal); with --patch FILE it goes to FILE and the changed paths are listed
-on stdout.`,
+on stdout, with what the policy's changes.exclude and the workspace's own
+.gitignore files left out (with --json, one object).
+
+Exit status 0 when the patch carries every change; 73 when it was written but
+leaves changes out (one stderr line for each class of them; the changed paths
+say which and why) or its list of changed paths was lost; 125 when no patch
+was made (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && patch == "" {
+				return usageError{errors.New("session changes: --json needs --patch FILE (without it, stdout is the patch)")}
+			}
 			c, err := dialSession(args[0])
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: err}
@@ -311,16 +332,25 @@ on stdout.`,
 			if derr := done(); err == nil {
 				err = derr
 			}
-			if err != nil {
+			lost := errors.Is(err, holder.ErrAnswerLost) // the patch was written
+			if err != nil && !lost {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session changes: %w", err)}
 			}
-			if patch != "" {
+			var werr error
+			switch {
+			case patch != "" && asJSON:
+				werr = termtext.WriteJSON(cmd.OutOrStdout(), ch, "")
+			case patch != "":
 				printManifest(cmd.OutOrStdout(), ch)
 			}
-			return nil
+			if patchShort(cmd.ErrOrStderr(), "session changes", &ch, err) {
+				return &exitError{Code: exitPatchShort}
+			}
+			return werr
 		},
 	}
 	cmd.Flags().StringVar(&patch, "patch", "", "write the patch to this file and list the changed paths")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --patch: list the changed paths as one JSON object")
 	return cmd
 }
 
@@ -345,7 +375,8 @@ func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) 
 }
 
 // printManifest lists the changed paths, one a line, quoted as git
-// quotes them (nothing a terminal interprets).
+// quotes them (nothing a terminal interprets), then what was excluded by
+// rule, a line for each class.
 func printManifest(w io.Writer, ch enforcer.Changes) {
 	for _, c := range ch.Files {
 		switch {
@@ -359,14 +390,49 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 		}
 		fmt.Fprintln(w)
 	}
-	if ch.Incomplete != "" {
-		fmt.Fprintf(w, "incomplete: %s\n", termtext.Escape(ch.Incomplete))
+	for _, e := range ch.Excluded {
+		fmt.Fprintln(w, termtext.Escape(e.String()))
 	}
 }
 
-// exitPatchLost is session stop's status when the session stopped but
-// the patch asked for could not be made (EX_CANTCREAT).
-const exitPatchLost = 73
+// exitPatchShort is the status of session changes and stop when the
+// patch asked for is not all there: it could not be made, it leaves
+// changes out, or the holder's answer was lost (EX_CANTCREAT).
+const exitPatchShort = 73
+
+// patchShort reports whether the patch a command wrote is short, and
+// says why on w: err (which matches holder.ErrNoPatch or ErrAnswerLost)
+// in a line, or ch's omissions (ch is nil without a patch), a line for
+// each class of the changes it leaves out.
+func patchShort(w io.Writer, what string, ch *enforcer.Changes, err error) bool {
+	switch {
+	case err != nil:
+		fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(err.Error()))
+	case ch == nil || ch.Incomplete == "":
+		return false
+	case len(ch.Omissions) == 0: // a holder of an airlock that did not count them
+		fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(ch.Incomplete))
+	}
+	if ch != nil {
+		for _, o := range ch.Omissions {
+			fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(o.String()))
+		}
+	}
+	return true
+}
+
+// lostPatch is the part of Stop's error under holder.ErrNoPatch or
+// holder.ErrAnswerLost (Stop joins it with an audit error).
+func lostPatch(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, holder.ErrNoPatch) || errors.Is(e, holder.ErrAnswerLost) {
+				return e
+			}
+		}
+	}
+	return err
+}
 
 func newSessionStopCmd() *cobra.Command {
 	var (
@@ -381,8 +447,12 @@ kills every process of the session, copies /findings to --findings (else where
 start said), tears the sandbox down, and prints what the session did (with
 --json, one object).
 
-Exit status 0; 73 when the session stopped but the patch could not be made;
-125 when there is no such session.`,
+Exit status 0; 73 when the session stopped but the patch asked for could not be
+made or leaves changes out (one stderr line for each class of them), or the
+holder's answer was lost after it stopped;
+74 when it stopped but a record of it (its teardown, its checkpoint) could not
+be written to the audit log (a full disk; 74 wins over 73); 125 when nothing
+was stopped (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -407,28 +477,43 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 			if derr := done(); err == nil {
 				err = derr
 			}
-			var lost error
-			if errors.Is(err, holder.ErrNoPatch) {
-				lost, err = err, nil // stopped: say so, then that the patch is lost
-			}
-			if err != nil {
+			if err != nil && !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) && !errors.Is(err, enforcer.ErrAudit) {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
-			if asJSON {
-				err = termtext.WriteJSON(cmd.OutOrStdout(), struct {
+			// Stopped: say so, then what was lost.
+			var werr error
+			switch {
+			case sum.Session == "": // the answer was lost
+			case asJSON:
+				werr = termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch}, "")
-			} else {
+			default:
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
 			}
-			if lost != nil {
-				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
+			code := exitOK
+			var short error
+			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
+				short = lostPatch(err)
 			}
-			return err
+			if patchShort(cmd.ErrOrStderr(), "session stop", ch, short) {
+				code = exitPatchShort
+			}
+			if errors.Is(err, enforcer.ErrAudit) {
+				if sum.Error != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: session stop: teardown: %s\n", termtext.Escape(sum.Error))
+				}
+				printAuditError(cmd.ErrOrStderr(), sum.AuditError)
+				code = enforcer.ExitAudit // as run's: over 73
+			}
+			if code != exitOK {
+				return &exitError{Code: code}
+			}
+			return werr
 		},
 	}
 	cmd.Flags().StringVar(&findings, "findings", "", "host directory that receives /findings (default: the one start was given)")
