@@ -72,18 +72,13 @@ func TestTunnelFairShare(t *testing.T) {
 		exchange(t, c, "through")
 	}
 	held[0].Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		status, _, c := connectFrom(t, h.addr, "127.0.0.1", target)
-		if status == http.StatusOK {
-			exchange(t, c, "again")
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("client A never got a tunnel back after closing one")
-		}
-		time.Sleep(10 * time.Millisecond)
+	a := clientOf("127.0.0.1:1")
+	waitFor(t, "A's closed tunnel given back", func() bool { _, n := h.p.tunnelShare.counts(a); return n < 2 })
+	status, reason, c := connectFrom(t, h.addr, "127.0.0.1", target)
+	if status != http.StatusOK {
+		t.Fatalf("client A, after closing one of its tunnels: %d %q", status, reason)
 	}
+	exchange(t, c, "again")
 }
 
 // TestConnectionFairShare: client A holds every connection it may (each
