@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
 // Config describes one sandboxed run.
@@ -105,8 +106,13 @@ type Config struct {
 // the proxy variables use the proxy.
 const WeakerEgressUnenforced = "egress-unenforced"
 
+// WeakerTrustd lets processes on macOS reach trustd to verify
+// certificates, whose fetches bypass the proxy (package seatbelt); it
+// changes nothing on Linux.
+const WeakerTrustd = seatbelt.WeakerTrustd
+
 // WeakerModes lists the names Config.Weaker may carry.
-func WeakerModes() []string { return []string{WeakerEgressUnenforced} }
+func WeakerModes() []string { return []string{WeakerEgressUnenforced, WeakerTrustd} }
 
 // Bind is a host file or directory bound read-only at Inside, an absolute
 // path that must not lie under a bound tree or a sandbox directory.
