@@ -59,6 +59,10 @@ type Config struct {
 	// Binds are host files or directories bound read-only at another
 	// place inside (see BindSelf).
 	Binds []Bind
+	// SearchPath is the policy's command search path. On macOS it is,
+	// with Path, all a process may execute (the Seatbelt profile's exec
+	// rules); Linux shows what ReadOnly shows and ignores it.
+	SearchPath []string
 	// Hide are host paths inside ReadOnly or ReadWrite trees that are
 	// masked (an empty directory or an empty file is mounted over them):
 	// for example the policy file or the audit log when they sit in /etc.

@@ -10,8 +10,9 @@ import (
 // Rlimit is one resource limit of a command, by its name: the numbers
 // differ between systems, and the launcher maps them.
 type Rlimit struct {
-	Name     string
-	Cur, Max uint64
+	Name string `json:"name"`
+	Cur  uint64 `json:"cur"`
+	Max  uint64 `json:"max"`
 }
 
 // HostLimits is what Rlimits needs to know of the host.

@@ -1,6 +1,7 @@
 package seatbelt
 
 import (
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"os"
@@ -23,13 +24,21 @@ type Proc struct {
 // Tree follows one command's processes from read to read of the process
 // table. macOS has no group that holds a process tree whatever it does:
 // a process is the command's when it is the command (the root), in its
-// process group, the child of one of its processes, or was one of its
-// processes at the previous read. A process that is born, leaves the
-// process group and loses its parent between two reads (a double fork
-// and setsid, within one poll) is not found; it stays under the profile
-// and its rlimits.
+// process group while that group lives, the child of one of its
+// processes, or was one of its processes at the previous read (the same
+// pid and start). A process that is born, leaves the process group and
+// loses its parent between two reads (a double fork and setsid, within
+// one poll) is not found; it stays under the profile and its rlimits.
+//
+// A pid is never taken for the command's by its number alone: the
+// root's and every member's start must match, and the group counts only
+// while one of its known members lives (the kernel does not reuse the id
+// of a group that has members; once it is empty, a new process may get
+// that id and lead a group of its own).
 type Tree struct {
 	root, pgid int
+	rootStart  int64
+	rootSeen   bool
 	seen       map[int]int64 // pid → start of every member found so far
 }
 
@@ -42,13 +51,24 @@ func NewTree(root int) *Tree {
 // Update reads one snapshot of the process table and returns the tree's
 // processes alive in it.
 func (t *Tree) Update(procs []Proc) []Proc {
-	byPid := make(map[int]Proc, len(procs))
+	isRoot := func(p Proc) bool { return p.Pid == t.root && (!t.rootSeen || p.Start == t.rootStart) }
+	known := func(p Proc) bool { start, ok := t.seen[p.Pid]; return ok && start == p.Start }
+	groupLives := false
 	for _, p := range procs {
-		byPid[p.Pid] = p
+		if isRoot(p) {
+			if !t.rootSeen {
+				t.rootSeen, t.rootStart = true, p.Start
+			}
+			groupLives = true
+		}
+		if p.Pgid == t.pgid && known(p) {
+			groupLives = true
+		}
 	}
 	member := map[int]bool{}
 	for _, p := range procs {
-		if start, ok := t.seen[p.Pid]; p.Pid == t.root || p.Pgid == t.pgid || ok && start == p.Start {
+		inGroup := groupLives && p.Pgid == t.pgid && (p.Pid != t.pgid || isRoot(p))
+		if isRoot(p) || known(p) || inGroup {
 			member[p.Pid] = true
 		}
 	}
@@ -128,4 +148,19 @@ func DiskUsage(dirs []string, maxEntries int) (int64, error) {
 		}
 	}
 	return sum, nil
+}
+
+// RusageInfoV2Size is the size of macOS's struct rusage_info_v2, which
+// proc_pid_rusage(pid, RUSAGE_INFO_V2, buf) fills.
+const RusageInfoV2Size = 160
+
+// RusageFootprint reads ri_phys_footprint from a struct rusage_info_v2
+// (a 16-byte uuid, then 64-bit counters; every Mac is little-endian):
+// the eighth counter. 0 when b is too short.
+func RusageFootprint(b []byte) int64 {
+	const at = 16 + 7*8
+	if len(b) < at+8 {
+		return 0
+	}
+	return int64(binary.LittleEndian.Uint64(b[at:]))
 }

@@ -1,6 +1,7 @@
 package seatbelt
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -58,6 +59,29 @@ func TestTreeFollowsTheCommand(t *testing.T) {
 		{Pid: 104, Ppid: 1, Pgid: 104, Start: 9},
 	}
 	if got, want := pids(tr.Update(snap)), []int{100}; !slices.Equal(got, want) {
+		t.Fatalf("tree %v, want %v", got, want)
+	}
+	// The command exits and its group empties; then a new process gets
+	// its pid and leads a group of that id, with a child: neither is the
+	// command's.
+	tr.Update(nil)
+	snap = []Proc{
+		{Pid: 100, Ppid: 1, Pgid: 100, Start: 20},
+		{Pid: 120, Ppid: 100, Pgid: 100, Start: 21},
+	}
+	if got := pids(tr.Update(snap)); len(got) != 0 {
+		t.Fatalf("a reused pid and its group taken for the command's: %v", got)
+	}
+}
+
+// TestTreeGroupOutlivesItsLeader: the command exits while a process of
+// its group lives on; a process that joins the group later (its id
+// cannot be reused while the group has members) is the command's too.
+func TestTreeGroupOutlivesItsLeader(t *testing.T) {
+	tr := NewTree(100)
+	tr.Update([]Proc{{Pid: 100, Ppid: 50, Pgid: 100, Start: 1}, {Pid: 101, Ppid: 100, Pgid: 100, Start: 2}})
+	snap := []Proc{{Pid: 101, Ppid: 1, Pgid: 100, Start: 2}, {Pid: 130, Ppid: 1, Pgid: 100, Start: 5}}
+	if got, want := pids(tr.Update(snap)), []int{101, 130}; !slices.Equal(got, want) {
 		t.Fatalf("tree %v, want %v", got, want)
 	}
 }
@@ -141,5 +165,20 @@ func TestRlimits(t *testing.T) {
 	}
 	if r[limits.ControlOpenFiles] != notes[limits.ControlOpenFiles] || r["network"] != "no network: Seatbelt allows no connection" {
 		t.Errorf("receipt %v", r)
+	}
+}
+
+func TestRusageFootprint(t *testing.T) {
+	b := make([]byte, RusageInfoV2Size)
+	for i := 0; i < 18; i++ {
+		// Each counter holds its index: uuid, user, system, idle wakeups,
+		// interrupt wakeups, pageins, wired, resident, phys_footprint...
+		binary.LittleEndian.PutUint64(b[16+8*i:], uint64(i)<<20)
+	}
+	if got := RusageFootprint(b); got != 7<<20 {
+		t.Errorf("footprint %d, want the eighth counter %d", got, 7<<20)
+	}
+	if got := RusageFootprint(b[:40]); got != 0 {
+		t.Errorf("short buffer: %d", got)
 	}
 }

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:63e29da66ca6ac49894b5791eff4fca149f329c8cb20b0323be366421d9dda28"
+const SourceDigest = "sha256:5c6f03d21adf08a668c3448644fedef983472f5cfef723e50c340e6a6b465fb7"
