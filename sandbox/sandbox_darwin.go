@@ -26,6 +26,13 @@ import (
 // session of its own, watched until it and every process it left are
 // dead. docs/sandbox.md, "macOS", says what each control is there.
 
+// PrivateListener reports whether the proxy's listener is the sandbox's
+// alone: on macOS it is on the host's loopback, where any local process
+// may connect to it (Seatbelt lets the command reach it and nothing
+// else, but cannot keep others from it). The enforcer refuses a task
+// whose proxy would add credentials there.
+const PrivateListener = false
+
 // Sandbox is one started run. Its methods are safe for concurrent use.
 type Sandbox struct {
 	cfg     Config

@@ -49,6 +49,7 @@ type Error struct {
 	Msg       string
 }
 
+// Error says where and what.
 func (e *Error) Error() string { return fmt.Sprintf("profile:%d:%d: %s", e.Line, e.Col, e.Msg) }
 
 // Parse reads a profile in the Seatbelt profile language (SBPL) and
