@@ -17,6 +17,12 @@ type Config struct {
 	// Path is the absolute path of the target inside the sandbox, already
 	// chosen by the command gate.
 	Path string
+	// Tree, when set, makes Path a workspace program in Tree (WorkspaceDir
+	// or TmpDir): the init resolves it there as it runs it, following
+	// links only inside Tree, and runs the regular executable file found;
+	// Result.Path names it. A path that leaves Tree by a link fails to
+	// start (ErrStepStart).
+	Tree string
 	// Args are the target's arguments, Args[0] included; empty means
 	// []string{Path}.
 	Args []string
@@ -156,10 +162,14 @@ var ErrFindingsLost = errors.New("findings not kept")
 var ErrInitDied = errors.New("the sandbox's init died: the sandbox's integrity is not assured")
 
 // ErrUnsupported is returned by Start on systems without a sandbox.
-var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
+var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux and macOS only; no weaker mode chosen)")
 
 // Result is what happened to a run.
 type Result struct {
+	// Path is the file the target ran: Config.Path or Step.Path, or the
+	// file a workspace program resolved to (Tree); "" when it did not
+	// start.
+	Path string
 	// ExitCode is the target's exit status, or -1 when it died of a signal
 	// or never ran.
 	ExitCode int

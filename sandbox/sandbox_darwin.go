@@ -98,7 +98,7 @@ func darwinRefuses(cfg Config) error {
 	case os.Geteuid() == 0:
 		return fmt.Errorf("sandbox: %w: macOS runs the command as airlock's own user, and airlock refuses to run it as root: run airlock as an ordinary user", ErrRequirement)
 	case cfg.Root != "":
-		return fmt.Errorf("sandbox: an image root needs Linux: %w", ErrUnsupported)
+		return errors.New("sandbox: an image root needs Linux: macOS shows the host's own system trees through the profile")
 	}
 	if _, err := os.Stat(sandboxExec); err != nil {
 		return fmt.Errorf("sandbox: %w: Seatbelt: %v", ErrRequirement, err)
@@ -193,7 +193,7 @@ func (s *Sandbox) Release() error {
 		return fmt.Errorf("sandbox: release: %w", ErrSessionEnded)
 	}
 	c := s.cfg.Caps
-	run, err := s.box.Start(s.command(s.cfg.Path, s.cfg.Args, s.cfg.Env, s.cfg.Dir, s.cfg.Stdin, s.cfg.Stdout, s.cfg.Stderr,
+	run, err := s.box.Start(s.command(s.cfg.Path, s.cfg.Tree, s.cfg.Args, s.cfg.Env, s.cfg.Dir, s.cfg.Stdin, s.cfg.Stdout, s.cfg.Stderr,
 		c.OutputBytes, macbox.Caps{Wall: c.Wall, CPU: c.CPU, MemoryBytes: c.MemoryBytes, Tasks: c.Tasks}))
 	if errors.Is(err, macbox.ErrStart) {
 		return fmt.Errorf("%w: exec %s: %w", ErrStepStart, s.cfg.Path, err)
@@ -210,13 +210,13 @@ func (s *Sandbox) Release() error {
 
 // command is a macbox command with its streams behind the output cap,
 // whose trip kills the run.
-func (s *Sandbox) command(path string, args, env []string, dir string, stdin io.Reader, stdout, stderr io.Writer, output int64, caps macbox.Caps) macbox.Command {
+func (s *Sandbox) command(path, tree string, args, env []string, dir string, stdin io.Reader, stdout, stderr io.Writer, output int64, caps macbox.Caps) macbox.Command {
 	oc := newOutputCap(output, func() { s.kill(limits.KilledByOutput) })
 	out, errw := oc.writers(orDiscard(stdout), orDiscard(stderr))
 	if stdin != nil {
 		stdin = readerOnly{stdin} // a pipe, never the caller's own descriptor
 	}
-	return macbox.Command{Path: path, Args: args, Env: env, Dir: dir, Stdin: stdin, Stdout: out, Stderr: errw, Caps: caps}
+	return macbox.Command{Path: path, Tree: tree, Args: args, Env: env, Dir: dir, Stdin: stdin, Stdout: out, Stderr: errw, Caps: caps}
 }
 
 // readerOnly hides what else a reader is (an *os.File): os/exec then
@@ -287,6 +287,7 @@ func (s *Sandbox) finish() (Result, error) {
 	s.mu.Unlock()
 	if run != nil {
 		res = outcome(run.Wait(), s.cfg.Caps.CPU)
+		res.Path = s.box.Name(run.Program)
 	}
 	var err error
 	if s.dst != nil {

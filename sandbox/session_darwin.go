@@ -118,7 +118,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		}
 	}
 	s := ss.sb
-	cmd := s.command(st.Path, st.Args, st.Env, st.Dir, st.Stdin, st.Stdout, st.Stderr, caps.OutputBytes,
+	cmd := s.command(st.Path, st.Tree, st.Args, st.Env, st.Dir, st.Stdin, st.Stdout, st.Stderr, caps.OutputBytes,
 		macbox.Caps{Wall: caps.Wall, CPU: caps.CPU, MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks})
 	s.mu.Lock()
 	s.pending = ""
@@ -145,6 +145,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	s.run = nil
 	s.mu.Unlock()
 	res = outcome(o, caps.CPU)
+	res.Path = s.box.Name(run.Program)
 	res.Receipt = s.receipt(run)
 	res.Receipt["session"] = sessionReceipt
 	if res.InitDied != "" {

@@ -139,7 +139,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 			return res, err
 		}
 	}
-	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir,
+	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Tree: st.Tree, Args: st.Args, Env: st.Env, Dir: st.Dir,
 		Groups: len(place) / 2, Rlimits: initRlimits(child.Rlimits())}}
 	fds := sio.childFDs()
 	for _, f := range place {
@@ -161,6 +161,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		ss.end()
 		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
+	res.Path = m.Path
 	started := time.Now()
 	ss.next = ss.makeStepGroup(n+1, want)
 	w.start(ctx, caps, before)

@@ -14,6 +14,9 @@ func normalizeStep(st Step, session limits.Caps) (Step, StepCaps, error) {
 	if st.Path == "" || !path.IsAbs(st.Path) || path.Clean(st.Path) != st.Path {
 		return st, StepCaps{}, fmt.Errorf("sandbox: step path %q: want a clean absolute path (the command gate resolves it)", st.Path)
 	}
+	if err := checkTree(st.Tree, st.Path); err != nil {
+		return st, StepCaps{}, err
+	}
 	if len(st.Args) == 0 {
 		st.Args = []string{st.Path}
 	}

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:ab041863c75c000ff25b7a5cf204df835df0bb4655c5be1a3b55f374b6def904"
+const SourceDigest = "sha256:475320763b4702f97b6673ec0931cb600778242d3eec9cdbcdcc11894b9a46da"

@@ -152,6 +152,25 @@ func (b *Box) Inside(p string) string {
 	return p
 }
 
+// Name is the path a command names the host path p by: Inside's
+// reverse, for the result's Path.
+func (b *Box) Name(p string) string {
+	for _, m := range [][2]string{{WorkspaceDir, b.Workspace}, {TmpDir, b.Tmp}, {FindingsDir, b.Findings}} {
+		if p == m[1] {
+			return m[0]
+		}
+		if rest, ok := strings.CutPrefix(p, m[1]+"/"); ok {
+			return path.Join(m[0], rest)
+		}
+	}
+	for _, bd := range b.cfg.Binds {
+		if p == bd.Host {
+			return bd.Inside
+		}
+	}
+	return p
+}
+
 // Env maps every absolute path in the values of env, each element of a
 // colon-separated list, through Inside (HOME and TMPDIR name the box's
 // directories, the CA bundle's variables a bound file). Arguments are

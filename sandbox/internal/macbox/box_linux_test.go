@@ -345,3 +345,26 @@ func TestInsideAndEnv(t *testing.T) {
 		t.Errorf("Env = %v, want %v", got, want)
 	}
 }
+
+// TestWorkspaceProgram: a program in the workspace runs when its real
+// path lies there, and not when a link leads it out.
+func TestWorkspaceProgram(t *testing.T) {
+	b := newBox(t, false)
+	os.WriteFile(filepath.Join(b.Workspace, "tool.sh"), []byte("#!/bin/sh\necho tool ran\n"), 0o755)
+	os.Symlink("tool.sh", filepath.Join(b.Workspace, "inside"))
+	os.Symlink("/bin/true", filepath.Join(b.Workspace, "outside"))
+	os.WriteFile(filepath.Join(b.Workspace, "plain"), []byte("x"), 0o644)
+	var out bytes.Buffer
+	r, err := b.Start(Command{Path: "/workspace/inside", Tree: WorkspaceDir, Stdout: &out, Caps: stepCaps()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := r.Wait(); o.ExitCode != 0 || out.String() != "tool ran\n" || b.Name(r.Program) != "/workspace/tool.sh" {
+		t.Errorf("outcome %+v, output %q, program %s", o, out.String(), b.Name(r.Program))
+	}
+	for p, want := range map[string]string{"/workspace/outside": "leaves its tree", "/workspace/plain": "not an executable"} {
+		if _, err := b.Start(Command{Path: p, Tree: WorkspaceDir, Caps: stepCaps()}); !errors.Is(err, ErrStart) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", p, err, want)
+		}
+	}
+}

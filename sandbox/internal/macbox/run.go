@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +43,10 @@ type Caps struct {
 // Env are as the command names them (Inside maps them).
 type Command struct {
 	Path string
+	// Tree, when set (WorkspaceDir or TmpDir, as the command names it),
+	// makes Path a workspace program: its real path must lie in Tree and
+	// be an executable file, which is what runs.
+	Tree string
 	Args []string
 	Env  []string
 	Dir  string
@@ -87,6 +93,8 @@ type Run struct {
 	// Rlimits and Notes are the command's rlimit plan, for the receipt.
 	Rlimits []seatbelt.Rlimit
 	Notes   map[string]string
+	// Program is the host path of the file that runs.
+	Program string
 }
 
 // Start starts c under its profile and rlimits, in a session of its own
@@ -104,6 +112,13 @@ func (b *Box) Start(c Command) (*Run, error) {
 	if !c.host {
 		program = b.Inside(c.Path)
 	}
+	if c.Tree != "" {
+		p, err := inTree(program, b.Inside(c.Tree))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		program = p
+	}
 	profile, err := b.profile(c.name, program)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStart, err)
@@ -118,7 +133,7 @@ func (b *Box) Start(c Command) (*Run, error) {
 		Dir:     b.Inside(dir),
 		Rlimits: rl,
 	}
-	r := &Run{b: b, caps: c.Caps, stop: make(chan struct{}), watched: make(chan struct{}), Rlimits: rl, Notes: notes}
+	r := &Run{b: b, caps: c.Caps, stop: make(chan struct{}), watched: make(chan struct{}), Rlimits: rl, Notes: notes, Program: program}
 	if err := r.launch(conf, c); err != nil {
 		return nil, err
 	}
@@ -303,3 +318,29 @@ func (r *Run) Wait() Outcome {
 
 // Pid is the command's process id (its process group's).
 func (r *Run) Pid() int { return r.cmd.Process.Pid }
+
+// inTree resolves the workspace program p in tree (host paths): its real
+// path, which must lie in tree's and be an executable regular file. The
+// commands that could change the tree are dead: the profile then names
+// the file found.
+func inTree(p, tree string) (string, error) {
+	realTree, err := filepath.EvalSymlinks(tree)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	if rel, err := filepath.Rel(realTree, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", fmt.Errorf("%s leaves its tree by a link", p)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file", p)
+	}
+	return real, nil
+}
