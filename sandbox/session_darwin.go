@@ -299,13 +299,13 @@ func (ss *Session) CopyIn(dir string) error {
 }
 
 // Changes compares the workspace with the workspace as copied in
-// (package changes), between steps; the patch is untrusted.
-func (ss *Session) Changes(lim changes.Limits) (changes.Patch, error) {
+// (package changes), under opt, between steps; the patch is untrusted.
+func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 	if !ss.frozen.Load() {
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 	}
-	p, err := ss.sb.box.Changes(lim)
+	p, err := ss.sb.box.Changes(opt)
 	if err != nil {
 		return p, fmt.Errorf("sandbox: changes: %w", err)
 	}

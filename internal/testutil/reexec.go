@@ -1,10 +1,12 @@
-//go:build unix
-
 package testutil
 
 import (
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -31,4 +33,91 @@ func SelfCommand(t testing.TB, env ...string) *exec.Cmd {
 	}
 	cmd.Dir = t.TempDir()
 	return cmd
+}
+
+// AsNobody makes cmd run as uid and gid 65534 with no supplementary
+// groups and no capabilities, from a copy of its binary and a working
+// directory that user can reach (go test's build directory and t.TempDir
+// are private to root). It needs root; the copies are removed at cleanup.
+func AsNobody(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	return AsNobodyInGroups(t, cmd)
+}
+
+// AsNobodyInGroups is AsNobody with the supplementary groups groups: a
+// caller in a group, as rootless claims about groups need.
+func AsNobodyInGroups(t testing.TB, cmd *exec.Cmd, groups ...uint32) *exec.Cmd {
+	t.Helper()
+	RequireRoot(t)
+	dir, err := os.MkdirTemp("", "airlock-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, filepath.Base(cmd.Path))
+	if err := copyFile(cmd.Path, bin, 0o755); err != nil {
+		t.Fatalf("testutil: copy %s for nobody: %v", cmd.Path, err)
+	}
+	work := filepath.Join(dir, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(work, NobodyID, NobodyID); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Path, cmd.Dir = bin, work
+	if len(cmd.Args) > 0 {
+		cmd.Args[0] = bin
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: append([]uint32{}, groups...)}
+	return cmd
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// RunTestAsNobody re-runs the calling test binary as NobodyID (AsNobody)
+// with only the test named test selected and a small environment plus env,
+// and returns its output; it fails t unless that test ran and passed. It
+// is how a root test shows a rootless claim for real.
+func RunTestAsNobody(t testing.TB, test string, env ...string) string {
+	t.Helper()
+	return RunTestAsNobodyInGroups(t, test, nil, env...)
+}
+
+// RunTestAsNobodyInGroups is RunTestAsNobody with the supplementary
+// groups groups.
+func RunTestAsNobodyInGroups(t testing.TB, test string, groups []uint32, env ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatalf("testutil: find the test binary: %v", err)
+	}
+	cmd := AsNobodyInGroups(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"), groups...)
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0"}, env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {
+		t.Fatalf("%s as uid %d: %v\n%s", test, NobodyID, err, out)
+	}
+	return string(out)
 }

@@ -224,7 +224,7 @@ func TestChangesApplyWithGit(t *testing.T) {
 	if o.ExitCode != 0 {
 		t.Fatalf("%+v %s", o, out)
 	}
-	p, err := b.Changes(changes.Limits{})
+	p, err := b.Changes(changes.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
