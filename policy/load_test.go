@@ -166,7 +166,7 @@ func TestStrictErrors(t *testing.T) {
 		{"p.json", `{"toolScopes": {}, "egress": {"taskAllowlist": {"t": ["localhost:8080"]}}}`,
 			"p.json:1:55: egress.taskAllowlist.t[0]: \"localhost:8080\": a localhost name resolves to loopback, which no name reaches (only an IP or CIDR entry with a port does)\n\thint: to reach a service on this host, write its address and port, e.g. \"127.0.0.1:8080\""},
 		{"p.json", `{"toolScopes": {}, "weakerModes": ["egress-unenforced", "no-egress"]}`,
-			"p.json:1:57: weakerModes[1]: unknown weaker mode \"no-egress\"\n\thint: known: egress-unenforced"},
+			"p.json:1:57: weakerModes[1]: unknown weaker mode \"no-egress\"\n\thint: known: egress-unenforced, macos-trustd"},
 		{"p.json", `{"toolScopes": {}, "weakerModes": ["egress-unenforced", "egress-unenforced"]}`,
 			"p.json:1:57: weakerModes[1]: weaker mode \"egress-unenforced\" is named twice"},
 		{"p.json", `{"toolScopes": {}, "require": ["netns"], "weakerModes": ["egress-unenforced"]}`,

@@ -22,7 +22,10 @@ type Policy struct {
 	// Landlock TCP rules, as in some containers), where only programs that
 	// honour the proxy variables use the proxy. Without it such a host
 	// refuses the run; the receipt names the mode whenever it is used.
-	WeakerModes []string `json:"weakerModes,omitempty" jsonschema:"uniqueItems=true,enum=egress-unenforced"`
+	// "macos-trustd" lets processes on macOS ask trustd to verify
+	// certificates (Go programs need it for TLS), whose fetches of OCSP
+	// answers, CRLs and issuers bypass the proxy.
+	WeakerModes []string `json:"weakerModes,omitempty" jsonschema:"uniqueItems=true,enum=egress-unenforced,enum=macos-trustd"`
 	// Monitor holds the thresholds of the monitor's alert rules.
 	Monitor *Monitor `json:"monitor,omitempty"`
 	// Approvals says how escalated commands are approved.
