@@ -54,7 +54,7 @@ func TestPoolHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if _, err := c.Exec(context.Background(), sh(script, &out)); err != nil {
+		if _, err := execStep(t, c, sh(script, &out)); err != nil {
 			t.Fatalf("exec in %s: %v", id, err)
 		}
 		return out.String()
