@@ -303,9 +303,10 @@ func sweepDead(dir, id string) {
 // socket, as one a holder of its own holds. A session id is minted when
 // req has none.
 func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, error) {
+	noPool := errors.New("holder: no session pool is running (airlock session pool --size N starts one)")
 	c, err := dial(dir, PoolID)
 	if errors.Is(err, ErrNoSession) {
-		return Info{}, errors.New("holder: no session pool is running (airlock session pool --size N starts one)")
+		return Info{}, noPool
 	}
 	if err != nil {
 		return Info{}, err
@@ -314,6 +315,9 @@ func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, e
 		req.ID = enforcer.NewSessionID()
 	}
 	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: toWireSession(req), Policy: policy}})
+	if errors.Is(err, ErrNoSession) {
+		return Info{}, noPool // its socket is left, but no one listens: a pool stopping, or dead
+	}
 	if err != nil || resp.Info == nil {
 		return Info{}, errors.Join(err, errors.New("holder: pool: no session in the answer"))
 	}

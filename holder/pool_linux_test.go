@@ -3,6 +3,7 @@ package holder_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,23 @@ func waitPoolReady(t *testing.T, dir string, n int) {
 		info, err := holder.PoolInfo(dir)
 		return err == nil && info.Ready >= n
 	})
+}
+
+// TestNoPoolListening: a pool's socket that no one listens on any more
+// (a pool stopping: its answer to stop comes before its socket goes) is
+// no pool running; it said "its holder is gone", and session_pool.txtar
+// failed when its start came in between.
+func TestNoPoolListening(t *testing.T) {
+	dir := privateDir(t)
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, holder.PoolID+".sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis.SetUnlinkOnClose(false)
+	lis.Close()
+	if _, err := holder.OpenPooled(dir, enforcer.SessionRequest{}, "sha256:x"); err == nil || !strings.Contains(err.Error(), "no session pool is running") {
+		t.Fatalf("OpenPooled: %v", err)
+	}
 }
 
 // TestPoolHolder opens two sessions from a pool holder, each on a sandbox
