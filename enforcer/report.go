@@ -83,6 +83,8 @@ func (o Report) write(stdout io.Writer, res Result) error {
 // refusal, kill and setup failure; quiet leaves out all but errors.
 func report(w io.Writer, res Result, err error, quiet bool) {
 	switch {
+	case res.ExitCode == ExitUsage && res.Error != "":
+		fmt.Fprintf(w, "airlock: %s\n", res.Error) // the request refused: nothing ran
 	case CouldNotRun(res.ExitCode) && res.Refusal == nil && err != nil:
 		fmt.Fprintf(w, "airlock: setup: error: %v\n", err)
 	case CouldNotRun(res.ExitCode) && res.Refusal == nil && res.Error != "":
