@@ -65,6 +65,10 @@ func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, 
 	if k.creds, k.env, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
 	}
+	if len(k.creds) > 0 && !sandbox.PrivateListener {
+		return nil, fmt.Errorf("egress: task %q has credentials, which the proxy adds to requests: here the proxy listens on the host's loopback, "+
+			"where any local process can reach it (docs/sandbox.md, \"macOS\"): refusing", task)
+	}
 	k.budgets = budgetsFor(e.pol, task, session)
 	if !e.egress.Inspects(task) {
 		return k, nil

@@ -97,6 +97,7 @@ type held struct {
 	lis   *net.UnixListener
 	lock  *os.File
 	conns sync.WaitGroup
+	once  sync.Once // shutdown's: the socket and lock it removes may be another holder's after
 }
 
 // open opens the holder's audit log and Enforcer, then its session, or
@@ -422,20 +423,23 @@ func (hd *held) stop(req request, resp response) response {
 		resp.fail(err)
 	}
 	resp.Summary = &sum
+	hd.shutdown() // before the answer: whoever asked may start the id again at once
 	return resp
 }
 
-// shutdown releases the session's socket and lock; the watchdog, seeing
-// them gone, has nothing to sweep.
+// shutdown releases the session's socket and lock, once; the watchdog,
+// seeing them gone, has nothing to sweep.
 func (hd *held) shutdown() {
-	if hd.lis != nil {
-		hd.lis.Close()
-		os.Remove(hd.lis.Addr().String())
-	}
-	if hd.lock != nil {
-		os.Remove(hd.lock.Name())
-		hd.lock.Close()
-	}
+	hd.once.Do(func() {
+		if hd.lis != nil {
+			hd.lis.Close()
+			os.Remove(hd.lis.Addr().String())
+		}
+		if hd.lock != nil {
+			os.Remove(hd.lock.Name())
+			hd.lock.Close()
+		}
+	})
 }
 
 // shutdown releases what the holder process holds.

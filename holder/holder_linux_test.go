@@ -140,10 +140,12 @@ func TestHolderRoundTrip(t *testing.T) {
 	if err != nil || sum.Steps != 2 || sum.Ended != enforcer.EndedClosed {
 		t.Fatalf("stop %+v %v", sum, err)
 	}
-	waitGone(t, info.Watchdog)
+	// Stop returns once the socket and lock are gone: a start of the
+	// same id right after it finds the id free.
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left in the runtime directory: %v", entries)
 	}
+	waitGone(t, info.Watchdog)
 	testutil.CheckNoSandboxLeft(t, info.ID)
 	if _, err := holder.Dial(dir, info.ID); !errors.Is(err, holder.ErrNoSession) {
 		t.Errorf("dial after stop: %v", err)

@@ -103,6 +103,7 @@ func TestBatteryAsRoot(t *testing.T) {
 // the rootless subset must be contained too, and only the cgroup
 // attempts may be skipped, each quoting the run's receipt.
 func TestBatteryRootless(t *testing.T) {
+	testutil.RequireRoot(t) // before building airlock: AsNobody would skip only after
 	cmd := testutil.AsNobody(t, exec.Command(airlockBinary(t), "selftest", "--json"))
 	rep := runBattery(t, cmd)
 	if !rep.Host.Rootless || rep.Host.UID != testutil.NobodyID {

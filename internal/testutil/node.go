@@ -9,9 +9,10 @@ import (
 
 // RequireNodeModules skips the test unless node is on PATH and dir holds
 // the node_modules its package-lock.json installs (`npm ci` in dir; CI's
-// .ci/run does it), and returns node's path.
+// .ci/run does it), and returns node's path. The fast tier skips it.
 func RequireNodeModules(t testing.TB, dir string) string {
 	t.Helper()
+	SkipShort(t, "runs a Node.js program")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("needs node on PATH (CI installs it and runs the test for real)")

@@ -13,11 +13,23 @@ import (
 )
 
 // RequireRoot skips the test unless it runs as root. CI runs as root, so
-// tests behind it run there for real.
+// tests behind it run there for real. The fast tier skips it too: what
+// needs root starts sandboxes, namespaces or processes as another user.
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (runs for real in CI)")
+	}
+	SkipShort(t, "needs root")
+}
+
+// SkipShort skips the test in the fast tier, go test -short: what needs
+// neither root nor the network and runs in a minute (the README's fast
+// test command). why says what makes the test slow.
+func SkipShort(t testing.TB, why string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: not in the fast tier (go test -short)", why)
 	}
 }
 
