@@ -59,5 +59,14 @@
 // start to be refused (testutil.OpenSandboxHole; testhole_linux.go says
 // why airlock's own binary can never open one).
 //
+// # macOS
+//
+// On a Mac the same API runs each command under a Seatbelt profile made
+// from the Config for it (package seatbelt), in a private directory of
+// copies, with rlimits and a watch of its process tree where Linux has
+// namespaces and cgroups (package internal/macbox, the _darwin.go files;
+// docs/sandbox.md, "macOS"). Config.SearchPath is what a process may
+// execute there besides Path.
+//
 // On other systems Start and StartSession fail closed.
 package sandbox

@@ -299,7 +299,7 @@ func (ss *Session) CopyIn(dir string) error {
 }
 
 // Changes compares the workspace with the workspace as copied in
-// (package changes), between steps; the patch is untrusted.
+// (package changes), under opt, between steps; the patch is untrusted.
 func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 	if !ss.frozen.Load() {
 		ss.mu.Lock()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/limits"
 )
 
@@ -109,6 +110,7 @@ func TestStartFails(t *testing.T) {
 // command's group or a session of its own while its parent lives, is
 // killed when the command ends.
 func TestKillsWhatIsLeft(t *testing.T) {
+	testutil.SkipShort(t, "waits on processes left behind")
 	b := newBox(t, false)
 	o, out := run(t, b, `sleep 100 & echo $!; setsid sleep 100 & echo $!; sleep 0.5`, stepCaps())
 	if o.ExitCode != 0 || len(o.Survivors) > 0 {
@@ -123,6 +125,7 @@ func TestKillsWhatIsLeft(t *testing.T) {
 }
 
 func TestCaps(t *testing.T) {
+	testutil.SkipShort(t, "lets each cap trip, for seconds")
 	b := newBox(t, false)
 	for _, c := range []struct {
 		name, script string
@@ -155,6 +158,7 @@ func TestCaps(t *testing.T) {
 }
 
 func TestMemoryCap(t *testing.T) {
+	testutil.SkipShort(t, "touches hundreds of MiB")
 	b := newBox(t, false)
 	b.cfg.Binds = []Bind{{Host: b.cfg.Platform.Self, Inside: "/.airlock/self"}}
 	caps := stepCaps()

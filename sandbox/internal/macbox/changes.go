@@ -13,7 +13,7 @@ import (
 
 // Changes compares the workspace as it is now with the original kept
 // when it was copied in (an empty tree without one) and returns the
-// patch and its manifest, within opt, as on Linux (package changes). It
+// patch and its manifest, under opt, as on Linux (package changes). It
 // runs between commands, every process of the last one dead. The
 // workspace, which the commands controlled, is read through an os.Root:
 // no link leads the reading out of it, and a file is opened without
