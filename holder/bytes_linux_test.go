@@ -40,7 +40,7 @@ func TestHolderBytesExact(t *testing.T) {
 	st := sh(`printf '%s|' "$1" "$RAW"; cat f`, &out)
 	st.Args = append(st.Args, "sh", "a\xfeb")
 	st.Env = []string{"RAW=\xff"}
-	if res, err := c.Exec(context.Background(), st); err != nil || res.ExitCode != 0 {
+	if res, err := execStep(t, c, st); err != nil || res.ExitCode != 0 {
 		t.Fatalf("step: %+v %v %q", res, err, out.String())
 	}
 	if want := "a\xfeb|\xff|from ws\xff"; out.String() != want {

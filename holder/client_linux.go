@@ -13,15 +13,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/rawtext"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Start runs a holder for cfg in the background and returns its Info once
@@ -184,123 +182,25 @@ func (c *Client) Info() (Info, error) {
 	return *resp.Info, nil
 }
 
-// Exec runs one step in the session. The step's streams are relayed
-// through pipes: st.Stdin to the child, the child's output to st.Stdout
-// and st.Stderr, airlock's notices to st.Notices (nil discards). When ctx
-// ends, the step is interrupted and its result still returned.
-func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Result, error) {
+// Step runs one step in the session, as `airlock session exec` does
+// (package holder/step): the step's streams relayed to and from stdin,
+// stdout and stderr, its outcome told there as the request says, and its
+// exit status returned. When ctx ends, the step is interrupted (at once,
+// or after SIGTERM and r.Grace when ctx's cause is step.ErrTerminated)
+// and its status still returned. An error under step.NotTaken says that
+// nothing ran.
+func (c *Client) Step(ctx context.Context, r step.Request, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	conn, err := c.connect()
 	if err != nil {
-		return enforcer.Result{}, err
+		return 0, &step.NotTaken{Reason: err.Error()}
 	}
 	defer conn.Close()
-	rl, err := newRelays(st)
+	r.Session = c.id
+	code, err := step.Exec(ctx, conn, r, stdin, stdout, stderr)
 	if err != nil {
-		return enforcer.Result{}, err
+		return code, fmt.Errorf("holder: session %s: %w", c.id, err)
 	}
-	defer rl.close()
-	req := request{Op: opExec, Exec: &execRequest{Tool: rawtext.String(st.Tool), Command: rawtext.String(st.Command),
-		Args: st.Args, Env: st.Env, Cwd: rawtext.String(st.Cwd), TimeoutMs: st.Timeout.Milliseconds(), Approval: rawtext.String(st.Approval)}}
-	if err := writeMsg(conn, req, rl.remote[:]...); err != nil {
-		return enforcer.Result{}, fmt.Errorf("holder: session %s: send: %w", c.id, err)
-	}
-	stop := context.AfterFunc(ctx, func() {
-		// The holder sees the hang-up and kills the step; a terminate
-		// before it gives the step SIGTERM and its grace period first.
-		wait := 10 * time.Second
-		if t := sandbox.TerminationOf(ctx); t != nil {
-			_ = writeMsg(conn, request{Op: opTerminate, GraceMs: t.Grace.Milliseconds()})
-			wait += t.Grace
-		}
-		conn.CloseWrite()
-		conn.SetReadDeadline(time.Now().Add(wait))
-	})
-	defer stop()
-	rl.start()
-	var resp response
-	_, rerr := readMsg(conn, &resp, maxResponse)
-	rl.wait()
-	switch {
-	case rerr != nil:
-		return enforcer.Result{}, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, rerr)
-	case resp.Result == nil:
-		return enforcer.Result{}, fmt.Errorf("holder: session %s: %s", c.id, resp.Error)
-	}
-	return *resp.Result, wireError(resp)
-}
-
-// answered is what Exec returns for a step the holder ran with res and
-// err (holder.exec's answer, as Exec reads it).
-func answered(res enforcer.Result, err error) (enforcer.Result, error) {
-	var r response
-	r.fail(err)
-	return res, wireError(r)
-}
-
-// relays are a step's four pipes: the holder gets remote, the client
-// copies between local and its own streams.
-type relays struct {
-	remote [4]*os.File // stdin read end; stdout, stderr, notices write ends
-	local  [4]*os.File
-	st     enforcer.StepRequest
-	out    sync.WaitGroup
-}
-
-func newRelays(st enforcer.StepRequest) (*relays, error) {
-	rl := &relays{st: st}
-	shared := st.Stdout != nil && sameWriter(st.Stdout, st.Stderr)
-	for i := range 4 {
-		if i == 2 && shared {
-			// One writer, one pipe, as os/exec does: one copy into it.
-			rl.remote[2] = rl.remote[1]
-			continue
-		}
-		r, w, err := os.Pipe()
-		if err != nil {
-			rl.close()
-			return nil, fmt.Errorf("holder: %w", err)
-		}
-		if i == 0 {
-			rl.remote[i], rl.local[i] = r, w
-		} else {
-			rl.remote[i], rl.local[i] = w, r
-		}
-	}
-	return rl, nil
-}
-
-// start closes the holder's ends here and starts the copies.
-func (rl *relays) start() {
-	closeFiles(rl.remote[:])
-	rl.remote = [4]*os.File{}
-	go func() {
-		if rl.st.Stdin != nil {
-			io.Copy(rl.local[0], rl.st.Stdin)
-		}
-		rl.local[0].Close()
-	}()
-	for i, w := range []io.Writer{rl.st.Stdout, rl.st.Stderr, rl.st.Notices} {
-		if w == nil {
-			w = io.Discard
-		}
-		if r := rl.local[i+1]; r != nil {
-			rl.out.Go(func() { io.Copy(w, r) })
-		}
-	}
-}
-
-// sameWriter reports whether a and b are one writer.
-func sameWriter(a, b io.Writer) bool {
-	defer func() { recover() }() // uncomparable dynamic types
-	return a == b
-}
-
-// wait waits until the holder has closed its ends of the output pipes.
-func (rl *relays) wait() { rl.out.Wait() }
-
-func (rl *relays) close() {
-	closeFiles(rl.remote[:])
-	closeFiles(rl.local[1:])
+	return code, nil
 }
 
 // Changes writes the session's patch to patch and returns its manifest.

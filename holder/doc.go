@@ -11,12 +11,14 @@
 // holder's peer credentials, so another user can neither reach a holder
 // nor impersonate one. The sandbox has no view of the directory.
 //
-// One request is one round trip: a length-prefixed JSON message, with
-// the client's pipes for the child's stdin, stdout, stderr and airlock's
-// notices passed by SCM_RIGHTS (the sandbox itself only ever gets pipes
-// of its own), and one JSON answer. The client relays its own streams
-// through those pipes, so the holder never holds a terminal or a stream
-// that outlives the client.
+// One request is one connection: a length-prefixed JSON message and its
+// answer. A step's (package holder/step, the same from both clients of
+// session exec) comes with the client's pipes for the step's stdin,
+// stdout and stderr, passed by SCM_RIGHTS (the sandbox itself only ever
+// gets pipes of its own); the holder runs it and tells its outcome on
+// them as `airlock run` does (enforcer.Report), then answers its exit
+// status. The client relays its own streams through those pipes, so the
+// holder never holds a terminal or a stream that outlives the client.
 //
 // The holder runs under a watchdog (Watch), its parent and a child
 // subreaper, that waits for it; when the holder dies (kill -9), its

@@ -4,18 +4,22 @@ import (
 	"net"
 	"os"
 
-	"github.com/airlock-sandbox/airlock/internal/rawtext"
+	"github.com/airlock-sandbox/airlock/holder/step"
 )
 
-// RawExec sends, on c, an exec request for the shell script with files
-// as its four pipes, as a client of its own making might, and returns
-// the holder's error, "" for none.
-func RawExec(c *net.UnixConn, script string, files ...*os.File) (string, error) {
-	req := request{Op: opExec, Exec: &execRequest{Tool: "shell", Command: "sh", Args: rawtext.Strings{"-c", script}}}
+// RawStep sends, on c, the request of a step of session id that runs the
+// shell script, with files as its pipes, as a client of its own making
+// might, and returns the holder's error, "" for none (then once the step
+// ran).
+func RawStep(c *net.UnixConn, id, script string, files ...*os.File) (string, error) {
+	req := request{Op: opStep, Step: &step.Request{Session: id, Tool: "shell", Argv: []string{"sh", "-c", script}}}
 	if err := writeMsg(c, req, files...); err != nil {
 		return "", err
 	}
-	var resp response
-	_, err := readMsg(c, &resp, maxResponse)
-	return resp.Error, err
+	var a step.Answer
+	if _, err := readMsg(c, &a, maxResponse); err != nil || !a.Accepted {
+		return a.Error, err
+	}
+	_, err := readMsg(c, &a, maxResponse)
+	return a.Error, err
 }

@@ -2,7 +2,6 @@ package holder_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"net"
 	"os"
@@ -62,7 +61,7 @@ func TestHolderFloodedWithClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(context.Background(), sh("echo still here", &out)); err != nil || res.ExitCode != 0 || out.String() != "still here\n" {
+	if res, err := execStep(t, c, sh("echo still here", &out)); err != nil || res.ExitCode != 0 || out.String() != "still here\n" {
 		t.Fatalf("after the flood: %+v %v %q", res, err, out.String())
 	}
 }
@@ -112,7 +111,7 @@ func TestHolderBlockingPipes(t *testing.T) {
 		inR, inW := pipe()
 		outR, outW := pipe()
 		held = append(held, inW, outR) // never written, never read: the client lives on
-		if e, err := holder.RawExec(conn.(*net.UnixConn), "true", inR, outW, outW, outW); err != nil || e != "" {
+		if e, err := holder.RawStep(conn.(*net.UnixConn), info.ID, "true", inR, outW, outW); err != nil || e != "" {
 			t.Fatalf("exec: %q %v", e, err)
 		}
 		inR.Close()
@@ -163,16 +162,16 @@ func TestHolderRefusesOtherDescriptors(t *testing.T) {
 		files []*os.File
 		says  string
 	}{
-		{"a directory", []*os.File{d, w, w, w}, "descriptor 0 is not a pipe"},
-		{"a socket", []*os.File{r, sock, w, w}, "descriptor 1 is not a pipe"},
-		{"/dev/null", []*os.File{r, w, null, w}, "descriptor 2 is not a pipe"},
-		{"three", []*os.File{r, w, w}, "want a step and its four pipes"},
+		{"a directory", []*os.File{d, w, w}, "descriptor 0 is not a pipe"},
+		{"a socket", []*os.File{r, sock, w}, "descriptor 1 is not a pipe"},
+		{"/dev/null", []*os.File{r, w, null}, "descriptor 2 is not a pipe"},
+		{"four", []*os.File{r, w, w, w}, "want a step and its three pipes"},
 	} {
 		conn, err := net.Dial("unix", info.Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := holder.RawExec(conn.(*net.UnixConn), "echo ran", c.files...)
+		e, err := holder.RawStep(conn.(*net.UnixConn), info.ID, "echo ran", c.files...)
 		conn.Close()
 		if err != nil || !strings.Contains(e, c.says) {
 			t.Errorf("%s: answer %q, %v; want %q", c.name, e, err, c.says)
@@ -183,7 +182,7 @@ func TestHolderRefusesOtherDescriptors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(context.Background(), sh("echo still here", &out)); err != nil || res.ExitCode != 0 || out.String() != "still here\n" {
+	if res, err := execStep(t, c, sh("echo still here", &out)); err != nil || res.ExitCode != 0 || out.String() != "still here\n" {
 		t.Fatalf("after: %+v %v %q", res, err, out.String())
 	}
 }

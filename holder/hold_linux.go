@@ -20,6 +20,8 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -31,9 +33,7 @@ import (
 // clock or idle timeout passed, or the holder was sent SIGTERM, SIGINT or
 // SIGHUP. adjust, when not nil, completes the Enforcer's options (the
 // approval path).
-//
-// cli, when not nil, runs a quick client's command line (opCLI).
-func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error, cli CLIFunc) error {
+func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error) error {
 	var cfg Config
 	err := json.NewDecoder(io.LimitReader(in, maxConfig)).Decode(&cfg)
 	if err == nil {
@@ -47,7 +47,6 @@ func Hold(in io.Reader, out io.WriteCloser, adjust func(*enforcer.Options) error
 	if err != nil {
 		msg.Error = err.Error()
 	} else {
-		h.cli = cli
 		info := h.info()
 		msg.Info = &info
 	}
@@ -85,7 +84,6 @@ type holder struct {
 	digest string // the policy's
 	log    *audit.Log
 	e      *enforcer.Enforcer
-	cli    CLIFunc
 	one    *held // the session of a holder that holds one
 	pool   *pooled
 }
@@ -269,7 +267,11 @@ func (hd *held) handle(c *net.UnixConn) {
 	if err != nil {
 		return
 	}
-	c.SetReadDeadline(time.Time{}) // an exec reads the client's hang-up
+	c.SetReadDeadline(time.Time{}) // a step reads the client's hang-up
+	if req.Op == opStep {
+		hd.step(c, req.Step, files)
+		return
+	}
 	resp := hd.answer(c, req, files)
 	closeFiles(files)
 	var manifest []changes.FileChange
@@ -289,22 +291,6 @@ func (hd *held) answer(c *net.UnixConn, req request, files []*os.File) response 
 	case opInfo:
 		info := hd.info
 		return response{Info: &info}
-	case opExec:
-		if req.Exec == nil || len(files) != 4 {
-			return response{Error: "holder: exec: want a step and its four pipes"}
-		}
-		if err := kindsAre(files, "a pipe", unix.S_IFIFO); err != nil {
-			return response{Error: "holder: exec: " + err.Error()}
-		}
-		return hd.exec(c, *req.Exec, files)
-	case opCLI:
-		if req.CLI == nil || len(files) != 3 || hd.h.cli == nil {
-			return response{Error: "holder: cli: want a command line and its three pipes, from an airlock that runs them"}
-		}
-		if err := kindsAre(files, "a pipe", unix.S_IFIFO); err != nil {
-			return response{Error: "holder: cli: " + err.Error()}
-		}
-		return hd.runCLI(c, *req.CLI, files)
 	case opChanges, opStop:
 		var resp response
 		if req.Patch {
@@ -328,16 +314,16 @@ func (hd *held) answer(c *net.UnixConn, req request, files []*os.File) response 
 // untilHangUp returns a context that ends when the client at c hangs up
 // (it sends nothing after its request but, when it was sent SIGTERM, an
 // opTerminate: the context's cause is then a sandbox.Terminated, so that
-// the step gets SIGTERM and the grace period before it is killed), or
-// when cancel is called.
-func untilHangUp(c *net.UnixConn) (context.Context, context.CancelFunc) {
+// the step gets SIGTERM and grace before it is killed), or when cancel is
+// called.
+func untilHangUp(c *net.UnixConn, grace time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() {
 		var r request
 		files, err := readMsg(c, &r, 1<<10) // returns when the client terminates or hangs up
 		closeFiles(files)
 		if err == nil && r.Op == opTerminate {
-			cancel(&sandbox.Terminated{Signal: syscall.SIGTERM, Grace: msDuration(max(r.GraceMs, 0))})
+			cancel(&sandbox.Terminated{Signal: syscall.SIGTERM, Grace: max(grace, 0)})
 			return
 		}
 		cancel(nil)
@@ -345,49 +331,69 @@ func untilHangUp(c *net.UnixConn) (context.Context, context.CancelFunc) {
 	return ctx, func() { cancel(nil) }
 }
 
-// exec runs one step; the client's hanging up interrupts it, at once, or
-// after SIGTERM and a grace period when an opTerminate came first.
-func (hd *held) exec(c *net.UnixConn, x execRequest, files []*os.File) response {
-	ctx, cancel := untilHangUp(c)
-	defer cancel()
-	res, err := hd.sess.Exec(ctx, enforcer.StepRequest{Tool: string(x.Tool), Command: string(x.Command), Args: x.Args, Env: x.Env,
-		Cwd: string(x.Cwd), Timeout: msDuration(x.TimeoutMs), Approval: string(x.Approval), Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
-	closeFiles(files) // the client's relays see the end of the output
-	resp := response{Result: &res}
-	resp.fail(err)
-	return resp
-}
-
-// runCLI runs a quick client's command line; the client's hanging up
-// interrupts it. Its output goes to the pipes, which are closed before
-// the answer, so that the client has all of it when it has the status.
-func (hd *held) runCLI(c *net.UnixConn, x cliRequest, files []*os.File) response {
-	ctx, cancel := untilHangUp(c)
-	defer cancel()
-	args := strs(x.Args)
-	if len(args) == 0 || args[0] != hd.info.ID {
-		return response{Error: "holder: cli: not this holder's session"}
+// step runs one step of a client's (package holder/step) on the
+// session and tells its outcome on the client's pipes, as `airlock run`
+// tells a run's: the child's output, escaped where the client's stream
+// is a terminal, or captured; the result object; the stderr line. It
+// answers twice: that it took the step, then, once every pipe is closed,
+// its exit status. The client's hanging up interrupts the step.
+func (hd *held) step(c *net.UnixConn, r *step.Request, files []*os.File) {
+	defer closeFiles(files)
+	var why error
+	switch {
+	case r == nil || len(files) != 3 || len(r.Argv) == 0:
+		why = errors.New("want a step and its three pipes")
+	case r.Session != hd.info.ID:
+		why = errors.New("not this holder's session")
+	default:
+		why = kindsAre(files, "a pipe", unix.S_IFIFO)
+	}
+	if why != nil {
+		writeMsg(c, step.Answer{Error: "holder: step: " + why.Error()})
+		return
 	}
 	// Taken: the client starts relaying its stdin now (until this, it may
-	// still run the command line itself).
-	if err := writeMsg(c, response{Accepted: true}); err != nil {
-		closeFiles(files)
-		return response{Error: "holder: cli: " + err.Error()}
+	// still run the step some other way).
+	if writeMsg(c, step.Answer{Accepted: true}) != nil {
+		return
 	}
-	code := hd.h.cli(ctx, CLI{Args: args, Env: strs(x.Env), Dir: string(x.Dir),
-		Stdin: files[0], Stdout: files[1], Stderr: files[2], Exec: func(ctx context.Context, st enforcer.StepRequest) (enforcer.Result, error) {
-			return answered(hd.sess.Exec(ctx, st))
-		}})
-	closeFiles(files)
-	return response{ExitCode: &code}
+	ctx, cancel := untilHangUp(c, r.Grace)
+	defer cancel()
+	out := enforcer.Report{JSON: r.JSON, Result: r.Result, Quiet: r.Quiet}
+	stdout, stderr := termtext.NewWriter(files[1]), termtext.NewWriter(files[2]) // airlock's own
+	st := enforcer.StepRequest{Tool: r.Tool, Command: r.Argv[0], Args: r.Argv[1:], Env: r.Env, Cwd: r.Cwd, Timeout: r.Timeout,
+		Approval: r.Approval, Stdin: files[0], Stdout: childOutput(files[1], r.StdoutTerminal),
+		Stderr: childOutput(files[2], r.StderrTerminal), Notices: out.Notices(stderr)}
+	capture := out.Capture(&st.Stdout, &st.Stderr)
+	res, err := hd.sess.Exec(ctx, st)
+	flush(st.Stdout, st.Stderr)
+	capture(&res)
+	if err != nil && !enforcer.CouldNotRun(res.ExitCode) {
+		err = nil // a result that says what happened: not airlock's failure
+	}
+	code := out.Tell(stdout, stderr, res, err)
+	flush(stdout, stderr)
+	closeFiles(files) // the client has all of the output when it has the status
+	writeMsg(c, step.Answer{Accepted: true, ExitCode: code})
 }
 
-func strs(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
+// childOutput is where a child's output stream goes on its way to the
+// client's f: escaped when f ends on a terminal (the contained code
+// cannot drive it), else byte for byte.
+func childOutput(f *os.File, terminal bool) io.Writer {
+	if terminal {
+		return termtext.NewWriter(f)
 	}
-	return out
+	return f
+}
+
+// flush writes out what the termtext Writers among ws kept back.
+func flush(ws ...io.Writer) {
+	for _, w := range ws {
+		if t, ok := w.(*termtext.Writer); ok {
+			_ = t.Flush()
+		}
+	}
 }
 
 // changes writes the session's patch to f and returns its manifest.

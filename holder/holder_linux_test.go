@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -32,7 +34,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 2 {
 		switch os.Args[1] {
 		case "hold":
-			if err := holder.Hold(os.Stdin, os.Stdout, nil, nil); err != nil {
+			if err := holder.Hold(os.Stdin, os.Stdout, nil); err != nil {
 				os.Exit(125)
 			}
 			os.Exit(0)
@@ -94,6 +96,23 @@ func sh(script string, out *bytes.Buffer) enforcer.StepRequest {
 	return enforcer.StepRequest{Tool: "shell", Command: "sh", Args: []string{"-c", script}, Stdout: out, Stderr: out}
 }
 
+// execStep runs st in c's session as session exec does (Client.Step),
+// its result written to a file of the test's and read back.
+func execStep(t *testing.T, c *holder.Client, st enforcer.StepRequest) (enforcer.Result, error) {
+	result := filepath.Join(t.TempDir(), "result.json")
+	r := step.Request{Tool: st.Tool, Argv: append([]string{st.Command}, st.Args...), Env: st.Env, Cwd: st.Cwd,
+		Timeout: st.Timeout, Approval: st.Approval, Result: result}
+	if _, err := c.Step(context.Background(), r, st.Stdin, st.Stdout, st.Stderr); err != nil {
+		return enforcer.Result{}, err
+	}
+	var res enforcer.Result
+	b, err := os.ReadFile(result)
+	if err == nil {
+		err = json.Unmarshal(b, &res)
+	}
+	return res, err
+}
+
 // TestHolderRoundTrip: a session's steps through its holder share state,
 // stream their output and stdin, and the session stops cleanly.
 func TestHolderRoundTrip(t *testing.T) {
@@ -106,12 +125,12 @@ func TestHolderRoundTrip(t *testing.T) {
 	var out bytes.Buffer
 	st := sh("cat > kept; echo written", &out)
 	st.Stdin = strings.NewReader("from the client\n")
-	res, err := c.Exec(context.Background(), st)
+	res, err := execStep(t, c, st)
 	if err != nil || res.ExitCode != 0 || out.String() != "written\n" {
 		t.Fatalf("step 1: %+v %v %q", res, err, out.String())
 	}
 	out.Reset()
-	if res, err := c.Exec(context.Background(), sh("cat kept", &out)); err != nil || res.ExitCode != 0 || out.String() != "from the client\n" || res.Step != 2 {
+	if res, err := execStep(t, c, sh("cat kept", &out)); err != nil || res.ExitCode != 0 || out.String() != "from the client\n" || res.Step != 2 {
 		t.Fatalf("step 2: %+v %v %q", res, err, out.String())
 	}
 	if infos, err := holder.List(dir); err != nil || len(infos) != 1 || infos[0].ID != info.ID {
@@ -145,7 +164,7 @@ func TestHolderKilled(t *testing.T) {
 	}
 	var out bytes.Buffer
 	// A step that leaves nothing running, then one killed mid-way.
-	if res, err := c.Exec(context.Background(), sh("echo state > /tmp/s", &out)); err != nil || res.ExitCode != 0 {
+	if res, err := execStep(t, c, sh("echo state > /tmp/s", &out)); err != nil || res.ExitCode != 0 {
 		t.Fatalf("step: %+v %v", res, err)
 	}
 	pidns, err := os.Readlink("/proc/" + strconv.Itoa(info.Init) + "/ns/pid")
@@ -154,7 +173,7 @@ func TestHolderKilled(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.Exec(context.Background(), sh("sleep 300", &out))
+		_, err := execStep(t, c, sh("sleep 300", &out))
 		done <- err
 	}()
 	waitFor(t, "the step's sleep", func() bool { return len(pidsIn(pidns)) >= 2 })
@@ -274,7 +293,7 @@ func TestOtherUserInner(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(context.Background(), sh("id -u", &out)); err != nil || res.ExitCode != 0 || out.String() != "65534\n" {
+	if res, err := execStep(t, c, sh("id -u", &out)); err != nil || res.ExitCode != 0 || out.String() != "65534\n" {
 		t.Fatalf("nobody's step: %+v %v %q", res, err, out.String())
 	}
 	if _, err := holder.Dial(filepath.Dir(rootSock), strings.TrimSuffix(filepath.Base(rootSock), ".sock")); err == nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
 )
 
 // errUnsupported is every operation's error off Linux: a holder holds a
@@ -25,7 +26,7 @@ func Dir() (string, error) { return "", errUnsupported }
 func Start(context.Context, Config) (Info, error) { return Info{}, errUnsupported }
 
 // Hold fails closed.
-func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error, CLIFunc) error {
+func Hold(io.Reader, io.WriteCloser, func(*enforcer.Options) error) error {
 	return errUnsupported
 }
 
@@ -44,9 +45,9 @@ func (c *Client) ID() string { return "" }
 // Info fails closed.
 func (c *Client) Info() (Info, error) { return Info{}, errUnsupported }
 
-// Exec fails closed.
-func (c *Client) Exec(context.Context, enforcer.StepRequest) (enforcer.Result, error) {
-	return enforcer.Result{}, errUnsupported
+// Step fails closed; nothing ran.
+func (c *Client) Step(context.Context, step.Request, io.Reader, io.Writer, io.Writer) (int, error) {
+	return 0, &step.NotTaken{Reason: errUnsupported.Error()}
 }
 
 // Changes fails closed.

@@ -2,7 +2,6 @@ package holder_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,7 +29,7 @@ func TestManifestOverFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(context.Background(), sh(manyFiles, &out)); err != nil || res.ExitCode != 0 {
+	if res, err := execStep(t, c, sh(manyFiles, &out)); err != nil || res.ExitCode != 0 {
 		t.Fatalf("step: %+v %v %s", res, err, out.String())
 	}
 	check := func(what string, patch *os.File, files int, incomplete string) {

@@ -1,9 +1,6 @@
 package holder
 
-import (
-	"path/filepath"
-	"time"
-)
+import "path/filepath"
 
 // The files of one session in the runtime directory: its socket, and the
 // lock its holder holds for its whole life.
@@ -15,5 +12,3 @@ const (
 func socketPath(dir, id string) string { return filepath.Join(dir, id+sockSuffix) }
 
 func lockPath(dir, id string) string { return filepath.Join(dir, id+lockSuffix) }
-
-func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

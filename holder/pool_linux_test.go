@@ -3,6 +3,7 @@ package holder_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,22 @@ func waitPoolReady(t *testing.T, dir string, n int) {
 	})
 }
 
+// TestNoPoolListening: a pool's socket that no one listens on any more
+// (a pool holder that died, or is going) is no pool running, not "its
+// holder is gone".
+func TestNoPoolListening(t *testing.T) {
+	dir := privateDir(t)
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(dir, holder.PoolID+".sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis.SetUnlinkOnClose(false)
+	lis.Close()
+	if _, err := holder.OpenPooled(dir, enforcer.SessionRequest{}, "sha256:x"); err == nil || !strings.Contains(err.Error(), "no session pool is running") {
+		t.Fatalf("OpenPooled: %v", err)
+	}
+}
+
 // TestPoolHolder opens two sessions from a pool holder, each on a sandbox
 // built ahead and served on its own socket as a holder of its own serves
 // one: nothing of the first is visible to the second; stopping one
@@ -54,7 +71,7 @@ func TestPoolHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		if _, err := c.Exec(context.Background(), sh(script, &out)); err != nil {
+		if _, err := execStep(t, c, sh(script, &out)); err != nil {
 			t.Fatalf("exec in %s: %v", id, err)
 		}
 		return out.String()

@@ -2,7 +2,6 @@ package holder_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,7 +108,7 @@ func runtimeDirTakenAsNobody(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if res, err := c.Exec(context.Background(), sh("echo ran", &out)); err != nil || res.ExitCode != 0 || out.String() != "ran\n" {
+	if res, err := execStep(t, c, sh("echo ran", &out)); err != nil || res.ExitCode != 0 || out.String() != "ran\n" {
 		t.Fatalf("a step: %+v %v %q", res, err, out.String())
 	}
 	if infos, err := holder.List(again); err != nil || len(infos) != 1 || infos[0].ID != info.ID {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
 
@@ -58,33 +59,28 @@ type Info struct {
 // The operations of a request.
 const (
 	opInfo    = "info"
-	opExec    = "exec"
+	opStep    = step.Op
 	opChanges = "changes"
 	opStop    = "stop"
-	// opTerminate follows an opExec on its connection when the client
-	// was sent SIGTERM: the step gets SIGTERM and GraceMs to end before it
-	// is killed (a hang-up without it kills the step at once).
-	opTerminate = "terminate"
-	opCLI       = "cli"
+	// opTerminate follows an opStep on its connection when the client
+	// was sent SIGTERM: the step gets SIGTERM and its grace period to end
+	// before it is killed (a hang-up without it kills the step at once).
+	opTerminate = step.OpTerminate
 	opOpen      = "open"
 )
 
 // request is one message from a client.
 type request struct {
 	Op string `json:"op"`
-	// Exec is the step to run (opExec); the step's four pipes come with
-	// the message: stdin, stdout, stderr, notices.
-	Exec *execRequest `json:"exec,omitempty"`
+	// Step is the step to run (opStep, package holder/step, which
+	// writes this request and reads its answers); the step's three pipes
+	// come with the message: stdin, stdout, stderr.
+	Step *step.Request `json:"step,omitempty"`
 	// Patch says that a descriptor to write the patch to comes with the
 	// message (opChanges, opStop).
 	Patch bool `json:"patch,omitempty"`
 	// Findings, when set, is where /findings goes (opStop).
 	Findings *rawtext.String `json:"findings,omitempty"`
-	// GraceMs is a terminated step's grace period (opTerminate).
-	GraceMs int64 `json:"graceMs,omitempty"`
-	// CLI is a quick client's command line (opCLI, package holder/quick);
-	// its three pipes come with the message: stdin, stdout, stderr.
-	CLI *cliRequest `json:"cli,omitempty"`
 	// Open is the session a pool holder is asked to open (opOpen), under
 	// the policy of digest Policy, which must be the pool's.
 	Open *openRequest `json:"open,omitempty"`
@@ -94,28 +90,6 @@ type request struct {
 type openRequest struct {
 	Session wireSession `json:"session"`
 	Policy  string      `json:"policy"`
-}
-
-// cliRequest is a quick client's `airlock session exec` command line: its
-// arguments after "exec", its environment and working directory, as
-// bytes (base64 in JSON), so that none that is not UTF-8 is altered.
-type cliRequest struct {
-	Args [][]byte `json:"args"`
-	Env  [][]byte `json:"env"`
-	Dir  []byte   `json:"dir"`
-}
-
-// execRequest is enforcer.StepRequest without its streams. Its strings
-// cross byte for byte (package rawtext): the holder decides and runs
-// exactly the argv the client was given, UTF-8 or not.
-type execRequest struct {
-	Tool      rawtext.String  `json:"tool"`
-	Command   rawtext.String  `json:"command"`
-	Args      rawtext.Strings `json:"args,omitempty"`
-	Env       rawtext.Strings `json:"env,omitempty"`
-	Cwd       rawtext.String  `json:"cwd,omitempty"`
-	TimeoutMs int64           `json:"timeoutMs,omitempty"`
-	Approval  rawtext.String  `json:"approval,omitempty"`
 }
 
 // response is the holder's one answer to a request.
@@ -130,9 +104,8 @@ type response struct {
 	// PatchError is why a stop's patch could not be made; the session
 	// was stopped all the same.
 	PatchError string `json:"patchError,omitempty"`
-	// Result answers opExec, Changes opChanges (and opStop with a patch),
-	// Summary opStop and Info opInfo.
-	Result  *enforcer.Result         `json:"result,omitempty"`
+	// Changes answers opChanges (and opStop with a patch), Summary
+	// opStop and Info opInfo (opStep's answers are step.Answers).
 	Changes *enforcer.Changes        `json:"changes,omitempty"`
 	Summary *enforcer.SessionSummary `json:"summary,omitempty"`
 	Info    *Info                    `json:"info,omitempty"`
@@ -140,11 +113,6 @@ type response struct {
 	// answer, in manifestParts, rather than in it: a manifest is bounded
 	// by the trees' limits (docs/changes.md), a frame by maxResponse.
 	ManifestFiles int `json:"manifestFiles,omitempty"`
-	// Accepted is opCLI's first answer, before the command line runs;
-	// ExitCode its second: the command line's exit status, its output
-	// written to the client's pipes.
-	Accepted bool `json:"accepted,omitempty"`
-	ExitCode *int `json:"exitCode,omitempty"`
 }
 
 // manifestPart is one frame of a manifest's files, after the answer.

@@ -2,7 +2,6 @@ package holder
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/holder/step"
 )
 
 // writeMsg sends v as one frame — a 4-byte big-endian length, then JSON —
@@ -29,9 +29,7 @@ func writeMsg(c *net.UnixConn, v any, files ...*os.File) error {
 
 // writeFrame sends body, JSON, as one frame with files' descriptors.
 func writeFrame(c *net.UnixConn, body []byte, files ...*os.File) error {
-	frame := make([]byte, 4, 4+len(body))
-	binary.BigEndian.PutUint32(frame, uint32(len(body)))
-	frame = append(frame, body...)
+	frame := step.Frame(body)
 	var oob []byte
 	if len(files) > 0 {
 		fds := make([]int, len(files))
@@ -99,7 +97,7 @@ func readManifest(c *net.UnixConn, n int) ([]changes.FileChange, error) {
 // descriptors that came with it as files (at most maxFDs; more, or a
 // truncated control message, is an error and closes them all). It reads
 // no byte past the frame: another may follow it (a manifest's parts after
-// an answer, an opTerminate after an opExec).
+// an answer, an opTerminate after an opStep).
 func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
 	var head [4]byte
 	oob := make([]byte, unix.CmsgSpace(4*(maxFDs+1)))
@@ -122,7 +120,7 @@ func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
 			return fail(fmt.Errorf("holder: short message: %w", err))
 		}
 	}
-	size := int(binary.BigEndian.Uint32(head[:]))
+	size := step.FrameSize(head)
 	if size > limit {
 		return fail(fmt.Errorf("holder: message of %d bytes is over the %d-byte limit", size, limit))
 	}

@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -11,11 +12,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
 )
 
 // pair is a connected pair of unix stream sockets.
@@ -47,15 +50,64 @@ func TestMessageRoundTrip(t *testing.T) {
 	}
 	defer r.Close()
 	defer w.Close()
-	if err := writeMsg(a, request{Op: opExec, Exec: &execRequest{Tool: "t", Command: "c", Args: []string{"a"}}}, r, w, r, w); err != nil {
+	if err := writeMsg(a, request{Op: opStep, Step: &step.Request{Tool: "t", Argv: []string{"c", "a"}}}, r, w, r, w); err != nil {
 		t.Fatal(err)
 	}
 	var got request
 	files, err := readMsg(b, &got, maxRequest)
-	if err != nil || got.Op != opExec || got.Exec.Command != "c" || len(files) != 4 {
+	if err != nil || got.Op != opStep || got.Step.Argv[0] != "c" || len(files) != 4 {
 		t.Fatalf("readMsg: %+v %d files, %v", got, len(files), err)
 	}
 	closeFiles(files)
+}
+
+// TestStepWire: what a step's client sends (package holder/step) is the
+// holder's request of a step with its three pipes, read with the holder's
+// reader; the holder's answers give the client its status; and a client
+// terminated sends an opTerminate, then hangs up.
+func TestStepWire(t *testing.T) {
+	a, b := pair(t)
+	defer b.Close()
+	sent := step.Request{Session: "ses-x", Tool: "t", Argv: []string{"c", "\xff"}, Env: []string{"A=1"}, Grace: 3 * time.Second, JSON: true}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan int)
+	go func() {
+		defer a.Close()
+		code, err := step.Exec(ctx, a, sent, strings.NewReader("in"), io.Discard, io.Discard)
+		if err != nil {
+			t.Errorf("Exec: %v", err)
+		}
+		done <- code
+	}()
+	var got request
+	files, err := readMsg(b, &got, maxRequest)
+	if err != nil || got.Op != opStep || got.Step == nil || len(files) != 3 || kindsAre(files, "a pipe", unix.S_IFIFO) != nil {
+		t.Fatalf("readMsg: %+v %d files, %v", got, len(files), err)
+	}
+	if !reflect.DeepEqual(*got.Step, sent) {
+		t.Errorf("step %+v, want %+v", *got.Step, sent)
+	}
+	if err := writeMsg(b, step.Answer{Accepted: true}); err != nil {
+		t.Fatal(err)
+	}
+	if in, _ := io.ReadAll(files[0]); string(in) != "in" {
+		t.Errorf("stdin %q", in)
+	}
+	cancel(step.ErrTerminated)
+	var term request
+	if _, err := readMsg(b, &term, maxRequest); err != nil || term.Op != opTerminate {
+		t.Errorf("after SIGTERM: %+v, %v", term, err)
+	}
+	if n, err := b.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("no hang-up after the terminate: %d, %v", n, err)
+	}
+	closeFiles(files)
+	if err := writeMsg(b, step.Answer{Accepted: true, ExitCode: 143}); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 143 {
+		t.Errorf("status %d, want 143", code)
+	}
 }
 
 // TestMessageLimits: an oversized frame and too many descriptors are

@@ -157,7 +157,7 @@ func TestAuditFailureLine(t *testing.T) {
 	cmd.SetErr(&w)
 	res := enforcer.Result{ExitCode: enforcer.ExitAudit, KilledBy: &kill, KillReason: "killed by the wall cap: x",
 		AuditError: "the resource kill record was not written: audit: write /tmp/a\x1b]0;x\a\xff: no space left on device"}
-	reportOutcome(cmd.ErrOrStderr(), res, fmt.Errorf("enforcer: %w", enforcer.ErrAudit), false)
+	enforcer.Report{}.Tell(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, fmt.Errorf("enforcer: %w", enforcer.ErrAudit))
 	want := "airlock: resource: kill: killed by the wall cap: x\n" +
 		`airlock: audit: error: the resource kill record was not written: audit: write /tmp/a\x1b]0;x\a\xff: no space left on device` + "\n"
 	if w.String() != want {

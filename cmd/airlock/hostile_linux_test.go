@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/holder/quick"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
@@ -232,5 +233,29 @@ func TestChildOutputOnTerminal(t *testing.T) {
 	cmd.Dir = dir
 	if got, err := cmd.Output(); err != nil || string(got) != "\x1b]0;pwned\a\x9b café\n" {
 		t.Errorf("through a pipe: %q, %v; want the bytes as written", got, err)
+	}
+
+	// A session's step, from the quick client and from the full command
+	// line: the holder escapes it for the client's terminal too (the quick
+	// client's step reached the terminal raw).
+	rt := filepath.Join(dir, "run")
+	if err := os.Mkdir(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Cleanup(func() { stopHolders(filepath.Join(rt, "airlock")) })
+	id, err := exec.Command(bin, "session", "start", "--policy", pol).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := []string{"session", "exec", strings.TrimSpace(string(id)), "--tool", "t", "--", "printf", `\033]0;pwned\007\233 caf\303\251\n`}
+	for _, full := range []string{"", "1"} {
+		t.Setenv(quick.OptOut, full)
+		if got, want := string(onTerminal(t, dir, bin, step...)), `\x1b]0;pwned\a\x9b café`+"\n"; got != want {
+			t.Errorf("session exec (%s=%s) on a terminal: %q, want %q", quick.OptOut, full, got, want)
+		}
+		if got, err := exec.Command(bin, step...).Output(); err != nil || string(got) != "\x1b]0;pwned\a\x9b café\n" {
+			t.Errorf("session exec (%s=%s) through a pipe: %q, %v; want the bytes as written", quick.OptOut, full, got, err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/monitor"
@@ -76,13 +77,13 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Command, req.Args = args[0], args[1:]
 			var err error
-			if req.Env, err = childEnv(out.env, os.LookupEnv); err != nil {
+			if req.Env, err = step.Env(out.env, os.LookupEnv); err != nil {
 				return usageError{fmt.Errorf("run: %w", err)}
 			}
 			req.Cwd, req.Timeout = out.cwd, out.timeoutDuration()
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
-			capture := out.capture(&req.Stdout, &req.Stderr)
-			req.Notices = out.notices(cmd.ErrOrStderr())
+			capture := out.report().Capture(&req.Stdout, &req.Stderr)
+			req.Notices = out.report().Notices(cmd.ErrOrStderr())
 			res, err := runOnce(cmd, req, auditFile, out)
 			flush(req.Stdout)
 			flush(req.Stderr)

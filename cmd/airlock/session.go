@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,11 +15,11 @@ import (
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 func newSessionCmd() *cobra.Command {
@@ -179,10 +178,6 @@ func absolute(p *string) error {
 }
 
 func newSessionExecCmd() *cobra.Command {
-	var (
-		st  enforcer.StepRequest
-		out resultFlags
-	)
 	cmd := &cobra.Command{
 		Use:   "exec ID --tool T [--json] [--result FILE|-] [--quiet] [--timeout S] [--env K=V|K] [--cwd DIR] [--approval ID] -- CMD [ARG...]",
 		Short: "Run one command in a session; exit as airlock run does",
@@ -208,39 +203,25 @@ for 121: the sandbox's init died, or an alert the policy's session.onAlert
 names stopped the session (docs/sessions.md).`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case cmd.ArgsLenAtDash() != 1 || len(args) < 2:
-				return usageError{errors.New("session exec: give the session's id, then the command after --, e.g. airlock session exec ID --tool run_tests -- pytest -v")}
-			case st.Tool == "":
-				return usageError{errors.New("session exec: --tool is required")}
-			}
-			return out.check("session exec")
-		},
+		// The flags are read as the quick client reads them (step.Parse);
+		// cobra has them for the help alone.
+		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id := args[0]
-			st.Command, st.Args = args[1], args[2:]
-			q := quickFrom(cmd.Context())
-			var err error
-			if st.Env, err = childEnv(out.env, q.lookupEnv); err != nil {
-				return usageError{fmt.Errorf("session exec: %w", err)}
+			wd, _ := os.Getwd()
+			r, err := step.Parse(args, os.LookupEnv, wd)
+			switch {
+			case errors.Is(err, step.ErrHelp):
+				return cmd.Help()
+			case err != nil:
+				return usageError{errors.New(termtext.Escape(err.Error()))}
 			}
-			if out.result, err = q.path(out.result); err != nil {
-				return usageError{err}
-			}
-			st.Cwd, st.Timeout = out.cwd, out.timeoutDuration()
-			// The child's output as run's: byte for byte to a pipe or a
-			// file, escaped on a terminal (airlock's own stdout is always).
-			st.Stdin, st.Stdout, st.Stderr = q.stdin(), childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
-			st.Notices = out.notices(cmd.ErrOrStderr())
-			capture := out.capture(&st.Stdout, &st.Stderr)
-			res, err := execStep(cmd, id, st, out.grace)
-			flush(st.Stdout)
-			flush(st.Stderr)
-			capture(&res)
-			return finishResult(cmd, out, res, err)
+			return &exitError{Code: execStep(cmd, r)}
 		},
 	}
+	var (
+		st  enforcer.StepRequest
+		out resultFlags
+	)
 	f := cmd.Flags()
 	f.StringVar(&st.Tool, "tool", "", "agent tool asking to run the command (its scope decides)")
 	f.StringVar(&st.Approval, "approval", "", "run an escalated command once on this approved request's id")
@@ -248,42 +229,24 @@ names stopped the session (docs/sessions.md).`,
 	return cmd
 }
 
-// execStep runs st in session id; Ctrl-C interrupts it at once, SIGTERM
-// after its grace period.
-func execStep(cmd *cobra.Command, id string, st enforcer.StepRequest, grace float64) (enforcer.Result, error) {
-	var res enforcer.Result
-	var err error
-	if q := quickFrom(cmd.Context()); q != nil {
-		// In the holder, for a quick client: the session is here, and
-		// the client's hanging up ends the context, at once, or after
-		// this command line's --stop-timeout when it was sent SIGTERM.
-		ctx, cancel := context.WithCancelCause(context.WithoutCancel(cmd.Context()))
-		defer cancel(nil)
-		stop := context.AfterFunc(cmd.Context(), func() {
-			if t := sandbox.TerminationOf(cmd.Context()); t != nil {
-				cancel(&sandbox.Terminated{Signal: t.Signal, Grace: time.Duration(grace * float64(time.Second))})
-				return
-			}
-			cancel(nil)
-		})
-		defer stop()
-		res, err = q.Exec(ctx, st)
-	} else {
-		var c *holder.Client
-		if c, err = dialSession(id); err != nil {
-			return enforcer.SetupResult(id, id, 1, err), err
+// execStep runs r through its session's holder, which tells the outcome
+// on this command line's stdout and stderr, and returns its exit status;
+// Ctrl-C interrupts it at once, SIGTERM after its grace period. When the
+// holder did not take the step or did not answer, the outcome is a setup
+// failure, told here.
+func execStep(cmd *cobra.Command, r step.Request) int {
+	ctx, stop := step.Interruptible(cmd.Context())
+	defer stop()
+	c, err := dialSession(r.Session)
+	if err == nil {
+		var code int
+		code, err = c.Step(ctx, r, cmd.InOrStdin(), termtext.Raw(cmd.OutOrStdout()), termtext.Raw(cmd.ErrOrStderr()))
+		if err == nil {
+			return code
 		}
-		ctx, stop := signalContext(cmd.Context(), grace)
-		defer stop()
-		res, err = c.Exec(ctx, st)
 	}
-	if res.SchemaVersion == 0 {
-		res = enforcer.SetupResult(id, id, 1, err)
-	}
-	if err != nil && !setupStatus(res.ExitCode) {
-		err = nil // a result that says what happened: not airlock's failure
-	}
-	return res, err
+	res := enforcer.SetupResult(r.Session, r.Session, 1, err)
+	return enforcer.Report{JSON: r.JSON, Result: r.Result, Quiet: r.Quiet}.Tell(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, err)
 }
 
 // dialSession finds session id's holder in this user's runtime directory.
@@ -562,7 +525,7 @@ func newSessionHoldCmd() *cobra.Command {
 		Use: "hold", Hidden: true, Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			serverGC()
-			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions, runQuick); err != nil {
+			if err := holder.Hold(os.Stdin, os.Stdout, approvalOptions); err != nil {
 				return &exitError{Code: exitSetup}
 			}
 			return nil

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
+	"errors"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -27,29 +27,22 @@ func stopFlag(cmd *cobra.Command, grace *float64) {
 		"on SIGTERM, seconds the command has to end after airlock passes SIGTERM on, before everything in the sandbox is killed")
 }
 
-// signalContext returns a context that SIGINT (Ctrl-C) and SIGTERM end:
-// SIGINT at once, SIGTERM with a sandbox.Terminated cause, so that the
-// command in the sandbox gets SIGTERM and grace seconds to end before
-// everything is killed. stop releases the signals.
+// signalContext returns a context that SIGINT (Ctrl-C) and SIGTERM end
+// (step.Interruptible): SIGINT at once, SIGTERM with a sandbox.Terminated
+// cause, so that the command in the sandbox gets SIGTERM and grace
+// seconds to end before everything is killed. stop releases the signals.
 func signalContext(parent context.Context, grace float64) (ctx context.Context, stop func()) {
+	sig, release := step.Interruptible(parent)
 	ctx, cancel := context.WithCancelCause(parent)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case sig := <-sigs:
-			if sig == syscall.SIGTERM {
-				cancel(&sandbox.Terminated{Signal: syscall.SIGTERM, Grace: time.Duration(max(grace, 0) * float64(time.Second))})
-				return
-			}
-			cancel(context.Canceled)
-		case <-done:
+	unhook := context.AfterFunc(sig, func() {
+		if errors.Is(context.Cause(sig), step.ErrTerminated) {
+			cancel(&sandbox.Terminated{Signal: syscall.SIGTERM, Grace: time.Duration(max(grace, 0) * float64(time.Second))})
 		}
-	}()
+		cancel(context.Canceled)
+	})
 	return ctx, func() {
-		signal.Stop(sigs)
-		close(done)
+		unhook()
+		release()
 		cancel(nil)
 	}
 }

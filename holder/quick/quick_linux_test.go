@@ -1,7 +1,6 @@
 package quick
 
 import (
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/holder/step"
 )
 
 // fakeHolder listens where the quick client looks for session id's holder
@@ -94,44 +95,42 @@ func redirect(t *testing.T) (stdout *os.File, stdin *os.File) {
 	return outR, inW
 }
 
-// TestRunHandsOver hands a command line to a holder: the request carries
-// the arguments and environment byte for byte (one is not UTF-8) and the
-// working directory, with three pipes; the holder's output reaches stdout,
-// the client's stdin reaches the holder, and the status comes back.
+// answer is one of the holder's answers to a step, as a frame's body.
+func answer(a step.Answer) string {
+	b, _ := json.Marshal(a)
+	return string(b)
+}
+
+// TestRunHandsOver hands a step to a holder: the request carries the
+// parsed command line byte for byte (one argument is not UTF-8), --env
+// NAME's value from the client's environment and --result made absolute
+// in its working directory, with three pipes; the holder's output
+// reaches stdout, the client's stdin reaches the holder, and the status
+// comes back.
 func TestRunHandsOver(t *testing.T) {
 	const id = "ses-quick1"
-	args := []string{id, "--tool", "t", "--", "printf", "\xff\xfe"}
+	args := []string{id, "--tool", "t", "--env", "QUICK_TEST", "--result", "r.json", "--", "printf", "\xff\xfe"}
 	t.Setenv("QUICK_TEST", "v\xff")
 	fakeHolder(t, id, func(c *net.UnixConn, req map[string]any, fds []*os.File) {
-		cli, _ := req["cli"].(map[string]any)
-		if req["op"] != "cli" || cli == nil || len(fds) != 3 {
-			t.Errorf("request %v with %d descriptors", req, len(fds))
+		raw, _ := json.Marshal(req["step"])
+		var r step.Request
+		if err := json.Unmarshal(raw, &r); req["op"] != "step" || err != nil || len(fds) != 3 {
+			t.Errorf("request %v (%v) with %d descriptors", req, err, len(fds))
 			return
 		}
-		var got []string
-		for _, a := range cli["args"].([]any) {
-			b, _ := base64.StdEncoding.DecodeString(a.(string))
-			got = append(got, string(b))
-		}
-		if !slices.Equal(got, args) {
-			t.Errorf("args %q, want %q", got, args)
-		}
-		env := false
-		for _, a := range cli["env"].([]any) {
-			b, _ := base64.StdEncoding.DecodeString(a.(string))
-			env = env || string(b) == "QUICK_TEST=v\xff"
+		if r.Session != id || r.Tool != "t" || !slices.Equal(r.Argv, []string{"printf", "\xff\xfe"}) {
+			t.Errorf("step %+v, want %q", r, args)
 		}
 		wd, _ := os.Getwd()
-		dir, _ := base64.StdEncoding.DecodeString(cli["dir"].(string))
-		if !env || string(dir) != wd {
-			t.Errorf("environment passed %v, dir %q (want %q)", env, dir, wd)
+		if !slices.Equal(r.Env, []string{"QUICK_TEST=v\xff"}) || r.Result != wd+"/r.json" {
+			t.Errorf("environment %q, result %q (want in %q)", r.Env, r.Result, wd)
 		}
-		frame(c, `{"accepted":true}`)
+		frame(c, answer(step.Answer{Accepted: true}))
 		in, _ := io.ReadAll(fds[0])
 		fds[1].Write([]byte("out:" + string(in)))
 		fds[1].Close()
 		fds[2].Close()
-		frame(c, `{"exitCode":42}`)
+		frame(c, answer(step.Answer{Accepted: true, ExitCode: 42}))
 	})
 	out, in := redirect(t)
 	in.Write([]byte("typed"))
@@ -149,12 +148,12 @@ func TestRunHandsOver(t *testing.T) {
 func TestRunFallsBack(t *testing.T) {
 	const id = "ses-quick2"
 	fakeHolder(t, id, func(c *net.UnixConn, req map[string]any, fds []*os.File) {
-		frame(c, `{"error":"holder: unknown request \"cli\""}`)
+		frame(c, `{"error":"holder: unknown request \"step\""}`) // an older holder's
 	})
 	_, in := redirect(t)
 	in.Write([]byte("keep"))
 	in.Close()
-	if _, ok := run([]string{id, "--", "true"}); ok {
+	if _, ok := run([]string{id, "--tool", "t", "--", "true"}); ok {
 		t.Fatal("a refused command line was not left to the full command line")
 	}
 	rest, _ := io.ReadAll(os.Stdin)
@@ -162,7 +161,7 @@ func TestRunFallsBack(t *testing.T) {
 		t.Fatalf("stdin was read: %q left", rest)
 	}
 	for _, other := range []string{"ses-none", "../../x", "-x", ""} {
-		if _, ok := run([]string{other, "--", "true"}); ok {
+		if _, ok := run([]string{other, "--tool", "t", "--", "true"}); ok {
 			t.Errorf("run %q: handed over", other)
 		}
 	}
@@ -173,10 +172,10 @@ func TestRunFallsBack(t *testing.T) {
 func TestRunHolderGone(t *testing.T) {
 	const id = "ses-quick3"
 	fakeHolder(t, id, func(c *net.UnixConn, req map[string]any, fds []*os.File) {
-		frame(c, `{"accepted":true}`)
+		frame(c, answer(step.Answer{Accepted: true}))
 	})
 	redirect(t)
-	if code, ok := run([]string{id, "--", "true"}); !ok || code != 125 {
+	if code, ok := run([]string{id, "--tool", "t", "--", "true"}); !ok || code != 125 {
 		t.Fatalf("run: %d %v, want 125 true", code, ok)
 	}
 }
