@@ -19,10 +19,10 @@ import (
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -275,12 +275,12 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	}
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer canary.Close()
-	probes := canary.Request()
+	defer cn.Close()
+	probes := cn.Request()
 	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
 	kit, err := e.egressKit(req.Task, req.RunID, rootfs, cfg.ReadOnly, caps.Limits().Wall, false)
 	if err != nil {
@@ -346,7 +346,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
-	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
+	e.checkCanary(sc, &res, base, cn, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)
 	e.recordOutcome(sc, base, res, true)
@@ -452,8 +452,8 @@ func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audi
 
 // checkCanary marks res when the host's canary listener was reached more
 // than seen times: a sign that something inside reached the host.
-func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, canary *runbook.Canary, addr string, seen int64) int64 {
-	n := canary.Accepted()
+func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, cn *canary.Canary, addr string, seen int64) int64 {
+	n := cn.Accepted()
 	if n > seen {
 		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", addr, n-seen)
 		if res.EscapeSuspected != "" {

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -56,7 +56,7 @@ type Pool struct {
 // built is one sandbox built ahead, with what its session takes over.
 type built struct {
 	ss     *sandbox.Session
-	canary *runbook.Canary
+	canary *canary.Canary
 	kit    *egressKit // its task's CA, credentials and budgets (egress.go)
 	life   context.Context
 	cancel context.CancelFunc
@@ -129,11 +129,11 @@ func (p *Pool) build(ctx context.Context) {
 // no session yet: Open gives it those.
 func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	e := p.e
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return nil, err
 	}
-	probes := canary.Request()
+	probes := cn.Request()
 	fs := e.pol.FilesystemFor("")
 	sessionCaps := e.pol.SessionCaps()
 	caps := e.sessionLimits(sessionCaps)
@@ -145,7 +145,7 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	// placeholders, its budgets) is the one session's that gets it.
 	kit, err := e.egressKit(p.req.Task, id, p.rootfs, cfg.ReadOnly, sessionCaps.Wall(), true)
 	if err != nil {
-		canary.Close()
+		cn.Close()
 		return nil, err
 	}
 	kit.apply(&cfg)
@@ -158,11 +158,11 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 		if ss != nil {
 			ss.Close()
 		}
-		canary.Close()
+		cn.Close()
 		cancel()
 		return nil, errors.Join(err, ctx.Err())
 	}
-	return &built{ss: ss, canary: canary, kit: kit, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
+	return &built{ss: ss, canary: cn, kit: kit, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
 }
 
 func (b *built) close() {

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -124,7 +124,7 @@ type Session struct {
 	task    string
 	ss      *sandbox.Session
 	px      *proxy.Proxy
-	canary  *runbook.Canary
+	canary  *canary.Canary
 	canaryN int64           // the canary's accepted connections seen so far; under mu
 	canaryA string          // the canary listener's address
 	life    context.Context // ends when the session ends
@@ -175,15 +175,15 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(fmt.Errorf("image integrity: %w", err))
 	}
 	s.rootfs = rootfs
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return nil, s.openFailed(err)
 	}
-	probes := canary.Request()
+	probes := cn.Request()
 	cfg := e.sandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
 	kit, err := e.egressKit(s.task, s.id, rootfs, cfg.ReadOnly, s.caps.Wall(), true)
 	if err != nil {
-		canary.Close()
+		cn.Close()
 		return nil, s.openFailed(err)
 	}
 	defer kit.close()
@@ -199,11 +199,11 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		if ss != nil {
 			ss.Close()
 		}
-		canary.Close()
+		cn.Close()
 		cancel()
 		return nil, s.openFailed(errors.Join(err, ctx.Err()))
 	}
-	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
+	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, cn, probes.CanaryAddr, life, cancel
 	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
 		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
 	if err := s.serve(int(cfg.Caps.OpenFiles), open, kit); err != nil {

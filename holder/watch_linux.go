@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/runbook"
 )
 
 // argv0 is the name the watchdog and the holder run under.
@@ -120,7 +120,7 @@ func heldBy(cfg Config, pid int) []string {
 // end of each session among them.
 func cleanup(cfg Config, pid int, ids []string) {
 	limits.SweepStale()
-	runbook.SweepCanaries()
+	canary.Sweep()
 	var ended []string
 	for _, id := range ids {
 		if f, err := os.OpenFile(lockPath(cfg.Dir, id), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/runbook"
@@ -28,7 +29,7 @@ import (
 //	go test ./runbook -run '^$' -bench StartupProbes -benchtime 1000x
 func BenchmarkStartupProbes(b *testing.B) {
 	testutil.RequireRoot(b)
-	c, err := runbook.NewCanary()
+	c, err := canary.New()
 	if err != nil {
 		b.Fatal(err)
 	}

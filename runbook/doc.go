@@ -63,10 +63,4 @@
 // the launch. The sandbox is then torn down, the findings are copied out
 // with an UntrustedMarker file beside them, Result.Untrusted is set, and
 // the launch exits ExitEscape.
-//
-// # Probes on every launch
-//
-// NewCanary, ProbeFailure, ProbeDetails, LaunchedEvent and RefusedEvent
-// are the pieces "airlock run" uses to run the same start-up probes before
-// its one command.
 package runbook

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -33,7 +34,7 @@ func SetStartProbe(o *Options, f func(req sandbox.ProbeRequest, proxyAddr string
 // SetConfig changes the sandbox's configuration before it starts; f
 // also learns the canary's directory and listener address.
 func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir, canaryAddr string)) {
-	hooks(o).config = func(cfg *sandbox.Config, c *Canary) { f(cfg, c.Dir(), c.lis.Addr().String()) }
+	hooks(o).config = func(cfg *sandbox.Config, c *canary.Canary) { f(cfg, c.Dir(), c.Request().CanaryAddr) }
 }
 
 // SetStart replaces sandbox.StartSession.
@@ -51,16 +52,9 @@ func SetCanaryDir(o *Options, parent string, mode os.FileMode) {
 // steps (sandbox.Session has a Probe method).
 func CanProbe() bool { return canProbe() }
 
-// NewCanaryIn makes a canary under parent with the given mode.
-func NewCanaryIn(parent string, mode os.FileMode) (*Canary, error) { return newCanary(parent, mode) }
-
 func hooks(o *Options) *testHooks {
 	if o.test == nil {
 		o.test = &testHooks{}
 	}
 	return o.test
 }
-
-// DropCanaryLock releases c's lock without removing it, as the kernel does
-// when its owner is killed.
-func DropCanaryLock(c *Canary) { c.lock.Close() }

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -34,7 +35,7 @@ type launch struct {
 	rootfs string
 	image  map[string]string // the image's audit details
 
-	canary     *Canary
+	canary     *canary.Canary
 	sess       session
 	px         *proxy.Proxy
 	chain      *chainWatch

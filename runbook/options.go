@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -79,7 +80,7 @@ type testHooks struct {
 	startProbe func(req sandbox.ProbeRequest, proxyAddr string) sandbox.ProbeRequest
 	// config changes the sandbox's configuration before it starts (a
 	// test binds a directory over /home, or the canary's directory).
-	config func(cfg *sandbox.Config, c *Canary)
+	config func(cfg *sandbox.Config, c *canary.Canary)
 	// start replaces sandbox.StartSession (a fake session).
 	start func(ctx context.Context, cfg sandbox.Config) (session, error)
 	// canaryParent and canaryMode make the canary directory elsewhere

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -21,7 +22,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	if h := l.opts.test; h != nil && h.canaryMode != 0 {
 		parent, mode = h.canaryParent, h.canaryMode
 	}
-	c, err := newCanary(parent, mode)
+	c, err := canary.NewIn(parent, mode)
 	if err != nil {
 		return l.setupFailed(err)
 	}
