@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -43,53 +44,61 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem",
 }
 
-// egressKit is what a run's or a session's proxy and sandbox need for
-// the egress policy beyond the gate: the session's CA and the sandbox's
-// bundle of it, the credentials' values and placeholders, the budgets.
-type egressKit struct {
+// Egress is the way out of one sandbox, the same for every entry point
+// (Run, a Session, a plan's launch): the egress proxy serving one task
+// with the gate, the session's CA when the task inspects a host (and the
+// sandbox's bundle of it), the credentials' values and placeholders, the
+// budgets, and the record of every decision before the connection it
+// allows. Enforcer.PrepareEgress makes it before the sandbox starts,
+// Serve starts the proxy on the listener the sandbox's init opened, and
+// Close stops it.
+type Egress struct {
+	e       *Enforcer
+	task    string
 	ca      *proxy.CA
-	dir     string         // holds the bundle until the sandbox has bound it
-	binds   []sandbox.Bind // the bundle, at CABundlePath and over the system's
-	env     []string       // the bundle's variables and the placeholders
+	dir     string   // holds the bundle until the sandbox has bound it
+	env     []string // the bundle's variables and the placeholders
 	creds   []proxy.Credential
 	budgets []proxy.Budget
+	px      *proxy.Proxy
 }
 
-// egressKit prepares the kit of a sandbox serving task, whose view is
-// readOnly (or the image root rootfs) and which lives for life; session
-// adds the session's budget. Nothing is made for a task without
-// inspection, credentials or budgets.
-func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, life time.Duration, session bool) (*egressKit, error) {
-	k := &egressKit{}
+// PrepareEgress prepares task's way out for the sandbox cfg configures,
+// before it starts: the credentials' values (an error names the one
+// missing, never a value) and their placeholders; the task's budget, per
+// command, and with session the session's, for its life; and, when task
+// inspects a host, a CA for life (and an hour) whose bundle cfg binds at
+// CABundlePath and over the system's bundle files of its view. Call
+// Bound once the sandbox has started (or failed to).
+func (e *Enforcer) PrepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*Egress, error) {
+	g := &Egress{e: e, task: task}
 	var err error
-	if k.creds, k.env, err = credentials(e.pol, e.egress, task); err != nil {
+	if g.creds, g.env, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
 	}
-	k.budgets = budgetsFor(e.pol, task, session)
+	g.budgets = budgetsFor(e.pol, task, session)
 	if !e.egress.Inspects(task) {
-		return k, nil
+		return g, nil
 	}
-	ca, err := proxy.NewCA("airlock session CA "+id, life+time.Hour)
-	if err != nil {
+	if g.ca, err = proxy.NewCA("airlock session CA "+cfg.ID, life+time.Hour); err != nil {
 		return nil, err
 	}
-	k.ca = ca
-	if err := k.bundle(rootfs, readOnly); err != nil {
-		k.close()
+	if err := g.bundle(cfg); err != nil {
+		g.Bound()
 		return nil, err
 	}
-	return k, nil
+	return g, nil
 }
 
 // bundle writes the sandbox's bundle, the system's roots as the sandbox
-// sees them and the session's CA, to be bound at CABundlePath and over
+// sees them and the session's CA, and binds it at CABundlePath and over
 // every system bundle file of the sandbox's view.
-func (k *egressKit) bundle(rootfs string, readOnly []string) error {
+func (g *Egress) bundle(cfg *sandbox.Config) error {
 	dir, err := os.MkdirTemp("", "airlock-ca-")
 	if err != nil {
 		return fmt.Errorf("egress: the CA bundle's directory: %w", err)
 	}
-	k.dir = dir
+	g.dir = dir
 	// The sandbox's init opens the file with the sandbox's uid: the
 	// directory must let it through. What it holds is public (roots and a
 	// CA certificate).
@@ -99,7 +108,7 @@ func (k *egressKit) bundle(rootfs string, readOnly []string) error {
 	var system []byte
 	var over []string
 	for _, p := range systemBundles {
-		host, ok := inView(p, rootfs, readOnly)
+		host, ok := inView(p, cfg.Root, cfg.ReadOnly)
 		if !ok {
 			continue
 		}
@@ -111,15 +120,15 @@ func (k *egressKit) bundle(rootfs string, readOnly []string) error {
 		over = append(over, p)
 	}
 	file := filepath.Join(dir, "ca-bundle.pem")
-	if err := os.WriteFile(file, k.ca.Bundle(system), 0o444); err != nil {
+	if err := os.WriteFile(file, g.ca.Bundle(system), 0o444); err != nil {
 		return fmt.Errorf("egress: the CA bundle: %w", err)
 	}
-	k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: CABundlePath})
+	cfg.Binds = append(slices.Clip(cfg.Binds), sandbox.Bind{Host: file, Inside: CABundlePath})
 	for _, p := range over {
-		k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: p})
+		cfg.Binds = append(cfg.Binds, sandbox.Bind{Host: file, Inside: p})
 	}
 	for _, v := range caBundleVars {
-		k.env = append(k.env, v+"="+CABundlePath)
+		g.env = append(g.env, v+"="+CABundlePath)
 	}
 	return nil
 }
@@ -143,24 +152,65 @@ func inView(p, rootfs string, readOnly []string) (string, bool) {
 	return host, err == nil && st.Mode().IsRegular()
 }
 
-// close removes what the kit left on the host: once the sandbox has
-// bound the bundle, its mount holds the file.
-func (k *egressKit) close() {
-	if k != nil && k.dir != "" {
-		os.RemoveAll(k.dir)
-		k.dir = ""
+// Env returns the variables every command of the sandbox gets for its
+// way out: the bundle's and the credentials' placeholders. (The
+// credentials' files are among the files no sandbox sees.)
+func (g *Egress) Env() []string { return g.env }
+
+// Bound removes what the way out left on the host for the sandbox to
+// bind: once the sandbox has started, its mount holds the bundle.
+func (g *Egress) Bound() {
+	if g.dir != "" {
+		os.RemoveAll(g.dir)
+		g.dir = ""
 	}
 }
 
-// apply adds the kit to a sandbox's configuration. (The credentials'
-// files are among Enforcer.hidden, for every sandbox.)
-func (k *egressKit) apply(cfg *sandbox.Config) {
-	cfg.Binds = append(cfg.Binds, k.binds...)
+// Serve starts the proxy on lis, the listener inside the sandbox's
+// network namespace. record is called with every decision, refusal and
+// connection's end, before the connection it allows; an error refuses
+// the connection. Nothing the sandbox does grows airlock's own process
+// without bound: its connections are counted against openFiles.
+func (g *Egress) Serve(lis net.Listener, openFiles int, record func(proxy.Event) error) error {
+	px, err := proxy.New(proxy.Config{
+		Task:          g.task,
+		Gate:          g.e.egress,
+		Resolver:      g.e.opts.Resolver,
+		Dialer:        g.e.opts.Dialer,
+		Record:        record,
+		Limits:        proxy.SandboxLimits(openFiles),
+		UpstreamRoots: g.e.opts.UpstreamRoots,
+		CA:            g.ca,
+		Credentials:   g.creds,
+		Budgets:       g.budgets,
+	})
+	if err != nil {
+		return err
+	}
+	g.px = px
+	go func() { _ = px.Serve(lis) }()
+	return nil
 }
 
-// proxyConfig adds the kit to a proxy's configuration.
-func (k *egressKit) proxyConfig(cfg *proxy.Config) {
-	cfg.CA, cfg.Credentials, cfg.Budgets = k.ca, k.creds, k.budgets
+// ResetStep starts the task's budget over: it holds per command.
+func (g *Egress) ResetStep() {
+	if g.px != nil {
+		g.px.ResetStep()
+	}
+}
+
+// Close stops the proxy, giving open tunnels a second to finish before
+// they are cut, so that nothing of it outlives its sandbox, and removes
+// what is left on the host. It is safe to call more than once.
+func (g *Egress) Close() {
+	g.Bound()
+	if g.px == nil {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = g.px.Shutdown(sctx)
+	_ = g.px.Close()
 }
 
 // credentials reads the values of the credentials task may use (those

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -281,28 +280,25 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	}
 	defer cn.Close()
 	probes := cn.Request()
-	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	kit, err := e.egressKit(req.Task, req.RunID, rootfs, cfg.ReadOnly, caps.Limits().Wall, false)
+	cfg := e.SandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
+	eg, err := e.PrepareEgress(req.Task, &cfg, caps.Limits().Wall, false)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer kit.close()
-	kit.apply(&cfg)
+	defer eg.Close()
 	cfg.Path, cfg.Dir = res.Path, req.Cwd
 	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), kit.env...), req.Env...)
+	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), eg.Env()...), req.Env...)
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
-	kit.close() // bound by now, or never to be
+	eg.Bound()
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	px, err := e.serveProxy(sc, req.Task, base, sb.Listener(), int(caps.OpenFiles), kit)
-	if err != nil {
+	if err := eg.Serve(sb.Listener(), int(caps.OpenFiles), sc.egressRecord(base)); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer stopProxy(px)
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
@@ -368,9 +364,11 @@ func interruptedStatus(ctx context.Context) int {
 	return ExitInterrupted
 }
 
-// sandboxConfig is the sandbox of a run or a session: its id, files,
-// view, caps and start-up probes, with no command.
-func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
+// SandboxConfig is the sandbox of a run, a session or a plan's launch:
+// its id, files, view, caps and start-up probes (nil: the caller runs
+// them), with no command, and every host file no sandbox may see hidden
+// from it.
+func (e *Enforcer) SandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
 	cfg := sandbox.Config{
 		Workspace: workspace,
 		Findings:  findings,
@@ -391,49 +389,6 @@ func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs poli
 	}
 	cfg.HideFiles(e.hidden()...)
 	return cfg
-}
-
-// serveProxy starts the egress proxy for task on lis, the listener inside
-// the sandbox's network namespace. Every egress decision is durable
-// before the dial it allows: a failed write refuses the connection, and
-// fails the command. Nothing the sandbox does grows airlock's own process
-// without bound: its connections are counted against openFiles.
-func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis net.Listener, openFiles int, kit *egressKit) (*proxy.Proxy, error) {
-	cfg := proxy.Config{
-		Task:     task,
-		Gate:     e.egress,
-		Resolver: e.opts.Resolver,
-		Dialer:   e.opts.Dialer,
-		Record: func(ev proxy.Event) error {
-			a := proxy.AuditEvent(ev, egressBase(base))
-			record := sc.record
-			if ev.Stage == proxy.StageClosed {
-				record = sc.recordLazy // nothing waits on a connection's end
-			}
-			if record(a) != nil {
-				return errNotRecorded
-			}
-			return nil
-		},
-		Limits:        proxy.SandboxLimits(openFiles),
-		UpstreamRoots: e.opts.UpstreamRoots,
-	}
-	kit.proxyConfig(&cfg)
-	px, err := proxy.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = px.Serve(lis) }()
-	return px, nil
-}
-
-// stopProxy shuts the proxy down: open tunnels get a second to finish,
-// then are cut, so nothing of the proxy outlives its sandbox.
-func stopProxy(px *proxy.Proxy) {
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = px.Shutdown(sctx)
-	_ = px.Close()
 }
 
 // launchedEvent is the sandbox_launched record.

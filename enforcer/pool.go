@@ -57,7 +57,7 @@ type Pool struct {
 type built struct {
 	ss     *sandbox.Session
 	canary *canary.Canary
-	kit    *egressKit // its task's CA, credentials and budgets (egress.go)
+	eg     *Egress // its task's way out, to serve once the session opens
 	life   context.Context
 	cancel context.CancelFunc
 	at     time.Time
@@ -140,33 +140,34 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	// Named for the process that built it, so that one airlock's pooled
 	// sandboxes are told from another's (PoolSandboxPrefix).
 	id := PoolSandboxPrefix(os.Getpid()) + strings.TrimPrefix(NewRunID(), "run-")
-	cfg := e.sandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
-	// The task's egress kit (its CA and bundle, its credentials'
+	cfg := e.SandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
+	// The task's way out (its CA and bundle, its credentials'
 	// placeholders, its budgets) is the one session's that gets it.
-	kit, err := e.egressKit(p.req.Task, id, p.rootfs, cfg.ReadOnly, sessionCaps.Wall(), true)
+	eg, err := e.PrepareEgress(p.req.Task, &cfg, sessionCaps.Wall(), true)
 	if err != nil {
 		cn.Close()
 		return nil, err
 	}
-	kit.apply(&cfg)
 	// Each sandbox lives until its session's end, not the pool's.
 	life, cancel := context.WithCancel(context.Background())
 	stop := context.AfterFunc(ctx, cancel)
 	ss, err := sandbox.StartSession(life, cfg)
-	kit.close() // bound by now, or never to be
+	eg.Bound()
 	if !stop() || err != nil {
 		if ss != nil {
 			ss.Close()
 		}
+		eg.Close()
 		cn.Close()
 		cancel()
 		return nil, errors.Join(err, ctx.Err())
 	}
-	return &built{ss: ss, canary: cn, kit: kit, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
+	return &built{ss: ss, canary: cn, eg: eg, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
 }
 
 func (b *built) close() {
 	b.ss.Close()
+	b.eg.Close()
 	b.canary.Close()
 	b.cancel()
 }
@@ -206,8 +207,8 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 		return nil, err
 	}
 	s.afterStep = refill
-	s.rootfs, s.ss, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
-	s.warm, s.env = true, b.kit.env
+	s.rootfs, s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.eg, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
+	s.warm = true
 	if req.Workspace != "" {
 		if err := s.ss.CopyIn(req.Workspace); err != nil {
 			s.abort()
@@ -222,7 +223,7 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	}
 	open := p.e.launchedEvent(s.base, p.digest, fmt.Sprintf("session %s started on a sandbox built ahead at %s, whose every start-up probe passed inside it; "+
 		"it ends after %gs, or %gs without a command", s.id, b.at.UTC().Format(time.RFC3339Nano), s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(b.files, open, b.kit); err != nil {
+	if err := s.serve(b.files, open); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -15,6 +16,24 @@ import (
 func egressBase(base audit.Context) audit.Context {
 	base.Command, base.Path, base.Args, base.Env = "", "", nil, nil
 	return base
+}
+
+// egressRecord records the proxy's events under base, each durable
+// before the connection it allows (a failed write refuses it, and fails
+// the command); a connection's end is written lazily, since nothing
+// waits on it.
+func (sc *scribe) egressRecord(base audit.Context) func(proxy.Event) error {
+	base = egressBase(base)
+	return func(ev proxy.Event) error {
+		record := sc.record
+		if ev.Stage == proxy.StageClosed {
+			record = sc.recordLazy
+		}
+		if record(proxy.AuditEvent(ev, base)) != nil {
+			return errNotRecorded
+		}
+		return nil
+	}
 }
 
 // withOutcome copies the sandbox's result into res and sets the exit

@@ -20,7 +20,6 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -123,7 +122,7 @@ type Session struct {
 	id      string
 	task    string
 	ss      *sandbox.Session
-	px      *proxy.Proxy
+	eg      *Egress // its way out, served for its whole life
 	canary  *canary.Canary
 	canaryN int64           // the canary's accepted connections seen so far; under mu
 	canaryA string          // the canary listener's address
@@ -133,7 +132,6 @@ type Session struct {
 	base    audit.Context
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	rootfs  string
-	env     []string // the egress kit's variables, in every step's environment
 	fs      policy.Filesystem
 	caps    policy.EffectiveSession
 	receipt map[string]string
@@ -180,33 +178,31 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(err)
 	}
 	probes := cn.Request()
-	cfg := e.sandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
-	kit, err := e.egressKit(s.task, s.id, rootfs, cfg.ReadOnly, s.caps.Wall(), true)
+	cfg := e.SandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
+	eg, err := e.PrepareEgress(s.task, &cfg, s.caps.Wall(), true)
 	if err != nil {
 		cn.Close()
 		return nil, s.openFailed(err)
 	}
-	defer kit.close()
-	kit.apply(&cfg)
-	s.env = kit.env
 	// The sandbox lives until Close, not until ctx is done: ctx may stop
 	// the opening only.
 	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
 	ss, err := sandbox.StartSession(life, cfg)
-	kit.close() // bound by now, or never to be
+	eg.Bound()
 	if !stop() || err != nil {
 		if ss != nil {
 			ss.Close()
 		}
+		eg.Close()
 		cn.Close()
 		cancel()
 		return nil, s.openFailed(errors.Join(err, ctx.Err()))
 	}
-	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, cn, probes.CanaryAddr, life, cancel
+	s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = ss, eg, cn, probes.CanaryAddr, life, cancel
 	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
 		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(int(cfg.Caps.OpenFiles), open, kit); err != nil {
+	if err := s.serve(int(cfg.Caps.OpenFiles), open); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -249,14 +245,11 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 	return s, nil
 }
 
-// serve finishes opening a session whose sandbox is up: the proxy serving
-// its task inside (with kit's CA, credentials and budgets), its receipt,
-// the start record open (synced), and its wall clock and idle timeout
-// armed.
-func (s *Session) serve(openFiles int, open audit.Event, kit *egressKit) error {
-	var err error
-	s.px, err = s.e.serveProxy(s.sc, s.task, s.base, s.ss.Listener(), openFiles, kit)
-	if err != nil {
+// serve finishes opening a session whose sandbox is up: its way out
+// serving its task inside, its receipt, the start record open (synced),
+// and its wall clock and idle timeout armed.
+func (s *Session) serve(openFiles int, open audit.Event) error {
+	if err := s.eg.Serve(s.ss.Listener(), openFiles, s.sc.egressRecord(s.base)); err != nil {
 		s.abort()
 		return s.openFailed(err)
 	}
@@ -375,7 +368,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.e.setupFailed(s.sc, res, base, decided, err)
 	}
 	base.Path, res.Path = step.Path, step.Path
-	s.px.ResetStep() // a task's budget holds per command
+	s.eg.ResetStep() // a task's budget holds per command
 	step.Ready = decided
 	out, err := s.ss.Exec(ctx, step)
 	if derr := decided(); derr != nil {
@@ -424,7 +417,7 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.env...), st.Env...), Dir: st.Cwd,
+	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.eg.Env()...), st.Env...), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
@@ -515,7 +508,7 @@ func (s *Session) end(why string) {
 		s.cancel()              // and ends an approver's wait
 		s.mu.Lock()             // so the step has returned now
 		defer s.mu.Unlock()
-		stopProxy(s.px)
+		s.eg.Close()
 		s.canary.Close()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
@@ -556,9 +549,7 @@ func endedWhy(why string, c policy.EffectiveSession) string {
 // abort undoes a half-opened session.
 func (s *Session) abort() {
 	s.ss.Close()
-	if s.px != nil {
-		stopProxy(s.px)
-	}
+	s.eg.Close()
 	s.canary.Close()
 	s.cancel()
 }

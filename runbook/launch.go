@@ -12,11 +12,10 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
-	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -24,8 +23,7 @@ import (
 type launch struct {
 	plan *Plan
 	opts Options
-	cmd  *cmdgate.Gate
-	eg   *egress.Gate
+	enf  *enforcer.Enforcer // the sandbox's configuration and its way out
 	res  Result
 	base audit.Context
 
@@ -37,7 +35,7 @@ type launch struct {
 
 	canary     *canary.Canary
 	sess       session
-	px         *proxy.Proxy
+	egress     *enforcer.Egress
 	chain      *chainWatch
 	procs      *sandboxProcs
 	hostFiles  []string
@@ -78,7 +76,8 @@ type prepared struct {
 //     ExitCannotExec);
 //  4. sandbox_launched is written with the test id, the image digest and
 //     every probe's outcome; the egress proxy serves the plan's task
-//     inside the sandbox's network namespace;
+//     inside the sandbox's network namespace, with the task's CA,
+//     credentials and budgets (enforcer.Egress, as every entry point's);
 //  5. the steps run in order in the same workspace; each outcome is
 //     recorded; after each step the escape signals are checked (see
 //     Signal*), and some during it;
@@ -145,7 +144,10 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 	if errs := validatePlan(plan); len(errs) > 0 {
 		return nil, fmt.Errorf("runbook: invalid plan: %w", errs)
 	}
-	eg, err := egress.Compile(opts.Policy.EgressConfig())
+	// The sandbox and its way out are every entry point's: the files no
+	// sandbox sees (and the plan), the task's CA, credentials and budgets.
+	enf, err := enforcer.New(opts.Policy, opts.Log, enforcer.Options{Resolver: opts.Resolver, Dialer: opts.Dialer, Binds: opts.Binds,
+		Hide: []string{opts.PlanFile}})
 	if err != nil {
 		return nil, fmt.Errorf("runbook: %w", err)
 	}
@@ -155,7 +157,7 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 	if !validRunID(opts.RunID) {
 		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
-	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
+	l := &launch{plan: plan, opts: opts, enf: enf, esc: newEscape()}
 	info := opts.Policy.Info()
 	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings, Policy: &info}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
@@ -240,8 +242,8 @@ func (l *launch) abandon(ev audit.Event) bool {
 			l.res.FindingsSkipped = td.FindingsSkipped
 		}
 	}
-	if l.px != nil {
-		l.px.Close()
+	if l.egress != nil {
+		l.egress.Close()
 	}
 	return false
 }

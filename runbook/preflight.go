@@ -8,6 +8,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -22,7 +23,7 @@ import (
 func (l *launch) decide() bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
-		d := l.cmd.Decide(s.Tool, s.Command, s.Args, sandbox.WorkspaceDir)
+		d := l.enf.Decide(enforcer.Request{Tool: s.Tool, Command: s.Command, Args: s.Args})
 		l.steps = append(l.steps, prepared{d: d})
 		l.res.Steps = append(l.res.Steps, StepResult{
 			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
@@ -131,11 +132,4 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 		c.OutputBytes = max(c.OutputBytes, e.OutputBytes)
 	}
 	return c
-}
-
-// hidden lists the host files the sandbox must not see even where a tree
-// it shows holds them, however they were named (sandbox.Config.HideFiles):
-// the policy, the audit log's files (audit.Files) and the plan.
-func (l *launch) hidden() []string {
-	return append(audit.Files(l.opts.Log.Path()), l.opts.Policy.HostFile(), l.opts.PlanFile)
 }

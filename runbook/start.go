@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -27,29 +27,21 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.canary = c
-	cfg := sandbox.Config{
-		Workspace: l.opts.Workspace,
-		Findings:  l.opts.Findings,
-		ReadWrite: l.fs.ReadWrite,
-		Binds:     l.opts.Binds,
-		Caps:      l.caps,
-		Proxy:     true,
-		Require:   l.opts.Policy.Require,
-		Weaker:    l.opts.Policy.WeakerModes,
-		ID:        l.opts.RunID,
-	}
-	if l.rootfs != "" {
-		cfg.Root = l.rootfs
-	} else {
-		cfg.ReadOnly = l.fs.ReadOnly
-	}
-	cfg.HideFiles(l.hidden()...)
+	var probes *sandbox.ProbeRequest
 	if !canProbe() {
 		// The session cannot report probe results: let it run the
 		// start-up probes itself, failing the start on any failure.
 		req := l.startRequest("")
-		cfg.Probes = &req
+		probes = &req
 	}
+	cfg := l.enf.SandboxConfig(l.opts.RunID, l.opts.Workspace, l.opts.Findings, l.rootfs, l.fs, l.caps, probes)
+	// A task's budget holds per step, the session's for the whole plan;
+	// the CA for as long as every step could run.
+	eg, err := l.enf.PrepareEgress(l.res.Task, &cfg, l.caps.Wall*time.Duration(len(l.plan.Steps)), true)
+	if err != nil {
+		return l.setupFailed(err)
+	}
+	l.egress = eg
 	start := startSession
 	if h := l.opts.test; h != nil {
 		if h.config != nil {
@@ -60,6 +52,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		}
 	}
 	sess, err := start(ctx, cfg)
+	eg.Bound()
 	if errors.Is(err, sandbox.ErrProbe) {
 		return l.refuse(err.Error(), nil)
 	}
@@ -107,7 +100,8 @@ func (l *launch) startProbes(context.Context) bool {
 	return true
 }
 
-// announce starts the egress proxy inside the sandbox's network namespace
+// announce starts the egress proxy (the task's gate, CA, credentials
+// and budgets, as every entry point's) inside the sandbox's network namespace
 // and writes sandbox_launched, the point from which the audit chain is
 // watched.
 func (l *launch) announce(context.Context) bool {
@@ -116,20 +110,9 @@ func (l *launch) announce(context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.procs = procs
-	px, err := proxy.New(proxy.Config{
-		Task:     l.res.Task,
-		Gate:     l.eg,
-		Resolver: l.opts.Resolver,
-		Dialer:   l.opts.Dialer,
-		Record:   l.recordEgress,
-		// The sandbox's connections are counted against its openFiles cap.
-		Limits: proxy.SandboxLimits(int(l.caps.OpenFiles)),
-	})
-	if err != nil {
+	if err := l.egress.Serve(l.sess.Listener(), int(l.caps.OpenFiles), l.recordEgress); err != nil {
 		return l.setupFailed(err)
 	}
-	l.px = px
-	go func() { _ = px.Serve(l.sess.Listener()) }()
 	details := map[string]string{"policy": l.opts.Policy.Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
 	if l.opts.PlanFile != "" {
 		details["plan"] = l.opts.PlanFile

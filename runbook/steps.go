@@ -75,12 +75,13 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	st := sandbox.Step{
 		Path:   p.path,
 		Args:   append([]string{s.Command}, s.Args...),
-		Env:    sandbox.BaseEnv(l.opts.Policy.SearchPath()),
+		Env:    append(sandbox.BaseEnv(l.opts.Policy.SearchPath()), l.egress.Env()...),
 		Stdout: l.opts.Stdout,
 		Stderr: l.opts.Stderr,
 		Caps:   &caps,
 	}
 	l.step.Store(int64(i + 1))
+	l.egress.ResetStep() // a task's budget holds per step
 	stop := l.watchDuring(i + 1)
 	out, err := l.sess.Exec(ctx, st)
 	stop()

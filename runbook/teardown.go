@@ -41,8 +41,8 @@ func (l *launch) teardown() error {
 		l.esc.wait()
 	}
 	td, err := l.closeSession()
-	if l.px != nil {
-		_ = l.px.Close()
+	if l.egress != nil {
+		l.egress.Close()
 	}
 	l.res.FindingsSkipped = td.FindingsSkipped
 	if errors.Is(err, sandbox.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
