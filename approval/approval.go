@@ -1,10 +1,14 @@
 // Package approval holds the answers to escalated commands: an `escalate`
 // decision of the command gate yields a Request bound to one session (or
-// run), one tool, the exact argv and the policy's digest; an Approver — a
-// library callback, the operator's `airlock approve`, or an external
-// decider program — answers it; and a command runs on an approval only
-// once, only before it expires, and only when every bound field matches
-// exactly (Store.Redeem). The contract is in docs/approvals.md.
+// run), one tool, the policy's digest and everything that decides what
+// the command runs — the exact argv, the program it resolved to and that
+// file's digest, the environment it adds, its working directory, its
+// stdin, its egress task, workspace and image (Request.Bound); an
+// Approver — a library callback, the operator's `airlock approve`, or an
+// external decider program — answers it, shown all of these; and a
+// command runs on an approval only once, only before it expires, and only
+// when every bound field matches exactly (Store.Redeem, Request.Match).
+// The contract is in docs/approvals.md.
 package approval
 
 import (
@@ -27,6 +31,31 @@ type Request struct {
 	// Argv is the command exactly as asked: the command, then its
 	// arguments. An approval answers this argv and no other.
 	Argv []string `json:"argv"`
+	// Program is the file the command runs: the absolute path, inside
+	// the sandbox, that the command resolved to (through the policy's
+	// search path, never $PATH); ProgramDigest is the SHA-256 of its
+	// contents when the request was made ("sha256:…").
+	Program       string `json:"program"`
+	ProgramDigest string `json:"programDigest"`
+	// Env is what the command adds to its environment, NAME=VALUE,
+	// exactly as asked and in its order (of two entries for one name,
+	// the order decides which counts).
+	Env []string `json:"env"`
+	// Cwd is the command's working directory inside the sandbox,
+	// absolute and clean.
+	Cwd string `json:"cwd"`
+	// Stdin is what the command reads on its standard input: StdinNone,
+	// or the SHA-256 of its bytes ("sha256:…"), of which there are
+	// StdinBytes.
+	Stdin      string `json:"stdin"`
+	StdinBytes int64  `json:"stdinBytes"`
+	// Task is the egress task whose allowlist the command's network has.
+	Task string `json:"task"`
+	// Workspace is the real path of the host directory copied into
+	// /workspace, "" for none; Image is the pinned image whose root file
+	// system the command runs in, "" for the host's.
+	Workspace string `json:"workspace,omitempty"`
+	Image     string `json:"image,omitempty"`
 	// PolicyDigest is the digest of the policy that escalated ("sha256:…");
 	// an approval given under one policy is refused under another.
 	PolicyDigest string `json:"policyDigest"`
@@ -40,6 +69,10 @@ type Request struct {
 	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 }
+
+// StdinNone is Request.Stdin for a command that reads nothing on its
+// standard input (no stdin, or one that ends at once).
+const StdinNone = "none"
 
 // Answer is what an Approver said. The zero value is a denial.
 type Answer struct {
@@ -85,9 +118,15 @@ var (
 	ErrUsed = errors.New("approval: the approval was already used")
 	// ErrExpired: the request expired before it was answered or redeemed.
 	ErrExpired = errors.New("approval: the request has expired")
-	// ErrMismatch: the command, tool, session or policy differs from the
-	// one the request was made for (an altered request).
+	// ErrMismatch: a bound field — the command, its program,
+	// environment, working directory or stdin, the tool, task,
+	// workspace, image, session or policy — differs from the request's
+	// (an altered request).
 	ErrMismatch = errors.New("approval: the request was made for a different command")
+	// ErrOutdated: the stored request was made by an older airlock,
+	// whose approvals did not bind all that Request.Bound holds; it can
+	// be neither answered nor redeemed.
+	ErrOutdated = errors.New("approval: the request was made by an older airlock")
 	// ErrTampered: the stored record does not carry a valid seal (it was
 	// written or altered by something other than this store).
 	ErrTampered = errors.New("approval: the stored record was altered")

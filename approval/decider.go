@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -22,8 +23,9 @@ const (
 	DefaultDeciderTimeout = 30 * time.Second
 	MaxDeciderTimeout     = time.Hour
 	// DeciderProtocol is the version of the decider's input, sent in its
-	// "version" field.
-	DeciderProtocol = 1
+	// "version" field: 2 since a request binds the program, environment,
+	// working directory, stdin, task, workspace and image too.
+	DeciderProtocol = 2
 	// maxDeciderOutput caps what is read from the decider's stdout; a
 	// decider that writes more is killed. maxDeciderReason caps its reason.
 	maxDeciderOutput = 16 << 10
@@ -103,7 +105,8 @@ func (d *Decider) decide(ctx context.Context, r Request) (string, bool, error) {
 }
 
 func requestIsUTF8(r Request) bool {
-	for _, s := range append([]string{r.ID, r.Session, r.Tool, r.PolicyDigest, r.Rule, r.Reason, r.Justification}, r.Argv...) {
+	for _, s := range slices.Concat([]string{r.ID, r.Session, r.Tool, r.PolicyDigest, r.Rule, r.Reason, r.Justification,
+		r.Program, r.ProgramDigest, r.Cwd, r.Stdin, r.Task, r.Workspace, r.Image}, r.Argv, r.Env) {
 		if !utf8.ValidString(s) {
 			return false
 		}

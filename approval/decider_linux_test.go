@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
@@ -117,14 +118,16 @@ func TestDeciderExits(t *testing.T) {
 	}
 }
 
-// TestDeciderInput: the decider reads the request and the protocol
-// version on stdin, runs in / with PATH and HOME only.
+// TestDeciderInput: the decider reads the request — all it binds — and
+// the protocol version on stdin, runs in / with PATH and HOME only.
 func TestDeciderInput(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("AIRLOCK_TEST_SECRET", "hunter2")
 	d := &Decider{Argv: []string{script(t, `cat > `+dir+`/stdin; env > `+dir+`/env; pwd > `+dir+`/pwd; echo '{"decision":"allow"}'`), "--flag"}}
 	r := sample()
 	r.ID, r.Justification = "apr-00000000000000000000000000000001", "pushes go through review"
+	r.Env, r.Cwd, r.Workspace, r.Image = []string{"PATH=/tmp:/usr/bin", "A=1"}, "/workspace/sub", "/home/u/proj", "/img@sha256:00"
+	r.Stdin, r.StdinBytes = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", 4
 	if a := ask(t, d, r); !a.Allow {
 		t.Fatalf("%+v", a)
 	}
@@ -133,7 +136,7 @@ func TestDeciderInput(t *testing.T) {
 		Request
 	}
 	b, _ := os.ReadFile(dir + "/stdin")
-	if err := json.Unmarshal(b, &in); err != nil || in.Version != DeciderProtocol || in.ID != r.ID || strings.Join(in.Argv, " ") != strings.Join(r.Argv, " ") || in.Justification != r.Justification {
+	if err := json.Unmarshal(b, &in); err != nil || in.Version != 2 || in.ID != r.ID || !reflect.DeepEqual(in.Bound(), r.Bound()) || in.Justification != r.Justification {
 		t.Fatalf("stdin %s: %+v, %v", b, in, err)
 	}
 	env, _ := os.ReadFile(dir + "/env")
@@ -144,14 +147,21 @@ func TestDeciderInput(t *testing.T) {
 		t.Errorf("working directory %q", pwd)
 	}
 
-	r.Argv = append(r.Argv, "\xff")
 	marker := filepath.Join(dir, "ran")
-	a := ask(t, &Decider{Argv: []string{script(t, "touch "+marker)}}, r)
-	if a.Allow || !strings.Contains(a.Reason, "not UTF-8") {
-		t.Errorf("non-UTF-8 argv: %+v", a)
-	}
-	if _, err := os.Stat(marker); err == nil {
-		t.Error("the decider ran on a request it cannot be shown exactly")
+	for name, edit := range map[string]func(*Request){
+		"argv": func(r *Request) { r.Argv = append(r.Argv, "\xff") },
+		"env":  func(r *Request) { r.Env = append(r.Env, "A=\xff") },
+		"cwd":  func(r *Request) { r.Cwd = "/workspace/\xfe" },
+	} {
+		bad := r
+		edit(&bad)
+		a := ask(t, &Decider{Argv: []string{script(t, "touch "+marker)}}, bad)
+		if a.Allow || !strings.Contains(a.Reason, "not UTF-8") {
+			t.Errorf("non-UTF-8 %s: %+v", name, a)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Errorf("non-UTF-8 %s: the decider ran on a request it cannot be shown exactly", name)
+		}
 	}
 }
 

@@ -28,6 +28,7 @@ func (s *Store) List() ([]Request, error) {
 		r, a, err := s.Get(id)
 		switch {
 		case errors.Is(err, ErrUnknown): // swept meanwhile, or by another process
+		case errors.Is(err, ErrOutdated): // an older airlock's: never pending here
 		case err != nil:
 			errs = append(errs, err)
 		case a == nil && now.Before(r.Expires):
@@ -55,8 +56,9 @@ func (s *Store) ids() ([]string, error) {
 
 // sweep removes, best effort, the files of requests that expired over
 // sweepAfter ago (the request first, so that a half-swept one can never
-// be redeemed), answers and redemptions left without their request, and
-// temporary files left by a writer that died. Records that cannot be
+// be redeemed), an older airlock's requests written over MaxTTL and
+// sweepAfter ago, answers and redemptions left without their request,
+// and temporary files left by a writer that died. Records that cannot be
 // trusted are kept for whoever investigates. It returns how many
 // requests have not expired.
 func (s *Store) sweep() (live int) {
@@ -77,13 +79,16 @@ func (s *Store) sweep() (live int) {
 		case suffix == "request":
 			r, err := s.request(id)
 			switch {
+			case errors.Is(err, ErrOutdated):
+				// An older airlock's: expired once MaxTTL has passed since it was written.
+				if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > MaxTTL+sweepAfter {
+					s.remove(id)
+				}
 			case err != nil:
 			case now.Before(r.Expires):
 				live++
 			case now.Sub(r.Expires) > sweepAfter:
-				for _, sfx := range []string{".request", ".answer", ".used"} {
-					os.Remove(s.path(id, sfx))
-				}
+				s.remove(id)
 			}
 		case suffix == "answer" || suffix == "used":
 			if _, err := os.Lstat(s.path(id, ".request")); errors.Is(err, fs.ErrNotExist) {
@@ -92,4 +97,11 @@ func (s *Store) sweep() (live int) {
 		}
 	}
 	return live
+}
+
+// remove removes the files of request id, the request first.
+func (s *Store) remove(id string) {
+	for _, sfx := range []string{".request", ".answer", ".used"} {
+		os.Remove(s.path(id, sfx))
+	}
 }

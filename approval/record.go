@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -14,11 +15,18 @@ import (
 // could not carry) and the seal is checked before anything is parsed.
 // encoding/gob and JSON are neither canonical nor lossless for these
 // strings, hence this small encoding: every string is its length
-// (uvarint) and its bytes, every time its Unix nanoseconds (varint).
+// (uvarint) and its bytes, every number a varint, every time its Unix
+// nanoseconds.
 //
 //	body = magic, kind, id, fields of the kind
 //	file = body, HMAC-SHA256(key, body)
-const magic = "airlock approval record 1\n"
+const magic = "airlock approval record 2\n"
+
+// magicV1 began the records of the airlock before format 2, whose
+// requests bound only the argv, tool, session and policy: a sealed record
+// of that format is refused (ErrOutdated), never read as a request bound
+// to less than Request.Bound holds.
+const magicV1 = "airlock approval record 1\n"
 
 // The kinds of record; each has its own file suffix.
 const (
@@ -27,21 +35,28 @@ const (
 	kindUsed    byte = 'U' // <id>.used: the redemption, written once by Redeem
 )
 
-// Bounds on what a record holds. An argv is at most what Linux passes to
-// a program (about 2 MiB in all); the rest are names and sentences.
+// Bounds on what a record holds. An argv and an environment are at most
+// what Linux passes to a program (about 2 MiB for both); the rest are
+// names, paths, digests and sentences.
 const (
 	maxString     = 64 << 10 // one field of a request
-	maxArgvBytes  = 2 << 20  // the argv in all
-	maxArgs       = 1 << 16
+	maxArgvBytes  = 2 << 20  // the argv and the environment in all
+	maxArgs       = 1 << 16  // entries of each
 	maxAnswerBy   = 1 << 10
 	maxAnswerText = 4 << 10
-	maxRecord     = maxArgvBytes + 8*maxString + 4096
+	// A record: the argv and the environment with a length (at most 3
+	// bytes) before each entry, its 15 other strings, and room for the
+	// rest.
+	maxRecord = maxArgvBytes + 2*maxArgs*3 + 16*maxString + 4096
 	// defaultMaxLive bounds the requests of a store that have not expired,
 	// and so its size, against an agent that escalates in a loop.
 	defaultMaxLive = 512
 )
 
-var errFormat = errors.New("its contents do not decode")
+var (
+	errFormat   = errors.New("its contents do not decode")
+	errOutdated = errors.New("it is sealed, and of the format of an older airlock")
+)
 
 func seal(key, body []byte) []byte {
 	m := hmac.New(sha256.New, key)
@@ -61,6 +76,9 @@ func unseal(key, file []byte, kind byte, id string) (*decoder, error) {
 	if !hmac.Equal(m.Sum(nil), mac) {
 		return nil, errors.New("its seal does not match")
 	}
+	if bytes.HasPrefix(body, []byte(magicV1)) {
+		return nil, errOutdated
+	}
 	d := &decoder{b: body}
 	if d.raw(len(magic)) != magic || d.byte() != kind || d.str() != id || d.err != nil {
 		return nil, errors.New("it is sealed but names another record")
@@ -79,6 +97,15 @@ func encodeRequest(r Request) []byte {
 	e.str(r.Session)
 	e.str(r.Tool)
 	e.strs(r.Argv)
+	e.str(r.Program)
+	e.str(r.ProgramDigest)
+	e.strs(r.Env)
+	e.str(r.Cwd)
+	e.str(r.Stdin)
+	e.int(r.StdinBytes)
+	e.str(r.Task)
+	e.str(r.Workspace)
+	e.str(r.Image)
 	e.str(r.PolicyDigest)
 	e.str(r.Rule)
 	e.str(r.Reason)
@@ -89,8 +116,10 @@ func encodeRequest(r Request) []byte {
 }
 
 func decodeRequest(d *decoder, id string) (Request, error) {
-	r := Request{ID: id, Session: d.str(), Tool: d.str(), Argv: d.strs(), PolicyDigest: d.str(),
-		Rule: d.str(), Reason: d.str(), Justification: d.str(), Created: d.time(), Expires: d.time()}
+	r := Request{ID: id, Session: d.str(), Tool: d.str(), Argv: d.strs(),
+		Program: d.str(), ProgramDigest: d.str(), Env: d.strs(), Cwd: d.str(), Stdin: d.str(), StdinBytes: d.int(),
+		Task: d.str(), Workspace: d.str(), Image: d.str(),
+		PolicyDigest: d.str(), Rule: d.str(), Reason: d.str(), Justification: d.str(), Created: d.time(), Expires: d.time()}
 	return r, d.end()
 }
 
@@ -128,7 +157,9 @@ func (e *encoder) strs(ss []string) {
 	}
 }
 
-func (e *encoder) time(t time.Time) { e.b = binary.AppendVarint(e.b, t.UnixNano()) }
+func (e *encoder) int(v int64) { e.b = binary.AppendVarint(e.b, v) }
+
+func (e *encoder) time(t time.Time) { e.int(t.UnixNano()) }
 
 func (e *encoder) bool(v bool) {
 	if v {
@@ -167,7 +198,7 @@ func (d *decoder) byte() byte {
 	return c
 }
 
-// uvarint and time accept only the shortest encoding of a number, so that
+// uvarint and int accept only the shortest encoding of a number, so that
 // one record has one encoding.
 func (d *decoder) uvarint() uint64 {
 	v, n := binary.Uvarint(d.b)
@@ -201,13 +232,21 @@ func (d *decoder) strs() []string {
 	return ss
 }
 
-func (d *decoder) time() time.Time {
+func (d *decoder) int() int64 {
 	v, n := binary.Varint(d.b)
 	if n <= 0 || n != len(binary.AppendVarint(nil, v)) {
 		d.fail()
-		return time.Time{}
+		return 0
 	}
 	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) time() time.Time {
+	v := d.int()
+	if d.err != nil {
+		return time.Time{}
+	}
 	return time.Unix(0, v).UTC()
 }
 

@@ -30,7 +30,7 @@ func (s *Store) Create(r Request, ttl time.Duration) (Request, error) {
 	}
 	now := s.now().UTC()
 	r.ID, r.Created, r.Expires = "apr-"+randomHex(16), now, now.Add(ttl)
-	r.Argv = slices.Clone(r.Argv)
+	r.Argv, r.Env = slices.Clone(r.Argv), append([]string{}, r.Env...)
 	if err := writeOnce(s.dir, r.ID+".request", seal(s.key, encodeRequest(r))); err != nil {
 		return Request{}, fmt.Errorf("approval: storing request %s: %w", r.ID, err)
 	}
@@ -40,22 +40,29 @@ func (s *Store) Create(r Request, ttl time.Duration) (Request, error) {
 // checkRequest refuses a request that does not say what it binds, or that
 // is larger than a record holds.
 func checkRequest(r Request) error {
-	for _, f := range []struct{ name, v string }{{"session", r.Session}, {"tool", r.Tool}, {"policy digest", r.PolicyDigest}} {
+	for _, f := range []struct{ name, v string }{{"session", r.Session}, {"tool", r.Tool}, {"policy digest", r.PolicyDigest},
+		{"program", r.Program}, {"program digest", r.ProgramDigest}, {"working directory", r.Cwd}, {"stdin", r.Stdin}, {"egress task", r.Task}} {
 		if f.v == "" {
 			return fmt.Errorf("approval: a request must name its %s: an approval is bound to it", f.name)
 		}
 	}
-	if len(r.Argv) == 0 || len(r.Argv) > maxArgs {
-		return fmt.Errorf("approval: a request's argv must have 1 to %d entries, not %d", maxArgs, len(r.Argv))
+	if (r.Stdin == StdinNone) != (r.StdinBytes == 0) || r.StdinBytes < 0 {
+		return fmt.Errorf("approval: a request's stdin is %s, or it has bytes, not both", StdinNone)
+	}
+	if len(r.Argv) == 0 || len(r.Argv) > maxArgs || len(r.Env) > maxArgs {
+		return fmt.Errorf("approval: a request's argv must have 1 to %d entries and its environment at most as many, not %d and %d", maxArgs, len(r.Argv), len(r.Env))
 	}
 	total := 0
-	for _, a := range r.Argv {
-		total += len(a)
+	for _, list := range [][]string{r.Argv, r.Env} {
+		for _, a := range list {
+			total += len(a)
+		}
 	}
 	if total > maxArgvBytes {
-		return fmt.Errorf("approval: a request's argv has %d bytes, more than the %d a record holds", total, maxArgvBytes)
+		return fmt.Errorf("approval: a request's argv and environment have %d bytes, more than the %d a record holds", total, maxArgvBytes)
 	}
-	for _, f := range []string{r.Session, r.Tool, r.PolicyDigest, r.Rule, r.Reason, r.Justification} {
+	for _, f := range []string{r.Session, r.Tool, r.PolicyDigest, r.Rule, r.Reason, r.Justification,
+		r.Program, r.ProgramDigest, r.Cwd, r.Stdin, r.Task, r.Workspace, r.Image} {
 		if len(f) > maxString {
 			return fmt.Errorf("approval: a field of the request has %d bytes, more than the %d a record holds", len(f), maxString)
 		}
@@ -149,8 +156,9 @@ func (s *Store) Wait(ctx context.Context, id string) (Answer, error) {
 // Redeem consumes the approval id for the command want describes, and
 // returns the request and its answer. It is refused unless the request
 // was minted by this store (ErrUnknown; an id of the wrong shape touches
-// no file), its records are intact (ErrTampered), its Session, Tool, Argv
-// and PolicyDigest equal want's exactly (ErrMismatch), it has not expired
+// no file), its records are intact (ErrTampered) and of this airlock's
+// format (ErrOutdated), every field it is bound to equals want's exactly
+// (ErrMismatch, Request.Match), it has not expired
 // (ErrExpired), it was answered (ErrPending) with an approval
 // (ErrDenied), and it was not redeemed before (ErrUsed). Of any number of
 // concurrent redemptions, in any number of processes, one succeeds.
@@ -159,7 +167,7 @@ func (s *Store) Redeem(id string, want Request) (Request, Answer, error) {
 	if err != nil {
 		return Request{}, Answer{}, err
 	}
-	if err := mismatch(r, want); err != nil {
+	if err := r.Match(want); err != nil {
 		return Request{}, Answer{}, err
 	}
 	now := s.now()
@@ -187,23 +195,4 @@ func (s *Store) Redeem(id string, want Request) (Request, Answer, error) {
 		return Request{}, Answer{}, fmt.Errorf("approval: consuming %s: %w", id, err)
 	}
 	return r, *a, nil
-}
-
-// mismatch names the first bound field in which want differs from r.
-func mismatch(r, want Request) error {
-	for _, f := range []struct{ name, got, want string }{
-		{"session", r.Session, want.Session},
-		{"tool", r.Tool, want.Tool},
-		{"policy", r.PolicyDigest, want.PolicyDigest},
-	} {
-		if f.got != f.want {
-			return refuse(ErrMismatch, "%s was given for %s \"%s\", not \"%s\": an approval is bound to one %[2]s",
-				r.ID, f.name, termtext.Clip(f.got, 100), termtext.Clip(f.want, 100))
-		}
-	}
-	if !slices.Equal(r.Argv, want.Argv) {
-		return refuse(ErrMismatch, "%s was given for another command (approved: %s; asked: %s): an approval is bound to its exact argv",
-			r.ID, termtext.Clip(termtext.Argv(r.Argv), 200), termtext.Clip(termtext.Argv(want.Argv), 200))
-	}
-	return nil
 }

@@ -154,6 +154,10 @@ func (s *Store) read(id string, kind byte, suffix string) (*decoder, error) {
 		return nil, refuse(ErrTampered, "%s: the stored record cannot be trusted: %v", id, err)
 	}
 	d, err := unseal(s.key, data, kind, id)
+	if errors.Is(err, errOutdated) {
+		return nil, refuse(ErrOutdated, "%s was made by an older airlock, whose approvals bound only the command, tool, session and policy, "+
+			"not the program, environment, working directory or stdin: it can be neither answered nor redeemed; ask for the command again to make a new request", id)
+	}
 	if err != nil {
 		return nil, refuse(ErrTampered, "%s: the stored %s record was altered or was not written by this store: %v", id, strings.TrimPrefix(suffix, "."), err)
 	}

@@ -3,8 +3,10 @@ package approval
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +49,7 @@ func newStore(t *testing.T) (*Store, *clock) {
 // sample is an escalated request as the sessions code would make it.
 func sample() Request {
 	return Request{Session: "ses-1", Tool: "vcs", Argv: []string{"/usr/bin/git", "push", "origin", "main"},
+		Program: "/usr/bin/git", ProgramDigest: "sha256:0123", Env: []string{"GIT_TRACE=0"}, Cwd: "/workspace", Stdin: StdinNone, Task: "vcs",
 		PolicyDigest: "sha256:abc", Rule: "git-push", Reason: `"/usr/bin/git" matched escalate rule "git-push" of tool "vcs": needs human approval`}
 }
 
@@ -114,8 +117,16 @@ func TestCreateRefuses(t *testing.T) {
 		"no session":  {func(r *Request) { r.Session = "" }, 0, "must name its session"},
 		"no tool":     {func(r *Request) { r.Tool = "" }, 0, "must name its tool"},
 		"no digest":   {func(r *Request) { r.PolicyDigest = "" }, 0, "must name its policy digest"},
+		"no program":  {func(r *Request) { r.Program = "" }, 0, "must name its program"},
+		"no prog sum": {func(r *Request) { r.ProgramDigest = "" }, 0, "must name its program digest"},
+		"no cwd":      {func(r *Request) { r.Cwd = "" }, 0, "must name its working directory"},
+		"no stdin":    {func(r *Request) { r.Stdin = "" }, 0, "must name its stdin"},
+		"stdin bytes": {func(r *Request) { r.StdinBytes = 3 }, 0, "or it has bytes"},
+		"no task":     {func(r *Request) { r.Task = "" }, 0, "must name its egress task"},
 		"no argv":     {func(r *Request) { r.Argv = nil }, 0, "must have 1 to"},
 		"huge argv":   {func(r *Request) { r.Argv = []string{strings.Repeat("x", maxArgvBytes+1)} }, 0, "more than the"},
+		"huge env":    {func(r *Request) { r.Env = []string{strings.Repeat("x", maxArgvBytes-20)} }, 0, "argv and environment have"},
+		"huge cwd":    {func(r *Request) { r.Cwd = strings.Repeat("x", maxString+1) }, 0, "more than the"},
 		"huge reason": {func(r *Request) { r.Reason = strings.Repeat("x", maxString+1) }, 0, "more than the"},
 		"ttl < 0":     {func(*Request) {}, -time.Second, "must be between 0 and 24h0m0s"},
 		"ttl > max":   {func(*Request) {}, MaxTTL + time.Second, "must be between 0 and 24h0m0s"},
@@ -222,36 +233,51 @@ func TestDeniedAndAnsweredOnce(t *testing.T) {
 	}
 }
 
-// TestMismatch alters each bound field in turn: every one is refused, and
-// a refusal does not consume the approval.
+// TestMismatch alters each bound field in turn: every one is refused, with
+// a reason that names the field, and a refusal does not consume the
+// approval.
 func TestMismatch(t *testing.T) {
 	s, _ := newStore(t)
 	r := sample()
 	r.Argv = append(r.Argv, "\xff", "")
+	r.Env = []string{"A=1", "A=2"}
 	r = mustCreate(t, s, r)
 	approve(t, s, r.ID)
-	for name, edit := range map[string]func(*Request){
-		"session":       func(w *Request) { w.Session = "ses-2" },
-		"tool":          func(w *Request) { w.Tool = "run_tests" },
-		"policy":        func(w *Request) { w.PolicyDigest = "sha256:abd" },
-		"argument":      func(w *Request) { w.Argv[2] = "evil" },
-		"extra arg":     func(w *Request) { w.Argv = append(w.Argv, "--force") },
-		"fewer args":    func(w *Request) { w.Argv = w.Argv[:len(w.Argv)-1] },
-		"command":       func(w *Request) { w.Argv[0] = "git" },
-		"invalid UTF-8": func(w *Request) { w.Argv[4] = "\ufffd" },
-		"empty vs none": func(w *Request) { w.Argv = append(w.Argv[:5:5], w.Argv[6:]...) },
+	const hashed = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	for _, c := range []struct {
+		name, says string
+		edit       func(*Request)
+	}{
+		{"session", `session "ses-1", not "ses-2"`, func(w *Request) { w.Session = "ses-2" }},
+		{"tool", `tool "vcs", not "run_tests"`, func(w *Request) { w.Tool = "run_tests" }},
+		{"policy", `policy "sha256:abc", not "sha256:abd"`, func(w *Request) { w.PolicyDigest = "sha256:abd" }},
+		{"argument", "another command", func(w *Request) { w.Argv[2] = "evil" }},
+		{"extra arg", "another command", func(w *Request) { w.Argv = append(w.Argv, "--force") }},
+		{"fewer args", "another command", func(w *Request) { w.Argv = w.Argv[:len(w.Argv)-1] }},
+		{"command", "another command", func(w *Request) { w.Argv[0] = "git" }},
+		{"invalid UTF-8", "another command", func(w *Request) { w.Argv[4] = "\ufffd" }},
+		{"empty vs none", "another command", func(w *Request) { w.Argv = append(w.Argv[:5:5], w.Argv[6:]...) }},
+		{"program path", `program "/usr/bin/git (sha256:0123)", not "/tmp/git (sha256:0123)"`, func(w *Request) { w.Program = "/tmp/git" }},
+		{"program contents", `program "/usr/bin/git (sha256:0123)", not "/usr/bin/git (sha256:4567)"`, func(w *Request) { w.ProgramDigest = "sha256:4567" }},
+		{"env PATH", `environment "'A=1' 'A=2'", not "'A=1' 'A=2' 'PATH=/tmp:/usr/bin'"`, func(w *Request) { w.Env = append(w.Env, "PATH=/tmp:/usr/bin") }},
+		{"env order", `environment "'A=1' 'A=2'", not "'A=2' 'A=1'"`, func(w *Request) { w.Env = []string{"A=2", "A=1"} }},
+		{"env none", `environment "'A=1' 'A=2'", not "(none)"`, func(w *Request) { w.Env = nil }},
+		{"cwd", `working directory "/workspace", not "/tmp"`, func(w *Request) { w.Cwd = "/tmp" }},
+		{"stdin", `stdin "none", not "` + hashed + ` (4 bytes)"`, func(w *Request) { w.Stdin, w.StdinBytes = hashed, 4 }},
+		{"task", `egress task "vcs", not "deploy"`, func(w *Request) { w.Task = "deploy" }},
+		{"workspace", `workspace "(none)", not "/tmp/evil"`, func(w *Request) { w.Workspace = "/tmp/evil" }},
+		{"image", `image "(none)", not "/tmp/i@sha256:00"`, func(w *Request) { w.Image = "/tmp/i@sha256:00" }},
 	} {
 		want := r
-		want.Argv = slices.Clone(r.Argv)
-		edit(&want)
+		want.Argv, want.Env = slices.Clone(r.Argv), slices.Clone(r.Env)
+		c.edit(&want)
 		_, _, err := s.Redeem(r.ID, want)
-		wantErr(t, err, ErrMismatch, "was given for")
-		if name == "tool" && !strings.Contains(err.Error(), `tool "vcs", not "run_tests"`) {
-			t.Errorf("tool mismatch says: %v", err)
+		if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "was given for "+c.says) {
+			t.Errorf("%s: got %v, want ErrMismatch saying %q", c.name, err, c.says)
 		}
 	}
 	got, _, err := s.Redeem(r.ID, r)
-	if err != nil || !slices.Equal(got.Argv, r.Argv) {
+	if err != nil || !slices.Equal(got.Argv, r.Argv) || !slices.Equal(got.Env, r.Env) {
 		t.Fatalf("the exact request after the altered ones: %+v, %v", got, err)
 	}
 }
@@ -307,17 +333,66 @@ func TestTampered(t *testing.T) {
 	}
 }
 
-// TestLossless: an argv that is not text is stored and returned byte for
-// byte.
+// TestLossless: an argv, an environment and paths that are not text are
+// stored and returned byte for byte, with every other bound field.
 func TestLossless(t *testing.T) {
 	s, _ := newStore(t)
 	r := sample()
 	r.Argv = []string{"printf", "\xff\xfe", "\x1b]0;owned\x07", "", "a\u202eb", strings.Repeat("y", 100<<10)}
 	r.Tool = "t\x00ol"
+	r.Env = []string{"PATH=/tmp:\xff", "", "A=\x1b[2J"}
+	r.Cwd, r.Workspace, r.Image = "/workspace/\xfe", "/home/u/\u202eproj", "/img@sha256:00"
+	r.Stdin, r.StdinBytes = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", 1<<20
 	r = mustCreate(t, s, r)
 	got, _, err := s.Get(r.ID)
-	if err != nil || !slices.Equal(got.Argv, r.Argv) || got.Tool != r.Tool {
-		t.Fatalf("Get = %q, %v", got.Argv[:5], err)
+	if err != nil || !reflect.DeepEqual(got, r) {
+		t.Fatalf("Get = %+v, %v\nwant  %+v", got, err, r)
+	}
+}
+
+// TestOutdatedRecord: a request sealed in the format of the airlock
+// before requests bound the program, environment, working directory and
+// stdin is refused as an older airlock's — never answered, redeemed, or
+// listed as pending — and swept once any such request has expired.
+func TestOutdatedRecord(t *testing.T) {
+	s, c := newStore(t)
+	id := "apr-" + strings.Repeat("ab", 16)
+	e := &encoder{b: append([]byte(magicV1), kindRequest)} // format 1: id, session, tool, argv, policy, rule, reason, justification, created, expires
+	for _, f := range []string{id, "ses-1", "vcs"} {
+		e.str(f)
+	}
+	e.strs([]string{"/usr/bin/git", "push"})
+	for _, f := range []string{"sha256:abc", "git-push", "needs approval", ""} {
+		e.str(f)
+	}
+	e.time(c.now())
+	e.time(c.now().Add(DefaultTTL))
+	p := s.path(id, ".request")
+	if err := writeOnce(s.dir, id+".request", seal(s.key, e.b)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, time.Time{}, c.now()); err != nil { // written now, by the store's clock
+		t.Fatal(err)
+	}
+	_, _, err := s.Get(id)
+	wantErr(t, err, ErrOutdated, "was made by an older airlock")
+	wantErr(t, s.Answer(id, Answer{Allow: true, By: "operator"}), ErrOutdated, "ask for the command again")
+	old := sample()
+	old.Argv = []string{"/usr/bin/git", "push"}
+	_, _, err = s.Redeem(id, old)
+	wantErr(t, err, ErrOutdated, "not the program, environment, working directory or stdin")
+	if list, err := s.List(); err != nil || len(list) != 0 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("an outdated request was swept before it expired: %v", err)
+	}
+	if err := os.Chtimes(p, time.Time{}, c.now().Add(-MaxTTL-sweepAfter-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	s.List()
+	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an outdated request was kept after any could have expired: %v", err)
 	}
 }
 

@@ -80,7 +80,10 @@ func checkApplies(t testing.TB, orig, mod string, p Patch) {
 	if len(p.Diff) > 0 {
 		// From the parent, with --directory: a .git the tree holds (which
 		// the patch never touches) is not taken for a repository.
-		for _, args := range [][]string{{"apply", "--check", "--directory=work", patch}, {"apply", "--directory=work", patch}} {
+		// With core.protectHFS too (on by default on macOS only): the
+		// patch must apply whichever git the reviewer runs.
+		for _, args := range [][]string{{"-c", "core.protectHFS=true", "apply", "--check", "--directory=work", patch},
+			{"-c", "core.protectHFS=true", "apply", "--directory=work", patch}} {
 			if out, err := testutil.GitCmd(filepath.Dir(work), args...).CombinedOutput(); err != nil {
 				t.Fatalf("git %s: %v\n%s\npatch:\n%s", strings.Join(args, " "), err, out, p.Diff)
 			}

@@ -73,6 +73,11 @@ type Limits struct {
 	FileBytes int64
 	// Files bounds the number of changes that Patch.Diff carries.
 	Files int
+	// DiffLines bounds the lines of a text file that are diffed line by
+	// line: a change with a side of more lines is carried whole, as one
+	// hunk that removes every old line and adds every new one. It bounds
+	// the memory of the line diff, which grows with the lines.
+	DiffLines int
 	// Entries bounds the entries of each tree, directories included:
 	// past it Diff fails with an error matching ErrTooLarge, since what
 	// it cannot list it cannot compare.
@@ -92,6 +97,7 @@ func DefaultLimits() Limits {
 		PatchBytes: 32 << 20,
 		FileBytes:  4 << 20,
 		Files:      10000,
+		DiffLines:  20000,
 		Entries:    100000,
 		NameBytes:  64 << 20,
 		ReadBytes:  1 << 30,
@@ -100,7 +106,7 @@ func DefaultLimits() Limits {
 
 // normalize fills in the defaults and refuses negative limits.
 func (l Limits) normalize() (Limits, error) {
-	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 {
+	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.DiffLines < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 {
 		return l, errors.New("changes: limits: a limit may not be negative (zero means the default)")
 	}
 	d := DefaultLimits()
@@ -108,6 +114,7 @@ func (l Limits) normalize() (Limits, error) {
 		PatchBytes: orDefault(l.PatchBytes, d.PatchBytes),
 		FileBytes:  orDefault(l.FileBytes, d.FileBytes),
 		Files:      orDefault(l.Files, d.Files),
+		DiffLines:  orDefault(l.DiffLines, d.DiffLines),
 		Entries:    orDefault(l.Entries, d.Entries),
 		NameBytes:  orDefault(l.NameBytes, d.NameBytes),
 		ReadBytes:  orDefault(l.ReadBytes, d.ReadBytes),

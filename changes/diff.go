@@ -487,7 +487,7 @@ func (d *differ) added(b *bytes.Buffer, p string, s side) string {
 	writeGitHeader(b, p, p)
 	writeLine(b, "new file mode", s.mode().String())
 	writeLine(b, "index", zeroID+".."+s.blob)
-	return body(b, "", p, nil, content, s.binary)
+	return d.body(b, "", p, nil, content, s.binary)
 }
 
 // deleted writes a deletion: the removed lines, or a binary patch to an
@@ -515,7 +515,7 @@ func (d *differ) deleted(b *bytes.Buffer, p string, s side, compact bool) string
 		}
 		return ""
 	}
-	return body(b, p, "", content, nil, s.binary)
+	return d.body(b, p, "", content, nil, s.binary)
 }
 
 func (d *differ) modified(b *bytes.Buffer, c *change) string {
@@ -536,19 +536,19 @@ func (d *differ) modified(b *bytes.Buffer, c *change) string {
 		index += " " + c.a.mode().String()
 	}
 	writeLine(b, "index", index)
-	return body(b, c.path, c.path, old, new, c.a.binary || c.b.binary)
+	return d.body(b, c.path, c.path, old, new, c.a.binary || c.b.binary)
 }
 
 // body writes the content part of a section: nothing between two empty
 // sides, a binary patch (forward and reverse) or text hunks.
-func body(b *bytes.Buffer, aPath, bPath string, old, new []byte, binary bool) string {
+func (d *differ) body(b *bytes.Buffer, aPath, bPath string, old, new []byte, binary bool) string {
 	var err error
 	switch {
 	case len(old) == 0 && len(new) == 0:
 	case binary:
 		err = writeBinary(b, old, new, true)
 	default:
-		err = writeText(b, aPath, bPath, old, new)
+		err = writeText(b, aPath, bPath, old, new, d.lim.DiffLines)
 	}
 	if err != nil {
 		return "could not be written: " + err.Error()

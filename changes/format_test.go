@@ -56,29 +56,3 @@ func TestQuotePath(t *testing.T) {
 		t.Errorf("quotePrefixed = %s", got)
 	}
 }
-
-func TestGitRefuses(t *testing.T) {
-	for _, tc := range []struct {
-		path    string
-		link    bool
-		refused bool
-	}{
-		{".git/config", false, true},
-		{"a/.GIT/x", false, true},
-		{".git. . /x", false, true},
-		{"git~1/x", false, true},
-		{`a\.git\x`, false, true},
-		{".gitmodules", true, true},
-		{".GitModules.", true, true},
-		{".gitignore", true, true},
-		{".gitmodules", false, false},
-		{".github/workflows/x.yml", false, false},
-		{"a.git/x", false, false},
-		{"gitx", false, false},
-		{"d/.gitmodules/x", true, false},
-	} {
-		if got := gitRefuses(tc.path, tc.link) != ""; got != tc.refused {
-			t.Errorf("gitRefuses(%q, link %v) = %v, want %v", tc.path, tc.link, got, tc.refused)
-		}
-	}
-}

@@ -21,7 +21,8 @@ func (g *gen) n(k int) int {
 
 var (
 	fuzzNames = []string{"a", "b", "c", "d", "sp ace", "q\"t", "caf\u00e9", "n\nl", "t\tb", `x\y`, ".git", "git~1",
-		".gitmodules", "-", "trailing ", "\x01"}
+		".gitmodules", "-", "trailing ", "\x01",
+		".git:x", ".g\u200cit", "x b"}
 	fuzzLines   = []string{"one\n", "two\n", "three\n", "four\r\n", "\n", "  indented\n", "five\n", "six\n"}
 	fuzzTargets = []string{"a", "../x", "/etc/shadow", "..", "d/b", "sp ace"}
 )
@@ -161,6 +162,8 @@ func trees(data []byte) (orig, mod map[string]node, lim Limits) {
 		lim = Limits{Files: 1 + g.n(4)}
 	case 2:
 		lim = Limits{FileBytes: int64(1 + g.n(100))}
+	case 3:
+		lim = Limits{DiffLines: 1 + g.n(8)}
 	}
 	return orig, mod, lim
 }

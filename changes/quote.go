@@ -82,34 +82,3 @@ func fileLabel(label string) string {
 	}
 	return label
 }
-
-// gitRefuses says why git apply would refuse to write path p (a symbolic
-// link when link is set), "" when it would not. Git refuses, whatever the
-// patch, a path with a ".git" element (it would change the repository
-// rather than the tree, and a hook or config written there runs on the
-// host), and, with core.protectNTFS (on by default), the names NTFS takes
-// for ".git" (".git " with trailing dots or spaces, "git~1", either after
-// a backslash) and a symbolic link named .gitmodules (read-cache.c's
-// verify_path). The check is kept a little wider than git's own (any
-// link named like a file git reads, in any case), so that a patch written
-// today applies with git's later, stricter versions too.
-func gitRefuses(p string, link bool) string {
-	elems := strings.Split(p, "/")
-	for i, e := range elems {
-		for _, part := range strings.Split(e, `\`) {
-			switch strings.ToLower(strings.TrimRight(part, ". ")) {
-			case ".git", "git~1":
-				return "git apply refuses a path inside .git (it would change the repository, and run on the host), so the patch leaves it out"
-			}
-		}
-		if link && i == len(elems)-1 {
-			n := strings.ToLower(strings.TrimRight(e, ". "))
-			switch {
-			case n == ".gitmodules", n == ".gitattributes", n == ".gitignore", n == ".mailmap",
-				strings.HasPrefix(n, "gitmod~"), strings.HasPrefix(n, "gi7eba~"):
-				return "git apply refuses a symbolic link named like a file git reads, so the patch leaves it out"
-			}
-		}
-	}
-	return ""
-}

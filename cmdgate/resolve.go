@@ -96,3 +96,13 @@ func executable(fi os.FileInfo, err error) error {
 	}
 	return nil
 }
+
+// Open opens for reading the file p that Resolve returned, as the sandbox
+// will see it: inside root when root is not empty (its links resolved
+// inside root, as Resolve resolves them), else on the host.
+func Open(root, p string) (*os.File, error) {
+	if root == "" {
+		return os.Open(p)
+	}
+	return openInRootForReading(root, p)
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -70,8 +69,8 @@ func (s *memStore) Redeem(id string, want approval.Request) (approval.Request, a
 		return e.r, approval.Answer{}, approval.ErrPending
 	case !e.a.Allow:
 		return e.r, *e.a, approval.ErrDenied
-	case e.r.Session != want.Session || e.r.Tool != want.Tool || !slices.Equal(e.r.Argv, want.Argv) || e.r.PolicyDigest != want.PolicyDigest:
-		return e.r, approval.Answer{}, approval.ErrMismatch
+	case e.r.Match(want) != nil:
+		return e.r, approval.Answer{}, e.r.Match(want)
 	}
 	e.used = true
 	return e.r, *e.a, nil

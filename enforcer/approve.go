@@ -22,8 +22,8 @@ type ApprovalStore interface {
 	Create(r approval.Request, ttl time.Duration) (approval.Request, error)
 	// Answer records an answer to a pending request.
 	Answer(id string, a approval.Answer) error
-	// Redeem consumes an approved request whose Session, Tool, Argv and
-	// PolicyDigest equal want's, once, before it expires.
+	// Redeem consumes an approved request bound to exactly what want
+	// asks for (approval.Request.Match), once, before it expires.
 	Redeem(id string, want approval.Request) (approval.Request, approval.Answer, error)
 }
 
@@ -32,9 +32,9 @@ type ApprovalStore interface {
 const DefaultApprovalTTL = 15 * time.Minute
 
 // RunScope is the Session of an approval request made by Run: a run's
-// approval is bound to the tool, the argv and the policy, and redeemed by
-// a later run (`airlock run --approval ID`), which has its own run id. No
-// session may have this id.
+// approval is bound to all the request shows but the run's id, and
+// redeemed by a later run (`airlock run --approval ID`), which has its
+// own run id. No session may have this id.
 const RunScope = "run"
 
 // Lifecycle names of the approval records in the audit stream
@@ -53,6 +53,10 @@ type ask struct {
 	argv     []string
 	approval string // an approval id to redeem, "" if none
 	base     audit.Context
+	// bound is the rest of what an escalation's approval is bound to:
+	// program, environment, working directory, stdin, task, workspace
+	// and image (Enforcer.binding).
+	bound approval.Request
 }
 
 // admit decides whether a command the gate did not allow (d, already
@@ -73,8 +77,9 @@ func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Deci
 		return nil, ref, ExitDenied, nil
 	}
 	ref.Retryable = true
-	want := approval.Request{Session: a.scope, Tool: a.tool, Argv: a.argv, PolicyDigest: e.pol.Digest,
-		Rule: d.Rule, Reason: d.Why(), Justification: d.Justification}
+	want := a.bound
+	want.Session, want.Tool, want.Argv, want.PolicyDigest = a.scope, a.tool, a.argv, e.pol.Digest
+	want.Rule, want.Reason, want.Justification = d.Rule, d.Why(), d.Justification
 	if a.approval != "" {
 		return e.redeem(sc, a, want, ref)
 	}
@@ -92,6 +97,8 @@ func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Deci
 	ev := approvalEvent(a.base, EventApprovalRequested, audit.DecisionEscalate, r.ID,
 		fmt.Sprintf("approval request %s: tool %q asks to run %s (rule %q); it waits for an answer until %s",
 			r.ID, a.tool, quoteArgv(a.argv), d.Rule, r.Expires.UTC().Format(time.RFC3339)))
+	// What else it is bound to (the path and environment are the context's).
+	ev.Context.Details["programDigest"], ev.Context.Details["cwd"], ev.Context.Details["stdin"] = r.ProgramDigest, r.Cwd, r.Stdin
 	if err := sc.record(ev); err != nil {
 		return nil, nil, ExitSetup, err
 	}
@@ -192,7 +199,8 @@ func (e *Enforcer) redeem(sc *scribe, a ask, want approval.Request, ref *Refusal
 		}
 		ref.Reason = fmt.Sprintf("%s; approval %s was refused: %v", want.Reason, shownID(id), err)
 		ref.Approval = &ApprovalHint{How: "ask again without --approval to make a new request; " +
-			"an approval answers one request, for one command, tool, session and policy, once"}
+			"an approval answers one request, once, for exactly what it showed: the command, its program, environment, " +
+			"working directory and stdin, the tool, task, workspace, image, session and policy"}
 		if store == nil {
 			ref.Approval.How = "this airlock has no approval store: the command cannot be approved here"
 			ref.Retryable = false

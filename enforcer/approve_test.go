@@ -150,7 +150,7 @@ func TestEscalationRequestsAndRedeems(t *testing.T) {
 	}
 	altered := askReq(&out)
 	altered.Args = append(altered.Args, "--and-more")
-	if res := run(req.ID, altered); res.ExitCode != enforcer.ExitEscalated || !strings.Contains(res.Refusal.Reason, "made for a different command") {
+	if res := run(req.ID, altered); res.ExitCode != enforcer.ExitEscalated || !strings.Contains(res.Refusal.Reason, "was given for another command") {
 		t.Fatalf("altered: %+v %+v", res, res.Refusal)
 	}
 	if os.Geteuid() != 0 {

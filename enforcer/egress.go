@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/egress"
@@ -61,6 +62,7 @@ type Egress struct {
 	creds   []proxy.Credential
 	budgets []proxy.Budget
 	px      *proxy.Proxy
+	stop    sync.Once
 }
 
 // PrepareEgress prepares task's way out for the sandbox cfg configures,
@@ -201,16 +203,19 @@ func (g *Egress) ResetStep() {
 
 // Close stops the proxy, giving open tunnels a second to finish before
 // they are cut, so that nothing of it outlives its sandbox, and removes
-// what is left on the host. It is safe to call more than once.
+// what is left on the host. It does so once; a later call waits for the
+// first.
 func (g *Egress) Close() {
-	g.Bound()
-	if g.px == nil {
-		return
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = g.px.Shutdown(sctx)
-	_ = g.px.Close()
+	g.stop.Do(func() {
+		g.Bound()
+		if g.px == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.px.Shutdown(sctx)
+		_ = g.px.Close()
+	})
 }
 
 // credentials reads the values of the credentials task may use (those

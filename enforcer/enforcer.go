@@ -123,7 +123,9 @@ type Request struct {
 	// Approval is the id of an approval to redeem when the command gate
 	// escalates the command (see Options.Approvals).
 	Approval string
-	// Stdin, Stdout and Stderr are the child's streams.
+	// Stdin, Stdout and Stderr are the child's streams. An escalated
+	// command's stdin is read whole first (at most MaxApprovalStdin
+	// bytes), as its approval is bound to it.
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	// Notices receives airlock's own lines while the command runs (one
@@ -192,19 +194,15 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
 	go func() { recorded <- sc.record(ev) }()
 	decided := sync.OnceValue(func() error { return <-recorded })
-	if !d.Allowed() {
-		if err := decided(); err != nil {
-			return e.setupFailed(sc, res, base, decided, err)
-		}
-		ok, err := e.admitted(ctx, sc, &res, ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}, d)
-		if err != nil {
-			return e.setupFailed(sc, res, base, decided, err)
-		}
-		if !ok {
-			return res, nil
-		}
+	a := ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}
+	if d.Verdict == decision.Deny {
+		_, err := e.admitted(ctx, sc, &res, a, d, decided)
+		return res, err
 	}
-	if err := e.checkWorkspace(req.Workspace); err != nil {
+	// An allowed or escalated command: what it would run is worked out
+	// first, as an escalation's approval is bound to it.
+	ws, err := e.checkWorkspace(req.Workspace)
+	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
 	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
@@ -213,19 +211,46 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	}
 	path, err := e.resolve(rootfs, req.Command)
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", req.Command, err))
+		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), req.Command, err))
 	}
-	base.Path = path
+	base.Path, a.base.Path = path, path
+	if !d.Allowed() {
+		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, path, req.Env, req.Cwd, req.Stdin); err != nil {
+			return e.setupFailed(sc, res, base, decided, err)
+		}
+		a.bound.Task, a.bound.Workspace, a.bound.Image = req.Task, ws, req.Image
+		if ok, err := e.admitted(ctx, sc, &res, a, d, decided); !ok {
+			return res, err
+		}
+	}
 	res.Path = path
 	return e.runAllowed(ctx, sc, req, res, base, decided, rootfs, digest)
 }
 
+// gateSaid is what the command gate said of a command it did not deny.
+func gateSaid(d decision.Decision) string {
+	if d.Allowed() {
+		return "allowed"
+	}
+	return "escalated"
+}
+
 // admitted runs the refusal and approval path of a command the gate did
-// not allow, d, and reports whether it may run now; when it may not, res
-// holds the refusal and the exit status.
-func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision) (bool, error) {
-	use, ref, code, err := e.admit(ctx, sc, a, d)
+// not allow, d, once its decision is recorded (decided), and reports
+// whether it may run now; when it may not, res holds the refusal and the
+// exit status, or airlock's failure and its error.
+func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision, decided func() error) (bool, error) {
+	err := decided()
+	var (
+		use  *ApprovalUse
+		ref  *Refusal
+		code int
+	)
+	if err == nil {
+		use, ref, code, err = e.admit(ctx, sc, a, d)
+	}
 	if err != nil {
+		*res, err = e.setupFailed(sc, *res, a.base, decided, err)
 		return false, err
 	}
 	res.Approval = use
@@ -258,12 +283,21 @@ func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string
 // Options.Binds provides inside the sandbox, or a file found through the
 // policy's command search path, in the image's root when there is one.
 func (e *Enforcer) resolve(rootfs, command string) (string, error) {
-	for _, b := range e.opts.Binds {
-		if b.Inside == command {
-			return command, nil
-		}
+	if _, ok := e.bindAt(command); ok {
+		return command, nil
 	}
 	return cmdgate.Resolve(rootfs, command, e.pol.SearchPath())
+}
+
+// bindAt returns the one of Options.Binds that provides path inside the
+// sandbox.
+func (e *Enforcer) bindAt(path string) (sandbox.Bind, bool) {
+	for _, b := range e.opts.Binds {
+		if b.Inside == path {
+			return b, true
+		}
+	}
+	return sandbox.Bind{}, false
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
@@ -285,6 +319,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
+	// Stopped before the outcome is recorded, when the run ends: what it
+	// records then (the refusals it held to count them, its connections'
+	// ends) is in the result, and a failure to record it is not lost.
 	defer eg.Close()
 	cfg.Path, cfg.Dir = res.Path, req.Cwd
 	cfg.Args = argv(req.Command, req.Args)
@@ -342,6 +379,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
+	eg.Close()
 	e.checkCanary(sc, &res, base, cn, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)

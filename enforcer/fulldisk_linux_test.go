@@ -183,3 +183,51 @@ func hasOutcome(evs []audit.Event) bool {
 	}
 	return false
 }
+
+// TestRunRecordsBeforeResult: the records the proxy makes as it stops (a
+// count of the refusals it held back, its connections' ends) are written
+// before the run's outcome, so that they are in its result, and a failure
+// to write them fails the run. The disk fills once the teardown is
+// written: nothing is recorded after it. Before, the proxy stopped after
+// the result was made: the count of 5 malformed requests was left out of
+// it, and, written after the teardown on a full disk, lost without a word
+// (exit 0).
+func TestRunRecordsBeforeResult(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := testutil.SmallTmpfs(t, 64<<10)
+	f := newFixtureIn(t, dir, fmt.Sprintf(fullDiskPolicy, 1), nil)
+	d := &diskFiller{t: t, dir: dir, f: f}
+	defer d.release()
+	f.after = func(ev audit.Event) {
+		if ev.Context.Event == audit.EventSandboxTornDown {
+			d.fill()
+		}
+	}
+	// 15 malformed CONNECT requests: the proxy records 10 and holds the
+	// rest, to count them, for a second or until it stops.
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "agent_code", Task: "up",
+		Command: sandbox.SelfPath, Args: []string{"payload", "connect-flood", "15", "a b:1"}})
+	if err != nil || res.ExitCode != 0 || res.AuditError != "" {
+		t.Fatalf("exit %d, auditError %q, error %v", res.ExitCode, res.AuditError, err)
+	}
+	counted := 0
+	for _, e := range res.Egress {
+		if strings.HasPrefix(e.Reason, "5 refusals like this one") {
+			counted++
+		}
+	}
+	if len(res.Egress) != 11 || counted != 1 {
+		t.Errorf("the result's egress has %d entries, %d of them the count of 5: %+v", len(res.Egress), counted, res.Egress)
+	}
+	d.release()
+	counted = 0
+	for _, ev := range f.events(res.RunID) {
+		if ev.Kind == audit.KindEgress && strings.HasPrefix(ev.Reason, "5 refusals like this one") {
+			counted++
+		}
+	}
+	if counted != 1 {
+		t.Errorf("the log has %d records of the count of 5 refusals", counted)
+	}
+	f.verify(t)
+}

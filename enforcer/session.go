@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -64,8 +65,9 @@ type StepRequest struct {
 	// Approval is the id of an approval to redeem when the command gate
 	// escalates the command.
 	Approval string
-	// Stdin, Stdout and Stderr are the child's streams; Notices receives
-	// airlock's own lines while the step runs (nil means Stderr).
+	// Stdin, Stdout and Stderr are the child's streams (an escalated
+	// command's stdin is read whole first, as in Request); Notices
+	// receives airlock's own lines while the step runs (nil means Stderr).
 	Stdin                   io.Reader
 	Stdout, Stderr, Notices io.Writer
 }
@@ -132,6 +134,8 @@ type Session struct {
 	base    audit.Context
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	rootfs  string
+	ws      string // the workspace's real path, "" for none: a step's approval is bound to it
+	image   string // the pinned image, "" for none: a step's approval is bound to it too
 	fs      policy.Filesystem
 	caps    policy.EffectiveSession
 	receipt map[string]string
@@ -227,7 +231,7 @@ func normalizeSession(req SessionRequest) (SessionRequest, error) {
 // audit log (one whose holder dies is recorded as abandoned by the log's
 // next writer), its workspace checked.
 func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
-	s := &Session{e: e, id: req.ID, task: req.Task, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
+	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
@@ -239,7 +243,7 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 		return nil, fmt.Errorf("enforcer: session: %w", err)
 	}
 	s.claim = claim
-	if err := e.checkWorkspace(req.Workspace); err != nil {
+	if s.ws, err = e.checkWorkspace(req.Workspace); err != nil {
 		return nil, s.openFailed(err)
 	}
 	return s, nil
@@ -333,7 +337,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	s.sc.cur.Store(t)
 	defer s.sc.cur.Store(nil)
 	base := s.base
-	base.Tool, base.Command, base.Args = st.Tool, st.Command, st.Args
+	base.Tool, base.Command, base.Args, base.Env = st.Tool, st.Command, st.Args, st.Env
 	base.Details = maps.Clone(s.base.Details)
 	if base.Details == nil {
 		base.Details = map[string]string{}
@@ -350,24 +354,28 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
 	go func() { recorded <- s.sc.record(ev) }()
 	decided := sync.OnceValue(func() error { return <-recorded })
-	if !d.Allowed() {
-		if err := decided(); err != nil {
-			return s.e.setupFailed(s.sc, res, base, decided, err)
-		}
-		a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
-		ok, err := s.e.admitted(ctx, s.sc, &res, a, d)
-		if err != nil {
-			return s.e.setupFailed(s.sc, res, base, decided, err)
-		}
-		if !ok {
-			return res, nil
-		}
+	a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
+	if d.Verdict == decision.Deny {
+		_, err := s.e.admitted(ctx, s.sc, &res, a, d, decided)
+		return res, err
 	}
-	step, caps, err := s.prepareStep(st)
+	// An allowed or escalated command: what it would run is worked out
+	// first, as an escalation's approval is bound to it.
+	step, caps, err := s.prepareStep(st, d)
 	if err != nil {
 		return s.e.setupFailed(s.sc, res, base, decided, err)
 	}
-	base.Path, res.Path = step.Path, step.Path
+	base.Path, a.base.Path = step.Path, step.Path
+	if !d.Allowed() {
+		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, st.Env, step.Dir, st.Stdin); err != nil {
+			return s.e.setupFailed(s.sc, res, base, decided, err)
+		}
+		a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
+		if ok, err := s.e.admitted(ctx, s.sc, &res, a, d, decided); !ok {
+			return res, err
+		}
+	}
+	res.Path = step.Path
 	s.eg.ResetStep() // a task's budget holds per command
 	step.Ready = decided
 	out, err := s.ss.Exec(ctx, step)
@@ -400,10 +408,10 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	return s.sc.finish(res)
 }
 
-// prepareStep resolves an allowed command and works out its step: the
-// session's one filesystem view must be the tool's, and the caps are the
-// tool's, the wall clock lowered to st.Timeout.
-func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCaps, error) {
+// prepareStep resolves an allowed or escalated command (d) and works out
+// its step: the session's one filesystem view must be the tool's, and the
+// caps are the tool's, the wall clock lowered to st.Timeout.
+func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step, policy.EffectiveCaps, error) {
 	caps := s.e.pol.CapsFor(st.Tool)
 	if fs := s.e.pol.FilesystemFor(st.Tool); !reflect.DeepEqual(fs, s.fs) {
 		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
@@ -411,7 +419,7 @@ func (s *Session) prepareStep(st StepRequest) (sandbox.Step, policy.EffectiveCap
 	}
 	p, err := s.e.resolve(s.rootfs, st.Command)
 	if err != nil {
-		return sandbox.Step{}, caps, fmt.Errorf("the command gate allowed %q but it cannot be run: %w", st.Command, err)
+		return sandbox.Step{}, caps, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), st.Command, err)
 	}
 	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = st.Timeout.Seconds()

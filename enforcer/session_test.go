@@ -251,7 +251,7 @@ func TestSessionApprovalBoundToSession(t *testing.T) {
 	}
 	st := shStep("echo approved", &out)
 	st.Approval = id
-	if res, _ := b.Exec(ctx, st); res.ExitCode != enforcer.ExitEscalated || !strings.Contains(res.Refusal.Reason, "different command") {
+	if res, _ := b.Exec(ctx, st); res.ExitCode != enforcer.ExitEscalated || !strings.Contains(res.Refusal.Reason, "was given for session") {
 		t.Fatalf("redeemed in another session: %+v %+v", res, res.Refusal)
 	}
 	out.Reset()

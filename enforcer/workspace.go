@@ -14,14 +14,15 @@ import (
 // it, the signing key's directory, Options.Hide such as the approval
 // store and the holders' sockets): the workspace is copied into the
 // sandbox whole, so hiding them in its view would not keep them out.
-// Both sides are compared with their links resolved.
-func (e *Enforcer) checkWorkspace(ws string) error {
+// Both sides are compared with their links resolved. It returns the
+// workspace's real path ("" for none).
+func (e *Enforcer) checkWorkspace(ws string) (string, error) {
 	if ws == "" {
-		return nil
+		return "", nil
 	}
 	root, err := hostfile.Real(ws)
 	if err != nil {
-		return fmt.Errorf("workspace %s: %w", ws, err)
+		return "", fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	for _, h := range e.hidden() {
 		if h == "" {
@@ -35,8 +36,8 @@ func (e *Enforcer) checkWorkspace(ws string) error {
 			continue
 		}
 		if hostfile.Within(p, root) {
-			return fmt.Errorf("workspace %s holds %s, which no sandbox may see: give a narrower workspace", ws, h)
+			return "", fmt.Errorf("workspace %s holds %s, which no sandbox may see: give a narrower workspace", ws, h)
 		}
 	}
-	return nil
+	return root, nil
 }

@@ -150,16 +150,19 @@ func (c *Client) roundTrip(conn *net.UnixConn, req request, files ...*os.File) (
 		return resp, fmt.Errorf("holder: session %s: send: %w", c.id, err)
 	}
 	if _, err := readMsg(conn, &resp, maxResponse); err != nil {
-		return resp, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, err)
+		return resp, fmt.Errorf("holder: session %s: %w: %w", c.id, errNoAnswer, err)
 	}
-	if resp.Error != "" {
-		err := errors.New(resp.Error)
-		if resp.Ended {
-			err = fmt.Errorf("%w: %s", ErrEnded, resp.Error)
+	if resp.ManifestFiles > 0 {
+		if resp.Changes == nil {
+			return resp, fmt.Errorf("holder: session %s: a manifest's files without its changes", c.id)
 		}
-		return resp, err
+		files, err := readManifest(conn, resp.ManifestFiles)
+		resp.Changes.Files = files
+		if err != nil {
+			return resp, fmt.Errorf("holder: session %s: %w: %d of the manifest's %d files came: %w", c.id, ErrAnswerLost, len(files), resp.ManifestFiles, err)
+		}
 	}
-	return resp, nil
+	return resp, wireError(resp)
 }
 
 // call is roundTrip on a fresh connection.
@@ -222,25 +225,16 @@ func (c *Client) Exec(ctx context.Context, st enforcer.StepRequest) (enforcer.Re
 		return enforcer.Result{}, fmt.Errorf("holder: session %s: the holder did not answer: %w", c.id, rerr)
 	case resp.Result == nil:
 		return enforcer.Result{}, fmt.Errorf("holder: session %s: %s", c.id, resp.Error)
-	case resp.Error != "" && resp.Ended:
-		return *resp.Result, fmt.Errorf("%w: %s", ErrEnded, resp.Error)
-	case resp.Error != "":
-		return *resp.Result, errors.New(resp.Error)
 	}
-	return *resp.Result, nil
+	return *resp.Result, wireError(resp)
 }
 
 // answered is what Exec returns for a step the holder ran with res and
-// err (holder.exec's answer, as Exec reads it): the error as its text,
-// under ErrEnded when the session has ended.
+// err (holder.exec's answer, as Exec reads it).
 func answered(res enforcer.Result, err error) (enforcer.Result, error) {
-	switch {
-	case err == nil:
-		return res, nil
-	case errors.Is(err, enforcer.ErrSessionEnded):
-		return res, fmt.Errorf("%w: %s", ErrEnded, err.Error())
-	}
-	return res, errors.New(err.Error())
+	var r response
+	r.fail(err)
+	return res, wireError(r)
 }
 
 // relays are a step's four pipes: the holder gets remote, the client
@@ -310,16 +304,25 @@ func (rl *relays) close() {
 }
 
 // Changes writes the session's patch to patch and returns its manifest.
+// When the patch was written but its manifest did not all come, it
+// returns what came and an error matching ErrAnswerLost.
 func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 	resp, err := c.call(request{Op: opChanges, Patch: true}, patch)
-	if err != nil || resp.Changes == nil {
+	switch {
+	case errors.Is(err, ErrAnswerLost):
+		return *resp.Changes, err
+	case err != nil || resp.Changes == nil:
 		return enforcer.Changes{}, errors.Join(err, errors.New("holder: no changes in the answer"))
 	}
 	return *resp.Changes, nil
 }
 
 // Stop ends the session: its patch first, to patch when not nil, and its
-// findings to findings when not nil (else where the start said).
+// findings to findings when not nil (else where the start said). Its
+// error is under ErrNoPatch when the patch could not be made, and under
+// enforcer.ErrAudit when a record of the session (its teardown, its
+// checkpoint) could not be written: the session was stopped all the same,
+// and the summary says so (AuditError).
 func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary, *enforcer.Changes, error) {
 	req := request{Op: opStop, Findings: (*rawtext.String)(findings)}
 	var files []*os.File
@@ -332,12 +335,23 @@ func (c *Client) Stop(findings *string, patch *os.File) (enforcer.SessionSummary
 		sum = *resp.Summary
 	}
 	switch {
+	case errors.Is(err, errNoAnswer) && c.gone():
+		err = fmt.Errorf("%w: its session is gone, but what it made of it is unknown: %w", ErrAnswerLost, err)
 	case err == nil && resp.Summary == nil:
 		err = errors.New("holder: no summary in the answer")
-	case err == nil && resp.PatchError != "":
-		err = fmt.Errorf("%w: %s", ErrNoPatch, resp.PatchError)
+	case resp.PatchError != "" && (err == nil || errors.Is(err, enforcer.ErrAudit)):
+		err = errors.Join(err, fmt.Errorf("%w: %s", ErrNoPatch, resp.PatchError))
 	}
 	return sum, resp.Changes, err
+}
+
+// gone reports whether no holder serves the session any more.
+func (c *Client) gone() bool {
+	conn, err := c.connect()
+	if err == nil {
+		conn.Close()
+	}
+	return errors.Is(err, ErrNoSession) || errors.Is(err, fs.ErrNotExist)
 }
 
 // List returns the live sessions in the runtime directory dir, oldest

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -162,9 +163,9 @@ func (h *holder) hold(ctx context.Context, req enforcer.SessionRequest, p *enfor
 	}
 	sock := socketPath(h.cfg.Dir, req.ID)
 	os.Remove(sock) // a dead holder's, whose lock we now hold
-	hd.lis, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	hd.lis, err = listen(sock)
 	if err != nil {
-		return fail(fmt.Errorf("holder: listen: %w", err))
+		return fail(err)
 	}
 	hd.lis.SetUnlinkOnClose(false)
 	if err := os.Chmod(sock, 0o600); err != nil {
@@ -270,7 +271,15 @@ func (hd *held) handle(c *net.UnixConn) {
 	c.SetReadDeadline(time.Time{}) // an exec reads the client's hang-up
 	resp := hd.answer(c, req, files)
 	closeFiles(files)
-	_ = writeMsg(c, resp)
+	var manifest []changes.FileChange
+	if resp.Changes != nil {
+		ch := *resp.Changes
+		manifest, ch.Files, resp.Changes = ch.Files, nil, &ch
+		resp.ManifestFiles = len(manifest)
+	}
+	if writeMsg(c, resp) == nil && len(manifest) > 0 {
+		_ = writeManifest(c, manifest)
+	}
 }
 
 // answer runs one request.
@@ -344,9 +353,7 @@ func (hd *held) exec(c *net.UnixConn, x execRequest, files []*os.File) response 
 		Cwd: string(x.Cwd), Timeout: msDuration(x.TimeoutMs), Approval: string(x.Approval), Stdin: files[0], Stdout: files[1], Stderr: files[2], Notices: files[3]})
 	closeFiles(files) // the client's relays see the end of the output
 	resp := response{Result: &res}
-	if err != nil {
-		resp.Error, resp.Ended = err.Error(), errors.Is(err, enforcer.ErrSessionEnded)
-	}
+	resp.fail(err)
 	return resp
 }
 
@@ -386,7 +393,9 @@ func strs(bs [][]byte) []string {
 func (hd *held) changes(f *os.File) response {
 	ch, err := hd.sess.Changes()
 	if err != nil {
-		return response{Error: err.Error(), Ended: errors.Is(err, enforcer.ErrSessionEnded)}
+		var resp response
+		resp.fail(err)
+		return resp
 	}
 	if _, err := f.Write(ch.Patch); err != nil {
 		return response{Error: "holder: write the patch: " + err.Error()}
@@ -403,10 +412,10 @@ func (hd *held) stop(req request, resp response) response {
 		}
 	}
 	sum, err := hd.sess.Close(context.Background())
-	resp.Summary = &sum
-	if err != nil && resp.Error == "" {
-		resp.Error = err.Error()
+	if resp.Error == "" {
+		resp.fail(err)
 	}
+	resp.Summary = &sum
 	return resp
 }
 
@@ -459,4 +468,22 @@ func (h *holder) info() Info {
 		return h.one.info
 	}
 	return h.pool.info
+}
+
+// maxSocketPath is the longest path a unix socket may have (108 bytes
+// with its NUL).
+const maxSocketPath = 107
+
+// listen listens on the unix socket sock, or says why a path too long
+// for one will not do, and how to fix it.
+func listen(sock string) (*net.UnixListener, error) {
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("holder: listen: the socket's path %s is %d bytes long, longer than a unix socket's may be (%d): "+
+			"set XDG_RUNTIME_DIR to a shorter directory of yours that no one else may enter, or give a shorter --id", sock, len(sock), maxSocketPath)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("holder: listen: %w", err)
+	}
+	return l, nil
 }

@@ -457,6 +457,22 @@ func TestDirRefusesUnsafe(t *testing.T) {
 	}
 }
 
+// TestSocketPathTooLong: a session whose socket's path would be longer
+// than a unix socket's may be is refused with the fix (a state directory
+// deep in a home directory can make it so), not with bind's EINVAL.
+func TestSocketPathTooLong(t *testing.T) {
+	testutil.RequireRoot(t)
+	dir := filepath.Join(privateDir(t), strings.Repeat("d", 100))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := holder.Start(context.Background(), holder.Config{Dir: dir, PolicyName: "test.json", Policy: []byte(testPolicy),
+		Audit: filepath.Join(t.TempDir(), "audit.jsonl")})
+	if err == nil || !strings.Contains(err.Error(), "longer than a unix socket's may be (107): set XDG_RUNTIME_DIR to a shorter directory") {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
 // openWay makes dir and the test's directories above it enterable by
 // everyone.
 func openWay(t *testing.T, dir string) {

@@ -43,7 +43,7 @@ func (h *holder) openPool() (*pooled, error) {
 	pl.lock = lock
 	sock := socketPath(h.cfg.Dir, PoolID)
 	os.Remove(sock)
-	if pl.lis, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err == nil {
+	if pl.lis, err = listen(sock); err == nil {
 		pl.lis.SetUnlinkOnClose(false)
 		err = os.Chmod(sock, 0o600)
 	}

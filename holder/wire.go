@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/rawtext"
 )
@@ -18,6 +19,15 @@ var ErrEnded = enforcer.ErrSessionEnded
 // ErrNoPatch is matched by Stop's error when the session was stopped but
 // the patch asked for could not be made.
 var ErrNoPatch = errors.New("the session was stopped, but its patch could not be made")
+
+// ErrAnswerLost is matched by the error of Changes and Stop when the
+// holder had acted, but its answer did not all arrive: the manifest
+// after a patch was written, or, for Stop, the whole answer of a holder
+// that is gone since.
+var ErrAnswerLost = errors.New("the holder's answer was lost")
+
+// errNoAnswer is matched by a call's error when its answer did not come.
+var errNoAnswer = errors.New("the holder did not answer")
 
 // Info describes a live session and its holder.
 type Info struct {
@@ -111,9 +121,12 @@ type execRequest struct {
 // response is the holder's one answer to a request.
 type response struct {
 	// Error is why the request failed; Ended is set when it failed
-	// because the session has ended.
-	Error string `json:"error,omitempty"`
-	Ended bool   `json:"ended,omitempty"`
+	// because the session has ended, Unrecorded when a record of its
+	// step or of the session could not be written to the audit log
+	// (enforcer.ErrAudit): a stop that failed so still stopped it.
+	Error      string `json:"error,omitempty"`
+	Ended      bool   `json:"ended,omitempty"`
+	Unrecorded bool   `json:"unrecorded,omitempty"`
 	// PatchError is why a stop's patch could not be made; the session
 	// was stopped all the same.
 	PatchError string `json:"patchError,omitempty"`
@@ -123,6 +136,10 @@ type response struct {
 	Changes *enforcer.Changes        `json:"changes,omitempty"`
 	Summary *enforcer.SessionSummary `json:"summary,omitempty"`
 	Info    *Info                    `json:"info,omitempty"`
+	// ManifestFiles is how many files of Changes' manifest follow the
+	// answer, in manifestParts, rather than in it: a manifest is bounded
+	// by the trees' limits (docs/changes.md), a frame by maxResponse.
+	ManifestFiles int `json:"manifestFiles,omitempty"`
 	// Accepted is opCLI's first answer, before the command line runs;
 	// ExitCode its second: the command line's exit status, its output
 	// written to the client's pipes.
@@ -130,11 +147,53 @@ type response struct {
 	ExitCode *int `json:"exitCode,omitempty"`
 }
 
+// manifestPart is one frame of a manifest's files, after the answer.
+type manifestPart struct {
+	Files []changes.FileChange `json:"files"`
+}
+
 // Bounds of a message: a request carries an argv and an environment, a
-// response a result (its lists are bounded) or a changes manifest.
+// response a result (its lists are bounded) or a changes manifest
+// without its files, a manifestPart as many files as come to partBytes
+// (one at least: a file's entry holds at most two paths, of at most 128
+// names of 255 bytes each, and a reason, some hundreds of KiB in JSON).
 const (
 	maxRequest  = 4 << 20
 	maxResponse = 16 << 20
+	partBytes   = 1 << 20
 	// maxFDs is the most descriptors a request may carry.
 	maxFDs = 4
 )
+
+// fail sets r's error to err, as the holder answers it: its text, and
+// what a client branches on (wireError); nil sets none.
+func (r *response) fail(err error) {
+	if err != nil {
+		r.Error, r.Ended, r.Unrecorded = err.Error(), errors.Is(err, enforcer.ErrSessionEnded), errors.Is(err, enforcer.ErrAudit)
+	}
+}
+
+// wireError is the error of an answer, as a client gets it: its text,
+// under ErrEnded or enforcer.ErrAudit when it was under it in the holder;
+// nil when it has none.
+func wireError(r response) error {
+	switch {
+	case r.Error == "":
+		return nil
+	case r.Ended:
+		return &remoteError{r.Error, ErrEnded}
+	case r.Unrecorded:
+		return &remoteError{r.Error, enforcer.ErrAudit}
+	}
+	return errors.New(r.Error)
+}
+
+// remoteError is an error the holder answered, as its text, under the
+// sentinel it was under there.
+type remoteError struct {
+	msg string
+	is  error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.is }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/changes"
 )
 
 // writeMsg sends v as one frame — a 4-byte big-endian length, then JSON —
@@ -22,6 +24,11 @@ func writeMsg(c *net.UnixConn, v any, files ...*os.File) error {
 	if err != nil {
 		return err
 	}
+	return writeFrame(c, body, files...)
+}
+
+// writeFrame sends body, JSON, as one frame with files' descriptors.
+func writeFrame(c *net.UnixConn, body []byte, files ...*os.File) error {
 	frame := make([]byte, 4, 4+len(body))
 	binary.BigEndian.PutUint32(frame, uint32(len(body)))
 	frame = append(frame, body...)
@@ -43,13 +50,60 @@ func writeMsg(c *net.UnixConn, v any, files ...*os.File) error {
 	return err
 }
 
+// writeManifest sends files, a manifest's, after an answer: in
+// manifestParts of about partBytes each, every file in one.
+func writeManifest(c *net.UnixConn, files []changes.FileChange) error {
+	const open, end = `{"files":[`, `]}`
+	body := []byte(open)
+	for _, f := range files {
+		b, err := json.Marshal(f)
+		if err != nil {
+			return err
+		}
+		if len(body) > len(open) && len(body)+len(b) > partBytes {
+			if err := writeFrame(c, append(body, end...)); err != nil {
+				return err
+			}
+			body = body[:len(open)]
+		}
+		if len(body) > len(open) {
+			body = append(body, ',')
+		}
+		body = append(body, b...)
+	}
+	if len(body) > len(open) {
+		return writeFrame(c, append(body, end...))
+	}
+	return nil
+}
+
+// readManifest reads the n files of a manifest that follow an answer.
+func readManifest(c *net.UnixConn, n int) ([]changes.FileChange, error) {
+	files := make([]changes.FileChange, 0, min(n, 1<<16))
+	for len(files) < n {
+		var part manifestPart
+		fds, err := readMsg(c, &part, maxResponse)
+		closeFiles(fds)
+		switch {
+		case err != nil:
+			return files, err
+		case len(part.Files) == 0 || len(part.Files) > n-len(files):
+			return files, fmt.Errorf("holder: a part of %d files of a manifest of %d, %d read", len(part.Files), n, len(files))
+		}
+		files = append(files, part.Files...)
+	}
+	return files, nil
+}
+
 // readMsg reads one frame of at most limit bytes into v, and returns the
 // descriptors that came with it as files (at most maxFDs; more, or a
-// truncated control message, is an error and closes them all).
+// truncated control message, is an error and closes them all). It reads
+// no byte past the frame: another may follow it (a manifest's parts after
+// an answer, an opTerminate after an opExec).
 func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
-	buf := make([]byte, 64<<10)
+	var head [4]byte
 	oob := make([]byte, unix.CmsgSpace(4*(maxFDs+1)))
-	n, oobn, flags, _, err := c.ReadMsgUnix(buf, oob)
+	n, oobn, flags, _, err := c.ReadMsgUnix(head[:], oob)
 	if err != nil {
 		return nil, err
 	}
@@ -63,22 +117,18 @@ func readMsg(c *net.UnixConn, v any, limit int) ([]*os.File, error) {
 		return fail(ferr)
 	case flags&unix.MSG_CTRUNC != 0 || len(files) > maxFDs:
 		return fail(errors.New("holder: too many descriptors with a message"))
-	case n < 4:
-		if _, err := io.ReadFull(c, buf[n:4]); err != nil {
+	case n < len(head):
+		if _, err := io.ReadFull(c, head[n:]); err != nil {
 			return fail(fmt.Errorf("holder: short message: %w", err))
 		}
-		n = 4
 	}
-	size := int(binary.BigEndian.Uint32(buf[:4]))
+	size := int(binary.BigEndian.Uint32(head[:]))
 	if size > limit {
 		return fail(fmt.Errorf("holder: message of %d bytes is over the %d-byte limit", size, limit))
 	}
-	if n-4 > size {
-		return fail(errors.New("holder: unexpected bytes after a message"))
-	}
 	// Grown as the bytes come, not made at the size the header claims.
-	body := bytes.NewBuffer(buf[4:n:n])
-	if _, err := io.CopyN(body, c, int64(size-(n-4))); err != nil {
+	var body bytes.Buffer
+	if _, err := io.CopyN(&body, c, int64(size)); err != nil {
 		return fail(fmt.Errorf("holder: short message: %w", err))
 	}
 	if err := json.Unmarshal(body.Bytes(), v); err != nil {

@@ -2,11 +2,20 @@ package holder
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // pair is a connected pair of unix stream sockets.
@@ -97,4 +106,125 @@ func FuzzReadMsg(f *testing.F) {
 			t.Fatal("descriptors from nowhere")
 		}
 	})
+}
+
+// TestManifestParts: a manifest of some 20 MB, of long entries a
+// tree can list, goes in frames within the limit and comes back whole; a
+// part too many or too few is an error.
+func TestManifestParts(t *testing.T) {
+	long := strings.Repeat("\x01\xff/", 4000) // escaped in JSON, base64 when not UTF-8
+	var files []changes.FileChange
+	for i := range 260 {
+		files = append(files, changes.FileChange{Path: fmt.Sprint(long, i), OldPath: long, Kind: changes.Renamed,
+			Omitted: "it needs " + changes.QuotePath(long) + " of the original removed"})
+	}
+	a, b := pair(t)
+	defer b.Close()
+	go func() {
+		writeManifest(a, files)
+		a.Close()
+	}()
+	got, err := readManifest(b, len(files))
+	if err != nil || !reflect.DeepEqual(got, files) {
+		t.Fatalf("readManifest: %d files, %v", len(got), err)
+	}
+
+	// Each frame is within the limit.
+	a, b = pair(t)
+	defer b.Close()
+	go func() {
+		writeManifest(a, files)
+		a.Close()
+	}()
+	frames, n := 0, 0
+	for {
+		var head [4]byte
+		if _, err := io.ReadFull(b, head[:]); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		size := binary.BigEndian.Uint32(head[:])
+		if size > partBytes+1<<20 || size > maxResponse {
+			t.Fatalf("a frame of %d bytes", size)
+		}
+		var part manifestPart
+		if err := json.NewDecoder(io.LimitReader(b, int64(size))).Decode(&part); err != nil {
+			t.Fatal(err)
+		}
+		frames, n = frames+1, n+len(part.Files)
+	}
+	if n != len(files) || frames < 10 {
+		t.Errorf("%d files in %d frames", n, frames)
+	}
+
+	// An answer and its part in one burst: reading the answer takes no
+	// byte of the part (it took them, and failed).
+	a, b = pair(t)
+	small := []changes.FileChange{{Path: "a", Kind: changes.Added}}
+	if err := writeMsg(a, response{ManifestFiles: 1, Changes: &enforcer.Changes{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeManifest(a, small); err != nil {
+		t.Fatal(err)
+	}
+	var resp response
+	if _, err := readMsg(b, &resp, maxResponse); err != nil || resp.ManifestFiles != 1 {
+		t.Fatalf("readMsg: %+v %v", resp, err)
+	}
+	if got, err := readManifest(b, 1); err != nil || !reflect.DeepEqual(got, small) {
+		t.Fatalf("readManifest after the answer: %v %v", got, err)
+	}
+	a.Close()
+	b.Close()
+
+	// A manifest shorter or longer than announced.
+	few := files[:3]
+	for _, announced := range []int{len(few) + 1, len(few) - 1} {
+		a, b := pair(t)
+		go func() {
+			writeManifest(a, few)
+			a.Close()
+		}()
+		if _, err := readManifest(b, announced); err == nil {
+			t.Errorf("%d files read as %d", len(few), announced)
+		}
+		b.Close()
+	}
+}
+
+// TestStopAnswerLost: a stop whose holder hangs up without an answer and
+// is gone since says that the answer was lost, its session gone (it said
+// "the holder did not answer", which the command line took for nothing
+// stopped); one whose holder is still there says only that it did not
+// answer.
+func TestStopAnswerLost(t *testing.T) {
+	for _, gone := range []bool{true, false} {
+		dir, id := t.TempDir(), enforcer.NewSessionID()
+		lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: socketPath(dir, id), Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			c, err := lis.AcceptUnix()
+			if err != nil {
+				return
+			}
+			files, _ := readMsg(c, &request{}, maxRequest)
+			closeFiles(files)
+			if gone {
+				lis.Close()
+			}
+			c.Close()
+		}()
+		c, err := Dial(dir, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = c.Stop(nil, nil)
+		if err == nil || errors.Is(err, ErrAnswerLost) != gone || errors.Is(err, ErrNoSession) {
+			t.Errorf("holder gone %v: Stop: %v", gone, err)
+		}
+		lis.Close()
+	}
 }

@@ -56,6 +56,7 @@ func (s *Server) runTool(tool string) mcp.ToolHandlerFor[Input, enforcer.Result]
 		stop := progress(ctx, req, &n)
 		res, note, err := c.exec(ctx, st)
 		stop()
+		s.lost(c.id, res.AuditError)
 		res.Stdout, res.Stderr = out.Output(), errs.Output()
 		if res.Refusal != nil && res.Refusal.Approval != nil {
 			res.Refusal.Approval.How = mcpHow(res.Refusal.Approval.How)

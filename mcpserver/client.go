@@ -143,11 +143,13 @@ func (c *client) sandbox(ctx context.Context) (*enforcer.Session, string, error)
 	return sess, note, nil
 }
 
-// watch gives the session's place back when it ends, and says when it
-// ended by itself: its wall clock, its idle timeout, or an escape signal.
+// watch gives the session's place back when it ends, says when it ended
+// by itself (its wall clock, its idle timeout, or an escape signal), and
+// whether the audit log refused a record of its end (Server.lost).
 func (c *client) watch(sess *enforcer.Session) {
 	sum, _ := sess.Summary()
 	c.srv.release()
+	c.srv.lost(c.id, sum.AuditError)
 	if sum.Ended != enforcer.EndedClosed {
 		c.srv.notice("%s: sandbox session %s ended by itself (%s) after %d commands", c.id, sess.ID(), sum.Ended, sum.Steps)
 		c.mu.Lock()
@@ -211,14 +213,19 @@ func (c *client) retire(sess *enforcer.Session, why string) string {
 			said = append(said, "its patch could not be written: "+err.Error())
 		} else {
 			said = append(said, fmt.Sprintf("its patch (%d changed paths) is in %s", len(ch.Files), p))
+			if ch.Incomplete != "" {
+				said = append(said, "it is short: "+ch.Incomplete)
+			}
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	sum, err := sess.Close(ctx)
-	switch {
-	case err != nil:
+	switch { // a record the audit log refused is watch's to say
+	case err != nil && !errors.Is(err, enforcer.ErrAudit):
 		said = append(said, "its teardown: "+err.Error())
+	case sum.Error != "":
+		said = append(said, "its teardown: "+sum.Error)
 	case c.srv.cfg.Findings != "":
 		said = append(said, "its findings are in "+filepath.Join(c.srv.cfg.Findings, sess.ID()))
 	}

@@ -20,9 +20,11 @@ import (
 
 // Elicitation is the approval.Approver of an Enforcer served by a Server:
 // it asks the person at the MCP client through elicitation (a form) to
-// approve an escalated command once, showing the tool, the exact argv,
-// the rule, the reason and the policy's justification. The answer counts
-// only when it carries the request id minted for that one question
+// approve an escalated command once, showing all the approval is bound
+// to (approval.Request.Bound: the tool, the exact argv, the program and
+// its digest, the environment, working directory and stdin, and the
+// rest), the rule, the reason and the policy's justification. The answer
+// counts only when it carries the request id minted for that one question
 // (ElicitID) and approves it explicitly; anything else is no answer, and
 // the refusal says how an operator approves the request out of band
 // (`airlock approve`). A client that declared no form elicitation is not
@@ -94,13 +96,14 @@ func (cl *call) elicit(ctx context.Context, r approval.Request) (approval.Answer
 func elicitMessage(r approval.Request, id string) string {
 	var b strings.Builder
 	b.WriteString("An AI agent asks airlock to run a command that its policy says needs a person's approval.\n\n")
-	fmt.Fprintf(&b, "Tool: %s\nCommand: %s\nRule: %s\nReason: %s\n", termtext.Escape(r.Tool), termtext.Argv(r.Argv),
-		termtext.Escape(r.Rule), termtext.Escape(r.Reason))
+	for _, f := range r.Bound() {
+		fmt.Fprintf(&b, "%s%s: %s\n", strings.ToUpper(f.Name[:1]), f.Name[1:], f.Value)
+	}
+	fmt.Fprintf(&b, "Rule: %s\nReason: %s\n", termtext.Escape(r.Rule), termtext.Escape(r.Reason))
 	if r.Justification != "" {
 		fmt.Fprintf(&b, "The policy says: %s\n", termtext.Escape(r.Justification))
 	}
-	fmt.Fprintf(&b, "Session: %s\nApproval request: %s (expires %s)\nRequest id: %s\n\n", termtext.Escape(r.Session), r.ID,
-		r.Expires.UTC().Format(time.RFC3339), id)
+	fmt.Fprintf(&b, "Approval request: %s (expires %s)\nRequest id: %s\n\n", r.ID, r.Expires.UTC().Format(time.RFC3339), id)
 	b.WriteString("Tick \"approve\" to let it run once, exactly as shown, in the sandbox; decline to refuse it. " +
 		"Leave the request id as it is: an answer counts only for this request.")
 	return b.String()

@@ -51,7 +51,7 @@ const testPolicy = `{
 // setup is what a server is built from; a stdio child gets it as JSON.
 type setup struct {
 	Policy, Audit, Approvals, Workspace, Findings, Patch string
-	MaxSessions, Pool                                    int
+	MaxSessions, MaxClients, Pool                        int
 }
 
 // fixture is one test's files: policy, audit log, approval store,
@@ -126,7 +126,7 @@ func build(s setup, notices io.Writer) (*mcpserver.Server, func(), error) {
 		log.Close()
 		return nil, nil, err
 	}
-	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, MaxSessions: s.MaxSessions, Pool: s.Pool, Version: "test"}
+	cfg := mcpserver.Config{Workspace: s.Workspace, Findings: s.Findings, Patch: s.Patch, MaxSessions: s.MaxSessions, MaxClients: s.MaxClients, Pool: s.Pool, Version: "test"}
 	if notices != nil {
 		cfg.Notices = notices
 	} else {
@@ -196,6 +196,13 @@ func memoryClient(t *testing.T, srv *mcpserver.Server, name string) *mcp.ClientS
 // httpServer serves f over HTTP on a loopback port in this process.
 func (f *fixture) httpServer(t *testing.T) (url, token string) {
 	t.Helper()
+	_, url, token = f.httpServerOf(t)
+	return url, token
+}
+
+// httpServerOf is httpServer that returns the Server too.
+func (f *fixture) httpServerOf(t *testing.T) (srv *mcpserver.Server, url, token string) {
+	t.Helper()
 	srv, done, err := build(f.setup, nil)
 	must(t, err)
 	token = mcpserver.NewToken()
@@ -210,7 +217,7 @@ func (f *fixture) httpServer(t *testing.T) (url, token string) {
 		hs.Close()
 		done()
 	})
-	return "http://" + ln.Addr().String() + "/", token
+	return srv, "http://" + ln.Addr().String() + "/", token
 }
 
 // bearer adds the token to every request of a client transport.

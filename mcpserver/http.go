@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -28,7 +29,9 @@ const MinTokenLen = 32
 // browser marks cross-site, is answered 403; and the SDK's DNS-rebinding
 // protection answers 403 to a request that reached a loopback address
 // under another host name. An HTTP session with no request for the
-// policy's idle timeout ends, and its sandbox session with it.
+// policy's idle timeout ends, and its sandbox session with it; past
+// Config.MaxClients sessions held at once, a request that would open one
+// more is answered 503 (boundClients).
 func (s *Server) Handler(token string) (http.Handler, error) {
 	if len(token) < MinTokenLen {
 		return nil, fmt.Errorf("mcpserver: the bearer token must be at least %d bytes", MinTokenLen)
@@ -42,8 +45,68 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 		}
 		return &auth.TokenInfo{UserID: "airlock mcp bearer"}, nil
 	}
-	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	authed := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(s.boundClients(h))
 	return closeUnauthorized(want, sameOrigin(http.NewCrossOriginProtection().Handler(authed))), nil
+}
+
+// sessionHeader is the streamable transport's session id header: a POST
+// without it opens a new MCP session (an initialize), one with it goes to
+// its session.
+const sessionHeader = "Mcp-Session-Id"
+
+// boundClients holds one of Config.MaxClients places for every MCP
+// session the SDK's handler next keeps, from the request that opens it
+// until it ends (a DELETE, the idle timeout, Close). Each costs the server
+// memory until then, an initialized session that never called a tool as
+// much as another: without a bound, a client holding the token that opened
+// sessions in a loop grew the server without end (3,000 took 90 MiB). A
+// request that would open one more is answered 503 with a JSON-RPC error
+// that says why, and opens nothing.
+func (s *Server) boundClients(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get(sessionHeader) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case s.slots <- struct{}{}:
+		default:
+			refuseClient(w, cap(s.slots))
+			return
+		}
+		next.ServeHTTP(w, r)
+		s.holdSlot(w.Header().Get(sessionHeader))
+	})
+}
+
+// holdSlot keeps the place just taken until MCP session id ends; one
+// that was not kept (a failed initialize, another request) gives it back
+// at once.
+func (s *Server) holdSlot(id string) {
+	if id != "" {
+		for ss := range s.mcp.Sessions() {
+			if ss.ID() == id {
+				go func() {
+					_ = ss.Wait()
+					<-s.slots
+				}()
+				return
+			}
+		}
+	}
+	<-s.slots
+}
+
+// refuseClient answers a request for one MCP session more than n: 503,
+// and a JSON-RPC error a client can show.
+func refuseClient(w http.ResponseWriter, n int) {
+	msg := fmt.Sprintf("airlock: %d MCP sessions are open, as many as this server holds (--max-clients): "+
+		"end one (DELETE) or wait for one to pass the idle timeout, then try again", n)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32000, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(body)
 }
 
 // closeUnauthorized ends the connection of a request without the token

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,6 +138,45 @@ func TestOutOfBandApproval(t *testing.T) {
 	}
 	if r, res := callTool(t, context.Background(), cs, "read_file", in); !r.IsError || res.ExitCode != enforcer.ExitEscalated {
 		t.Fatalf("the approval ran twice: %+v", res)
+	}
+}
+
+// TestOutOfBandApprovalBoundToCwd: an approval answered out of band is
+// bound to the working directory the request showed: the same call with
+// the tool's "cwd" argument pointing at a script the agent planted is
+// refused, naming the working directory, and does not use the approval
+// up; the call as shown then runs once. Before, the planted script ran.
+func TestOutOfBandApprovalBoundToCwd(t *testing.T) {
+	testutil.RequireRoot(t)
+	f := newFixture(t, `{"toolScopes": {"shell": {
+	  "allow": [{"name": "sh", "command": "sh", "argPatterns": [["-c"]], "allowExtraArgs": true}],
+	  "escalate": [{"name": "deploy", "command": "sh", "argPatterns": [["-c", "./deploy.sh"]]}]}}}`)
+	must(t, os.WriteFile(filepath.Join(f.Workspace, "deploy.sh"), []byte("#!/bin/sh\necho deployed\n"), 0o755))
+	url, token := f.httpServer(t)
+	cs := httpClient(t, url, token, nil)
+	if r, res := run(t, cs, "shell", "sh", "-c", `printf '#!/bin/sh\necho planted\n' > /tmp/deploy.sh && chmod +x /tmp/deploy.sh`); r.IsError || res.ExitCode != 0 {
+		t.Fatalf("planting: %+v\n%s", res, text(r))
+	}
+	_, res := run(t, cs, "shell", "sh", "-c", "./deploy.sh")
+	if res.Refusal == nil || res.Refusal.Approval == nil || res.Refusal.Approval.ID == "" {
+		t.Fatalf("escalation: %+v", res)
+	}
+	id := res.Refusal.Approval.ID
+	store, err := approval.OpenStore(f.Approvals)
+	must(t, err)
+	r, _, err := store.Get(id)
+	if err != nil || r.Cwd != "/workspace" {
+		t.Fatalf("the request binds working directory %q: %v", r.Cwd, err)
+	}
+	must(t, store.Answer(id, approval.Answer{Allow: true, By: "operator uid 0 via airlock approve"}))
+	in := map[string]any{"command": "sh", "args": []string{"-c", "./deploy.sh"}, "approval": id, "cwd": "/tmp"}
+	if r, res := callTool(t, context.Background(), cs, "shell", in); !r.IsError || res.ExitCode != enforcer.ExitEscalated || res.Refusal == nil ||
+		!strings.Contains(res.Refusal.Reason, `was given for working directory "/workspace", not "/tmp"`) || strings.Contains(text(r), "planted") {
+		t.Fatalf("redeemed with another cwd: %+v %+v\n%s", res, res.Refusal, text(r))
+	}
+	delete(in, "cwd")
+	if r, res := callTool(t, context.Background(), cs, "shell", in); r.IsError || res.ExitCode != 0 || !strings.Contains(text(r), "deployed") {
+		t.Fatalf("the call as shown: %+v\n%s", res, text(r))
 	}
 }
 

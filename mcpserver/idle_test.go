@@ -24,7 +24,7 @@ func TestIdleSessionClosed(t *testing.T) {
 	must(t, err)
 	defer done()
 	cs := memoryClient(t, srv, "in-memory")
-	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state")
+	r, _ := run(t, cs, "shell", "sh", "-c", "echo one > /workspace/state; echo x > /workspace/.git:x")
 	id := sessionOf(t, r)
 	patch := filepath.Join(f.dir, "out", "agent."+id+".patch")
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(notes.String(), "closed (idle)"); time.Sleep(50 * time.Millisecond) {
@@ -34,6 +34,10 @@ func TestIdleSessionClosed(t *testing.T) {
 	}
 	if _, err := os.Stat(patch); err != nil {
 		t.Fatal(err)
+	}
+	// The patch leaves out a path git apply refuses, and the notice says so.
+	if !strings.Contains(notes.String(), "it is short: changes: the patch does not carry every change: 1 of 2 changed paths left out (.git:x: ") {
+		t.Errorf("no word of the path left out of the patch: %s", notes.String())
 	}
 	testutil.CheckNoSandboxLeft(t, id)
 	r, res := run(t, cs, "shell", "sh", "-c", "cat /workspace/state 2>&1; true")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -39,6 +40,11 @@ type Config struct {
 	// clients together; a call that would open one more is refused. 0
 	// means DefaultMaxSessions.
 	MaxSessions int
+	// MaxClients bounds the MCP sessions the streamable HTTP handler
+	// holds at once, an initialized one that never called a tool
+	// included; a request that would open one more is answered 503. 0
+	// means DefaultMaxClients.
+	MaxClients int
 	// Pool is how many sandboxes the server keeps built ahead for its
 	// policy and Task (enforcer.Pool), 0 to enforcer.MaxPool; each MCP
 	// session's sandbox session opens on one when one is ready, cold
@@ -65,16 +71,23 @@ type Server struct {
 	idle  time.Duration  // when the server closes an idle sandbox session itself
 	pool  *enforcer.Pool // sandboxes built ahead; nil without Config.Pool
 
-	mu      sync.Mutex
-	clients map[*mcp.ServerSession]*client
-	open    int // sandbox sessions open
-	closed  bool
-	wg      sync.WaitGroup // the clients' watchers
+	slots chan struct{} // one per MCP session the HTTP handler holds (Config.MaxClients)
+
+	mu         sync.Mutex
+	clients    map[*mcp.ServerSession]*client
+	open       int // sandbox sessions open
+	closed     bool
+	unrecorded string         // the first record of a session the audit log refused
+	wg         sync.WaitGroup // the clients' watchers
 }
 
 // DefaultMaxSessions is Config.MaxSessions when it is 0: a client that
 // opens MCP sessions in a loop gets no more sandboxes than this.
 const DefaultMaxSessions = 16
+
+// DefaultMaxClients is Config.MaxClients when it is 0: an MCP session
+// that only initialized costs the server some 30 KiB until it ends.
+const DefaultMaxClients = 64
 
 // sessionVersions are the protocol versions the server speaks: every
 // version the SDK has before 2026-07-28, whose stateless protocol has no
@@ -103,10 +116,14 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = DefaultMaxClients
+	}
 	if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
 		return nil, fmt.Errorf("mcpserver: pool of %d sandboxes: want 0 to %d", cfg.Pool, enforcer.MaxPool)
 	}
-	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{}}
+	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{},
+		slots: make(chan struct{}, cfg.MaxClients)}
 	s.idle = earlier(s.caps.Idle())
 	if cfg.Notices != nil {
 		s.notes = linelog.New(cfg.Notices)
@@ -168,6 +185,9 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // Close tears down the sandboxes built ahead and not handed out, closes
 // every client's sandbox session, writing its findings and patch, ends
 // every MCP session, and serves no new one; it waits for them or for ctx.
+// Its error wraps enforcer.ErrAudit when a record of any sandbox session
+// the server ran (a call's, a teardown) could not be written to the audit
+// log: each was a notice, and the call's result, as it happened.
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -183,6 +203,11 @@ func (s *Server) Close(ctx context.Context) error {
 			_ = ss.Close()
 		})
 	}
+	for ss := range s.mcp.Sessions() {
+		if clients[ss] == nil {
+			wg.Go(func() { _ = ss.Close() }) // one that never called a tool
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -197,7 +222,26 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.notes != nil {
 		s.notes.Close(time.Second)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unrecorded != "" {
+		return fmt.Errorf("mcpserver: %w: %s", enforcer.ErrAudit, s.unrecorded)
+	}
 	return nil
+}
+
+// lost says, in a notice, that the audit log refused a record of MCP
+// session id's (AuditError), and keeps the first for Close.
+func (s *Server) lost(id, record string) {
+	if record == "" {
+		return
+	}
+	s.notice("%s: audit: error: %s", id, termtext.Escape(record))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unrecorded == "" {
+		s.unrecorded = record
+	}
 }
 
 // reserve takes one of the MaxSessions places for a sandbox session;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -114,7 +115,10 @@ func TestStdioSession(t *testing.T) {
 	if r.IsError || res.ExitCode != 0 || res.Approval == nil || !strings.Contains(res.Approval.By, "MCP elicitation") || !strings.Contains(res.Approval.By, id) {
 		t.Fatalf("approved escalation: isError %v, %+v\n%s", r.IsError, res.Approval, text(r))
 	}
-	if m := el.asked[0]; !strings.Contains(m, "Tool: read_file\nCommand: cat /etc/hostname\nRule: hostname") || !strings.Contains(m, "Request id: "+el.ids[0]) {
+	// The person is shown all the approval is bound to.
+	if m := el.asked[0]; !regexp.MustCompile("Tool: read_file\nCommand: cat /etc/hostname\nProgram: /[a-z/]+/cat \\(sha256:[0-9a-f]{64}\\)\n"+
+		"Environment: \\(none\\)\nWorking directory: /workspace\nStdin: none\nEgress task: .+\nWorkspace: /.+\nImage: \\(none\\)\n"+
+		"Session: mcp-[0-9a-f]+\nPolicy: sha256:[0-9a-f]{64}\nRule: hostname\n").MatchString(m) || !strings.Contains(m, "Request id: "+el.ids[0]) {
 		t.Errorf("the elicitation's message:\n%s", m)
 	}
 	// A forged id and a replayed one get nothing: the request waits,

@@ -22,12 +22,15 @@ func newApproveCmd() *cobra.Command {
 		Use:   "approve (ID [--deny] [--reason TEXT] | --list [--json])",
 		Short: "Answer an escalated command's approval request, or list the pending ones",
 		Long: `approve answers an approval request that the command gate's escalate
-decision made: it shows the exact request (the tool, the command quoted as a
-shell would need it, with anything unprintable escaped, the session, the rule,
-its reason and justification, and when it expires), then records the answer,
-once. The command then runs exactly once, when it is asked for again with
---approval ID before the request expires. --deny refuses it instead; --reason
-says why; it is kept with the answer, for the audit stream.
+decision made: it shows the exact request — all the approval is bound to (the
+tool; the command quoted as a shell would need it, with anything unprintable
+escaped; the program it runs and its SHA-256; the environment it adds; its
+working directory; its stdin; its egress task, workspace and image; the
+session and the policy), the rule, its reason and justification, and when it
+expires — then records the answer, once. The command then runs exactly once,
+when it is asked for again with --approval ID before the request expires, with
+all of these the same; anything else is refused. --deny refuses it instead;
+--reason says why; it is kept with the answer, for the audit stream.
 
 --list shows the pending requests (--json: one JSON array).
 
@@ -91,19 +94,19 @@ record altered); 2 for a mistake in the command line.`,
 }
 
 // showRequest prints every field an operator decides on, each escaped:
-// the argv, tool and session are the agent's.
+// all an approval is bound to (most of it the agent's choice), then the
+// rule, its reason and justification, and the expiry.
 func showRequest(w io.Writer, r approval.Request) {
-	line := func(name, v string) { fmt.Fprintf(w, "  %-14s %s\n", name+":", v) }
+	line := func(name, v string) { fmt.Fprintf(w, "  %-18s %s\n", name+":", v) }
 	fmt.Fprintf(w, "request %s\n", r.ID)
-	line("tool", termtext.Clip(r.Tool, -1))
-	line("command", termtext.Argv(r.Argv))
-	line("session", termtext.Clip(r.Session, -1))
+	for _, f := range r.Bound() {
+		line(f.Name, f.Value)
+	}
 	line("rule", termtext.Clip(r.Rule, -1))
 	line("reason", termtext.Clip(r.Reason, -1))
 	if r.Justification != "" {
 		line("justification", termtext.Clip(r.Justification, -1))
 	}
-	line("policy", termtext.Clip(r.PolicyDigest, -1))
 	left := "expired"
 	if d := time.Until(r.Expires); d > 0 {
 		left = "in " + d.Round(time.Second).String()
@@ -112,11 +115,12 @@ func showRequest(w io.Writer, r approval.Request) {
 }
 
 // listedRequest is one entry of approve --list --json: the request, and
-// its command as one escaped line (JSON cannot carry an argument that is
-// not UTF-8; the line can).
+// each field it is bound to as the text listing shows it, escaped and
+// exact (JSON cannot carry an argument, a variable or a path that is not
+// UTF-8; the shown line can).
 type listedRequest struct {
 	approval.Request
-	Command string `json:"command"`
+	Shown map[string]string `json:"shown"`
 }
 
 func listApprovals(w io.Writer, store *approval.Store, asJSON bool) error {
@@ -124,7 +128,10 @@ func listApprovals(w io.Writer, store *approval.Store, asJSON bool) error {
 	if asJSON {
 		entries := make([]listedRequest, len(pending))
 		for i, r := range pending {
-			entries[i] = listedRequest{r, termtext.Argv(r.Argv)}
+			entries[i] = listedRequest{r, map[string]string{}}
+			for _, f := range r.Bound() {
+				entries[i].Shown[f.Name] = f.Value
+			}
 		}
 		if werr := termtext.WriteJSON(w, entries, "  "); werr != nil {
 			return werr

@@ -42,6 +42,7 @@ func scriptRequest(ts *testscript.TestScript, args []string) approval.Request {
 		}
 	}
 	return approval.Request{Session: args[0], Tool: args[1], Argv: args[2:], PolicyDigest: "sha256:script",
+		Program: "/usr/bin/prog", ProgramDigest: "sha256:prog", Env: []string{"GIT_TRACE=1"}, Cwd: "/workspace/sub", Stdin: approval.StdinNone, Task: "vcs",
 		Rule: "escalate-rule", Reason: "matched an escalate rule: needs human approval", Justification: "pushes are reviewed"}
 }
 
@@ -54,6 +55,20 @@ func cmdMkApproval(ts *testscript.TestScript, neg bool, args []string) {
 	r, err := approvalStore(ts).Create(scriptRequest(ts, args[1:]), 0)
 	ts.Check(err)
 	ts.Setenv(args[0], r.ID)
+}
+
+// cmdPendingID sets the variable VAR to the id of the one pending request
+// of the script's store, which an escalated command made ("pendingid VAR").
+func cmdPendingID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: pendingid VAR")
+	}
+	list, err := approvalStore(ts).List()
+	ts.Check(err)
+	if len(list) != 1 {
+		ts.Fatalf("%d pending requests, want 1", len(list))
+	}
+	ts.Setenv(args[0], list[0].ID)
 }
 
 // cmdRedeem redeems an approval for a command, as `session exec
@@ -87,7 +102,8 @@ func TestApproveExitStatuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.Create(approval.Request{Session: "s", Tool: "t", Argv: []string{"ls"}, PolicyDigest: "d"}, 0)
+	r, err := s.Create(approval.Request{Session: "s", Tool: "t", Argv: []string{"ls"}, PolicyDigest: "d",
+		Program: "/bin/ls", ProgramDigest: "sha256:ls", Cwd: "/workspace", Stdin: approval.StdinNone, Task: "t"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

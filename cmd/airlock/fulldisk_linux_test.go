@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -160,5 +162,140 @@ func TestAuditFailureLine(t *testing.T) {
 		`airlock: audit: error: the resource kill record was not written: audit: write /tmp/a\x1b]0;x\a\xff: no space left on device` + "\n"
 	if w.String() != want {
 		t.Errorf("stderr:\n%q\nwant\n%q", w.String(), want)
+	}
+}
+
+// gatedCommand is a shell command that says it started (a file in sig)
+// and waits to be let go (another), through a directory the policy binds
+// writable: the test fills the disk while it runs.
+func gatedCommand(sig string) string {
+	return fmt.Sprintf("touch %[1]s/started; while [ ! -e %[1]s/go ]; do sleep 0.02; done", sig)
+}
+
+// fillWhileRunning waits for the gated command in sig to start, fills the
+// audit log's disk and lets the command go; it returns what frees it.
+func fillWhileRunning(t *testing.T, sig, logFile string) (free func()) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(sig, "started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command never started")
+		}
+	}
+	free = fillAuditDisk(t, logFile)
+	if err := os.WriteFile(filepath.Join(sig, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return free
+}
+
+// fullDiskSetup is a policy whose shell may write to a signal directory
+// (outside /tmp, where a policy may not bind), an audit log on a 64 KiB
+// tmpfs, and a state and runtime directory of the test's own.
+func fullDiskSetup(t *testing.T) (pol, logFile, sig string) {
+	t.Helper()
+	testutil.RequireRoot(t)
+	t.Setenv("AIRLOCK_POLICY", "")
+	dir := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	run := filepath.Join(dir, "run")
+	if err := os.Mkdir(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", run)
+	t.Cleanup(func() { stopHolders(filepath.Join(run, "airlock")) })
+	sig, err := os.MkdirTemp("/var/tmp", "airlock-test-sig-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sig) })
+	if err := os.Chmod(sig, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pol = filepath.Join(dir, "policy.json")
+	writeTestFile(t, pol, fmt.Sprintf(`{"filesystem": {"readWrite": [%q]},
+  "toolScopes": {"t": {"allow": [{"name": "sh", "command": "/bin/sh", "argPatterns": [["-c"]], "allowExtraArgs": true}]}}}`, sig))
+	return pol, filepath.Join(testutil.SmallTmpfs(t, 64<<10), "audit.jsonl"), sig
+}
+
+// TestRunOutcomeOnFullDisk runs "airlock run" whose audit log's disk
+// fills while the command runs: the command ran and exited 0, but its
+// outcome and teardown could not be recorded, so airlock exits 74, says
+// so on stderr, and the result keeps the command's own 0.
+func TestRunOutcomeOnFullDisk(t *testing.T) {
+	pol, logFile, sig := fullDiskSetup(t)
+	result := filepath.Join(t.TempDir(), "r.json")
+	done := make(chan [3]string, 1)
+	go func() {
+		code, _, stderr := airlockCmd(t, "--policy", pol, "run", "--tool", "t", "--audit", logFile, "--result", result,
+			"--", "/bin/sh", "-c", gatedCommand(sig))
+		done <- [3]string{strconv.Itoa(code), stderr}
+	}()
+	defer fillWhileRunning(t, sig, logFile)()
+	got := <-done
+	if got[0] != strconv.Itoa(enforcer.ExitAudit) ||
+		!strings.Contains(got[1], "airlock: audit: error: the resource info record was not written: audit: write "+logFile+": no space left on device") {
+		t.Errorf("exit %s, stderr %q; want 74 and the audit error line", got[0], got[1])
+	}
+	var res enforcer.Result
+	b, _ := os.ReadFile(result)
+	if err := json.Unmarshal(b, &res); err != nil || res.ExitCode != enforcer.ExitAudit || res.CommandExitCode == nil || *res.CommandExitCode != 0 ||
+		!strings.HasPrefix(res.AuditError, "the resource info record was not written") {
+		t.Errorf("result: %s (%v)", b, err)
+	}
+}
+
+// TestSessionOnFullDisk runs a session whose audit log's disk fills: a
+// step whose outcome cannot be recorded exits 74 (its command's 0 kept);
+// one whose decision cannot be made durable runs nothing (125); and
+// "session stop", whose teardown cannot be recorded, stops the session,
+// prints its summary and exits 74 with the audit error line. Before,
+// session stop exited 125 ("could not stop") with no summary, though the
+// session was gone.
+func TestSessionOnFullDisk(t *testing.T) {
+	pol, logFile, sig := fullDiskSetup(t)
+	code, out, stderr := airlockCmd(t, "--policy", pol, "session", "start", "--audit", logFile)
+	if code != exitOK {
+		t.Fatalf("session start: %d %s", code, stderr)
+	}
+	id := strings.TrimSpace(out)
+	done := make(chan [3]string, 1)
+	go func() {
+		code, _, stderr := airlockCmd(t, "session", "exec", id, "--tool", "t", "--", "/bin/sh", "-c", gatedCommand(sig))
+		done <- [3]string{strconv.Itoa(code), stderr}
+	}()
+	free := fillWhileRunning(t, sig, logFile)
+	defer func() { free() }()
+	got := <-done
+	if got[0] != strconv.Itoa(enforcer.ExitAudit) || !strings.Contains(got[1], "airlock: audit: error: the resource info record was not written: ") ||
+		strings.Count(got[1], "\n") != 1 {
+		t.Errorf("the step: exit %s, stderr %q; want 74 and the audit error line alone", got[0], got[1])
+	}
+	ran := filepath.Join(sig, "ran")
+	if code, _, stderr := airlockCmd(t, "session", "exec", id, "--tool", "t", "--", "/bin/sh", "-c", "touch "+ran); code != exitSetup ||
+		!strings.Contains(stderr, "no space left on device") {
+		t.Errorf("a step on the full disk: exit %d, stderr %q; want 125", code, stderr)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("a step whose decision was not durable ran")
+	}
+	code, out, stderr = airlockCmd(t, "session", "stop", id, "--json")
+	var sum enforcer.SessionSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Session != id || sum.Steps != 2 ||
+		!strings.HasPrefix(sum.AuditError, "the lifecycle sandbox_torn_down record was not written") {
+		t.Errorf("session stop's summary: %s (%v)", out, err)
+	}
+	if code != enforcer.ExitAudit || !strings.Contains(stderr, "airlock: audit: error: the lifecycle sandbox_torn_down record was not written: audit: write "+logFile+": no space left on device\n") {
+		t.Errorf("session stop: exit %d, stderr %q; want 74 and the audit error line", code, stderr)
+	}
+	if code, _, _ := airlockCmd(t, "session", "exec", id, "--tool", "t", "--", "/bin/true"); code != exitSetup {
+		t.Errorf("the stopped session ran a step: exit %d", code)
+	}
+	free()
+	free = func() {}
+	if code, out, errs := airlockCmd(t, "audit", "verify", logFile); code != exitOK {
+		t.Errorf("audit verify: %d %s%s", code, out, errs)
 	}
 }

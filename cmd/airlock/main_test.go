@@ -76,6 +76,7 @@ func TestScripts(t *testing.T) {
 			"nocanaries":    cmdNoStaleCanaries,
 			"mkapproval":    cmdMkApproval,
 			"redeem":        cmdRedeem,
+			"pendingid":     cmdPendingID,
 			"validresult":   cmdValidResult,
 			"readmeexample": cmdReadmeExample,
 			"status":        cmdStatus,

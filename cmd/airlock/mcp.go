@@ -32,7 +32,7 @@ func newMCPCmd() *cobra.Command {
 		remote, noElicit    bool
 	)
 	cmd := &cobra.Command{
-		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--pool N] [--http ADDR --token-file FILE] [--no-elicitation] [--audit FILE]",
+		Use:   "mcp [--task K] [--workspace DIR] [--findings DIR] [--patch FILE] [--pool N] [--http ADDR --token-file FILE --max-clients N] [--no-elicitation] [--audit FILE]",
 		Short: "Serve the policy's tools to an agent over the Model Context Protocol",
 		Long: `mcp serves every tool scope of the policy as an MCP tool of the same name, on
 stdin and stdout (or, with --http, the streamable HTTP transport on a loopback
@@ -50,10 +50,14 @@ that a client's first call does not wait for one: each serves one sandbox
 session only and is torn down with it; another is built in the background.
 
 --http ADDR needs a bearer token: --token-file FILE gets a fresh one (mode
-0600), else $AIRLOCK_MCP_TOKEN is the token. See docs/mcp.md.
+0600), else $AIRLOCK_MCP_TOKEN is the token. It holds at most --max-clients
+MCP sessions at once (64 by default), one that only initialized included: a
+request for one more is answered 503. See docs/mcp.md.
 
-Exit status 0 when the client went or a signal stopped it; 125 when it could
-not start; 2 for a mistake in the command line.`,
+Exit status 0 when the client went or a signal stopped it; 74 when, by then,
+the audit log had refused a record of a session it ran (a full disk: each one
+an "audit: error" line on stderr as it happened, and in the call's result);
+125 when it could not start; 2 for a mistake in the command line.`,
 		Example: `  airlock mcp --policy policy.json --workspace . --patch agent.patch
   airlock mcp --http 127.0.0.1:8765 --token-file ~/.airlock-mcp-token`,
 		Args: cobra.NoArgs,
@@ -62,8 +66,11 @@ not start; 2 for a mistake in the command line.`,
 			if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
 				return usageError{fmt.Errorf("mcp: --pool %d: want 0 to %d", cfg.Pool, enforcer.MaxPool)}
 			}
-			if httpAddr == "" && (tokenFile != "" || remote) {
-				return usageError{errors.New("mcp: --token-file and --allow-remote go with --http")}
+			if httpAddr == "" && (tokenFile != "" || remote || cmd.Flags().Changed("max-clients")) {
+				return usageError{errors.New("mcp: --token-file, --allow-remote and --max-clients go with --http")}
+			}
+			if cfg.MaxClients < 1 {
+				return usageError{fmt.Errorf("mcp: --max-clients %d: want 1 or more", cfg.MaxClients)}
 			}
 			for _, p := range []*string{&cfg.Workspace, &cfg.Findings, &cfg.Patch, &tokenFile} {
 				if err := absolute(p); err != nil {
@@ -75,7 +82,12 @@ not start; 2 for a mistake in the command line.`,
 					return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: --patch %s: its directory must exist", cfg.Patch)}
 				}
 			}
-			if err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote, noElicit); err != nil {
+			err := serveMCP(cmd, cfg, auditFile, httpAddr, tokenFile, remote, noElicit)
+			switch {
+			case errors.Is(err, enforcer.ErrAudit):
+				// Each record lost was a notice as it happened.
+				return &exitError{Code: enforcer.ExitAudit}
+			case err != nil:
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: %w", err)}
 			}
 			return nil
@@ -89,6 +101,7 @@ not start; 2 for a mistake in the command line.`,
 	f.IntVar(&cfg.Pool, "pool", 0, "keep this many sandboxes built ahead, 1 to 16 (default: none, each opened when needed)")
 	f.StringVar(&httpAddr, "http", "", "serve the streamable HTTP transport on this loopback address (host:port) instead of stdio")
 	f.StringVar(&tokenFile, "token-file", "", "with --http: write a fresh bearer token to this file, mode 0600 (default: take $"+tokenEnv+")")
+	f.IntVar(&cfg.MaxClients, "max-clients", mcpserver.DefaultMaxClients, "with --http: hold at most this many MCP sessions at once; a request for one more is answered 503")
 	f.BoolVar(&remote, "allow-remote", false, "with --http: listen on an address that is not loopback (the bearer token is then the only guard)")
 	f.BoolVar(&noElicit, "no-elicitation", false, "never ask the client's person: escalated commands wait for airlock approve ID")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")

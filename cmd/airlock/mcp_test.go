@@ -217,6 +217,8 @@ func TestMCPFlags(t *testing.T) {
 		{[]string{"--patch", "nowhere/agent.patch"}, exitSetup, "its directory must exist"},
 		{[]string{"--pool", "17"}, exitUsage, "--pool 17: want 0 to 16"},
 		{[]string{"--pool", "-1"}, exitUsage, "--pool -1: want 0 to 16"},
+		{[]string{"--max-clients", "8"}, exitUsage, "--max-clients go with --http"},
+		{[]string{"--http", "127.0.0.1:0", "--max-clients", "0"}, exitUsage, "--max-clients 0: want 1 or more"},
 	} {
 		cmd := exec.Command(bin, append([]string{"mcp", "--policy", "policy.json", "--audit", "audit.jsonl"}, c.args...)...)
 		cmd.Dir, cmd.Env = dir, append(env, "AIRLOCK_MCP_TOKEN=")

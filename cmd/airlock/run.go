@@ -35,7 +35,10 @@ streamed as it comes; with --json it is captured instead, and one result object
 as it happens.
 
 An escalated command runs once with --approval ID, the id of an approval
-request an operator approved (airlock approve ID).
+request an operator approved (airlock approve ID), asked for again exactly as
+the request showed it: the same command, --env, --cwd, --task, --workspace,
+--image and stdin (an escalated command's stdin is read to its end first, at
+most 1 MiB, as the approval is bound to it).
 
 --env NAME=VALUE adds a variable; --env NAME passes NAME's value from here
 (nothing else of airlock's environment goes in). --cwd is the working

@@ -189,14 +189,17 @@ decision, and runs an allowed command in the session's sandbox, in --cwd
 (relative to /workspace), with the tool's caps (--timeout lowers its wall
 clock). Its output is streamed; with --json it is captured instead and one
 result object (docs/result.md) is printed on stdout. --env K=V adds a
-variable; --env K passes K's value from here.
+variable; --env K passes K's value from here. --approval ID runs an escalated
+command once, asked for exactly as its request showed it: the same command,
+--env, --cwd and stdin (read to its end first, at most 1 MiB).
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
 could not be executed; 127 not installed; 125 airlock could not run it (no
 such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
 terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
-before it is killed). The session goes on either way.`,
+before it is killed); 74 the command ran but a record of its run could not be
+written to the audit log (a full disk). The session goes on either way.`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -296,7 +299,11 @@ unified diff in git's format, applicable with git apply to the original tree.
 It is written by whatever ran in the sandbox: read it before you apply it;
 airlock never applies it. Without --patch it goes to stdout (never to a
 terminal); with --patch FILE it goes to FILE and the changed paths are listed
-on stdout.`,
+on stdout.
+
+Exit status 0 when the patch carries every change; 73 when it was written but
+leaves changes out (the changed paths say which and why) or its list of changed
+paths was lost; 125 when no patch was made (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -311,13 +318,14 @@ on stdout.`,
 			if derr := done(); err == nil {
 				err = derr
 			}
-			if err != nil {
+			lost := errors.Is(err, holder.ErrAnswerLost) // the patch was written
+			if err != nil && !lost {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session changes: %w", err)}
 			}
 			if patch != "" {
 				printManifest(cmd.OutOrStdout(), ch)
 			}
-			return nil
+			return patchStatus("session changes", &ch, err)
 		},
 	}
 	cmd.Flags().StringVar(&patch, "patch", "", "write the patch to this file and list the changed paths")
@@ -364,9 +372,36 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 	}
 }
 
-// exitPatchLost is session stop's status when the session stopped but
-// the patch asked for could not be made (EX_CANTCREAT).
-const exitPatchLost = 73
+// exitPatchShort is the status of session changes and stop when the
+// patch asked for is not all there: it could not be made, it leaves
+// changes out, or the holder's answer was lost (EX_CANTCREAT).
+const exitPatchShort = 73
+
+// patchStatus is the status of a command that wrote a patch: the patch
+// is short when err (which matches holder.ErrNoPatch or ErrAnswerLost)
+// says it is, or when ch (nil without a patch) leaves changes out.
+func patchStatus(what string, ch *enforcer.Changes, err error) error {
+	switch {
+	case err != nil:
+		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %w", what, err)}
+	case ch != nil && ch.Incomplete != "":
+		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %s", what, ch.Incomplete)}
+	}
+	return nil
+}
+
+// lostPatch is the part of Stop's error under holder.ErrNoPatch or
+// holder.ErrAnswerLost (Stop joins it with an audit error).
+func lostPatch(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, holder.ErrNoPatch) || errors.Is(e, holder.ErrAnswerLost) {
+				return e
+			}
+		}
+	}
+	return err
+}
 
 func newSessionStopCmd() *cobra.Command {
 	var (
@@ -381,8 +416,11 @@ kills every process of the session, copies /findings to --findings (else where
 start said), tears the sandbox down, and prints what the session did (with
 --json, one object).
 
-Exit status 0; 73 when the session stopped but the patch could not be made;
-125 when there is no such session.`,
+Exit status 0; 73 when the session stopped but the patch asked for could not be
+made or leaves changes out, or the holder's answer was lost after it stopped;
+74 when it stopped but a record of it (its teardown, its checkpoint) could not
+be written to the audit log (a full disk; 74 wins over 73); 125 when nothing
+was stopped (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := dialSession(args[0])
@@ -407,28 +445,44 @@ Exit status 0; 73 when the session stopped but the patch could not be made;
 			if derr := done(); err == nil {
 				err = derr
 			}
-			var lost error
-			if errors.Is(err, holder.ErrNoPatch) {
-				lost, err = err, nil // stopped: say so, then that the patch is lost
-			}
-			if err != nil {
+			if err != nil && !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) && !errors.Is(err, enforcer.ErrAudit) {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
-			if asJSON {
-				err = termtext.WriteJSON(cmd.OutOrStdout(), struct {
+			// Stopped: say so, then what was lost.
+			var werr error
+			switch {
+			case sum.Session == "": // the answer was lost
+			case asJSON:
+				werr = termtext.WriteJSON(cmd.OutOrStdout(), struct {
 					enforcer.SessionSummary
 					Changes *enforcer.Changes `json:"changes,omitempty"`
 				}{sum, ch}, "")
-			} else {
+			default:
 				fmt.Fprintf(cmd.OutOrStdout(), "session %s stopped after %d %s\n", sum.Session, sum.Steps, plural(sum.Steps, "command"))
 				for _, s := range sum.FindingsSkipped {
 					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: findings: skipped %s\n", termtext.Escape(s))
 				}
 			}
-			if lost != nil {
-				return &exitError{Code: exitPatchLost, Err: fmt.Errorf("session stop: %w", lost)}
+			code := exitOK
+			var short error
+			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
+				short = lostPatch(err)
 			}
-			return err
+			if serr := patchStatus("session stop", ch, short); serr != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: %s\n", termtext.Escape(serr.Error()))
+				code = exitPatchShort
+			}
+			if errors.Is(err, enforcer.ErrAudit) {
+				if sum.Error != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "airlock: session stop: teardown: %s\n", termtext.Escape(sum.Error))
+				}
+				printAuditError(cmd.ErrOrStderr(), sum.AuditError)
+				code = enforcer.ExitAudit // as run's: over 73
+			}
+			if code != exitOK {
+				return &exitError{Code: code}
+			}
+			return werr
 		},
 	}
 	cmd.Flags().StringVar(&findings, "findings", "", "host directory that receives /findings (default: the one start was given)")

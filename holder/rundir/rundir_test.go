@@ -27,7 +27,7 @@ func TestWhy(t *testing.T) {
 		want string
 	}{
 		{own, uid, ""},
-		{own, uid + 1, "owned by another user"},
+		{own, uid + 1, "is uid " + strconv.Itoa(uid) + "'s, not yours: refusing it (set XDG_RUNTIME_DIR"},
 		{open, uid, "may be entered by other users"},
 		{file, uid, "is not a directory"},
 		{link, uid, "is a symbolic link"},
@@ -40,7 +40,9 @@ func TestWhy(t *testing.T) {
 	}
 }
 
-// TestPath takes XDG_RUNTIME_DIR only when it is absolute and private.
+// TestPath takes XDG_RUNTIME_DIR only when it is absolute and private,
+// then /tmp/airlock-UID unless another user made it first (it is then
+// the user's own state directory's, and stays so).
 func TestPath(t *testing.T) {
 	uid := os.Geteuid()
 	fallback := "/tmp/airlock-" + strconv.Itoa(uid)
@@ -58,5 +60,43 @@ func TestPath(t *testing.T) {
 		if got := Path(uid); got != want {
 			t.Errorf("XDG_RUNTIME_DIR=%q: Path = %q, want %q", xdg, got, want)
 		}
+	}
+
+	// /tmp/airlock-UID made first by another user (this one, for a uid
+	// no one has).
+	other := 1<<31 - 7
+	taken := Tmp(other)
+	if err := os.Mkdir(taken, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(taken)
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	stateRun := filepath.Join(state, "airlock", "run")
+	if got := Path(other); got != stateRun || Own() != stateRun {
+		t.Errorf("with %s taken: Path = %q, want %q", taken, got, stateRun)
+	}
+	if why := Taken(other); !strings.Contains(why, "not yours") {
+		t.Errorf("Taken = %q", why)
+	}
+	t.Setenv("XDG_STATE_HOME", "relative")
+	t.Setenv("HOME", state)
+	if got, want := Path(other), filepath.Join(state, ".local/state/airlock/run"); got != want {
+		t.Errorf("with HOME only: Path = %q, want %q", got, want)
+	}
+	t.Setenv("HOME", "")
+	if got := Path(other); got != taken {
+		t.Errorf("with no state directory: Path = %q, want %q (for Why to refuse)", got, taken)
+	}
+	os.Remove(taken)
+	t.Setenv("XDG_STATE_HOME", state)
+	if got := Path(other); got != taken || Taken(other) != "" {
+		t.Errorf("with %s free: Path = %q", taken, got)
+	}
+	if err := os.MkdirAll(stateRun, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := Path(other); got != stateRun {
+		t.Errorf("once the state directory's is made: Path = %q, want %q", got, stateRun)
 	}
 }
