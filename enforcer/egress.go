@@ -73,20 +73,26 @@ type Egress struct {
 // CABundlePath and over the system's bundle files of its view. Call
 // Bound once the sandbox has started (or failed to).
 func (e *Enforcer) PrepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*Egress, error) {
-	g := &Egress{e: e, task: task}
-	var err error
-	if g.creds, g.env, err = credentials(e.pol, e.egress, task); err != nil {
-		return nil, err
-	}
-	g.budgets = budgetsFor(e.pol, task, session)
-	if !e.egress.Inspects(task) {
-		return g, nil
+	g, err := e.newEgress(task, session)
+	if err != nil || !e.egress.Inspects(task) {
+		return g, err
 	}
 	if g.ca, err = proxy.NewCA("airlock session CA "+cfg.ID, life+time.Hour); err != nil {
 		return nil, err
 	}
 	if err := g.bundle(cfg); err != nil {
 		g.Bound()
+		return nil, err
+	}
+	return g, nil
+}
+
+// newEgress is task's way out with no CA: its credentials' values and
+// placeholders, and its budgets (with session, the session's too).
+func (e *Enforcer) newEgress(task string, session bool) (*Egress, error) {
+	g := &Egress{e: e, task: task, budgets: budgetsFor(e.pol, task, session)}
+	var err error
+	if g.creds, g.env, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -174,24 +180,31 @@ func (g *Egress) Bound() {
 // the connection. Nothing the sandbox does grows airlock's own process
 // without bound: its connections are counted against openFiles.
 func (g *Egress) Serve(lis net.Listener, openFiles int, record func(proxy.Event) error) error {
-	px, err := proxy.New(proxy.Config{
-		Task:          g.task,
-		Gate:          g.e.egress,
-		Resolver:      g.e.opts.Resolver,
-		Dialer:        g.e.opts.Dialer,
-		Record:        record,
-		Limits:        proxy.SandboxLimits(openFiles),
-		UpstreamRoots: g.e.opts.UpstreamRoots,
-		CA:            g.ca,
-		Credentials:   g.creds,
-		Budgets:       g.budgets,
-	})
+	cfg := g.config(record)
+	cfg.Limits = proxy.SandboxLimits(openFiles)
+	px, err := proxy.New(cfg)
 	if err != nil {
 		return err
 	}
 	g.px = px
 	go func() { _ = px.Serve(lis) }()
 	return nil
+}
+
+// config is the proxy of g's task, for every entry point: the gate, the
+// CA, the credentials, the budgets and the record of every decision.
+func (g *Egress) config(record func(proxy.Event) error) proxy.Config {
+	return proxy.Config{
+		Task:          g.task,
+		Gate:          g.e.egress,
+		Resolver:      g.e.opts.Resolver,
+		Dialer:        g.e.opts.Dialer,
+		Record:        record,
+		UpstreamRoots: g.e.opts.UpstreamRoots,
+		CA:            g.ca,
+		Credentials:   g.creds,
+		Budgets:       g.budgets,
+	}
 }
 
 // ResetStep starts the task's budget over: it holds per command.
@@ -251,17 +264,6 @@ func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy
 		}
 	}
 	return creds, env, nil
-}
-
-// ProxyEgress returns what airlock proxy, serving task on its own, needs
-// beyond the gate g: the credentials' values (read from this process's
-// environment and files) and the task's budget, for the proxy's life.
-func ProxyEgress(pol *policy.Loaded, g *egress.Gate, task string) ([]proxy.Credential, []proxy.Budget, error) {
-	creds, _, err := credentials(pol, g, task)
-	if err != nil {
-		return nil, nil, err
-	}
-	return creds, budgetsFor(pol, task, false), nil
 }
 
 // inspects reports whether an inspected entry of task reaches host
