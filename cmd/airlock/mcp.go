@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/mcpserver"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -105,7 +106,7 @@ an "audit: error" line on stderr as it happened, and in the call's result);
 	f.BoolVar(&remote, "allow-remote", false, "with --http: listen on an address that is not loopback (the bearer token is then the only guard)")
 	f.BoolVar(&noElicit, "no-elicitation", false, "never ask the client's person: escalated commands wait for airlock approve ID")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -71,7 +72,7 @@ Exit status 0 when the policy is valid, warnings or not; 1 when it is not.`,
 			return err
 		},
 	}
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

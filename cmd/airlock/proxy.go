@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/proxy"
@@ -130,7 +131,7 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port, loopback)")
 	f.BoolVar(&o.metricsAllowRemote, "metrics-allow-remote", false, "let --metrics be an address other hosts can reach")
 	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	cmd.AddCommand(newProxyTokenCmd())
 	return cmd
 }
