@@ -42,8 +42,9 @@ type Filter struct {
 	// Tool selects the events of one tool; Kinds those of some kinds.
 	Tool  string
 	Kinds []Kind
-	// Since selects the events written at or after it.
-	Since time.Time
+	// Since selects the events written at or after it, Until those
+	// written before it.
+	Since, Until time.Time
 }
 
 // Match reports whether f selects ev.
@@ -54,7 +55,8 @@ func (f Filter) Match(ev Event) bool {
 		f.Session != "" && c.RunID != f.Session && c.Details["session"] != f.Session,
 		f.Tool != "" && c.Tool != f.Tool,
 		len(f.Kinds) > 0 && !slices.Contains(f.Kinds, ev.Kind),
-		!f.Since.IsZero() && ev.TS.Before(f.Since):
+		!f.Since.IsZero() && ev.TS.Before(f.Since),
+		!f.Until.IsZero() && !ev.TS.Before(f.Until):
 		return false
 	}
 	return true

@@ -58,6 +58,8 @@ type Loaded struct {
 	// Warnings are what airlock policy check shows about the valid
 	// policy: rules that may not hold as they read, each at its place.
 	Warnings Errors
+
+	where strict.Positions // where each field is in Data
 }
 
 // Origin says how the command line chose a policy (docs/policy.md, "Where
@@ -199,7 +201,7 @@ func (l *Loaded) Outside(what, dir string) error {
 // failure returns Errors.
 func Parse(name string, data []byte) (*Loaded, error) {
 	var p Policy
-	where, err := strict.Decode("policy", data, isYAML(name, data), MaxSize, &p)
+	where, err := strict.Decode("policy", data, IsYAML(name, data), MaxSize, &p)
 	if err != nil {
 		return nil, strict.InFile(err, name)
 	}
@@ -210,10 +212,18 @@ func Parse(name string, data []byte) (*Loaded, error) {
 	ws := warn(&p)
 	where.Place(ws, name)
 	sum := sha256.Sum256(data)
-	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data, Warnings: ws}, nil
+	return &Loaded{Policy: &p, Source: name, Digest: "sha256:" + hex.EncodeToString(sum[:]), Data: data, Warnings: ws, where: where}, nil
 }
 
-func isYAML(name string, data []byte) bool {
+// Place names l's file on each of errs, gives each the position of its
+// field (Error.Path) in that file, and sorts them in file order: for the
+// problems a later check finds (policy/authoring's examples).
+func (l *Loaded) Place(errs Errors) { l.where.Place(errs, l.Source) }
+
+// IsYAML reports whether Parse reads data, from a file named name, as
+// YAML: for .yaml and .yml, and for a name of neither extension nor .json
+// whose content does not start with '{'.
+func IsYAML(name string, data []byte) bool {
 	switch strings.ToLower(filepath.Ext(name)) {
 	case ".yaml", ".yml":
 		return true

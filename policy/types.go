@@ -66,6 +66,9 @@ type CommandPattern struct {
 	// the operator: it is shown with every refusal and escalation the rule
 	// decides.
 	Justification string `json:"justification,omitempty" jsonschema:"maxLength=1024"`
+	// Examples are command lines the rule must decide and must not, which
+	// policy check and policy test run (docs/policy.md, "Examples").
+	Examples *CommandExamples `json:"examples,omitempty"`
 }
 
 // Caps are resource caps. A nil field takes its default (see Defaults).

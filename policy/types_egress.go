@@ -21,6 +21,10 @@ type AllowEntry struct {
 	// 443; the name checked in TLS and HTTP wherever seen), tls, http, or
 	// raw (not looked at).
 	Protocol string `json:"protocol,omitempty" jsonschema:"enum=auto,enum=tls,enum=http,enum=raw"`
+	// Examples are destinations and requests the entry must allow and
+	// must not, which policy check and policy test run (docs/policy.md,
+	// "Examples").
+	Examples *EntryExamples `json:"examples,omitempty"`
 
 	short bool // written as a string
 }

@@ -30,7 +30,12 @@ var checks = []check{
 	checkMonitor,
 	checkApprovals,
 	checkSession,
+	checkExamples,
 }
+
+// Validate checks p as loading does (Parse), without the positions of a
+// file: for a policy built in memory, before it is written out.
+func (p *Policy) Validate() Errors { return validate(p) }
 
 func validate(p *Policy) Errors {
 	var errs Errors

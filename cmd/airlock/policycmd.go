@@ -8,14 +8,15 @@ import (
 
 	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/authoring"
 )
 
 func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
-		Short: "Check a policy file or print its JSON Schema",
+		Short: "Check, test, compare a policy file, suggest additions to it, or print its JSON Schema",
 	}
-	cmd.AddCommand(newPolicyCheckCmd(), newPolicySchemaCmd())
+	cmd.AddCommand(newPolicyCheckCmd(), newPolicySchemaCmd(), newPolicyTestCmd(), newPolicySuggestCmd(), newPolicyDiffCmd())
 	return cmd
 }
 
@@ -29,11 +30,14 @@ file, line and column, with a hint where there is one. FILE must also pass
 the checks of where a policy may come from (a regular file that only you or
 root can write, in directories only you or root can write: see
 docs/policy.md). Without FILE it checks the policy airlock would use
-(--policy, else $AIRLOCK_POLICY, else the embedded default). A valid
+(--policy, else $AIRLOCK_POLICY, else the embedded default). It then asks
+the policy's own gates to decide the examples its rules and entries carry,
+and fails at the file:line:col of each they decide otherwise. A valid
 policy's rules that may not hold as they read are warnings, on stderr,
 each at its place: a deny or escalate rule naming a path, for one.
 
-Exit status 0 when the policy is valid, warnings or not; 1 when it is not.`,
+Exit status 0 when the policy is valid and its examples pass, warnings or
+not; 1 when not.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageError{errors.New("policy check: at most one FILE")}
@@ -59,6 +63,14 @@ Exit status 0 when the policy is valid, warnings or not; 1 when it is not.`,
 			for _, w := range l.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: %s\n", w)
 			}
+			n, err := authoring.CheckExamples(l)
+			if err != nil {
+				return err
+			}
+			examples := ""
+			if n > 0 {
+				examples = fmt.Sprintf(", %d examples", n)
+			}
 			rules := 0
 			for _, s := range l.ToolScopes {
 				rules += len(s.Allow) + len(s.Escalate) + len(s.Deny)
@@ -67,8 +79,8 @@ Exit status 0 when the policy is valid, warnings or not; 1 when it is not.`,
 			if l.Egress != nil {
 				tasks = len(l.Egress.TaskAllowlist)
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d tools, %d command rules, %d egress tasks (%s)\n",
-				l.Source, len(l.ToolScopes), rules, tasks, l.Digest)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: ok: %d tools, %d command rules, %d egress tasks%s (%s)\n",
+				l.Source, len(l.ToolScopes), rules, tasks, examples, l.Digest)
 			return err
 		},
 	}

@@ -25,7 +25,10 @@ func airlockCmd(t *testing.T, args ...string) (code int, stdout, stderr string) 
 	privateKey(t)
 	root := newRootCmd()
 	root.SetArgs(args)
-	var out, errb bytes.Buffer
+	// As safe for concurrent writes as os.Stdout and os.Stderr, which
+	// they stand for: a session step's output and airlock's notices are
+	// copied into stderr by two goroutines.
+	var out, errb testutil.SyncBuffer
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	err := root.Execute()
