@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -175,12 +177,12 @@ func (g *Egress) Bound() {
 }
 
 // Serve starts the proxy on lis, the listener inside the sandbox's
-// network namespace. record is called with every decision, refusal and
-// connection's end, before the connection it allows; an error refuses
-// the connection. Nothing the sandbox does grows airlock's own process
-// without bound: its connections are counted against openFiles.
-func (g *Egress) Serve(lis net.Listener, openFiles int, record func(proxy.Event) error) error {
-	cfg := g.config(record)
+// network namespace, recording every decision, refusal and connection's
+// end through rec before the connection it allows. Nothing the sandbox
+// does grows airlock's own process without bound: its connections are
+// counted against openFiles.
+func (g *Egress) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
+	cfg := g.config(rec.proxyRecord())
 	cfg.Limits = proxy.SandboxLimits(openFiles)
 	px, err := proxy.New(cfg)
 	if err != nil {
@@ -189,6 +191,44 @@ func (g *Egress) Serve(lis net.Listener, openFiles int, record func(proxy.Event)
 	g.px = px
 	go func() { _ = px.Serve(lis) }()
 	return nil
+}
+
+// EgressRecorder is how a way out records (Egress.Serve): each event of
+// its proxy becomes an audit record over Context's context (the run, the
+// session, the step running now), which Record writes before the
+// connection it allows (lazily when lazy: a connection's end, which
+// nothing waits on); an error refuses the connection. Blocked, when not
+// nil, is told of every always-blocked destination refused (cloud
+// metadata, link-local), with the record's context and the reason: an
+// attempt on the host's credentials.
+type EgressRecorder struct {
+	Context func() audit.Context
+	Record  func(ev audit.Event, lazy bool) error
+	Blocked func(ctx audit.Context, why string)
+}
+
+// proxyRecord is rec as the proxy's callback.
+func (rec EgressRecorder) proxyRecord() func(proxy.Event) error {
+	return func(ev proxy.Event) error {
+		ctx := rec.Context()
+		err := rec.Record(proxy.AuditEvent(ev, ctx), ev.Stage == proxy.StageClosed)
+		if rec.Blocked != nil && alwaysBlocked(ev) {
+			rec.Blocked(ctx, ev.Decision.Why())
+		}
+		if err != nil {
+			return errNotRecorded
+		}
+		return nil
+	}
+}
+
+// alwaysBlocked reports whether ev is a refused request for an
+// always-blocked destination (cloud metadata, link-local, or the
+// policy's own alwaysBlocked entries): the egress gate's fixed reasons
+// for those say `host "H" is always blocked:` (egress/reasons.go).
+func alwaysBlocked(ev proxy.Event) bool {
+	return ev.Stage == proxy.StageDecided && ev.Decision.Gate == decision.GateEgress &&
+		!ev.Decision.Allowed() && strings.Contains(ev.Decision.Why(), " is always blocked: ")
 }
 
 // config is the proxy of g's task, for every entry point: the gate, the

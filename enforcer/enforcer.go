@@ -138,6 +138,27 @@ type Request struct {
 // Policy returns the policy the Enforcer decides under.
 func (e *Enforcer) Policy() *policy.Loaded { return e.pol }
 
+// Log returns the audit log the Enforcer records to.
+func (e *Enforcer) Log() *audit.Log { return e.log }
+
+// Record appends ev to the audit log durably and passes it, and what the
+// log's hook added after it (the monitor's alerts), to Options.OnEvent;
+// it returns ev as written, or an error that names the record the log
+// refused. It is for an embedder that writes records of its own beside
+// the Enforcer's: a plan's launch (runbook).
+func (e *Enforcer) Record(ev audit.Event) (audit.Event, error) {
+	w, all, err := e.log.AppendAll(ev)
+	if err != nil {
+		return w, audit.NotWritten(ev, err)
+	}
+	if e.opts.OnEvent != nil {
+		for _, x := range all {
+			e.opts.OnEvent(x)
+		}
+	}
+	return w, nil
+}
+
 // Decide is the command gate's decision on req, without running anything.
 func (e *Enforcer) Decide(req Request) decision.Decision {
 	return e.cmd.Decide(req.Tool, req.Command, req.Args, StepDir(req.Cwd))
@@ -209,7 +230,7 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
-	path, err := e.resolve(rootfs, req.Command)
+	path, err := e.Resolve(rootfs, req.Command)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), req.Command, err))
 	}
@@ -279,10 +300,11 @@ func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string
 	return p.Rootfs, r.Digest.String(), nil
 }
 
-// resolve finds the executable for an allowed command: a path that one of
+// Resolve finds the executable for an allowed command: a path that one of
 // Options.Binds provides inside the sandbox, or a file found through the
-// policy's command search path, in the image's root when there is one.
-func (e *Enforcer) resolve(rootfs, command string) (string, error) {
+// policy's command search path, in the image's root rootfs when there is
+// one ("" for the host's).
+func (e *Enforcer) Resolve(rootfs, command string) (string, error) {
 	if _, ok := e.bindAt(command); ok {
 		return command, nil
 	}
@@ -332,7 +354,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	if err := eg.Serve(sb.Listener(), int(caps.OpenFiles), sc.egressRecord(base)); err != nil {
+	if err := eg.Serve(sb.Listener(), int(caps.OpenFiles), sc.egressRecorder(base)); err != nil {
 		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -18,21 +17,20 @@ func egressBase(base audit.Context) audit.Context {
 	return base
 }
 
-// egressRecord records the proxy's events under base, each durable
+// egressRecorder records the proxy's events under base, each durable
 // before the connection it allows (a failed write refuses it, and fails
 // the command); a connection's end is written lazily, since nothing
 // waits on it.
-func (sc *scribe) egressRecord(base audit.Context) func(proxy.Event) error {
+func (sc *scribe) egressRecorder(base audit.Context) EgressRecorder {
 	base = egressBase(base)
-	return func(ev proxy.Event) error {
-		record := sc.record
-		if ev.Stage == proxy.StageClosed {
-			record = sc.recordLazy
-		}
-		if record(proxy.AuditEvent(ev, base)) != nil {
-			return errNotRecorded
-		}
-		return nil
+	return EgressRecorder{
+		Context: func() audit.Context { return base },
+		Record: func(ev audit.Event, lazy bool) error {
+			if lazy {
+				return sc.recordLazy(ev)
+			}
+			return sc.record(ev)
+		},
 	}
 }
 

@@ -253,7 +253,7 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 // serving its task inside, its receipt, the start record open (synced),
 // and its wall clock and idle timeout armed.
 func (s *Session) serve(openFiles int, open audit.Event) error {
-	if err := s.eg.Serve(s.ss.Listener(), openFiles, s.sc.egressRecord(s.base)); err != nil {
+	if err := s.eg.Serve(s.ss.Listener(), openFiles, s.sc.egressRecorder(s.base)); err != nil {
 		s.abort()
 		return s.openFailed(err)
 	}
@@ -417,7 +417,7 @@ func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step
 		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
 	}
-	p, err := s.e.resolve(s.rootfs, st.Command)
+	p, err := s.e.Resolve(s.rootfs, st.Command)
 	if err != nil {
 		return sandbox.Step{}, caps, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), st.Command, err)
 	}

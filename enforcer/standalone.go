@@ -112,7 +112,7 @@ func (p *StandaloneProxy) Serve(ctx context.Context, log *audit.Log) error {
 	p.e.log = log
 	sc := p.e.newScribe(nil)
 	sc.refused = p.req.OnRecordError
-	recorded := sc.egressRecord(audit.Context{})
+	recorded := sc.egressRecorder(audit.Context{}).proxyRecord()
 	record := func(ev proxy.Event) error {
 		if p.req.OnEvent != nil {
 			p.req.OnEvent(ev)

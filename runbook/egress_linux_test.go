@@ -115,8 +115,8 @@ func TestLaunchEgressPolicy(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("budget-%d", c.size), func(t *testing.T) {
 			e := newEnv(t)
-			e.opts.Policy = parsePolicy(t, u.policy())
-			e.opts.Resolver = standIns{}
+			e.pol = parsePolicy(t, u.policy())
+			e.eopts.Resolver = standIns{}
 			var out bytes.Buffer
 			e.opts.Stdout = &out
 			script := fmt.Sprintf(`for i in 1 2 3 4 5 6 7 8 9 10; do
@@ -130,7 +130,7 @@ done`, c.size, port(u.sink))
 			u.mu.Lock()
 			u.requests, u.bytes = 0, 0
 			u.mu.Unlock()
-			res, err := runbook.Launch(context.Background(), p, e.opts)
+			res, err := e.launch(t, context.Background(), p)
 			if err != nil || res.ExitCode != runbook.ExitOK {
 				t.Fatalf("result %+v, %v\n%s", res, err, out.String())
 			}
@@ -157,8 +157,8 @@ done`, c.size, port(u.sink))
 
 	t.Run("inspect", func(t *testing.T) {
 		e := newEnv(t)
-		e.opts.Policy = parsePolicy(t, u.policy())
-		e.opts.Resolver = standIns{}
+		e.pol = parsePolicy(t, u.policy())
+		e.eopts.Resolver = standIns{}
 		var out bytes.Buffer
 		e.opts.Stdout, e.opts.Stderr = &out, &out
 		api := "https://api.example.com:" + port(u.api)
@@ -167,7 +167,7 @@ curl -sS -w 'status=%%{http_code}\n' %[1]s/ok/a
 curl -sS -o /dev/null -w 'status=%%{http_code}\n' %[1]s/no/a
 env; true`, api)))
 		p.Task = "inspect"
-		res, err := runbook.Launch(context.Background(), p, e.opts)
+		res, err := e.launch(t, context.Background(), p)
 		if err != nil || res.ExitCode != runbook.ExitOK {
 			t.Fatalf("result %+v, %v\n%s", res, err, out.String())
 		}
@@ -215,7 +215,7 @@ func TestLaunchHidesCredentialFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	e.opts.Policy = parsePolicy(t, strings.Replace(testPolicy, `"egress": {"default": "deny", "taskAllowlist": {"t": ["upstream.test"]}}`,
+	e.pol = parsePolicy(t, strings.Replace(testPolicy, `"egress": {"default": "deny", "taskAllowlist": {"t": ["upstream.test"]}}`,
 		fmt.Sprintf(`"filesystem": {"readOnly": ["/usr", "/bin", "/lib", "/lib64", "/etc", %[1]q]},
   "egress": {"default": "deny", "taskAllowlist": {"t": [{"host": "api.example.com", "inspect": true}]},
     "credentials": [{"name": "c", "host": "api.example.com", "scheme": "bearer", "fromFile": %[2]q}]}`, dir, token), 1))
@@ -223,7 +223,7 @@ func TestLaunchHidesCredentialFile(t *testing.T) {
 	e.opts.Stdout, e.opts.Stderr = &out, &out
 	p := plan("T-private", sh("look", "cat "+token+"; echo END"))
 	p.Task = "t"
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil || res.ExitCode != runbook.ExitOK {
 		t.Fatalf("result %+v, %v\n%s", res, err, out.String())
 	}

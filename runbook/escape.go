@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/decision"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -208,13 +206,4 @@ func (l *launch) checkAfterStep(n int) {
 		}
 	}
 	l.signal(sigs...)
-}
-
-// isMetadataAttempt reports whether a proxy event is a refused request
-// for an always-blocked destination (cloud metadata, link-local, or the
-// policy's own alwaysBlocked entries): the egress gate's fixed reasons
-// for those say `host "H" is always blocked:` (egress/reasons.go).
-func isMetadataAttempt(ev proxy.Event) bool {
-	return ev.Stage == proxy.StageDecided && ev.Decision.Gate == decision.GateEgress &&
-		!ev.Decision.Allowed() && strings.Contains(ev.Decision.Why(), " is always blocked: ")
 }

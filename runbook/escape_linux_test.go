@@ -151,7 +151,7 @@ func TestEscapeSignals(t *testing.T) {
 				c.trigger,
 				sh("never", "echo ran > /findings/never.txt"),
 			)
-			res, err := runbook.Launch(context.Background(), p, e.opts)
+			res, err := e.launch(t, context.Background(), p)
 			if err != nil {
 				t.Fatalf("Launch: %v", err)
 			}
@@ -324,7 +324,7 @@ func TestInitDeathIsEscape(t *testing.T) {
 		}
 	})
 	p := plan("T-init-died", sh("first", "true"), sh("killed", "sleep 20"), sh("never", "echo ran > /findings/never.txt"))
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -344,7 +344,7 @@ func TestSignalsToInitHeld(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
 	p := plan("T-signals", self("signals", "signal-init"), sh("after", "echo after > /findings/after.txt"))
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}

@@ -38,7 +38,7 @@ func TestStartProbeHolesInInit(t *testing.T) {
 				tr.mu.Unlock()
 				return ss, nil
 			})
-			res, err := runbook.Launch(context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")), e.opts)
+			res, err := e.launch(t, context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || runbook.ExitSetup != 125 || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
 			}

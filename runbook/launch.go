@@ -98,17 +98,17 @@ type prepared struct {
 //
 // The returned error is set when airlock itself could not launch
 // (Result.ExitCode is then ExitSetup) or could not tear down cleanly.
-func Launch(ctx context.Context, plan *Plan, opts Options) (Result, error) {
+func Launch(ctx context.Context, e *enforcer.Enforcer, plan *Plan, opts Options) (Result, error) {
 	setupFailed := func(err error) (Result, error) {
 		return Result{ExitCode: ExitSetup, Outcome: OutcomeSetup, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
 	}
-	l, err := newLaunch(plan, opts)
+	l, err := newLaunch(e, plan, opts)
 	if err != nil {
 		return setupFailed(err)
 	}
 	// The launch is claimed on the audit log while it lives: one whose
 	// airlock dies is recorded as abandoned by the log's next writer.
-	claim, err := l.opts.Log.BeginRun(l.opts.RunID)
+	claim, err := e.Log().BeginRun(l.opts.RunID)
 	if err != nil {
 		return setupFailed(fmt.Errorf("runbook: %w", err))
 	}
@@ -137,19 +137,12 @@ func (l *launch) seal(claim *audit.RunClaim, res Result, err error) (Result, err
 	return res, err
 }
 
-func newLaunch(plan *Plan, opts Options) (*launch, error) {
-	if plan == nil || opts.Policy == nil || opts.Log == nil {
-		return nil, errors.New("runbook: a plan, a policy and an audit log are required")
+func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) {
+	if plan == nil || e == nil {
+		return nil, errors.New("runbook: a plan and an enforcer are required")
 	}
 	if errs := validatePlan(plan); len(errs) > 0 {
 		return nil, fmt.Errorf("runbook: invalid plan: %w", errs)
-	}
-	// The sandbox and its way out are every entry point's: the files no
-	// sandbox sees (and the plan), the task's CA, credentials and budgets.
-	enf, err := enforcer.New(opts.Policy, opts.Log, enforcer.Options{Resolver: opts.Resolver, Dialer: opts.Dialer, Binds: opts.Binds,
-		Hide: []string{opts.PlanFile}})
-	if err != nil {
-		return nil, fmt.Errorf("runbook: %w", err)
 	}
 	if opts.RunID == "" {
 		opts.RunID = newRunID()
@@ -157,8 +150,8 @@ func newLaunch(plan *Plan, opts Options) (*launch, error) {
 	if !validRunID(opts.RunID) {
 		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
-	l := &launch{plan: plan, opts: opts, enf: enf, esc: newEscape()}
-	info := opts.Policy.Info()
+	l := &launch{plan: plan, opts: opts, enf: e, esc: newEscape()}
+	info := e.Policy().Info()
 	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings, Policy: &info}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
 	return l, nil
@@ -249,20 +242,14 @@ func (l *launch) abandon(ev audit.Event) bool {
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to OnEvent. It returns ev as written (with its seq and hash).
+// to the enforcer's OnEvent (Enforcer.Record), keeping the first record
+// the log refused. It returns ev as written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
-	w, all, err := l.opts.Log.AppendAll(ev)
+	w, err := l.enf.Record(ev)
 	if err != nil {
-		err = audit.NotWritten(ev, err)
 		l.auditErr.CompareAndSwap(nil, &err)
-		return w, err
 	}
-	if l.opts.OnEvent != nil {
-		for _, e := range all {
-			l.opts.OnEvent(e)
-		}
-	}
-	return w, nil
+	return w, err
 }
 
 // stepContext is the audit context of step i (0-based).

@@ -7,21 +7,17 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/canary"
-	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
-// Options configure a Launch. Policy and Log are required.
+// Options configure a Launch. The Enforcer it is given decides every
+// step under its policy (the command gate, the egress of the whole plan
+// by the plan's task, the caps and the filesystem view), records every
+// decision and lifecycle event in its audit log, durably, before the
+// action it allows, and passes each to its OnEvent; its Resolver, Dialer
+// and Binds are the sandbox's.
 type Options struct {
-	// Policy decides every step (command gate), the egress of the whole
-	// plan (the plan's task), the caps and the filesystem view.
-	Policy *policy.Loaded
-	// Log receives every decision and lifecycle event, durably, before
-	// the action it allows.
-	Log *audit.Log
 	// PlanFile is where the plan was read from, for the audit trail and
 	// the host-write watch; "" when it came from elsewhere.
 	PlanFile string
@@ -42,19 +38,9 @@ type Options struct {
 	EvidenceDir string
 	// Stdout and Stderr receive the steps' output; nil discards it.
 	Stdout, Stderr io.Writer
-	// Resolver and Dialer are the egress proxy's; nil means the system's.
-	// Tests replace them so that nothing leaves the host.
-	Resolver proxy.Resolver
-	Dialer   proxy.Dialer
-	// Binds are extra host paths bound read-only into the sandbox (a
-	// test binds airlock's own binary to run payloads).
-	Binds []sandbox.Bind
 	// Sentinels are extra host paths watched for writes while the plan
 	// runs (see SignalHostWrite).
 	Sentinels []string
-	// OnEvent, when not nil, is called with every event the launch
-	// writes, and the alerts the log's hook adds, once each is durable.
-	OnEvent func(audit.Event)
 	// RunID names the launch; "" means a fresh random id.
 	RunID string
 

@@ -6,7 +6,6 @@ import (
 	"reflect"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/image"
@@ -79,9 +78,9 @@ func (l *launch) prepareImage(ctx context.Context) bool {
 // resolve finds each step's executable (in the image's root when there
 // is one), and works out the sandbox's caps and filesystem view.
 func (l *launch) resolve(context.Context) bool {
-	pol := l.opts.Policy
+	pol := l.enf.Policy()
 	for i, s := range l.plan.Steps {
-		path, err := l.resolveCommand(s.Command)
+		path, err := l.enf.Resolve(l.rootfs, s.Command)
 		if err != nil {
 			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
 		}
@@ -100,18 +99,6 @@ func (l *launch) resolve(context.Context) bool {
 	}
 	l.fs = fs
 	return true
-}
-
-// resolveCommand is the executable for an allowed command: a path that
-// one of Options.Binds provides inside, or a file found through the
-// policy's command search path (inside the image's root, with one).
-func (l *launch) resolveCommand(command string) (string, error) {
-	for _, b := range l.opts.Binds {
-		if b.Inside == command {
-			return command, nil
-		}
-	}
-	return cmdgate.Resolve(l.rootfs, command, l.opts.Policy.SearchPath())
 }
 
 // sessionCaps are the caps of the plan's one sandbox. Memory, tasks, disk

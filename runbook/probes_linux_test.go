@@ -67,7 +67,7 @@ func TestStartProbeHoles(t *testing.T) {
 			}
 			e := newEnv(t)
 			c.open(t, e)
-			res, err := runbook.Launch(context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")), e.opts)
+			res, err := e.launch(t, context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
 			}

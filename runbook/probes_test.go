@@ -98,7 +98,7 @@ func TestStartProbeFailureAborts(t *testing.T) {
 			probes[i].OK, probes[i].Detail = false, p.Name+" is open"
 			fake := &fakeSession{t: t, probes: probes}
 			runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
-			res, err := runbook.Launch(context.Background(), plan("T-probe", sh("never", "true")), e.opts)
+			res, err := e.launch(t, context.Background(), plan("T-probe", sh("never", "true")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
 			}
@@ -139,7 +139,7 @@ func TestLaunchDenied(t *testing.T) {
 		runbook.Step{Name: "cross-tool", Command: "true"},
 	)
 	p.Task = "t"
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -167,16 +167,16 @@ func TestLaunchDenied(t *testing.T) {
 	}
 }
 
-// TestLaunchInvalid: a plan that breaks a rule, or missing options, is
-// refused before anything is decided or run.
+// TestLaunchInvalid: a plan that breaks a rule, or no enforcer (its
+// policy and audit log), is refused before anything is decided or run.
 func TestLaunchInvalid(t *testing.T) {
 	e := newEnv(t)
-	res, err := runbook.Launch(context.Background(), &runbook.Plan{TestID: "t"}, e.opts)
+	res, err := e.launch(t, context.Background(), &runbook.Plan{TestID: "t"})
 	if err == nil || res.ExitCode != runbook.ExitSetup || !strings.Contains(err.Error(), "a plan needs at least one step") {
 		t.Fatalf("empty plan: %+v, %v", res, err)
 	}
-	if _, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), runbook.Options{}); err == nil {
-		t.Fatal("a launch without policy or log ran")
+	if _, err := runbook.Launch(context.Background(), nil, plan("t", sh("a", "true")), runbook.Options{}); err == nil {
+		t.Fatal("a launch without an enforcer (policy, audit log) ran")
 	}
 	fi, err := os.Stat(e.auditPath)
 	if err != nil {
@@ -192,12 +192,12 @@ func TestLaunchInvalid(t *testing.T) {
 func TestLaunchNotInstalled(t *testing.T) {
 	e := newEnv(t)
 	pol := strings.Replace(testPolicy, `{"name": "cat", "command": "cat"`, `{"name": "cat", "command": "airlock-no-such-command"`, 1)
-	e.opts.Policy = parsePolicy(t, pol)
+	e.pol = parsePolicy(t, pol)
 	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
 		t.Error("a sandbox started for a plan whose command is missing")
 		return nil, errors.New("no")
 	})
-	res, err := runbook.Launch(context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}), e.opts)
+	res, err := e.launch(t, context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}))
 	if err == nil || res.ExitCode != runbook.ExitNotFound || res.Outcome != runbook.OutcomeSetup ||
 		!strings.Contains(res.Reason, `the command gate allowed "airlock-no-such-command" but it cannot be run: no such executable`) {
 		t.Fatalf("result %+v, %v", res, err)
@@ -218,7 +218,7 @@ func TestLaunchNotInstalled(t *testing.T) {
 func TestLaunchBadRunID(t *testing.T) {
 	e := newEnv(t)
 	e.opts.RunID = "../escape"
-	_, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), e.opts)
+	_, err := e.launch(t, context.Background(), plan("t", sh("a", "true")))
 	if err == nil || !strings.Contains(err.Error(), `run id "../escape"`) {
 		t.Fatalf("error %v", err)
 	}
@@ -273,7 +273,7 @@ func TestReprobeSignal(t *testing.T) {
 	}
 	fake := &stepFake{t: t, lis: lis}
 	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
-	res, err := runbook.Launch(context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")), e.opts)
+	res, err := e.launch(t, context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}

@@ -35,6 +35,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		probes = &req
 	}
 	cfg := l.enf.SandboxConfig(l.opts.RunID, l.opts.Workspace, l.opts.Findings, l.rootfs, l.fs, l.caps, probes)
+	cfg.HideFiles(l.opts.PlanFile)
 	// A task's budget holds per step, the session's for the whole plan;
 	// the CA for as long as every step could run.
 	eg, err := l.enf.PrepareEgress(l.res.Task, &cfg, l.caps.Wall*time.Duration(len(l.plan.Steps)), true)
@@ -110,10 +111,10 @@ func (l *launch) announce(context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.procs = procs
-	if err := l.egress.Serve(l.sess.Listener(), int(l.caps.OpenFiles), l.recordEgress); err != nil {
+	if err := l.egress.Serve(l.sess.Listener(), int(l.caps.OpenFiles), l.egressRecorder()); err != nil {
 		return l.setupFailed(err)
 	}
-	details := map[string]string{"policy": l.opts.Policy.Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
+	details := map[string]string{"policy": l.enf.Policy().Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
 	if l.opts.PlanFile != "" {
 		details["plan"] = l.opts.PlanFile
 	}
@@ -125,7 +126,7 @@ func (l *launch) announce(context.Context) bool {
 	if err != nil {
 		return l.setupFailed(err)
 	}
-	l.chain, err = watchChain(l.opts.Log.Path(), ev)
+	l.chain, err = watchChain(l.enf.Log().Path(), ev)
 	if err != nil {
 		return l.setupFailed(err)
 	}
@@ -143,7 +144,7 @@ func (l *launch) sentinels() (files []string, trees []watchedTree) {
 	if exe, err := os.Executable(); err == nil {
 		files = append(files, exe)
 	}
-	for _, p := range append([]string{l.opts.Policy.Source, l.opts.PlanFile}, l.opts.Sentinels...) {
+	for _, p := range append([]string{l.enf.Policy().Source, l.opts.PlanFile}, l.opts.Sentinels...) {
 		if abs := absPath(p); abs != "" {
 			files = append(files, abs)
 		}
@@ -161,7 +162,7 @@ func (l *launch) sentinels() (files []string, trees []watchedTree) {
 // unwatched are paths under the watched trees that airlock itself
 // writes while the plan runs: the audit log and the evidence.
 func (l *launch) unwatched() []string {
-	skip := []string{absPath(l.opts.Log.Path())}
+	skip := []string{absPath(l.enf.Log().Path())}
 	if d := absPath(l.opts.EvidenceDir); d != "" {
 		skip = append(skip, d)
 	}

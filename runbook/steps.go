@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/proxy"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -75,7 +75,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	st := sandbox.Step{
 		Path:   p.path,
 		Args:   append([]string{s.Command}, s.Args...),
-		Env:    append(sandbox.BaseEnv(l.opts.Policy.SearchPath()), l.egress.Env()...),
+		Env:    append(sandbox.BaseEnv(l.enf.Policy().SearchPath()), l.egress.Env()...),
 		Stdout: l.opts.Stdout,
 		Stderr: l.opts.Stderr,
 		Caps:   &caps,
@@ -162,27 +162,27 @@ func describeOutcome(r StepResult) string {
 // ptr is a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
 
-// recordEgress writes one proxy event to the audit stream, synchronously
-// and before any connection it allows (proxy.Config.Record). A refused
-// always-blocked destination is a metadata access attempt.
-func (l *launch) recordEgress(ev proxy.Event) error {
-	ctx := l.base
-	ctx.Details = maps.Clone(l.base.Details)
-	n := int(l.step.Load())
-	if n > 0 {
-		ctx.Details["step"] = strconv.Itoa(n)
-		ctx.Tool = l.plan.Steps[n-1].Tool
+// egressRecorder records the proxy's events with the step running now,
+// durably, before any connection each allows; a refused always-blocked
+// destination is a metadata access attempt.
+func (l *launch) egressRecorder() enforcer.EgressRecorder {
+	return enforcer.EgressRecorder{
+		Context: func() audit.Context {
+			ctx := l.base
+			ctx.Details = maps.Clone(l.base.Details)
+			if n := int(l.step.Load()); n > 0 {
+				ctx.Details["step"] = strconv.Itoa(n)
+				ctx.Tool = l.plan.Steps[n-1].Tool
+			}
+			return ctx
+		},
+		Record: func(ev audit.Event, _ bool) error {
+			_, err := l.record(ev)
+			return err
+		},
+		Blocked: func(ctx audit.Context, why string) {
+			n, _ := strconv.Atoi(ctx.Details["step"])
+			l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + why})
+		},
 	}
-	_, err := l.record(proxy.AuditEvent(ev, ctx))
-	if isMetadataAttempt(ev) {
-		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
-	}
-	if err != nil {
-		return errNotRecorded // the sandbox is told that much; the result says why
-	}
-	return nil
 }
-
-// errNotRecorded is what the proxy tells a client whose connection it
-// refused because its decision could not be recorded.
-var errNotRecorded = errors.New("the audit log could not record it")

@@ -57,7 +57,7 @@ func (l *launch) teardown() error {
 	if l.res.Receipt == nil {
 		l.res.Receipt = map[string]string{}
 	}
-	l.res.Receipt["command"] = "airlock command gate (policy " + l.opts.Policy.Digest + "), every step decided before the launch"
+	l.res.Receipt["command"] = "airlock command gate (policy " + l.enf.Policy().Digest + "), every step decided before the launch"
 	l.res.Receipt["egress"] = "airlock egress proxy on the listener the sandbox's init opened (where, and what else holds egress: network), task " + l.res.Task
 	l.res.Receipt["runbook"] = "start-up probes inside the sandbox; escape checks after every step (audit chain, cgroup membership, host writes, probes again) and during it (cgroup, canary, metadata)"
 	left := l.residue()
