@@ -1,9 +1,13 @@
 package audit
 
 import (
+	"fmt"
+	"maps"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
 // Kind says what an event is about. The lab's monitor kinds are command,
@@ -74,6 +78,11 @@ const (
 	// EventEgressBudgetReached marks an egress budget's cap reached
 	// (kind egress, decision deny; docs/egress.md, "Budgets").
 	EventEgressBudgetReached = "egress_budget_reached"
+	// EventEgressFailed marks the end of an allowed egress request that
+	// could not reach its destination: a name that did not resolve, a
+	// refused connection, a failed TLS handshake (kind egress, decision
+	// info; docs/egress.md, "Allowed, then failed").
+	EventEgressFailed = "egress_failed"
 )
 
 // Event is one line of the audit stream. Seq, TS, Prev and Hash are set
@@ -202,5 +211,28 @@ func FromDecision(d decision.Decision, ctx Context) Event {
 	}
 	ctx.Gate = d.Gate
 	ctx.Rule = d.Rule
+	if d.Script != nil {
+		ctx.Details = maps.Clone(ctx.Details)
+		if ctx.Details == nil {
+			ctx.Details = map[string]string{}
+		}
+		ctx.Details["shell"] = d.Script.Shell
+		ctx.Details["commands"] = scriptLines(d.Script)
+	}
 	return Event{Kind: kind, Decision: d.Verdict.String(), Reason: d.Why(), Context: ctx}
+}
+
+// scriptLines is every command found in a script, one line each: where
+// it is, its verdict, its rule ("-" for none) and its command line as
+// shell (termtext.Argv).
+func scriptLines(s *decision.Script) string {
+	lines := make([]string, len(s.Commands))
+	for i, c := range s.Commands {
+		rule := c.Rule
+		if rule == "" {
+			rule = "-"
+		}
+		lines[i] = fmt.Sprintf("%s %s %s: %s", c.Pos, c.Verdict, rule, termtext.Argv(append([]string{c.Command}, c.Args...)))
+	}
+	return strings.Join(lines, "\n")
 }

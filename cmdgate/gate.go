@@ -5,9 +5,12 @@
 // and denies by default. A tool without a scope is denied, and a command
 // outside the tool's scope is denied even when another tool allows it.
 // Bare command names are matched by name, never by what is installed; a
-// request naming a path matches only a rule naming that same absolute
-// path. Every decision carries a fixed reason naming the tool, the command
-// and the rule.
+// request naming a path (a relative one taken from its working
+// directory) matches only a rule naming that same absolute path, or, for
+// a workspace program in /workspace or /tmp, a glob of it, which the
+// sandbox's init resolves inside (Program). A shell rule decides each
+// command of a -c script (shell.go). Every decision carries a fixed
+// reason naming the tool, the command and the rule.
 //
 // Threat model: the agent chooses the tool, the command, its arguments
 // and the working directory; the operator writes the policy. A deny or
@@ -24,10 +27,13 @@ package cmdgate
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
@@ -35,12 +41,21 @@ import (
 // concurrent use.
 type Gate struct {
 	tools map[string]*scope
+	names []string // the tools, sorted: the "did you mean" of an unknown one
 }
 
 // scope is one tool's rules, indexed by command.
 type scope struct {
 	commands map[string]*entry
-	names    string // the allowlisted commands, for reasons
+	globs    []glob   // rules naming workspace programs by a glob, in policy order
+	names    string   // the allowlisted commands, for reasons
+	writable []string // where a script may redirect to: the sandbox's trees and readWrite
+}
+
+// glob is the rules of one glob command ("/workspace/.venv/bin/*").
+type glob struct {
+	pattern string
+	e       *entry
 }
 
 // entry holds the rules for one command of one tool, by kind, and the
@@ -71,23 +86,35 @@ type rule struct {
 	paths      bool // arguments also match as the same path (deny, escalate)
 	decided    decision.Decision
 	isEmptySig bool // no signatures: any args when extra, none otherwise
+	shell      *shellRule
+	glob       bool // its command is a glob: a decision names the request's command
+}
+
+// decision is r's decision on command; a glob rule's names the command
+// asked for, which its prepared decision cannot.
+func (r *rule) decision(tool, command string) decision.Decision {
+	d := r.decided
+	if r.glob {
+		d.Reason = ruleReason(d.Verdict, tool, command, d.Rule)
+	}
+	return d
 }
 
 // Compile builds the gate's index from a validated policy.
 func Compile(p *policy.Policy) *Gate {
 	g := &Gate{tools: make(map[string]*scope, len(p.ToolScopes))}
 	for tool, ts := range p.ToolScopes {
-		s := &scope{commands: map[string]*entry{}}
+		s := &scope{commands: map[string]*entry{}, writable: writableTrees(p.FilesystemFor(tool))}
 		add := func(v decision.Verdict, list []policy.CommandPattern) {
 			for _, cp := range list {
-				e := s.commands[cp.Command]
-				if e == nil {
-					e = &entry{}
-					s.commands[cp.Command] = e
-				}
+				e := s.entryFor(cp.Command)
 				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, paths: v != decision.Allow, isEmptySig: len(cp.ArgPatterns) == 0,
 					decided: decision.Decision{Gate: decision.GateCommand, Verdict: v, Rule: cp.Name,
 						Reason: ruleReason(v, tool, cp.Command, cp.Name), Justification: cp.Justification}}
+				if cp.Shell {
+					r.shell = newShellRule(cp, tool, s)
+				}
+				r.glob = policy.IsGlob(cp.Command)
 				switch v {
 				case decision.Deny:
 					e.deny = append(e.deny, r)
@@ -113,11 +140,34 @@ func Compile(p *policy.Policy) *Gate {
 		s.names = "[" + strings.Join(names, ", ") + "]"
 		g.tools[tool] = s
 	}
+	g.names = slices.Sorted(maps.Keys(g.tools))
 	return g
+}
+
+// entryFor returns the entry of a rule's command, made on first use.
+func (s *scope) entryFor(command string) *entry {
+	if policy.IsGlob(command) {
+		for _, g := range s.globs {
+			if g.pattern == command {
+				return g.e
+			}
+		}
+		s.globs = append(s.globs, glob{command, &entry{}})
+		return s.globs[len(s.globs)-1].e
+	}
+	e := s.commands[command]
+	if e == nil {
+		e = &entry{}
+		s.commands[command] = e
+	}
+	return e
 }
 
 // signaturesOf lists what one allow rule accepts.
 func signaturesOf(cp policy.CommandPattern) []Signature {
+	if cp.Shell {
+		return []Signature{{Rule: cp.Name, Command: cp.Command, Args: []string{"-c"}, ExtraArgs: true}}
+	}
 	if len(cp.ArgPatterns) == 0 {
 		return []Signature{{Rule: cp.Name, Command: cp.Command, Args: []string{}, ExtraArgs: cp.AllowExtraArgs}}
 	}
@@ -144,10 +194,12 @@ func (g *Gate) Signatures(tool, command string) []Signature {
 // The fixed reasons, one per decision path.
 const (
 	reasonNoScope   = "no scope for tool %q: deny by default"
+	reasonNoScopeOf = "no scope for tool %q: deny by default (did you mean %q?)"
 	reasonNotListed = "%q is not in the allowlist of tool %q (allowlist: %s): deny by default"
 	reasonNoSig     = "%q is in the allowlist of tool %q but its arguments match no signature: deny by default"
-	reasonRelative  = "%q names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny"
+	reasonRelative  = "%q names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny"
 	reasonUnclean   = "%q is not a clean absolute path: deny"
+	reasonNotNamed  = "%q is %s from the working directory, which is not in the allowlist of tool %q (allowlist: %s): deny by default"
 	reasonNUL       = "the command or an argument for tool %q has a NUL byte, which no program can receive: deny"
 	reasonDir       = "the working directory %q is not a clean absolute path, or has a NUL byte: deny"
 	reasonEmpty     = "empty command for tool %q: deny"
@@ -173,6 +225,9 @@ func ruleReason(v decision.Verdict, tool, command, name string) string {
 func (g *Gate) Decide(tool, command string, args []string, dir string) decision.Decision {
 	s := g.tools[tool]
 	if s == nil {
+		if near := strict.Closest(tool, g.names); near != "" {
+			return deny(reasonNoScopeOf, tool, near)
+		}
 		return deny(reasonNoScope, tool)
 	}
 	if hasNUL(command, args) {
@@ -181,35 +236,115 @@ func (g *Gate) Decide(tool, command string, args []string, dir string) decision.
 	if !path.IsAbs(dir) || path.Clean(dir) != dir || strings.IndexByte(dir, 0) >= 0 {
 		return deny(reasonDir, dir)
 	}
-	e := s.commands[command]
-	if e == nil {
-		return refuseUnlisted(s, tool, command)
+	key, refused := commandKey(command, dir)
+	if refused != "" {
+		return deny(refused, command)
 	}
-	for _, list := range [...][]rule{e.deny, e.escalate, e.allow} {
-		for i := range list {
-			if list[i].matches(args, dir) {
-				return list[i].decided
+	var buf [1]*entry
+	entries := s.lookup(key, buf[:0])
+	if len(entries) == 0 {
+		return refuseUnlisted(s, tool, command, key)
+	}
+	for _, kind := range ruleKinds {
+		for _, e := range entries {
+			if d, ok := decideRules(kind(e), tool, command, args, dir); ok {
+				return d
 			}
 		}
 	}
-	if len(e.allow) == 0 {
-		return deny(reasonNotListed, command, tool, s.names)
+	return refuseUnmatched(s, tool, command, key, entries)
+}
+
+// ruleKinds are an entry's rules in the order they are tried.
+var ruleKinds = [...]func(*entry) []rule{
+	func(e *entry) []rule { return e.deny },
+	func(e *entry) []rule { return e.escalate },
+	func(e *entry) []rule { return e.allow },
+}
+
+// decideRules returns the decision of the first rule of list that matches
+// args: a shell rule's is its script's (shell.go).
+func decideRules(list []rule, tool, command string, args []string, dir string) (decision.Decision, bool) {
+	for i := range list {
+		r := &list[i]
+		if r.shell != nil {
+			if d, ok := r.shell.decide(tool, command, args, []string{dir}, 0); ok {
+				return d, true
+			}
+			continue
+		}
+		if r.matches(args, dir) {
+			return r.decision(tool, command), true
+		}
 	}
-	return deny(reasonNoSig, command, tool)
+	return decision.Decision{}, false
+}
+
+// commandKey is the name a request's command is looked up by: a bare name
+// as it is, a path as a clean absolute path, a relative one taken from
+// dir. A path that is not clean is refused with its reason: the kernel
+// resolves ".." through links, the gate lexically.
+func commandKey(command, dir string) (key, refused string) {
+	switch {
+	case command == "" || !strings.Contains(command, "/"):
+		return command, ""
+	case path.IsAbs(command) && path.Clean(command) != command:
+		return "", reasonUnclean
+	case path.IsAbs(command):
+		return command, ""
+	}
+	rel := strings.TrimPrefix(command, "./")
+	if rel == "" || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
+		return "", reasonRelative
+	}
+	return path.Join(dir, rel), ""
+}
+
+// lookup appends to buf the entry naming key, then those of the globs
+// that match it (only a workspace program's path can match a glob).
+func (s *scope) lookup(key string, buf []*entry) []*entry {
+	if e := s.commands[key]; e != nil {
+		buf = append(buf, e)
+	}
+	if len(s.globs) == 0 || policy.ProgramTree(key) == "" {
+		return buf
+	}
+	for _, g := range s.globs {
+		if ok, _ := path.Match(g.pattern, key); ok {
+			buf = append(buf, g.e)
+		}
+	}
+	return buf
 }
 
 // refuseUnlisted picks the most specific reason for a command that no rule
 // of the tool names.
-func refuseUnlisted(s *scope, tool, command string) decision.Decision {
+func refuseUnlisted(s *scope, tool, command, key string) decision.Decision {
 	switch {
 	case command == "":
 		return deny(reasonEmpty, tool)
-	case strings.Contains(command, "/") && !path.IsAbs(command):
-		return deny(reasonRelative, command)
-	case strings.Contains(command, "/") && path.Clean(command) != command:
-		return deny(reasonUnclean, command)
+	case key != command:
+		return deny(reasonNotNamed, command, key, tool, s.names)
 	}
 	return deny(reasonNotListed, command, tool, s.names)
+}
+
+// refuseUnmatched is the refusal of a command that the rules of entries
+// name, none of which matched its arguments.
+func refuseUnmatched(s *scope, tool, command, key string, entries []*entry) decision.Decision {
+	allowed := false
+	for _, e := range entries {
+		for _, r := range e.allow {
+			if r.shell != nil {
+				return deny(reasonShellForm, command, tool, r.decided.Rule)
+			}
+			allowed = true
+		}
+	}
+	if !allowed {
+		return refuseUnlisted(s, tool, command, key)
+	}
+	return deny(reasonNoSig, command, tool)
 }
 
 func hasNUL(command string, args []string) bool {

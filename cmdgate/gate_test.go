@@ -62,6 +62,16 @@ func TestLabCases(t *testing.T) {
 	})
 }
 
+// TestUnknownToolNearest: a tool the policy lacks is denied with the
+// nearest tool it has, when one is near.
+func TestUnknownToolNearest(t *testing.T) {
+	runCases(t, seedGate(t), []gateCase{
+		{"run_test", "pytest", []string{"-v"}, decision.Deny, `no scope for tool "run_test": deny by default (did you mean "run_tests"?)`, ""},
+		{"Read_File", "cat", nil, decision.Deny, `no scope for tool "Read_File": deny by default (did you mean "read_file"?)`, ""},
+		{"deploy", "ls", nil, decision.Deny, `no scope for tool "deploy": deny by default`, ""},
+	})
+}
+
 func TestCrossToolInjection(t *testing.T) {
 	g := seedGate(t)
 	// Every command allowed to one tool is denied to every other tool.
@@ -152,8 +162,12 @@ func TestPathNamedCommands(t *testing.T) {
 		// A path-named request matches only the same absolute path.
 		{"vcs", "/tmp/x/git", []string{"status"}, decision.Deny, `"/tmp/x/git" is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
 		{"vcs", "/usr/local/bin/pytest", nil, decision.Deny, `"/usr/local/bin/pytest" is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
-		{"vcs", "./pytest", nil, decision.Deny, `"./pytest" names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny`, ""},
-		{"vcs", "workspace/pytest", nil, decision.Deny, `"workspace/pytest" names a relative path: only a rule naming the same absolute path can match, and rules name absolute paths: deny`, ""},
+		// A relative path is the file of that name in the working
+		// directory: a rule must name that absolute path.
+		{"vcs", "./pytest", nil, decision.Deny, `"./pytest" is /workspace/pytest from the working directory, which is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
+		{"vcs", "workspace/pytest", nil, decision.Deny, `"workspace/pytest" is /workspace/workspace/pytest from the working directory, which is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
+		{"vcs", "../usr/bin/git", []string{"status"}, decision.Deny, `"../usr/bin/git" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny`, ""},
+		{"vcs", "a/./pytest", nil, decision.Deny, `"a/./pytest" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny`, ""},
 		{"vcs", "/usr/bin/../bin/git", []string{"status"}, decision.Deny, `"/usr/bin/../bin/git" is not a clean absolute path: deny`, ""},
 		{"vcs", "/usr//bin/git", []string{"status"}, decision.Deny, `"/usr//bin/git" is not a clean absolute path: deny`, ""},
 		{"vcs", "", nil, decision.Deny, `empty command for tool "vcs": deny`, ""},

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // ErrNotInstalled is returned by Resolve when no executable file of that
@@ -36,6 +38,22 @@ func ResolveStatus(err error) int {
 		return StatusNotExecutable
 	}
 	return 0
+}
+
+// Program returns where a path-named command lies: its absolute path (a
+// relative one taken from dir, the step's working directory) and, when
+// that is a workspace program (policy.ProgramTree), its tree, which the
+// sandbox's init resolves it in (sandbox.Config.Tree). A bare name, or a
+// path the gate refuses, gives "", "".
+func Program(command, dir string) (p, tree string) {
+	if !strings.Contains(command, "/") {
+		return "", ""
+	}
+	p, refused := commandKey(command, dir)
+	if refused != "" {
+		return "", ""
+	}
+	return p, policy.ProgramTree(p)
 }
 
 // Resolve returns the absolute path airlock executes for command. A bare

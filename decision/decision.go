@@ -75,6 +75,37 @@ type Decision struct {
 	// Justification is the matched rule's justification text from the
 	// policy, "" when it has none.
 	Justification string `json:"justification,omitempty"`
+	// Script is set on a command decision taken on a shell's script,
+	// command by command (a "shell": true rule): the shell, and every
+	// command found in the script.
+	Script *Script `json:"script,omitempty"`
+}
+
+// Script is what a command gate found in a shell's script (-c SCRIPT).
+type Script struct {
+	// Shell is the dialect the script was read in and runs in: "sh",
+	// "bash" or "dash".
+	Shell string `json:"shell" jsonschema:"required,enum=sh,enum=bash,enum=dash"`
+	// Commands lists every simple command of the script, in the order
+	// written, each decided on its own, and every construct refused.
+	Commands []ScriptCommand `json:"commands" jsonschema:"required"`
+}
+
+// ScriptCommand is one command of a script, or one construct refused.
+type ScriptCommand struct {
+	// Pos is where it starts in the script, "line:col" (1-based, in
+	// bytes); a nested shell's script adds its own after a '/'.
+	Pos string `json:"pos" jsonschema:"required"`
+	// Command is the command's name as written, or the construct refused
+	// ("$(...)", "eval").
+	Command string `json:"command" jsonschema:"required"`
+	// Args are its arguments: each one's value, or as written when it
+	// holds an expansion.
+	Args []string `json:"args" jsonschema:"required"`
+	// Verdict, Rule and Reason are its own decision.
+	Verdict Verdict `json:"decision" jsonschema:"required,type=string,enum=allow,enum=deny,enum=escalate"`
+	Rule    string  `json:"rule" jsonschema:"required"`
+	Reason  string  `json:"reason" jsonschema:"required"`
 }
 
 // Allowed reports whether the verdict is Allow.

@@ -23,15 +23,19 @@ const MaxApprovalStdin = 1 << 20
 
 // binding is what an escalated command's approval is bound to beyond its
 // tool, argv, scope and policy: the program it runs (its path inside the
-// sandbox, and its contents' digest), the environment it adds, its
-// working directory and its stdin. The stdin is read whole here; the
+// sandbox, and its contents' digest, or WorkspaceProgram for a program in
+// tree, which only the sandbox's init finds), the environment it adds,
+// its working directory and its stdin. The stdin is read whole here; the
 // reader returned holds its bytes (nil for none), for the command to
 // read instead. t's notices say so when the stdin has not ended after a
 // second.
-func (e *Enforcer) binding(ctx context.Context, t *tally, rootfs, program string, env []string, cwd string, stdin io.Reader) (approval.Request, io.Reader, error) {
-	digest, err := e.programDigest(rootfs, program)
-	if err != nil {
-		return approval.Request{}, nil, fmt.Errorf("the program %s, whose identity an approval is bound to: %w", program, err)
+func (e *Enforcer) binding(ctx context.Context, t *tally, rootfs, program, tree string, env []string, cwd string, stdin io.Reader) (approval.Request, io.Reader, error) {
+	digest := WorkspaceProgram
+	if tree == "" {
+		var err error
+		if digest, err = e.programDigest(rootfs, program); err != nil {
+			return approval.Request{}, nil, fmt.Errorf("the program %s, whose identity an approval is bound to: %w", program, err)
+		}
 	}
 	in, err := readStdin(ctx, t, stdin)
 	if err != nil {
@@ -45,6 +49,12 @@ func (e *Enforcer) binding(ctx context.Context, t *tally, rootfs, program string
 	b.Stdin, b.StdinBytes = "sha256:"+hex.EncodeToString(sum[:]), int64(len(in))
 	return b, bytes.NewReader(in), nil
 }
+
+// WorkspaceProgram is the program digest of an approval for a workspace
+// program: its path is bound, its contents are not (they are the
+// agent's, and only the sandbox's init finds the file, as the step
+// starts: docs/policy.md, "Workspace programs").
+const WorkspaceProgram = "none: a workspace program, the agent's own"
 
 // programDigest is the SHA-256 of the program at path, the file the
 // sandbox will run: the host file a bind provides there, else the file

@@ -278,13 +278,7 @@ func (g *Egress) Close() {
 // error names the credential and where its value should be, never a
 // value.
 func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy.Credential, env []string, err error) {
-	if pol.Egress == nil {
-		return nil, nil, nil
-	}
-	for _, c := range pol.Egress.Credentials {
-		if len(c.Tasks) > 0 && !slices.Contains(c.Tasks, task) || !inspects(g, task, c.Host) {
-			continue
-		}
+	for _, c := range credentialsFor(pol, g, task) {
 		v, err := credentialValue(c)
 		if err != nil {
 			return nil, nil, fmt.Errorf("egress: credential %q: %w", c.Name, err)
@@ -304,6 +298,21 @@ func credentials(pol *policy.Loaded, g *egress.Gate, task string) (creds []proxy
 		}
 	}
 	return creds, env, nil
+}
+
+// credentialsFor lists the credentials task may use: those for it (or
+// for every task) whose host an inspected entry of task reaches.
+func credentialsFor(pol *policy.Loaded, g *egress.Gate, task string) []policy.Credential {
+	if pol.Egress == nil {
+		return nil
+	}
+	var out []policy.Credential
+	for _, c := range pol.Egress.Credentials {
+		if (len(c.Tasks) == 0 || slices.Contains(c.Tasks, task)) && inspects(g, task, c.Host) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // inspects reports whether an inspected entry of task reaches host

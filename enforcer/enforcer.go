@@ -102,9 +102,12 @@ type Request struct {
 	// Command and Args are what to run, as the agent asked.
 	Command string
 	Args    []string
-	// Env is added to the child's minimal environment (PATH, HOME, LANG
-	// and the proxy variables); the caller's own environment is never
-	// passed in, so host secrets in it stay outside.
+	// Env is added to the child's minimal environment (sandbox.BaseEnv:
+	// PATH, HOME, the caches, LANG; and the proxy variables), each entry
+	// replacing the variable of its name; the caller's own environment
+	// is never passed in, so host secrets in it stay outside. An entry
+	// that sets a variable airlock sets for containment is refused
+	// (ErrEnv).
 	Env []string
 	// Cwd is the working directory inside: absolute, or relative to
 	// /workspace; "" means /workspace.
@@ -183,6 +186,12 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	if req.RunID == "" {
 		req.RunID = NewRunID()
 	}
+	if req.Task == "" {
+		req.Task = req.Tool
+	}
+	if err := e.checkEnv(req.Task, req.Env); err != nil {
+		return envRefused(req.RunID, "", 1, err), err
+	}
 	claim, err := e.log.BeginRun(req.RunID)
 	if err != nil {
 		err = fmt.Errorf("enforcer: %w", err)
@@ -194,9 +203,6 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 
 // run is Run once the run is claimed.
 func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
-	if req.Task == "" {
-		req.Task = req.Tool
-	}
 	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
 	defer t.end()
 	sc := e.newScribe(t)
@@ -230,13 +236,13 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
 	}
-	path, err := e.Resolve(rootfs, req.Command)
+	cmd, err := e.commandOf(rootfs, d, req.Command, req.Args, req.Cwd)
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), req.Command, err))
+		return e.setupFailed(sc, res, base, decided, err)
 	}
-	base.Path, a.base.Path = path, path
+	base.Path, a.base.Path = cmd.path, cmd.path
 	if !d.Allowed() {
-		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, path, req.Env, req.Cwd, req.Stdin); err != nil {
+		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, cmd.path, cmd.tree, req.Env, req.Cwd, req.Stdin); err != nil {
 			return e.setupFailed(sc, res, base, decided, err)
 		}
 		a.bound.Task, a.bound.Workspace, a.bound.Image = req.Task, ws, req.Image
@@ -244,8 +250,8 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 	}
-	res.Path = path
-	return e.runAllowed(ctx, sc, req, res, base, decided, rootfs, digest)
+	res.Path = cmd.path
+	return e.runAllowed(ctx, sc, req, cmd, res, base, decided, rootfs, digest)
 }
 
 // gateSaid is what the command gate said of a command it did not deny.
@@ -323,7 +329,7 @@ func (e *Enforcer) bindAt(path string) (sandbox.Bind, bool) {
 }
 
 // runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
+func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd command, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
 	caps := e.pol.CapsFor(req.Tool)
 	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = req.Timeout.Seconds()
@@ -345,9 +351,9 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	// records then (the refusals it held to count them, its connections'
 	// ends) is in the result, and a failure to record it is not lost.
 	defer eg.Close()
-	cfg.Path, cfg.Dir = res.Path, req.Cwd
-	cfg.Args = argv(req.Command, req.Args)
-	cfg.Env = append(append(sandbox.BaseEnv(e.pol.SearchPath()), eg.Env()...), req.Env...)
+	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
+	cfg.Args = cmd.argv
+	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), eg.Env(), req.Env))
 	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
 	eg.Bound()
@@ -387,6 +393,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, res 
 	out, waitErr := sb.Wait()
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
 	res = withOutcome(res, out, caps)
+	base.Path = res.Path
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
 		res.ExitCode = interruptedStatus(ctx)

@@ -216,7 +216,7 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 		}
 	}
 	if req.Findings != "" {
-		if err := s.ss.SetFindings(req.Findings); err != nil {
+		if err := s.SetFindings(req.Findings); err != nil {
 			s.abort()
 			return nil, s.openFailed(err)
 		}

@@ -37,6 +37,9 @@ func (sc *scribe) egressRecorder(base audit.Context) EgressRecorder {
 // withOutcome copies the sandbox's result into res and sets the exit
 // status docs/cli.md gives.
 func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Result {
+	if out.Path != "" { // the file the init ran: a workspace program's, resolved inside
+		res.Path = out.Path
+	}
 	res.Signal = out.Signal
 	res.WallMs = out.Wall.Milliseconds()
 	res.CPUMs = out.CPU.Milliseconds()

@@ -53,6 +53,10 @@ const (
 	// write. It replaces the child's own status: data the caller asked to
 	// keep is not there, so the run failed (docs/cli.md).
 	ExitFindings = 73
+	// ExitUsage is returned when the request itself was refused before
+	// anything was decided or run: its Env sets a variable airlock sets
+	// (ErrEnv). It is the command line's status for a usage error.
+	ExitUsage = 2
 )
 
 // ResultSchemaVersion is the version of Result's JSON form. It changes
@@ -79,6 +83,10 @@ type Result struct {
 	Decision decision.Verdict `json:"decision" jsonschema:"required,type=string,enum=allow,enum=deny,enum=escalate"`
 	Reason   string           `json:"reason" jsonschema:"required"`
 	Rule     string           `json:"rule" jsonschema:"required"`
+	// Script is set when a shell rule decided the command's script,
+	// command by command: the shell, and every command found in the script
+	// with its own decision (docs/policy.md, "Shell rules").
+	Script *decision.Script `json:"script,omitempty"`
 	// Refusal is set when the command did not run because it was refused
 	// (by the command gate, or for want of an approval): why, and what the
 	// agent can do about it. It is null when the command ran.
@@ -115,6 +123,12 @@ type Result struct {
 	// order, at most MaxEgressEntries; EgressOmitted counts those left out.
 	Egress        []EgressDecision `json:"egress" jsonschema:"required"`
 	EgressOmitted int              `json:"egressOmitted,omitempty"`
+	// EgressFailed lists the requests the egress gate allowed that then
+	// could not reach their destination (a name that did not resolve, a
+	// refused connection, a failed TLS handshake), in order, each with
+	// the allowing decision's rule and the failure as its reason; at most
+	// MaxEgressEntries, those left out counted in EgressOmitted too.
+	EgressFailed []EgressDecision `json:"egressFailed" jsonschema:"required"`
 	// Alerts lists the monitor's alerts raised while the command was
 	// decided and ran, at most MaxAlertEntries.
 	Alerts []Alert `json:"alerts" jsonschema:"required"`
@@ -237,8 +251,8 @@ const (
 // newResult is the result of a command the gate decided d on.
 func newResult(runID, session string, step int, d decision.Decision, at time.Time) Result {
 	return Result{SchemaVersion: ResultSchemaVersion, RunID: runID, Session: session, Step: step,
-		Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, StartedAt: at.UTC(),
-		Egress: []EgressDecision{}, Alerts: []Alert{}, FindingsSkipped: []string{}, Receipt: map[string]string{}}
+		Gate: d.Gate, Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Script: d.Script, StartedAt: at.UTC(),
+		Egress: []EgressDecision{}, EgressFailed: []EgressDecision{}, Alerts: []Alert{}, FindingsSkipped: []string{}, Receipt: map[string]string{}}
 }
 
 // SetupResult is the result of a command that airlock could not even

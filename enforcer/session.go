@@ -54,7 +54,8 @@ type StepRequest struct {
 	// Command and Args are what to run, as the agent asked.
 	Command string
 	Args    []string
-	// Env is added to the child's minimal environment, as in Request.
+	// Env is added to the child's minimal environment, as in Request
+	// (ErrEnv).
 	Env []string
 	// Cwd is the working directory inside: absolute, or relative to
 	// /workspace; "" means /workspace.
@@ -79,8 +80,12 @@ type SessionSummary struct {
 	Steps   int    `json:"steps"`
 	// Ended says why the session ended: closed, wall (its wall clock
 	// passed), idle (no command for its idle timeout), or escape (a sign
-	// that something inside reached the host).
+	// that something inside reached the host, or an alert of the
+	// policy's session.onAlert).
 	Ended string `json:"ended"`
+	// Evidence is the directory of the evidence kept when an alert
+	// stopped the session.
+	Evidence string `json:"evidence,omitempty"`
 	// CPUMs and PeakMemoryBytes are the whole session's.
 	CPUMs           int64 `json:"cpuMs"`
 	PeakMemoryBytes int64 `json:"peakMemoryBytes"`
@@ -143,6 +148,12 @@ type Session struct {
 	warm    bool // the sandbox was built ahead (Pool)
 
 	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
+
+	findings atomic.Pointer[string] // the host directory the findings go to
+	serving  atomic.Bool            // opened: an alert may stop it from now on
+	stopOnce sync.Once
+	stopped  atomic.Pointer[string] // why an alert stopped the session, once one has (alertstop.go)
+	evidence atomic.Pointer[string] // where the stop kept its evidence
 
 	mu     sync.Mutex // held by Exec for a whole step, by Changes and by the end of Close
 	steps  int
@@ -234,6 +245,8 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
+	s.sc.alarm = s.alarmed
+	s.findings.Store(&req.Findings)
 	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
 	if err := e.signingReady(); err != nil {
 		return nil, fmt.Errorf("enforcer: session: %w", err)
@@ -271,6 +284,7 @@ func (s *Session) serve(openFiles int, open audit.Event) error {
 	s.idle = time.AfterFunc(math.MaxInt64, func() { s.end(EndedIdle) })
 	s.wall.Reset(s.caps.Wall())
 	s.idle.Reset(s.caps.Idle())
+	s.serving.Store(true)
 	return nil
 }
 
@@ -317,9 +331,17 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if why := s.ending.Load(); why != nil {
+	if why := s.ending.Load(); why != nil || s.stopped.Load() != nil {
+		if stop := s.stopped.Load(); stop != nil {
+			why = stop
+		}
 		err := fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
-		return SetupResult(s.id, s.id, s.steps+1, err), err
+		res := SetupResult(s.id, s.id, s.steps+1, err)
+		s.stoppedBy(&res)
+		return res, err
+	}
+	if err := s.e.checkEnv(s.task, st.Env); err != nil {
+		return envRefused(s.id, s.id, s.steps+1, err), err
 	}
 	s.idle.Stop()
 	defer s.rearm()
@@ -357,6 +379,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
 	if d.Verdict == decision.Deny {
 		_, err := s.e.admitted(ctx, s.sc, &res, a, d, decided)
+		s.stoppedBy(&res)
 		return res, err
 	}
 	// An allowed or escalated command: what it would run is worked out
@@ -367,11 +390,12 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	}
 	base.Path, a.base.Path = step.Path, step.Path
 	if !d.Allowed() {
-		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, st.Env, step.Dir, st.Stdin); err != nil {
+		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, step.Tree, st.Env, step.Dir, st.Stdin); err != nil {
 			return s.e.setupFailed(s.sc, res, base, decided, err)
 		}
 		a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
 		if ok, err := s.e.admitted(ctx, s.sc, &res, a, d, decided); !ok {
+			s.stoppedBy(&res)
 			return res, err
 		}
 	}
@@ -383,8 +407,8 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		return s.e.setupFailed(s.sc, res, base, decided, derr)
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrStepStart):
-		res.ExitCode, res.Error = ExitCannotExec, err.Error()
+	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
+		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
 	case errors.Is(err, sandbox.ErrInitDied):
 		// Its integrity is not assured: an escape signal, and the end.
 		res = withOutcome(res, out, caps)
@@ -399,12 +423,14 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	default:
 		res = withOutcome(res, out, caps)
 	}
+	base.Path = res.Path
 	s.canaryN = s.e.checkCanary(s.sc, &res, base, s.canary, s.canaryA, s.canaryN)
 	s.e.recordOutcome(s.sc, base, res, false)
 	t.into(&res)
 	if res.EscapeSuspected != "" {
 		go s.end(EndedEscape)
 	}
+	s.stoppedBy(&res) // the stop ends the session itself, its evidence kept
 	return s.sc.finish(res)
 }
 
@@ -417,15 +443,15 @@ func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step
 		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
 	}
-	p, err := s.e.Resolve(s.rootfs, st.Command)
+	cmd, err := s.e.commandOf(s.rootfs, d, st.Command, st.Args, st.Cwd)
 	if err != nil {
-		return sandbox.Step{}, caps, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), st.Command, err)
+		return sandbox.Step{}, caps, err
 	}
 	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: p, Args: argv(st.Command, st.Args), Env: append(append(sandbox.BaseEnv(s.e.pol.SearchPath()), s.eg.Env()...), st.Env...), Dir: st.Cwd,
+	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(s.e.pol.SearchPath(), s.eg.Env(), st.Env)), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
@@ -460,6 +486,8 @@ func recordDir(base *audit.Context, dir string) {
 func (s *Session) stepLost(res Result, base audit.Context, err error) (Result, error) {
 	why := s.ending.Load()
 	switch {
+	case s.stopped.Load() != nil:
+		s.stoppedBy(&res) // killed frozen, by the stop
 	case why != nil && *why == EndedWall:
 		k := KilledBySession
 		res.KilledBy, res.ExitCode, res.Signal = &k, 137, 9
@@ -484,7 +512,13 @@ func (s *Session) rearm() {
 
 // SetFindings changes the host directory that receives /findings when the
 // session ends ("" discards them).
-func (s *Session) SetFindings(dir string) error { return s.ss.SetFindings(dir) }
+func (s *Session) SetFindings(dir string) error {
+	if err := s.ss.SetFindings(dir); err != nil {
+		return err
+	}
+	s.findings.Store(&dir)
+	return nil
+}
 
 // Close ends the session: it kills every process, copies /findings out,
 // tears the sandbox down and stops the proxy, and records the teardown. It
@@ -514,17 +548,23 @@ func (s *Session) end(why string) {
 		s.idle.Stop()
 		td, err := s.ss.Close() // kills a step in flight
 		s.cancel()              // and ends an approver's wait
-		s.mu.Lock()             // so the step has returned now
+		if why == EndedEscape {
+			err = errors.Join(err, s.markUntrusted(endedWhy(why, s.caps, s.stopped.Load())))
+		}
+		s.mu.Lock() // so the step has returned now
 		defer s.mu.Unlock()
 		s.eg.Close()
 		s.canary.Close()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
+		if ev := s.evidence.Load(); ev != nil {
+			s.summary.Evidence = *ev
+		}
 		if err != nil {
 			s.summary.Error, s.closeErr = err.Error(), err
 		}
 		s.e.recordTeardown(s.sc, s.base, fmt.Sprintf("session %s ended (%s) after %d commands; every process of its sandbox ended; its cgroup, mounts and namespaces are gone",
-			s.id, endedWhy(why, s.caps), s.steps))
+			s.id, endedWhy(why, s.caps, s.stopped.Load()), s.steps))
 		// The session's end: a signed checkpoint, and the proofs of its
 		// records in it, when the log has a signer.
 		proof, perr := s.claim.End()
@@ -541,14 +581,17 @@ func (s *Session) end(why string) {
 	})
 }
 
-// endedWhy says why a session ended, for the teardown record.
-func endedWhy(why string, c policy.EffectiveSession) string {
-	switch why {
-	case EndedWall:
+// endedWhy says why a session ended, for the teardown record: stopped
+// is why an alert stopped it, if one did.
+func endedWhy(why string, c policy.EffectiveSession, stopped *string) string {
+	switch {
+	case why == EndedWall:
 		return fmt.Sprintf("its wall clock passed wallSeconds %g", c.WallSeconds)
-	case EndedIdle:
+	case why == EndedIdle:
 		return fmt.Sprintf("no command for idleSeconds %g", c.IdleSeconds)
-	case EndedEscape:
+	case why == EndedEscape && stopped != nil:
+		return "stopped by " + *stopped
+	case why == EndedEscape:
 		return "an escape signal was seen"
 	}
 	return "closed"

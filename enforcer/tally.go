@@ -3,6 +3,8 @@ package enforcer
 import (
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,7 +22,8 @@ import (
 type scribe struct {
 	e       *Enforcer
 	cur     atomic.Pointer[tally]
-	refused func(error) // called with every record refused, when not nil
+	alarm   func([]audit.Event) // a session's, given every append's events (alertstop.go); nil for a run
+	refused func(error)         // called with every record refused, when not nil
 
 	mu     sync.Mutex
 	failed error // the first record refused outside any command's tally
@@ -52,6 +55,9 @@ func (s *scribe) emit(ev audit.Event, all []audit.Event, err error) error {
 	}
 	if t := s.cur.Load(); t != nil {
 		t.saw(all)
+	}
+	if s.alarm != nil {
+		s.alarm(all)
 	}
 	if s.e.opts.OnEvent != nil {
 		for _, w := range all {
@@ -108,16 +114,18 @@ func (s *scribe) sessionFailed() error {
 }
 
 // tally is what one command's result reports beside its exit: the egress
-// decisions made and the alerts raised while it was decided and ran, and
-// the first of its records the audit log refused. It writes each egress
-// refusal, as it happens, as one line to notices.
+// decisions made, the allowed requests that then failed, and the alerts
+// raised while it was decided and ran, and the first of its records the
+// audit log refused. It writes each egress refusal and each failure, as
+// it happens, as one line to notices.
 type tally struct {
-	mu      sync.Mutex
-	egress  []EgressDecision
-	omitted int
-	alerts  []Alert
-	notices *linelog.Writer // nil: no notices
-	failed  error
+	mu       sync.Mutex
+	egress   []EgressDecision
+	failures []EgressDecision
+	omitted  int
+	alerts   []Alert
+	notices  *linelog.Writer // nil: no notices
+	failed   error
 }
 
 // newTally is the tally of one command, whose notices go to w (nil:
@@ -125,7 +133,7 @@ type tally struct {
 // it is written from: a stderr nobody reads drops lines, and counts them.
 // End must be called when the command is done.
 func newTally(w io.Writer) *tally {
-	t := &tally{egress: []EgressDecision{}, alerts: []Alert{}}
+	t := &tally{egress: []EgressDecision{}, failures: []EgressDecision{}, alerts: []Alert{}}
 	if w != nil {
 		t.notices = linelog.New(w)
 	}
@@ -156,6 +164,17 @@ func (t *tally) saw(all []audit.Event) {
 			c := ev.Context
 			t.egress = append(t.egress, EgressDecision{Host: c.Host, Port: c.Port, Protocol: c.Protocol,
 				Decision: ev.Decision, Reason: ev.Reason, Rule: c.Rule})
+		case ev.Kind == audit.KindEgress && ev.Context.Event == audit.EventEgressFailed:
+			c := ev.Context
+			if t.notices != nil {
+				t.notices.Printf("airlock: egress: allowed, then failed: %s: %s", net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port))), c.Details["error"])
+			}
+			if len(t.failures) == MaxEgressEntries {
+				t.omitted++
+				continue
+			}
+			t.failures = append(t.failures, EgressDecision{Host: c.Host, Port: c.Port, Protocol: c.Protocol,
+				Decision: audit.DecisionAllow, Reason: ev.Reason, Rule: c.Rule})
 		case ev.Kind == audit.KindBehavioral && len(t.alerts) < MaxAlertEntries:
 			t.alerts = append(t.alerts, Alert{Alert: ev.Context.Alert, Reason: ev.Reason})
 		}
@@ -167,6 +186,7 @@ func (t *tally) into(res *Result) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	res.Egress = append([]EgressDecision{}, t.egress...)
+	res.EgressFailed = append([]EgressDecision{}, t.failures...)
 	res.EgressOmitted = t.omitted
 	res.Alerts = append([]Alert{}, t.alerts...)
 }

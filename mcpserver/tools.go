@@ -146,17 +146,32 @@ func describe(pol *policy.Loaded, name string, hosts []string, caps policy.Effec
 	return strings.ToValidUTF8(b.String(), "\uFFFD")
 }
 
-// signatures shows one rule's argument signatures as shell lines.
+// signatures shows one rule's argument signatures as shell lines: a
+// shell rule's is its -c SCRIPT, a glob of workspace programs shows as
+// written.
 func signatures(r policy.CommandPattern) string {
+	cmd := termtext.Argv([]string{r.Command})
+	if policy.IsGlob(r.Command) {
+		cmd = r.Command
+	}
+	line := func(args []string) string {
+		if len(args) == 0 {
+			return cmd
+		}
+		return cmd + " " + termtext.Argv(args)
+	}
 	switch {
+	case r.Shell:
+		return line([]string{"-c"}) + " SCRIPT (each command of SCRIPT is decided by these rules; $(...), eval, source, " +
+			"a variable or glob as a command, functions and redirections outside the writable trees are refused)"
 	case len(r.ArgPatterns) == 0 && r.AllowExtraArgs:
-		return termtext.Argv([]string{r.Command}) + " … (any arguments)"
+		return line(nil) + " … (any arguments)"
 	case len(r.ArgPatterns) == 0:
-		return termtext.Argv([]string{r.Command}) + " (no arguments)"
+		return line(nil) + " (no arguments)"
 	}
 	var out []string
 	for _, p := range r.ArgPatterns {
-		s := termtext.Argv(append([]string{r.Command}, p...))
+		s := line(p)
 		if r.AllowExtraArgs {
 			s += " …"
 		}

@@ -308,3 +308,13 @@ func TestCountRecordsAndRateLimit(t *testing.T) {
 		t.Fatalf("after the window: %+v", a)
 	}
 }
+
+// TestRulesNamedInPolicy: the rules session.onAlert may name are the
+// monitor's, every one of them.
+func TestRulesNamedInPolicy(t *testing.T) {
+	rules := []string{RuleEgressDenyBurst, RuleCommandDenyRepeat, RuleResourceKill, RuleMetadataAccess,
+		RuleEscapeSuspected, RuleStartupRefused, RuleAuditRepaired, RuleEgressBudget}
+	if !slices.Equal(policy.AlertNames, rules) {
+		t.Errorf("policy.AlertNames = %v, want the monitor's rules %v", policy.AlertNames, rules)
+	}
+}

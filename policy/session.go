@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
@@ -20,6 +22,12 @@ const (
 // NoTask is the egress task of a session started without one: no policy
 // may name a task so, so it allows no destination.
 const NoTask = "(none)"
+
+// AlertNames are the monitor's alert rules (package monitor's Rule
+// constants, which a test there holds to this list): what session.onAlert
+// may name.
+var AlertNames = []string{"egress_deny_burst", "command_deny_repeat", "resource_kill", "metadata_access",
+	"escape_suspected", "startup_refused", "audit_repaired", "egress_budget"}
 
 // EffectiveSession is the session section with every default applied.
 type EffectiveSession struct {
@@ -42,6 +50,13 @@ func (p *Policy) SessionCaps() EffectiveSession {
 		setF(&s.IdleSeconds, c.IdleSeconds)
 	}
 	return s
+}
+
+// StopsSession reports whether alert, a monitor rule's name, is one of
+// session.onAlert: raised by a session's own records, it stops the
+// session.
+func (p *Policy) StopsSession(alert string) bool {
+	return p.Session != nil && slices.Contains(p.Session.OnAlert, alert)
 }
 
 // Wall is the session's whole life, from start to teardown.
@@ -84,6 +99,21 @@ func checkSession(p *Policy) []*Error {
 			errs = append(errs, strict.Problem("session."+f.name, fmt.Sprintf("%s must be in (0, %d], got %v", f.name, maxSessionSeconds, *f.v),
 				"remove the field to take the default"))
 		}
+	}
+	seen := map[string]bool{}
+	for i, a := range s.OnAlert {
+		at := strict.Index("session.onAlert", i)
+		switch {
+		case !slices.Contains(AlertNames, a):
+			hint := "known (the monitor's rules): " + strings.Join(AlertNames, ", ")
+			if best := strict.Closest(a, AlertNames); best != "" {
+				hint = fmt.Sprintf("did you mean %q? (%s)", best, hint)
+			}
+			errs = append(errs, strict.Problem(at, fmt.Sprintf("unknown alert %q", a), hint))
+		case seen[a]:
+			errs = append(errs, strict.Problem(at, fmt.Sprintf("alert %q is named twice", a), ""))
+		}
+		seen[a] = true
 	}
 	return errs
 }

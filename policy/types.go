@@ -50,7 +50,11 @@ type ToolScope struct {
 type CommandPattern struct {
 	// Name names the rule in decisions and the audit stream.
 	Name string `json:"name" jsonschema:"required,minLength=1"`
-	// Command is a bare name ("pytest") or an absolute path ("/usr/bin/git").
+	// Command is a bare name ("pytest"), an absolute path ("/usr/bin/git"),
+	// or a workspace program: a path or a glob of one in /workspace or /tmp
+	// ("/workspace/.venv/bin/*"), resolved inside the sandbox, links
+	// followed only inside that tree (docs/policy.md, "Workspace
+	// programs").
 	Command string `json:"command" jsonschema:"required,minLength=1"`
 	// ArgPatterns are argument prefixes; the arguments must start with one.
 	// An allow rule compares each argument as written; a deny or escalate
@@ -62,6 +66,16 @@ type CommandPattern struct {
 	// the arguments must equal a signature exactly (or be empty when there
 	// are no signatures).
 	AllowExtraArgs bool `json:"allowExtraArgs,omitempty"`
+	// Shell, on an allow rule whose command is sh, bash or dash, accepts
+	// "-c SCRIPT" (and "-lc") and decides every simple command of SCRIPT
+	// against the same tool's rules; a construct whose command cannot be
+	// known before it runs is refused (docs/policy.md, "Shell rules"). Such
+	// a rule takes no argPatterns.
+	Shell bool `json:"shell,omitempty"`
+	// ShellUnknown, on a shell rule, is what a script gets for a construct
+	// whose command cannot be known before it runs (eval, $(...), a
+	// variable in command position): "deny" (the default) or "escalate".
+	ShellUnknown string `json:"shellUnknown,omitempty" jsonschema:"enum=deny,enum=escalate"`
 	// Justification says why the rule exists, in words for the agent and
 	// the operator: it is shown with every refusal and escalation the rule
 	// decides.
@@ -162,4 +176,9 @@ type Session struct {
 	// Egress caps the session's traffic over its whole life, for all its
 	// steps together, and per host.
 	Egress *Budget `json:"egress,omitempty"`
+	// OnAlert names the monitor's alerts that stop the session when its
+	// own records raise one: its sandbox frozen, evidence kept, the step
+	// ended with exit 121 and every later step refused (docs/sessions.md,
+	// "Stopped by an alert").
+	OnAlert []string `json:"onAlert,omitempty" jsonschema:"uniqueItems=true"`
 }

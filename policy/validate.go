@@ -81,6 +81,7 @@ func checkRules(p *Policy) []*Error {
 			for i, r := range list.rules {
 				at := strict.Index(base+"."+list.name, i)
 				errs = append(errs, checkRule(at, r)...)
+				errs = append(errs, checkShellRule(at, list.name, r)...)
 				if prev, dup := seen[r.Name]; dup && r.Name != "" {
 					errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
 						"rule names identify decisions in the audit stream; make each unique within its tool"))
@@ -110,6 +111,8 @@ func checkRule(at string, r CommandPattern) []*Error {
 	case strings.Contains(r.Command, "/") && (!path.IsAbs(r.Command) || path.Clean(r.Command) != r.Command):
 		errs = append(errs, strict.Problem(at+".command", fmt.Sprintf("command %q is a path but not a clean absolute path", r.Command),
 			`use a bare name resolved through commandSearchPath, or an absolute path such as "/usr/bin/git"`))
+	case IsGlob(r.Command):
+		errs = append(errs, checkGlob(at+".command", r.Command)...)
 	}
 	if r.Justification != "" && (!strict.PlainText(r.Justification) || len(r.Justification) > maxJustification) {
 		errs = append(errs, strict.Problem(at+".justification", fmt.Sprintf("justification is longer than %d bytes, or has control characters, invalid UTF-8 or white space at its ends", maxJustification),
@@ -203,6 +206,12 @@ func checkPaths(p *Policy) []*Error {
 		}
 	}
 	abs("commandSearchPath", "search path entry", p.CommandSearchPath, false)
+	for i, dir := range p.CommandSearchPath {
+		if t := sandboxTree(dir); t != "" {
+			errs = append(errs, strict.Problem(strict.Index("commandSearchPath", i), fmt.Sprintf("search path entry %q is in %s, which the sandbox writes", dir, t),
+				`a bare name must not find a file the agent wrote; name a workspace program by its path ("/workspace/.venv/bin/*")`))
+		}
+	}
 	// The sandbox's own validation of what it may show (its words, its
 	// real path, its place among this host's mounts): run refuses the
 	// same paths, and the init checks again what it binds.

@@ -15,7 +15,8 @@ import (
 // decision itself (kind egress, the verdict, the gate's reason, the
 // resolved addresses); at StageClosed an info record of how the allowed
 // connection ended (the dialled address, bytes and duration, or the
-// failure); at StageRejected a denial with the proxy's reason, the raw
+// failure; when it could not reach its destination, Event.Failed,
+// Context.Event EventEgressFailed and the failure in details "error"); at StageRejected a denial with the proxy's reason, the raw
 // bytes the client sent in the details ("requested") and, when a flood
 // was coalesced, their number ("count"). At StageRefused it is a denial
 // of a tunnel the gate allowed, for what it carried; at StageBudget a
@@ -63,6 +64,9 @@ func AuditEvent(ev Event, base audit.Context) audit.Event {
 	}
 	if ev.Dialled.IsValid() {
 		ctx.Addresses = []string{ev.Dialled.String()}
+	}
+	if ev.Failed() {
+		ctx.Event, details["error"] = audit.EventEgressFailed, ev.Err.Error()
 	}
 	ctx.Gate, ctx.Rule = decision.GateEgress, ev.Decision.Rule
 	return audit.Event{Kind: audit.KindEgress, Decision: audit.DecisionInfo, Reason: closedReason(ev), Context: ctx}

@@ -60,7 +60,7 @@ func (p *Proxy) decide(ctx context.Context, ev *Event) ([]netip.Addr, error) {
 	if !t.Addr.IsValid() {
 		resolved, err := p.resolve(ctx, t.Name)
 		if err != nil {
-			return nil, err
+			return nil, &upstreamError{err}
 		}
 		ev.Resolved = resolved
 		ev.Decision, addrs = p.gate.CheckResolved(p.task, t, resolved)
@@ -139,7 +139,7 @@ func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
 	if err != nil {
 		sl.release()
 		ev.use.done()
-		return nil, err
+		return nil, &upstreamError{err}
 	}
 	ev.tunnel = sl // released by finish
 	ev.Dialled, ev.addrs = ap, addrs

@@ -132,10 +132,15 @@ func (p *Proxy) dialRouteTLS(ctx context.Context, network, addr string) (net.Con
 
 // forwardError answers a forwarded request whose upstream failed.
 func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
-	if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
-		rt.setErr(err)
-	}
 	var be *budgetError
+	if rt, ok := r.Context().Value(routeKey{}).(*route); ok {
+		switch {
+		case errors.As(err, &be), errors.Is(err, errBudgetBytes), r.Context().Err() != nil:
+			rt.setErr(err) // the proxy's own refusal, or the client gone
+		default:
+			rt.setErr(&upstreamError{err})
+		}
+	}
 	switch {
 	case errors.As(err, &be):
 		writeReason(w, http.StatusTooManyRequests, p.scrub(be.reason), false)

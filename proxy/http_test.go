@@ -73,7 +73,7 @@ func TestHTTPForward(t *testing.T) {
 	}
 	ev := h.events.wait(t, StageClosed, 1)[0]
 	if ev.Protocol != ProtocolHTTP || ev.Requested != hostport || ev.Target.String() != hostport ||
-		ev.Dialled.String() != up.hostPort(standIn("127.0.0.1")) || ev.BytesUp != 7 || ev.BytesDown != int64(len("reply:payload")) || ev.Err != nil ||
+		ev.Dialled.String() != up.hostPort(standIn("127.0.0.1")) || ev.BytesUp != 7 || ev.BytesDown != int64(len("reply:payload")) || ev.Err != nil || ev.Failed() ||
 		!ev.Decision.Allowed() || ev.Decision.Rule != "svc.test" {
 		t.Errorf("closed event %+v", ev)
 	}

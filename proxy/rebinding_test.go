@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 )
@@ -225,6 +226,13 @@ func TestUpstreamFailures(t *testing.T) {
 		}
 		if rep, _ := socksDial(t, h.addr, atypDomain, c.host, closedPort); rep != c.rep {
 			t.Errorf("SOCKS5 %s: reply %d, want %d", target, rep, c.rep)
+		}
+	}
+	// Each of the six is an allowed request that failed (Event.Failed),
+	// recorded as egress_failed.
+	for _, ev := range h.events.wait(t, StageClosed, 6) {
+		if a := AuditEvent(ev, audit.Context{}); !ev.Failed() || a.Context.Event != audit.EventEgressFailed {
+			t.Errorf("%s %s: Failed %v, event %q: %v", ev.Protocol, ev.Target, ev.Failed(), a.Context.Event, ev.Err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/egress"
@@ -65,3 +66,22 @@ func (p *Proxy) budgetReached(x budgetCrossing) {
 // ResetStep starts the per-step budgets over (Budget.PerStep): a session
 // calls it before each step.
 func (p *Proxy) ResetStep() { p.budget.resetStep() }
+
+// upstreamError is an allowed request's failure to reach its
+// destination: its name did not resolve, no address took the connection,
+// or the destination failed the request before it answered (TLS, a reset,
+// a timeout). Event.Failed reports it.
+type upstreamError struct{ err error }
+
+func (e *upstreamError) Error() string { return e.err.Error() }
+func (e *upstreamError) Unwrap() error { return e.err }
+
+// Failed reports whether ev is the end of an allowed request that could
+// not reach its destination (StageClosed, Err an upstream failure): a
+// name that did not resolve, a refused or timed-out connection, a failed
+// TLS handshake or request. The proxy's own ends (a budget, a refusal for
+// what a tunnel carried, its shutdown) and a client that left are not.
+func (ev Event) Failed() bool {
+	var u *upstreamError
+	return ev.Stage == StageClosed && errors.As(ev.Err, &u)
+}

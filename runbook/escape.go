@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -114,9 +115,9 @@ func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
 func (l *launch) evidenceDir() (string, error) {
 	base := l.opts.EvidenceDir
 	if base == "" {
-		d, err := DefaultEvidenceDir()
+		d, err := enforcer.DefaultEvidenceDir()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("runbook: %w (or give --evidence)", err)
 		}
 		base = d
 	}

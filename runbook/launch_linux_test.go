@@ -3,12 +3,14 @@ package runbook_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,10 +184,17 @@ func TestLaunchEgress(t *testing.T) {
 func TestLaunchInterrupted(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
-	var tr tracker
-	tr.track(&e.opts, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(500*time.Millisecond, cancel)
+	defer cancel()
+	// Interrupt once step 2's sleep runs (a child of the init whose
+	// command line says so), not after a time that a loaded machine may
+	// spend before step 1 ends.
+	var tr tracker
+	tr.track(&e.opts, func(step, initPid int) {
+		if step == 1 {
+			go cancelWhenRunning(ctx, cancel, initPid, "sleep")
+		}
+	})
 	start := time.Now()
 	res, err := e.launch(t, ctx, plan("T-cancel", sh("first", "true"), self("sleep", "sleep", "30"), sh("never", "true")))
 	if err != nil {
@@ -227,5 +236,21 @@ func TestLaunchAuditFailureHalts(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.findings, "three")); err == nil {
 		t.Error("step 3 ran")
+	}
+}
+
+// cancelWhenRunning calls cancel once a child of the process initPid has
+// word among its arguments, or when ctx ends.
+func cancelWhenRunning(ctx context.Context, cancel context.CancelFunc, initPid int, word string) {
+	for ctx.Err() == nil {
+		children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", initPid, initPid))
+		for _, pid := range strings.Fields(string(children)) {
+			cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			if slices.Contains(strings.Split(string(cmdline), "\x00"), word) {
+				cancel()
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -2,10 +2,8 @@ package runbook
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -34,7 +32,8 @@ type Options struct {
 	// ImageCache is the unpacked-image cache; "" means the default.
 	ImageCache string
 	// EvidenceDir is where a suspected escape's evidence goes, in a
-	// subdirectory named for the run; "" means DefaultEvidenceDir.
+	// subdirectory named for the run; "" means
+	// enforcer.DefaultEvidenceDir.
 	EvidenceDir string
 	// Stdout and Stderr receive the steps' output; nil discards it.
 	Stdout, Stderr io.Writer
@@ -74,18 +73,4 @@ type testHooks struct {
 	// than 0700 (a test binds it into the sandbox).
 	canaryParent string
 	canaryMode   os.FileMode
-}
-
-// DefaultEvidenceDir returns $XDG_STATE_HOME/airlock/evidence, else
-// ~/.local/state/airlock/evidence: beside the default audit log, private
-// to the user.
-func DefaultEvidenceDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "airlock", "evidence"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || !filepath.IsAbs(home) {
-		return "", errors.New("runbook: no evidence directory: set --evidence, $XDG_STATE_HOME or $HOME")
-	}
-	return filepath.Join(home, ".local", "state", "airlock", "evidence"), nil
 }

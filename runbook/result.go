@@ -3,6 +3,7 @@ package runbook
 import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -73,8 +74,9 @@ const (
 
 // UntrustedMarker is the file written into the host findings directory
 // when an escape was suspected: whatever the sandbox produced may have
-// been shaped by whoever escaped.
-const UntrustedMarker = "UNTRUSTED"
+// been shaped by whoever escaped (enforcer.UntrustedMarker, every
+// sandbox's).
+const UntrustedMarker = enforcer.UntrustedMarker
 
 // Result is the outcome of a launch, as "airlock launch --json" prints it.
 type Result struct {

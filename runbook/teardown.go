@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -134,16 +135,10 @@ func (l *launch) finishEscape() {
 	}
 }
 
-// markUntrusted writes UntrustedMarker into the host findings directory,
-// moving aside anything of that name the findings brought
-// (sandbox.MarkFindings: no link followed, nothing written through).
+// markUntrusted writes UntrustedMarker into the host findings directory
+// (enforcer.MarkUntrusted).
 func markUntrusted(dir, reason, evidence string) error {
-	body := "UNTRUSTED: everything in this directory came out of a sandbox in which an escape was suspected.\n" +
-		reason + "\n"
-	if evidence != "" {
-		body += "evidence: " + evidence + "\n"
-	}
-	if err := sandbox.MarkFindings(dir, UntrustedMarker, []byte(body)); err != nil {
+	if err := enforcer.MarkUntrusted(dir, "in which an escape was suspected", reason, evidence); err != nil {
 		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
 	}
 	return nil

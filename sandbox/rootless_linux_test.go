@@ -50,6 +50,7 @@ func TestRootlessInner(t *testing.T) {
 	t.Run("real-path", testRealPathRefused)
 	t.Run("identity", testOwnIdentity)
 	t.Run("copy-in", testSessionCopyIn)
+	t.Run("workspace-program", testWorkspaceProgram)
 	t.Run("init-output", testInitOutput)
 	t.Run("user-counts", testUserCounts)
 	t.Run("wall", func(t *testing.T) {

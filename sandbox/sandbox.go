@@ -16,6 +16,12 @@ type Config struct {
 	// Path is the absolute path of the target inside the sandbox, already
 	// chosen by the command gate.
 	Path string
+	// Tree, when set, makes Path a workspace program in Tree (WorkspaceDir
+	// or TmpDir): the init resolves it there as it runs it, following
+	// links only inside Tree, and runs the regular executable file found;
+	// Result.Path names it. A path that leaves Tree by a link fails to
+	// start (ErrStepStart).
+	Tree string
 	// Args are the target's arguments, Args[0] included; empty means
 	// []string{Path}.
 	Args []string
@@ -150,6 +156,10 @@ var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux on
 
 // Result is what happened to a run.
 type Result struct {
+	// Path is the file the target ran: Config.Path or Step.Path, or the
+	// file a workspace program resolved to (Tree); "" when it did not
+	// start.
+	Path string
 	// ExitCode is the target's exit status, or -1 when it died of a signal
 	// or never ran.
 	ExitCode int

@@ -60,6 +60,7 @@ type Sandbox struct {
 
 	mu        sync.Mutex
 	released  time.Time
+	path      string // the file the target runs, once it started
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	stopCtx   func() bool
@@ -446,7 +447,7 @@ func (s *Sandbox) writeMaps(w *os.File) error {
 func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 	defer w.Close()
 	cfg := initproc.Config{
-		Path: s.cfg.Path, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
+		Path: s.cfg.Path, Tree: s.cfg.Tree, Args: s.cfg.Args, Env: s.cfg.Env, Dir: s.cfg.Dir, Hostname: s.cfg.Hostname,
 		ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Binds: s.cfg.Binds, Hide: s.cfg.Hide,
 		TmpfsBytes: s.cfg.Caps.DiskWriteBytes, Workspace: s.cfg.Workspace != "", Proxy: s.cfg.Proxy,
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
@@ -576,6 +577,7 @@ func (s *Sandbox) Release() error {
 	case m.Kind != initproc.MsgStarted:
 		return fmt.Errorf("sandbox: protocol: want started, got %q", m.Kind)
 	}
+	s.path = m.Path
 	return nil
 }
 
@@ -649,7 +651,7 @@ func (s *Sandbox) finish() (Result, error) {
 	}
 	waitErr := s.cmd.Wait()
 	s.mu.Lock()
-	released, stop, done, sio := s.released, s.stopWatch, s.watchDone, s.sio
+	released, stop, done, sio, ran := s.released, s.stopWatch, s.watchDone, s.sio, s.path
 	s.mu.Unlock()
 	if sio != nil {
 		// The init is dead, and with it every process of its pid
@@ -661,7 +663,7 @@ func (s *Sandbox) finish() (Result, error) {
 		stop()
 		<-done
 	}
-	res := Result{ExitCode: -1}
+	res := Result{ExitCode: -1, Path: ran}
 	if !released.IsZero() {
 		res.Wall = time.Since(released)
 	}

@@ -13,6 +13,9 @@ type Step struct {
 	// Path is the absolute path of the command inside the sandbox, already
 	// chosen by the command gate.
 	Path string
+	// Tree is Config.Tree for the step: Path is a workspace program the
+	// init resolves in Tree.
+	Tree string
 	// Args are its arguments, Args[0] included; empty means []string{Path}.
 	Args []string
 	// Env is its whole environment; the proxy variables are added when

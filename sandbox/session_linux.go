@@ -140,7 +140,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 			return res, err
 		}
 	}
-	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Args: st.Args, Env: st.Env, Dir: st.Dir,
+	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Tree: st.Tree, Args: st.Args, Env: st.Env, Dir: st.Dir,
 		Groups: len(place) / 2, Rlimits: initRlimits(child.Rlimits())}}
 	fds := sio.childFDs()
 	for _, f := range place {
@@ -162,6 +162,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 		ss.end()
 		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
+	res.Path = m.Path
 	started := time.Now()
 	ss.next = ss.makeStepGroup(n+1, want)
 	w.start(ctx, caps, before)
@@ -228,6 +229,9 @@ func (ss *Session) usable() error {
 func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
 	if st.Path == "" || !path.IsAbs(st.Path) || path.Clean(st.Path) != st.Path {
 		return st, StepCaps{}, fmt.Errorf("sandbox: step path %q: want a clean absolute path (the command gate resolves it)", st.Path)
+	}
+	if err := checkTree(st.Tree, st.Path); err != nil {
+		return st, StepCaps{}, err
 	}
 	if len(st.Args) == 0 {
 		st.Args = []string{st.Path}

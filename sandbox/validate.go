@@ -40,6 +40,9 @@ func normalize(cfg Config) (Config, error) {
 	if cfg.Path == "" || !path.IsAbs(cfg.Path) || path.Clean(cfg.Path) != cfg.Path {
 		return cfg, fmt.Errorf("sandbox: path %q: want a clean absolute path (the command gate resolves it)", cfg.Path)
 	}
+	if err := checkTree(cfg.Tree, cfg.Path); err != nil {
+		return cfg, err
+	}
 	if len(cfg.Args) == 0 {
 		cfg.Args = []string{cfg.Path}
 	}
@@ -50,6 +53,15 @@ func normalize(cfg Config) (Config, error) {
 		return cfg, fmt.Errorf("sandbox: dir %q: want an absolute path inside the sandbox", cfg.Dir)
 	}
 	return normalizeView(cfg)
+}
+
+// checkTree checks a workspace program's tree: none, or WorkspaceDir or
+// TmpDir holding p.
+func checkTree(tree, p string) error {
+	if tree != "" && (tree != WorkspaceDir && tree != TmpDir || !strings.HasPrefix(p, tree+"/")) {
+		return fmt.Errorf("sandbox: tree %q: want %s or %s, holding the path %q", tree, WorkspaceDir, TmpDir, p)
+	}
+	return nil
 }
 
 // normalizeView checks and fills in everything of cfg but the command:

@@ -13,7 +13,7 @@ import (
 const (
 	whyNotListed = "is not in the allowlist of tool"
 	whyNoSig     = "its arguments match no signature"
-	whyRelative  = "names a relative path"
+	whyRelative  = "from the working directory, which is not in the allowlist"
 	whyUnclean   = "is not a clean absolute path"
 	whyNUL       = "has a NUL byte"
 	whyNoScope   = "no scope for tool"

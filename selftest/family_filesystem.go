@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // filesystemAttempts reach for host files, write where nothing may be
@@ -207,11 +208,20 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 	}}, nil
 }
 
-// allowedEnv are the variables a run's environment may hold: airlock's
-// own minimal set, the proxy variables, and the battery's token.
-var allowedEnv = map[string]bool{"PATH": true, "HOME": true, "TMPDIR": true, "LANG": true, envToken: true,
-	"HTTP_PROXY": true, "http_proxy": true, "HTTPS_PROXY": true, "https_proxy": true,
-	"ALL_PROXY": true, "all_proxy": true, "NO_PROXY": true, "no_proxy": true}
+// allowedEnv reports whether a run's environment may hold the variable
+// name: airlock's own minimal set (sandbox.BaseEnv), the proxy
+// variables, and the battery's token.
+func allowedEnv(name string) bool {
+	if name == envToken || sandbox.IsProxyVar(name) {
+		return true
+	}
+	for _, kv := range sandbox.BaseEnv(nil) {
+		if n, _, _ := strings.Cut(kv, "="); n == name {
+			return true
+		}
+	}
+	return false
+}
 
 // judgeEnviron: nothing of the caller's environment reached the run.
 func judgeEnviron(o *observation) verdict {
@@ -221,7 +231,7 @@ func judgeEnviron(o *observation) verdict {
 	}
 	var extra []string
 	for _, n := range strings.Split(rep.Detail["names"], ",") {
-		if n != "" && !allowedEnv[n] {
+		if n != "" && !allowedEnv(n) {
 			extra = append(extra, n)
 		}
 	}

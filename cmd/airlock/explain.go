@@ -67,6 +67,7 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 			if err != nil {
 				return err
 			}
+			warnTask(cmd, pol.Policy, task)
 			out := cmd.OutOrStdout()
 			switch {
 			case rawURL != "":
@@ -74,8 +75,17 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 			case task != "":
 				return explainEgress(cmd.Context(), out, pol, task, host, resolve, asJSON)
 			}
-			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:], enforcer.StepDir(cwd))
-			resolved, rerr := cmdgate.Resolve("", args[0], pol.SearchPath())
+			dir := enforcer.StepDir(cwd)
+			d := cmdgate.Compile(pol.Policy).Decide(tool, args[0], args[1:], dir)
+			name := args[0]
+			p, tree := cmdgate.Program(name, dir)
+			if tree != "" {
+				return printCommandDecision(out, commandExplanation{Decision: d, Policy: pol.Info()}, "", errWorkspaceProgram{p, tree}, asJSON)
+			}
+			if p != "" {
+				name = p
+			}
+			resolved, rerr := cmdgate.Resolve("", name, pol.SearchPath())
 			return printCommandDecision(out, commandExplanation{Decision: d, Policy: pol.Info()}, resolved, rerr, asJSON)
 		},
 	}
@@ -108,9 +118,18 @@ func (c commandExplanation) MarshalJSON() ([]byte, error) {
 		Verdict  decision.Verdict `json:"decision"`
 		Reason   string           `json:"reason"`
 		Rule     string           `json:"rule"`
+		Script   *decision.Script `json:"script,omitempty"`
 		Resolved *string          `json:"resolved"`
 		Policy   policy.Info      `json:"policy"`
-	}{c.Gate, c.Verdict, c.Why(), c.Rule, c.Resolved, c.Policy})
+	}{c.Gate, c.Verdict, c.Why(), c.Rule, c.Script, c.Resolved, c.Policy})
+}
+
+// errWorkspaceProgram says a command is a workspace program, which only
+// the sandbox's init resolves, inside.
+type errWorkspaceProgram struct{ path, tree string }
+
+func (e errWorkspaceProgram) Error() string {
+	return fmt.Sprintf("%s is a workspace program: the sandbox resolves it in %s as it runs it", e.path, e.tree)
 }
 
 func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, rerr error, asJSON bool) error {
@@ -122,7 +141,10 @@ func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, r
 		return termtext.WriteJSON(w, ex, "")
 	}
 	where := resolved
+	var wp errWorkspaceProgram
 	switch {
+	case errors.As(rerr, &wp):
+		where = wp.Error()
 	case errors.Is(rerr, cmdgate.ErrNotInstalled):
 		where = "not installed on this host (" + rerr.Error() + ")"
 	case rerr != nil:
@@ -132,7 +154,19 @@ func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, r
 	if rule == "" {
 		rule = "(none)"
 	}
-	_, err := fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\nresolves:  %s\n",
-		d.Gate, d.Verdict, d.Why(), rule, where)
-	return err
+	if _, err := fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\nresolves:  %s\n",
+		d.Gate, d.Verdict, d.Why(), rule, where); err != nil || d.Script == nil {
+		return err
+	}
+	fmt.Fprintf(w, "script:    %s, %d commands\n", d.Script.Shell, len(d.Script.Commands))
+	for _, c := range d.Script.Commands {
+		rule := c.Rule
+		if rule == "" {
+			rule = "-"
+		}
+		if _, err := fmt.Fprintf(w, "  %s %s %s: %s\n", c.Pos, c.Verdict, rule, termtext.Argv(append([]string{c.Command}, c.Args...))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -124,6 +124,7 @@ func serveMCP(cmd *cobra.Command, cfg mcpserver.Config, auditFile, httpAddr, tok
 		return err
 	}
 	defer closeLog()
+	warnTask(cmd, e.Policy().Policy, cfg.Task)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		cfg.Version = bi.Main.Version
 	}

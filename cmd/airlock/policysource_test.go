@@ -33,7 +33,7 @@ func TestPolicySourceIsWhatWasChecked(t *testing.T) {
 	if err := cmd.Flags().Set("policy", file); err != nil {
 		t.Fatal(err)
 	}
-	name, data, err := policySource(cmd)
+	name, data, err := policySource(cmd, "")
 	if err != nil {
 		t.Fatal(err)
 	}

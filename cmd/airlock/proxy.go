@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,8 +18,8 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/internal/policyflag"
-	"github.com/airlock-sandbox/airlock/internal/strict"
 	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
 
@@ -232,16 +230,9 @@ func checkListen(flag, listen string, allowRemote bool, override, could string) 
 // checkTask refuses a --task the policy has no allowlist for: the proxy
 // would refuse every destination, which is never what was meant.
 func checkTask(allowlists map[string][]string, task string) error {
-	if _, ok := allowlists[task]; ok {
+	hint := policy.TaskHint(allowlists, task)
+	if hint == "" {
 		return nil
-	}
-	tasks := slices.Sorted(maps.Keys(allowlists))
-	hint := "the policy has no egress.taskAllowlist"
-	if len(tasks) > 0 {
-		hint = "its tasks: " + strings.Join(tasks, ", ")
-	}
-	if best := strict.Closest(task, tasks); best != "" {
-		hint = fmt.Sprintf("did you mean %q? (%s)", best, hint)
 	}
 	return usageError{fmt.Errorf("proxy: --task %q: the policy has no allowlist for it, so every destination would be refused; %s "+
 		"(add the task to egress.taskAllowlist, with [] to refuse everything)", task, hint)}

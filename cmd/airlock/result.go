@@ -146,6 +146,8 @@ func (f resultFlags) write(stdout io.Writer, res enforcer.Result) error {
 // refusal, kill and setup failure; quiet leaves out all but errors.
 func reportOutcome(w io.Writer, res enforcer.Result, err error, quiet bool) {
 	switch {
+	case res.ExitCode == enforcer.ExitUsage && res.Error != "":
+		fmt.Fprintf(w, "airlock: %s\n", res.Error) // the request refused: nothing ran
 	case setupStatus(res.ExitCode) && res.Refusal == nil && err != nil:
 		fmt.Fprintf(w, "airlock: setup: error: %v\n", err)
 	case setupStatus(res.ExitCode) && res.Refusal == nil && res.Error != "":

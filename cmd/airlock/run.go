@@ -41,10 +41,13 @@ the request showed it: the same command, --env, --cwd, --task, --workspace,
 --image and stdin (an escalated command's stdin is read to its end first, at
 most 1 MiB, as the approval is bound to it).
 
---env NAME=VALUE adds a variable; --env NAME passes NAME's value from here
-(nothing else of airlock's environment goes in). --cwd is the working
-directory inside, relative to /workspace; --timeout lowers the tool's
-wall-clock cap. --quiet prints only errors of airlock's own on stderr.
+--env NAME=VALUE sets a variable, replacing airlock's own of that name (HOME
+is /tmp/home, the caches under /tmp/cache); --env NAME passes NAME's value
+from here (nothing else of airlock's environment goes in); a proxy variable
+is airlock's, refused (exit 2). --cwd is the working directory inside,
+relative to /workspace; --timeout lowers the tool's wall-clock cap. A --task
+the policy has no allowlist for is warned of, with the nearest task. --quiet
+prints only errors of airlock's own on stderr.
 
 Exit status: the child's own; 128+N when it died of signal N (137 when a cap
 killed it); 77 when the command gate denied it; 75 when it escalated and no
@@ -112,6 +115,7 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out res
 		return fail(err)
 	}
 	defer closeLog()
+	warnTask(cmd, e.Policy().Policy, req.Task)
 	ctx, stop := signalContext(cmd.Context(), out.grace)
 	defer stop()
 	return e.Run(ctx, req)
@@ -162,6 +166,20 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adju
 		return nil, nil, err
 	}
 	return e, closeAll, nil
+}
+
+// warnTask warns on stderr, with the nearest task the policy has, when
+// task was named (--task) and the policy has no egress allowlist for it:
+// its sandbox would reach no destination, which is never what naming a
+// task means. A task left to its default is not warned of; each refusal
+// says why as it happens.
+func warnTask(cmd *cobra.Command, pol *policy.Policy, task string) {
+	if task == "" || quiet(cmd) {
+		return
+	}
+	if hint := policy.TaskHint(pol.EgressConfig().TaskAllowlist, task); hint != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "airlock: warning: task %q has no egress allowlist in the policy, so every destination will be refused; %s\n", task, hint)
+	}
 }
 
 // auditPath returns the audit file named by --audit, else the default.

@@ -94,7 +94,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 // startSession checks the policy, resolves every path, and starts the
 // session's holder.
 func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd)
+	name, data, err := policySource(cmd, req.Task)
 	if err != nil {
 		return holder.Info{}, err
 	}
@@ -150,12 +150,14 @@ func resolveSession(req *enforcer.SessionRequest) error {
 // policySource is the policy the command line would use, checked, with
 // its bytes: the holder decides under exactly these, the bytes that were
 // checked (never the file read again, which may have been swapped since).
-func policySource(cmd *cobra.Command) (string, []byte, error) {
+// A task named that it has no allowlist for is warned of (warnTask).
+func policySource(cmd *cobra.Command, task string) (string, []byte, error) {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return "", nil, err
 	}
 	testHookPolicyLoaded(pol)
+	warnTask(cmd, pol.Policy, task)
 	if pol.Source == policy.EmbeddedName {
 		return pol.Source, pol.Data, nil
 	}
@@ -189,10 +191,12 @@ func newSessionExecCmd() *cobra.Command {
 decision, and runs an allowed command in the session's sandbox, in --cwd
 (relative to /workspace), with the tool's caps (--timeout lowers its wall
 clock). Its output is streamed; with --json it is captured instead and one
-result object (docs/result.md) is printed on stdout. --env K=V adds a
-variable; --env K passes K's value from here. --approval ID runs an escalated
-command once, asked for exactly as its request showed it: the same command,
---env, --cwd and stdin (read to its end first, at most 1 MiB).
+result object (docs/result.md) is printed on stdout. --env K=V sets a
+variable, replacing airlock's own of that name; --env K passes K's value
+from here; a proxy variable is airlock's, refused (exit 2). --approval ID
+runs an escalated command once, asked for exactly as its request showed it:
+the same command, --env, --cwd and stdin (read to its end first, at most 1
+MiB).
 
 Exit status: as airlock run — the child's own; 128+N when it died of signal N
 (137 when a cap killed it); 77 denied; 75 escalated and not approved; 126
@@ -200,7 +204,9 @@ could not be executed; 127 not installed; 125 airlock could not run it (no
 such session); 130 interrupted (Ctrl-C: the command is killed at once); 143
 terminated (SIGTERM: the command gets SIGTERM and --stop-timeout seconds
 before it is killed); 74 the command ran but a record of its run could not be
-written to the audit log (a full disk). The session goes on either way.`,
+written to the audit log (a full disk). The session goes on either way, but
+for 121: the sandbox's init died, or an alert the policy's session.onAlert
+names stopped the session (docs/sessions.md).`,
 		Example: `  airlock session exec "$S" --tool install_deps -- pip install -r requirements.txt
   airlock session exec "$S" --tool run_tests --json -- pytest -v`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -71,7 +71,7 @@ Exit status 0 when the pool started (or stopped), 125 when it could not.`,
 // startPool checks the policy, resolves every path, and starts the pool
 // holder.
 func startPool(cmd *cobra.Command, dir string, spec holder.PoolSpec, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd)
+	name, data, err := policySource(cmd, spec.Task)
 	if err != nil {
 		return holder.Info{}, err
 	}
@@ -108,6 +108,7 @@ func startPooled(cmd *cobra.Command, req enforcer.SessionRequest) (holder.Info, 
 	if err != nil {
 		return holder.Info{}, err
 	}
+	warnTask(cmd, pol.Policy, req.Task)
 	if err := resolveSession(&req); err != nil {
 		return holder.Info{}, err
 	}

@@ -27,11 +27,16 @@ type sig struct {
 	extra bool
 }
 
-// sigsOf lists the signatures of rules of command.
+// sigsOf lists the signatures of rules of command; a shell rule's is a
+// script of one builtin, which it allows.
 func sigsOf(rules []policy.CommandPattern, command string) []sig {
 	var out []sig
 	for _, r := range rules {
 		if r.Command != command {
+			continue
+		}
+		if r.Shell {
+			out = append(out, sig{args: []string{"-c", "true"}})
 			continue
 		}
 		if len(r.ArgPatterns) == 0 {

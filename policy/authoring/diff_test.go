@@ -72,6 +72,12 @@ func TestDiffKinds(t *testing.T) {
 		{"a workspace program", func(p *policy.Policy) {
 			allow(p, policy.CommandPattern{Name: "build", Command: "/workspace/build.sh"})
 		}, []string{KindWorkspaceProgram}},
+		{"a glob of workspace programs", func(p *policy.Policy) {
+			allow(p, policy.CommandPattern{Name: "venv", Command: "/workspace/.venv/bin/*", AllowExtraArgs: true})
+		}, []string{KindWorkspaceProgram}},
+		{"a rule with \"shell\": true", func(p *policy.Policy) {
+			allow(p, policy.CommandPattern{Name: "sh", Command: "sh", Shell: true})
+		}, []string{KindShellRule}},
 		{"allowExtraArgs", func(p *policy.Policy) {
 			ci(p).Allow[0].AllowExtraArgs = true
 			p.ToolScopes["ci"] = *ci(p)

@@ -50,10 +50,14 @@ func scriptOption(arg string) bool {
 	return strings.IndexByte(arg[1:], 'c') >= 0
 }
 
-// shellRule reports whether r is a shell rule: its command is a shell and
-// it lets a script be given with -c (any arguments, or a signature with
-// such an option). A later "shell" field on rules will say so itself.
+// shellRule reports whether r lets a shell be given a script with -c: a
+// rule with "shell": true (which decides each command of the script), or
+// one whose command is a shell with any arguments, or a signature with
+// such an option (which runs any script).
 func shellRule(r policy.CommandPattern) bool {
+	if r.Shell {
+		return true
+	}
 	if !isShell(r.Command) {
 		return false
 	}
@@ -73,9 +77,8 @@ func shellRule(r policy.CommandPattern) bool {
 var writableTrees = []string{"/workspace", "/tmp", "/findings", "/var/tmp", "/dev/shm"}
 
 // workspaceProgram reports whether command names a program under a tree
-// the sandbox can write (/workspace, /tmp, the tool's readWrite paths):
-// a rule for it runs whatever the agent put there. A later field on rules
-// will name such programs itself.
+// the sandbox can write (/workspace, /tmp, the tool's readWrite paths), by
+// its path or a glob: a rule for it runs whatever the agent put there.
 func workspaceProgram(p *policy.Policy, tool, command string) bool {
 	if !path.IsAbs(command) {
 		return false
@@ -94,6 +97,8 @@ func commandRisks(p *policy.Policy, tool string, r policy.CommandPattern) []stri
 	var risks []string
 	b := base(r.Command)
 	switch {
+	case r.Shell:
+		risks = append(risks, "a shell rule: it runs scripts whose every command this tool's rules allow")
 	case shellRule(r):
 		risks = append(risks, "a shell with -c: it runs any script it is given (here, the scripts refused, exactly)")
 	case isShell(r.Command):

@@ -3,6 +3,7 @@ package initproc
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -74,6 +75,15 @@ func (s *initState) mountDisk(root string) (map[string]int, error) {
 		if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
 			return fail(fmt.Errorf("flags of %s: %w", d.inside, err))
 		}
+	}
+	// HOME, the sandbox user's own: in /tmp, so that what programs keep
+	// there stays out of /workspace and inside the cap.
+	home := stage + "/tmp" + strings.TrimPrefix(HomeDir, TmpDir)
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return fail(fmt.Errorf("make %s: %w", HomeDir, err))
+	}
+	if err := unix.Chown(home, id, id); err != nil {
+		return fail(fmt.Errorf("owner of %s: %w", HomeDir, err))
 	}
 	if err := unix.Unmount(stage, unix.MNT_DETACH); err != nil {
 		return fail(fmt.Errorf("detach the writable tmpfs: %w", err))

@@ -6,18 +6,24 @@ import (
 )
 
 // proxyVars are the variables that point clients at a proxy; the sandbox
-// replaces whatever the caller passed for them.
+// replaces whatever the caller passed for them (IsProxyVar).
 var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY"}
 
 // withProxyEnv returns env without any proxy variable (in any case), plus
 // the variables that send HTTP, HTTPS and SOCKS clients to the proxy
-// listener on 127.0.0.1:port. Loopback stays direct: inside the empty
-// network namespace it reaches nothing of the host.
+// listener on 127.0.0.1:port, and an empty NO_PROXY: every destination,
+// loopback included, goes through the proxy, which decides it by the
+// task's allowlist. Going round it reaches nothing outside the sandbox
+// (loopback in its own network namespace is its own; Landlock, where it
+// has TCP rules, refuses a TCP connect to any port but the proxy's), and
+// clients match NO_PROXY by address without the port (pip's requests,
+// curl): a loopback address in it would send round the proxy, to an
+// EACCES, the "127.0.0.1:PORT" an allowlist lets through.
 func withProxyEnv(env []string, port int) []string {
 	out := make([]string, 0, len(env)+9)
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !isProxyVar(k) {
+		if !IsProxyVar(k) {
 			out = append(out, kv)
 		}
 	}
@@ -26,16 +32,17 @@ func withProxyEnv(env []string, port int) []string {
 	}
 	hp := "http://127.0.0.1:" + strconv.Itoa(port)
 	sp := "socks5h://127.0.0.1:" + strconv.Itoa(port)
-	noProxy := "localhost,127.0.0.1,::1"
 	return append(out,
 		"HTTP_PROXY="+hp, "http_proxy="+hp,
 		"HTTPS_PROXY="+hp, "https_proxy="+hp,
 		"ALL_PROXY="+sp, "all_proxy="+sp,
-		"NO_PROXY="+noProxy, "no_proxy="+noProxy,
+		"NO_PROXY=", "no_proxy=",
 	)
 }
 
-func isProxyVar(k string) bool {
+// IsProxyVar reports whether k names a proxy variable, in any case:
+// HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY or FTP_PROXY.
+func IsProxyVar(k string) bool {
 	for _, p := range proxyVars {
 		if strings.EqualFold(k, p) {
 			return true

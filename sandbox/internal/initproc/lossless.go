@@ -19,6 +19,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Path      rawtext.String  `json:"path"`
+		Tree      rawtext.String  `json:"tree,omitempty"`
 		Args      rawtext.Strings `json:"args"`
 		Env       rawtext.Strings `json:"env"`
 		Dir       rawtext.String  `json:"dir"`
@@ -28,7 +29,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		Hide      rawtext.Strings `json:"hide"`
 		RootPath  rawtext.String  `json:"rootPath,omitempty"`
 		Network   rawtext.String  `json:"network,omitempty"`
-	}{plain(c), rawtext.String(c.Path), c.Args, c.Env, rawtext.String(c.Dir), rawtext.String(c.Hostname),
+	}{plain(c), rawtext.String(c.Path), rawtext.String(c.Tree), c.Args, c.Env, rawtext.String(c.Dir), rawtext.String(c.Hostname),
 		c.ReadOnly, c.ReadWrite, c.Hide, rawtext.String(c.RootPath), rawtext.String(c.Network)})
 }
 
@@ -38,6 +39,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &struct {
 		*plain
 		Path      *rawtext.String  `json:"path"`
+		Tree      *rawtext.String  `json:"tree,omitempty"`
 		Args      *rawtext.Strings `json:"args"`
 		Env       *rawtext.Strings `json:"env"`
 		Dir       *rawtext.String  `json:"dir"`
@@ -47,7 +49,7 @@ func (c *Config) UnmarshalJSON(b []byte) error {
 		Hide      *rawtext.Strings `json:"hide"`
 		RootPath  *rawtext.String  `json:"rootPath,omitempty"`
 		Network   *rawtext.String  `json:"network,omitempty"`
-	}{(*plain)(c), (*rawtext.String)(&c.Path), (*rawtext.Strings)(&c.Args), (*rawtext.Strings)(&c.Env),
+	}{(*plain)(c), (*rawtext.String)(&c.Path), (*rawtext.String)(&c.Tree), (*rawtext.Strings)(&c.Args), (*rawtext.Strings)(&c.Env),
 		(*rawtext.String)(&c.Dir), (*rawtext.String)(&c.Hostname), (*rawtext.Strings)(&c.ReadOnly),
 		(*rawtext.Strings)(&c.ReadWrite), (*rawtext.Strings)(&c.Hide), (*rawtext.String)(&c.RootPath),
 		(*rawtext.String)(&c.Network)})
@@ -59,10 +61,11 @@ func (e ExecStep) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		plain
 		Path rawtext.String  `json:"path"`
+		Tree rawtext.String  `json:"tree,omitempty"`
 		Args rawtext.Strings `json:"args"`
 		Env  rawtext.Strings `json:"env"`
 		Dir  rawtext.String  `json:"dir"`
-	}{plain(e), rawtext.String(e.Path), e.Args, e.Env, rawtext.String(e.Dir)})
+	}{plain(e), rawtext.String(e.Path), rawtext.String(e.Tree), e.Args, e.Env, rawtext.String(e.Dir)})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -71,10 +74,30 @@ func (e *ExecStep) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &struct {
 		*plain
 		Path *rawtext.String  `json:"path"`
+		Tree *rawtext.String  `json:"tree,omitempty"`
 		Args *rawtext.Strings `json:"args"`
 		Env  *rawtext.Strings `json:"env"`
 		Dir  *rawtext.String  `json:"dir"`
-	}{(*plain)(e), (*rawtext.String)(&e.Path), (*rawtext.Strings)(&e.Args), (*rawtext.Strings)(&e.Env), (*rawtext.String)(&e.Dir)})
+	}{(*plain)(e), (*rawtext.String)(&e.Path), (*rawtext.String)(&e.Tree), (*rawtext.Strings)(&e.Args), (*rawtext.Strings)(&e.Env), (*rawtext.String)(&e.Dir)})
+}
+
+// MarshalJSON writes m with the path a step runs byte for byte (a
+// workspace program's name is the agent's).
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	return json.Marshal(struct {
+		plain
+		Path rawtext.String `json:"path,omitempty"`
+	}{plain(m), rawtext.String(m.Path)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	return json.Unmarshal(b, &struct {
+		*plain
+		Path *rawtext.String `json:"path,omitempty"`
+	}{(*plain)(m), (*rawtext.String)(&m.Path)})
 }
 
 // MarshalJSON writes b with its paths byte for byte.

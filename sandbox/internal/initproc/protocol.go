@@ -74,8 +74,9 @@ type Message struct {
 	// probe / probed
 	Probe  *ProbeRequest `json:"probe,omitempty"`
 	Probes []ProbeResult `json:"probes,omitempty"`
-	// started
-	Pid int `json:"pid,omitempty"`
+	// started: the process, and the file it runs
+	Pid  int    `json:"pid,omitempty"`
+	Path string `json:"path,omitempty"`
 	// exited
 	Status *ExitStatus `json:"status,omitempty"`
 	// exec, kill, started, exited: the session's step number
@@ -90,7 +91,11 @@ type Message struct {
 // into the first, forks the step there and moves back into the second
 // (docs/sessions.md, "Each step").
 type ExecStep struct {
-	Path   string   `json:"path"`
+	Path string `json:"path"`
+	// Tree, when set, makes Path a workspace program: the init resolves
+	// it in Tree, links followed only inside it, and runs the file found
+	// (resolveProgram), which started names.
+	Tree   string   `json:"tree,omitempty"`
 	Args   []string `json:"args"`
 	Env    []string `json:"env"`
 	Dir    string   `json:"dir"`
@@ -112,7 +117,9 @@ type ExitStatus struct {
 // Config is what the init needs to build the sandbox, sent once over
 // the setup pipe.
 type Config struct {
-	Path     string   `json:"path"`
+	Path string `json:"path"`
+	// Tree is ExecStep.Tree for the single run's target.
+	Tree     string   `json:"tree,omitempty"`
 	Args     []string `json:"args"`
 	Env      []string `json:"env"`
 	Dir      string   `json:"dir"`

@@ -125,13 +125,19 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 		s.fail("rlimits", err)
 		return 1
 	}
+	path, err := programPath(s.cfg.Tree, t.path)
+	if err != nil {
+		s.fail("exec", err)
+		return 1
+	}
+	t.path = path
 	pid, err := s.spawnVictim(t)
 	if err != nil {
 		s.fail("exec", err)
 		return 1
 	}
 	fw.pid.Store(int64(pid))
-	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid}); err != nil {
+	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid, Path: path}); err != nil {
 		return 1
 	}
 	if s.open(HoleInitWrites) {

@@ -76,8 +76,13 @@ func (s *initState) runStep(r received, port int, fw *forwarder) error {
 		CloseAll(r.fds)
 		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: "malformed exec request"})
 	}
+	path, err := programPath(e.Tree, e.Path)
+	if err != nil {
+		CloseAll(r.fds)
+		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: err.Error()})
+	}
 	pid, err := s.spawnStep(target{
-		path: e.Path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
+		path: path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
 		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
 	}, r.fds[3:3+e.Groups], r.fds[3+e.Groups:], e.Rlimits)
 	CloseAll(r.fds) // the step holds its own copies
@@ -90,7 +95,7 @@ func (s *initState) runStep(r received, port int, fw *forwarder) error {
 		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: err.Error()})
 	}
 	fw.pid.Store(int64(pid))
-	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid, Step: step}); err != nil {
+	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid, Path: path, Step: step}); err != nil {
 		return err
 	}
 	st, err := s.waitStep(pid, step)

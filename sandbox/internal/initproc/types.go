@@ -5,6 +5,8 @@ const (
 	WorkspaceDir = "/workspace"
 	FindingsDir  = "/findings"
 	TmpDir       = "/tmp"
+	// HomeDir is the sandbox's HOME, made in its /tmp for its user.
+	HomeDir = TmpDir + "/home"
 )
 
 // SelfExe is the host path of a Bind that means "the binary the init runs
