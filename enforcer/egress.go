@@ -47,15 +47,15 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem",
 }
 
-// Egress is the way out of one sandbox, the same for every entry point
+// wayOut is the way out of one sandbox, the same for every entry point
 // (Run, a Session, a plan's launch): the egress proxy serving one task
 // with the gate, the session's CA when the task inspects a host (and the
 // sandbox's bundle of it), the credentials' values and placeholders, the
 // budgets, and the record of every decision before the connection it
-// allows. Enforcer.PrepareEgress makes it before the sandbox starts,
+// allows. It is made before the sandbox starts (prepareEgress),
 // Serve starts the proxy on the listener the sandbox's init opened, and
 // Close stops it.
-type Egress struct {
+type wayOut struct {
 	e       *Enforcer
 	task    string
 	ca      *proxy.CA
@@ -67,14 +67,14 @@ type Egress struct {
 	stop    sync.Once
 }
 
-// PrepareEgress prepares task's way out for the sandbox cfg configures,
+// prepareEgress prepares task's way out for the sandbox cfg configures,
 // before it starts: the credentials' values (an error names the one
 // missing, never a value) and their placeholders; the task's budget, per
 // command, and with session the session's, for its life; and, when task
 // inspects a host, a CA for life (and an hour) whose bundle cfg binds at
 // CABundlePath and over the system's bundle files of its view. Call
 // Bound once the sandbox has started (or failed to).
-func (e *Enforcer) PrepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*Egress, error) {
+func (e *Enforcer) prepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*wayOut, error) {
 	g, err := e.newEgress(task, session)
 	if err != nil || !e.egress.Inspects(task) {
 		return g, err
@@ -91,8 +91,8 @@ func (e *Enforcer) PrepareEgress(task string, cfg *sandbox.Config, life time.Dur
 
 // newEgress is task's way out with no CA: its credentials' values and
 // placeholders, and its budgets (with session, the session's too).
-func (e *Enforcer) newEgress(task string, session bool) (*Egress, error) {
-	g := &Egress{e: e, task: task, budgets: budgetsFor(e.pol, task, session)}
+func (e *Enforcer) newEgress(task string, session bool) (*wayOut, error) {
+	g := &wayOut{e: e, task: task, budgets: budgetsFor(e.pol, task, session)}
 	var err error
 	if g.creds, g.env, err = credentials(e.pol, e.egress, task); err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (e *Enforcer) newEgress(task string, session bool) (*Egress, error) {
 // bundle writes the sandbox's bundle, the system's roots as the sandbox
 // sees them and the session's CA, and binds it at CABundlePath and over
 // every system bundle file of the sandbox's view.
-func (g *Egress) bundle(cfg *sandbox.Config) error {
+func (g *wayOut) bundle(cfg *sandbox.Config) error {
 	dir, err := os.MkdirTemp("", "airlock-ca-")
 	if err != nil {
 		return fmt.Errorf("egress: the CA bundle's directory: %w", err)
@@ -165,11 +165,11 @@ func inView(p, rootfs string, readOnly []string) (string, bool) {
 // Env returns the variables every command of the sandbox gets for its
 // way out: the bundle's and the credentials' placeholders. (The
 // credentials' files are among the files no sandbox sees.)
-func (g *Egress) Env() []string { return g.env }
+func (g *wayOut) Env() []string { return g.env }
 
 // Bound removes what the way out left on the host for the sandbox to
 // bind: once the sandbox has started, its mount holds the bundle.
-func (g *Egress) Bound() {
+func (g *wayOut) Bound() {
 	if g.dir != "" {
 		os.RemoveAll(g.dir)
 		g.dir = ""
@@ -181,7 +181,7 @@ func (g *Egress) Bound() {
 // end through rec before the connection it allows. Nothing the sandbox
 // does grows airlock's own process without bound: its connections are
 // counted against openFiles.
-func (g *Egress) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
+func (g *wayOut) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
 	cfg := g.config(rec.proxyRecord())
 	cfg.Limits = proxy.SandboxLimits(openFiles)
 	px, err := proxy.New(cfg)
@@ -193,7 +193,7 @@ func (g *Egress) Serve(lis net.Listener, openFiles int, rec EgressRecorder) erro
 	return nil
 }
 
-// EgressRecorder is how a way out records (Egress.Serve): each event of
+// EgressRecorder is how a way out records (wayOut.Serve): each event of
 // its proxy becomes an audit record over Context's context (the run, the
 // session, the step running now), which Record writes before the
 // connection it allows (lazily when lazy: a connection's end, which
@@ -233,7 +233,7 @@ func alwaysBlocked(ev proxy.Event) bool {
 
 // config is the proxy of g's task, for every entry point: the gate, the
 // CA, the credentials, the budgets and the record of every decision.
-func (g *Egress) config(record func(proxy.Event) error) proxy.Config {
+func (g *wayOut) config(record func(proxy.Event) error) proxy.Config {
 	return proxy.Config{
 		Task:          g.task,
 		Gate:          g.e.egress,
@@ -248,7 +248,7 @@ func (g *Egress) config(record func(proxy.Event) error) proxy.Config {
 }
 
 // ResetStep starts the task's budget over: it holds per command.
-func (g *Egress) ResetStep() {
+func (g *wayOut) ResetStep() {
 	if g.px != nil {
 		g.px.ResetStep()
 	}
@@ -258,7 +258,7 @@ func (g *Egress) ResetStep() {
 // they are cut, so that nothing of it outlives its sandbox, and removes
 // what is left on the host. It does so once; a later call waits for the
 // first.
-func (g *Egress) Close() {
+func (g *wayOut) Close() {
 	g.stop.Do(func() {
 		g.Bound()
 		if g.px == nil {

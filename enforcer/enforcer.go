@@ -342,8 +342,8 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 	}
 	defer cn.Close()
 	probes := cn.Request()
-	cfg := e.SandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	eg, err := e.PrepareEgress(req.Task, &cfg, caps.Limits().Wall, false)
+	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
+	eg, err := e.prepareEgress(req.Task, &cfg, caps.Limits().Wall, false)
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
@@ -431,11 +431,11 @@ func interruptedStatus(ctx context.Context) int {
 	return ExitInterrupted
 }
 
-// SandboxConfig is the sandbox of a run, a session or a plan's launch:
+// sandboxConfig is the sandbox of a run, a session or a plan's launch:
 // its id, files, view, caps and start-up probes (nil: the caller runs
 // them), with no command, and every host file no sandbox may see hidden
 // from it.
-func (e *Enforcer) SandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
+func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
 	cfg := sandbox.Config{
 		Workspace: workspace,
 		Findings:  findings,

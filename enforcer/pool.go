@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // MaxPool is the most sandboxes a Pool keeps built.
@@ -55,13 +53,9 @@ type Pool struct {
 
 // built is one sandbox built ahead, with what its session takes over.
 type built struct {
-	ss     *sandbox.Session
+	sb     *Sandbox // its task's way out served once the session opens
 	canary *canary.Canary
-	eg     *Egress // its task's way out, to serve once the session opens
-	life   context.Context
-	cancel context.CancelFunc
 	at     time.Time
-	files  int // the sandbox's open-files cap, for the proxy's bounds
 }
 
 // NewPool verifies req.Image (once, for every sandbox of the pool) and
@@ -138,38 +132,23 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	sessionCaps := e.pol.SessionCaps()
 	caps := e.sessionLimits(sessionCaps)
 	// Named for the process that built it, so that one airlock's pooled
-	// sandboxes are told from another's (PoolSandboxPrefix).
+	// sandboxes are told from another's (PoolSandboxPrefix). It lives
+	// until its session's end, not the pool's; its task's way out (its CA
+	// and bundle, its credentials' placeholders, its budgets) is the one
+	// session's that gets it.
 	id := PoolSandboxPrefix(os.Getpid()) + strings.TrimPrefix(NewRunID(), "run-")
-	cfg := e.SandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
-	// The task's way out (its CA and bundle, its credentials'
-	// placeholders, its budgets) is the one session's that gets it.
-	eg, err := e.PrepareEgress(p.req.Task, &cfg, sessionCaps.Wall(), true)
+	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: id, Task: p.req.Task, Rootfs: p.rootfs, Filesystem: fs, Caps: caps,
+		Life: sessionCaps.Wall(), Probes: &probes})
 	if err != nil {
 		cn.Close()
 		return nil, err
 	}
-	// Each sandbox lives until its session's end, not the pool's.
-	life, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	ss, err := sandbox.StartSession(life, cfg)
-	eg.Bound()
-	if !stop() || err != nil {
-		if ss != nil {
-			ss.Close()
-		}
-		eg.Close()
-		cn.Close()
-		cancel()
-		return nil, errors.Join(err, ctx.Err())
-	}
-	return &built{ss: ss, canary: cn, eg: eg, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
+	return &built{sb: sb, canary: cn, at: time.Now()}, nil
 }
 
 func (b *built) close() {
-	b.ss.Close()
-	b.eg.Close()
+	b.sb.Close()
 	b.canary.Close()
-	b.cancel()
 }
 
 // refillAfter is the longest the builder waits, after a hand-out, for
@@ -207,7 +186,7 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 		return nil, err
 	}
 	s.afterStep = refill
-	s.rootfs, s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.eg, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
+	s.rootfs, s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.sb.ss, b.sb.eg, b.canary, b.canary.Request().CanaryAddr, b.sb.life, b.sb.cancel
 	s.warm = true
 	if req.Workspace != "" {
 		if err := s.ss.CopyIn(req.Workspace); err != nil {
@@ -223,7 +202,7 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	}
 	open := p.e.launchedEvent(s.base, p.digest, fmt.Sprintf("session %s started on a sandbox built ahead at %s, whose every start-up probe passed inside it; "+
 		"it ends after %gs, or %gs without a command", s.id, b.at.UTC().Format(time.RFC3339Nano), s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(b.files, open); err != nil {
+	if err := s.serve(b.sb.files, open); err != nil {
 		return nil, err
 	}
 	return s, nil

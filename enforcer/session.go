@@ -129,7 +129,7 @@ type Session struct {
 	id      string
 	task    string
 	ss      *sandbox.Session
-	eg      *Egress // its way out, served for its whole life
+	eg      *wayOut // its way out, served for its whole life
 	canary  *canary.Canary
 	canaryN int64           // the canary's accepted connections seen so far; under mu
 	canaryA string          // the canary listener's address
@@ -193,31 +193,18 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(err)
 	}
 	probes := cn.Request()
-	cfg := e.SandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
-	eg, err := e.PrepareEgress(s.task, &cfg, s.caps.Wall(), true)
+	// The sandbox lives until Close, not until ctx is done: ctx may stop
+	// the opening only.
+	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: s.id, Task: s.task, Workspace: req.Workspace, Findings: req.Findings,
+		Rootfs: rootfs, Filesystem: s.fs, Caps: e.sessionLimits(s.caps), Life: s.caps.Wall(), Probes: &probes})
 	if err != nil {
 		cn.Close()
 		return nil, s.openFailed(err)
 	}
-	// The sandbox lives until Close, not until ctx is done: ctx may stop
-	// the opening only.
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
-	ss, err := sandbox.StartSession(life, cfg)
-	eg.Bound()
-	if !stop() || err != nil {
-		if ss != nil {
-			ss.Close()
-		}
-		eg.Close()
-		cn.Close()
-		cancel()
-		return nil, s.openFailed(errors.Join(err, ctx.Err()))
-	}
-	s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = ss, eg, cn, probes.CanaryAddr, life, cancel
+	s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = sb.ss, sb.eg, cn, probes.CanaryAddr, sb.life, sb.cancel
 	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
 		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(int(cfg.Caps.OpenFiles), open); err != nil {
+	if err := s.serve(sb.files, open); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -56,7 +56,7 @@ type ProxyRequest struct {
 }
 
 // StandaloneProxy is `airlock proxy` ready to serve (NewProxy): each
-// task's way out, as every entry point's (Egress): the gate, the
+// task's way out, as every entry point's: the gate, the
 // credentials' values, the task's budget for the proxy's life (a
 // gateway's clients each their own), and a CA for the proxy's life when a
 // task inspects a host.
@@ -65,7 +65,7 @@ type StandaloneProxy struct {
 	req   ProxyRequest
 	ca    *proxy.CA
 	what  string
-	tasks map[string]*Egress
+	tasks map[string]*wayOut
 }
 
 // NewProxy prepares req's proxy under pol: every task's credentials are
@@ -78,7 +78,7 @@ func NewProxy(pol *policy.Loaded, req ProxyRequest, opts Options) (*StandalonePr
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	p := &StandaloneProxy{e: &Enforcer{pol: pol, egress: gate, opts: opts}, req: req, tasks: map[string]*Egress{},
+	p := &StandaloneProxy{e: &Enforcer{pol: pol, egress: gate, opts: opts}, req: req, tasks: map[string]*wayOut{},
 		what: fmt.Sprintf("task %q", req.Task)}
 	tasks := []string{req.Task}
 	if req.Clients != nil {

@@ -21,7 +21,7 @@
 // refuses it before anything starts (ExitDenied, or ExitEscalated when
 // every refused step was escalated). It then verifies the
 // pinned image (Options.Image), resolves every command, starts one
-// sandbox (sandbox.StartSession) and runs the start-up probes inside it,
+// sandbox (enforcer.StartSandbox) and runs the start-up probes inside it,
 // after the privilege drop: uid, capability sets, no_new_privs, seccomp,
 // Landlock, only lo and no route, /root and /home, and a Canary — a host
 // file in a 0700 directory and a listener on the host's loopback — out of

@@ -11,7 +11,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // duringStepPoll is how often the signals that can be read from the host
@@ -186,17 +185,17 @@ func (l *launch) checkAfterStep(n int) {
 	if ch := l.hostBefore.changes(snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())); len(ch) > 0 {
 		sigs = append(sigs, Signal{Name: SignalHostWrite, Step: n, Detail: strings.Join(ch, "; ")})
 	}
-	if p, ok := l.sess.(prober); ok && !l.esc.fired() {
+	if !l.esc.fired() {
 		req := l.canary.Request()
 		if h := l.opts.test; h != nil && h.reprobe != nil {
 			req = h.reprobe(n, req)
 		}
-		res, err := p.Probe(req)
+		res, err := l.sess.Probe(req)
 		why := ProbeFailure(res)
 		switch {
-		case errors.Is(err, sandbox.ErrInitDied):
+		case errors.Is(err, enforcer.ErrInitDied):
 			sigs = append(sigs, Signal{Name: SignalInitDied, Step: n, Detail: err.Error()})
-		case errors.Is(err, sandbox.ErrSessionEnded), errors.Is(err, sandbox.ErrFrozen):
+		case errors.Is(err, enforcer.ErrSandboxEnded), errors.Is(err, enforcer.ErrFrozen):
 			// Nothing is left to probe: the plan halts on its own.
 			why = ""
 		case err != nil:

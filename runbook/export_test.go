@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -13,9 +14,6 @@ import (
 
 // Session is the session interface, for fakes.
 type Session = session
-
-// Prober is the probe interface, for fakes.
-type Prober = prober
 
 // SetAfterStep makes f run after each step, before the escape checks.
 func SetAfterStep(o *Options, f func(step, initPid int)) { hooks(o).afterStep = f }
@@ -37,8 +35,9 @@ func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir, canaryAddr str
 	hooks(o).config = func(cfg *sandbox.Config, c *canary.Canary) { f(cfg, c.Dir(), c.Request().CanaryAddr) }
 }
 
-// SetStart replaces sandbox.StartSession.
-func SetStart(o *Options, f func(ctx context.Context, cfg sandbox.Config) (Session, error)) {
+// SetStart replaces enforcer.StartSandbox: f starts the sandbox of req
+// (e.StartSandbox), or fakes one.
+func SetStart(o *Options, f func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (Session, error)) {
 	hooks(o).start = f
 }
 
@@ -47,10 +46,6 @@ func SetStart(o *Options, f func(ctx context.Context, cfg sandbox.Config) (Sessi
 func SetCanaryDir(o *Options, parent string, mode os.FileMode) {
 	hooks(o).canaryParent, hooks(o).canaryMode = parent, mode
 }
-
-// CanProbe reports whether real sessions report probe results between
-// steps (sandbox.Session has a Probe method).
-func CanProbe() bool { return canProbe() }
 
 func hooks(o *Options) *testHooks {
 	if o.test == nil {

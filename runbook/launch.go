@@ -16,7 +16,6 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // launch is one Launch in progress.
@@ -35,7 +34,6 @@ type launch struct {
 
 	canary     *canary.Canary
 	sess       session
-	egress     *enforcer.Egress
 	chain      *chainWatch
 	procs      *sandboxProcs
 	hostFiles  []string
@@ -48,7 +46,7 @@ type launch struct {
 	tornDown atomic.Bool
 
 	closeOnce sync.Once
-	td        sandbox.Teardown
+	td        enforcer.Teardown
 	tdErr     error
 }
 
@@ -56,7 +54,6 @@ type launch struct {
 type prepared struct {
 	d    decision.Decision
 	path string
-	caps sandbox.StepCaps
 }
 
 // Launch runs plan in one sandbox, as the runbook says:
@@ -205,7 +202,7 @@ func (l *launch) setupErr() error {
 // failed inside the sandbox: startup_refused is written with why (a
 // security event: the monitor alerts), and the result says ExitSetup.
 // Whatever was started is stopped.
-func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
+func (l *launch) refuse(why string, probes []enforcer.ProbeResult) bool {
 	l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, reasonRefused+why, why
 	return l.abandon(RefusedEvent(l.base, why, probes))
 }
@@ -234,9 +231,6 @@ func (l *launch) abandon(ev audit.Event) bool {
 		} else {
 			l.res.FindingsSkipped = td.FindingsSkipped
 		}
-	}
-	if l.egress != nil {
-		l.egress.Close()
 	}
 	return false
 }

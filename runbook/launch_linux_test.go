@@ -75,7 +75,7 @@ func TestLaunchPlan(t *testing.T) {
 	if len(launched) != 1 || launched[0].Context.Details["testId"] != "T-plan" || launched[0].Context.RunID != res.RunID {
 		t.Fatalf("sandbox_launched: %+v", launched)
 	}
-	if runbook.CanProbe() && !strings.HasPrefix(launched[0].Context.Details["probe.seccomp"], "ok: ") {
+	if !strings.HasPrefix(launched[0].Context.Details["probe.seccomp"], "ok: ") {
 		t.Errorf("sandbox_launched lacks the probes: %v", launched[0].Context.Details)
 	}
 	if n := len(ofKind(evs, audit.KindResource)); n != 4 {

@@ -5,8 +5,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/canary"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Options configure a Launch. The Enforcer it is given decides every
@@ -58,16 +58,16 @@ type testHooks struct {
 	afterStep func(i, pid int)
 	// reprobe changes the request of the probes re-run after step i,
 	// e.g. to name a canary the sandbox can see.
-	reprobe func(i int, req sandbox.ProbeRequest) sandbox.ProbeRequest
+	reprobe func(i int, req enforcer.ProbeRequest) enforcer.ProbeRequest
 	// startProbe changes the request of the start-up probes; proxyAddr
 	// is the proxy listener's address inside the sandbox ("" when the
 	// probes run before the listener exists).
-	startProbe func(req sandbox.ProbeRequest, proxyAddr string) sandbox.ProbeRequest
+	startProbe func(req enforcer.ProbeRequest, proxyAddr string) enforcer.ProbeRequest
 	// config changes the sandbox's configuration before it starts (a
 	// test binds a directory over /home, or the canary's directory).
-	config func(cfg *sandbox.Config, c *canary.Canary)
-	// start replaces sandbox.StartSession (a fake session).
-	start func(ctx context.Context, cfg sandbox.Config) (session, error)
+	config func(cfg *enforcer.SandboxConfig, c *canary.Canary)
+	// start replaces enforcer.StartSandbox (a fake session).
+	start func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error)
 	// canaryParent and canaryMode make the canary directory elsewhere
 	// than in the system's temporary directory, and with another mode
 	// than 0700 (a test binds it into the sandbox).

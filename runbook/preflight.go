@@ -11,7 +11,6 @@ import (
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // decide takes the command gate's decision on every step and records each
@@ -84,9 +83,7 @@ func (l *launch) resolve(context.Context) bool {
 		if err != nil {
 			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
 		}
-		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -55,12 +56,13 @@ type fakeSession struct {
 	closed bool
 }
 
-func (f *fakeSession) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+func (f *fakeSession) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
 	f.t.Error("a step ran in a sandbox whose probes failed")
 	return sandbox.Result{ExitCode: -1}, errors.New("fake")
 }
-func (f *fakeSession) Listener() net.Listener { return nil }
-func (f *fakeSession) Pid() int               { return os.Getpid() }
+func (f *fakeSession) Serve(enforcer.EgressRecorder) error { return nil }
+func (f *fakeSession) ProxyAddr() string                   { return "" }
+func (f *fakeSession) Pid() int                            { return os.Getpid() }
 func (f *fakeSession) Freeze() (string, error) {
 	return "", errors.New("fake")
 }
@@ -97,7 +99,9 @@ func TestStartProbeFailureAborts(t *testing.T) {
 			probes := allProbes()
 			probes[i].OK, probes[i].Detail = false, p.Name+" is open"
 			fake := &fakeSession{t: t, probes: probes}
-			runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
+			runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+				return fake, nil
+			})
 			res, err := e.launch(t, context.Background(), plan("T-probe", sh("never", "true")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
@@ -129,7 +133,7 @@ func TestStartProbeFailureAborts(t *testing.T) {
 // recorded and the refused step named.
 func TestLaunchDenied(t *testing.T) {
 	e := newEnv(t)
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
 		t.Error("a sandbox started for a refused plan")
 		return nil, errors.New("no")
 	})
@@ -193,7 +197,7 @@ func TestLaunchNotInstalled(t *testing.T) {
 	e := newEnv(t)
 	pol := strings.Replace(testPolicy, `{"name": "cat", "command": "cat"`, `{"name": "cat", "command": "airlock-no-such-command"`, 1)
 	e.pol = parsePolicy(t, pol)
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
 		t.Error("a sandbox started for a plan whose command is missing")
 		return nil, errors.New("no")
 	})
@@ -234,15 +238,16 @@ type stepFake struct {
 	frozen bool
 }
 
-func (f *stepFake) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+func (f *stepFake) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
 	if f.frozen {
 		return sandbox.Result{ExitCode: -1}, sandbox.ErrFrozen
 	}
 	return sandbox.Result{}, nil
 }
-func (f *stepFake) Listener() net.Listener  { return f.lis }
-func (f *stepFake) Pid() int                { return os.Getpid() }
-func (f *stepFake) Freeze() (string, error) { f.frozen = true; return "fake freezer", nil }
+func (f *stepFake) Serve(enforcer.EgressRecorder) error { return nil }
+func (f *stepFake) ProxyAddr() string                   { return f.lis.Addr().String() }
+func (f *stepFake) Pid() int                            { return os.Getpid() }
+func (f *stepFake) Freeze() (string, error)             { f.frozen = true; return "fake freezer", nil }
 func (f *stepFake) Evidence(dir string) (sandbox.Evidence, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return sandbox.Evidence{}, err
@@ -272,7 +277,9 @@ func TestReprobeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &stepFake{t: t, lis: lis}
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+		return fake, nil
+	})
 	res, err := e.launch(t, context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)

@@ -5,7 +5,6 @@ import (
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Exit statuses of a launch ("airlock launch"). They extend the ones of
@@ -96,7 +95,7 @@ type Result struct {
 	// system directories.
 	Image *ImageInfo `json:"image,omitempty"`
 	// Probes are the start-up probes' outcomes.
-	Probes []sandbox.ProbeResult `json:"probes,omitempty"`
+	Probes []enforcer.ProbeResult `json:"probes,omitempty"`
 	// Steps holds one entry per step of the plan, in order.
 	Steps []StepResult `json:"steps"`
 	// Untrusted is true when an escape was suspected: the findings and

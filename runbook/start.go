@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // startSandbox makes the canary, snapshots the watched host paths, and
@@ -27,34 +27,22 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.canary = c
-	var probes *sandbox.ProbeRequest
-	if !canProbe() {
-		// The session cannot report probe results: let it run the
-		// start-up probes itself, failing the start on any failure.
-		req := l.startRequest("")
-		probes = &req
-	}
-	cfg := l.enf.SandboxConfig(l.opts.RunID, l.opts.Workspace, l.opts.Findings, l.rootfs, l.fs, l.caps, probes)
-	cfg.HideFiles(l.opts.PlanFile)
 	// A task's budget holds per step, the session's for the whole plan;
-	// the CA for as long as every step could run.
-	eg, err := l.enf.PrepareEgress(l.res.Task, &cfg, l.caps.Wall*time.Duration(len(l.plan.Steps)), true)
-	if err != nil {
-		return l.setupFailed(err)
-	}
-	l.egress = eg
-	start := startSession
+	// the CA for as long as every step could run. The start-up probes are
+	// the launch's to run (startProbes), and to record.
+	req := enforcer.SandboxRequest{ID: l.opts.RunID, Task: l.res.Task, Workspace: l.opts.Workspace, Findings: l.opts.Findings,
+		Rootfs: l.rootfs, Filesystem: l.fs, Caps: l.caps, Life: l.caps.Wall * time.Duration(len(l.plan.Steps)), Hide: []string{l.opts.PlanFile}}
+	start := startSandbox
 	if h := l.opts.test; h != nil {
 		if h.config != nil {
-			h.config(&cfg, c)
+			req.Adjust = func(cfg *enforcer.SandboxConfig) { h.config(cfg, c) }
 		}
 		if h.start != nil {
 			start = h.start
 		}
 	}
-	sess, err := start(ctx, cfg)
-	eg.Bound()
-	if errors.Is(err, sandbox.ErrProbe) {
+	sess, err := start(ctx, l.enf, req)
+	if errors.Is(err, enforcer.ErrProbe) {
 		return l.refuse(err.Error(), nil)
 	}
 	if err != nil {
@@ -69,7 +57,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 }
 
 // startRequest is the start-up probes' request: the canary.
-func (l *launch) startRequest(proxyAddr string) sandbox.ProbeRequest {
+func (l *launch) startRequest(proxyAddr string) enforcer.ProbeRequest {
 	req := l.canary.Request()
 	if h := l.opts.test; h != nil && h.startProbe != nil {
 		req = h.startProbe(req, proxyAddr)
@@ -80,20 +68,13 @@ func (l *launch) startRequest(proxyAddr string) sandbox.ProbeRequest {
 // startProbes runs the start-up probes inside the sandbox, from its init
 // after the privilege drop, and refuses the launch on any failure.
 func (l *launch) startProbes(context.Context) bool {
-	p, ok := l.sess.(prober)
-	if ok {
-		addr := ""
-		if lis := l.sess.Listener(); lis != nil {
-			addr = lis.Addr().String()
-		}
-		res, err := p.Probe(l.startRequest(addr))
-		l.res.Probes = res
-		if err != nil {
-			return l.refuse("start-up probes: "+err.Error(), res)
-		}
-		if why := ProbeFailure(res); why != "" {
-			return l.refuse("start-up probe failed: "+why, res)
-		}
+	res, err := l.sess.Probe(l.startRequest(l.sess.ProxyAddr()))
+	l.res.Probes = res
+	if err != nil {
+		return l.refuse("start-up probes: "+err.Error(), res)
+	}
+	if why := ProbeFailure(res); why != "" {
+		return l.refuse("start-up probe failed: "+why, res)
 	}
 	if n := l.canary.Accepted(); n > 0 {
 		return l.refuse(fmt.Sprintf("the host's canary listener accepted %d connection(s) during the start-up probes", n), l.res.Probes)
@@ -111,15 +92,12 @@ func (l *launch) announce(context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.procs = procs
-	if err := l.egress.Serve(l.sess.Listener(), int(l.caps.OpenFiles), l.egressRecorder()); err != nil {
+	if err := l.sess.Serve(l.egressRecorder()); err != nil {
 		return l.setupFailed(err)
 	}
 	details := map[string]string{"policy": l.enf.Policy().Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
 	if l.opts.PlanFile != "" {
 		details["plan"] = l.opts.PlanFile
-	}
-	if l.res.Probes == nil {
-		details["probes"] = "run by the sandbox at start; each passed (a failure refuses the start)"
 	}
 	maps.Copy(details, l.image)
 	ev, err := l.record(LaunchedEvent(l.base, l.res.Probes, details))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // runSteps runs the steps in order until one fails without
@@ -29,10 +28,7 @@ func (l *launch) runSteps(ctx context.Context) {
 			return
 		case ctx.Err() != nil:
 			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), context.Cause(ctx)))
-			l.res.ExitCode = ExitInterrupted
-			if t := sandbox.TerminationOf(ctx); t != nil {
-				l.res.ExitCode = 128 + int(t.Signal)
-			}
+			l.res.ExitCode = enforcer.Interrupted(ctx)
 			return
 		case l.auditErr.Load() != nil:
 			// The trail can no longer prove what happens next.
@@ -71,17 +67,8 @@ func (l *launch) count(status string) int {
 // passed; goOn that the session can run another step.
 func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	s, p := l.plan.Steps[i], l.steps[i]
-	caps := p.caps
-	st := sandbox.Step{
-		Path:   p.path,
-		Args:   append([]string{s.Command}, s.Args...),
-		Env:    append(sandbox.BaseEnv(l.enf.Policy().SearchPath()), l.egress.Env()...),
-		Stdout: l.opts.Stdout,
-		Stderr: l.opts.Stderr,
-		Caps:   &caps,
-	}
+	st := enforcer.SandboxStep{Tool: s.Tool, Path: p.path, Args: append([]string{s.Command}, s.Args...), Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
-	l.egress.ResetStep() // a task's budget holds per step
 	stop := l.watchDuring(i + 1)
 	out, err := l.sess.Exec(ctx, st)
 	stop()
@@ -93,14 +80,14 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		k := out.KilledBy
 		r.KilledBy = &k
 	}
-	if errors.Is(err, sandbox.ErrInitDied) {
+	if errors.Is(err, enforcer.ErrInitDied) {
 		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: err.Error()})
 	}
 	switch {
 	case l.esc.fired() && err != nil:
 		r.Status, r.Error = StepHalted, err.Error()
 		return false, false
-	case errors.Is(err, sandbox.ErrStepStart):
+	case errors.Is(err, enforcer.ErrStepStart):
 		r.Status, r.Error, r.ExitCode = StepFailed, err.Error(), ptr(ExitCannotExec)
 		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s could not start inside the sandbox: %v", l.quoteStep(i), err))
 		return false, true

@@ -9,7 +9,6 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // reasonTornDown is the fixed reason of sandbox_torn_down.
@@ -18,7 +17,7 @@ const reasonTornDown = "sandbox torn down: every process ended, cgroup and mount
 // closeSession ends the sandbox once: every process killed, /findings
 // copied out, the cgroup removed, the listener closed (the mounts and
 // namespaces go with the init).
-func (l *launch) closeSession() (sandbox.Teardown, error) {
+func (l *launch) closeSession() (enforcer.Teardown, error) {
 	l.closeOnce.Do(func() {
 		l.td, l.tdErr = l.sess.Close()
 	})
@@ -42,11 +41,8 @@ func (l *launch) teardown() error {
 		l.esc.wait()
 	}
 	td, err := l.closeSession()
-	if l.egress != nil {
-		l.egress.Close()
-	}
 	l.res.FindingsSkipped = td.FindingsSkipped
-	if errors.Is(err, sandbox.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
+	if errors.Is(err, enforcer.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
 		// Data the caller asked to keep is not there: a failed launch,
 		// whatever the steps did (an escape's 121 says more, and wins).
 		if l.res.Outcome == OutcomePassed {
