@@ -1,7 +1,6 @@
 package runbook
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 
@@ -32,15 +31,6 @@ func ProbeFailure(res []enforcer.ProbeResult) string {
 		}
 	}
 	return strings.Join(parts, "; ")
-}
-
-// ProbeError returns an error matching enforcer.ErrProbe when a probe
-// failed, nil when every probe passed.
-func ProbeError(res []enforcer.ProbeResult) error {
-	if why := ProbeFailure(res); why != "" {
-		return fmt.Errorf("runbook: %w: %s", enforcer.ErrProbe, why)
-	}
-	return nil
 }
 
 // ProbeDetails returns the probes' outcomes as audit event details:

@@ -27,9 +27,6 @@ func TestProbeHelpers(t *testing.T) {
 	if got := runbook.ProbeFailure(bad); got != "caps: CapEff is not empty; seccomp: Seccomp is not 2" {
 		t.Errorf("ProbeFailure = %q", got)
 	}
-	if err := runbook.ProbeError(bad); !errors.Is(err, sandbox.ErrProbe) {
-		t.Errorf("ProbeError = %v, want ErrProbe", err)
-	}
 	base := audit.Context{RunID: "r1", Details: map[string]string{"testId": "t1"}}
 	ev := runbook.LaunchedEvent(base, ok, map[string]string{"imageDigest": "sha256:ab"})
 	if ev.Kind != audit.KindLifecycle || ev.Decision != audit.DecisionInfo || ev.Context.Event != audit.EventSandboxLaunched ||
