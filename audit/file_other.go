@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package audit
 
@@ -10,7 +10,7 @@ import (
 // errUnsupported fails every write closed on a platform where airlock has
 // no tested file locking: a log that two writers could interleave on is
 // not an audit log. Reading and verifying work everywhere.
-var errUnsupported = errors.New("audit: writing an audit log is supported on Linux only")
+var errUnsupported = errors.New("audit: writing an audit log is supported on Linux and macOS only")
 
 const noFollow = 0
 

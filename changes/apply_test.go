@@ -65,8 +65,9 @@ func writeTree(t testing.TB, spec map[string]node) string {
 
 // checkApplies applies p with real git apply (--check first) to a copy
 // of orig and checks that the result is mod, byte for byte, links and
-// executable bits included, leaving out the paths p says it omits.
-func checkApplies(t testing.TB, orig, mod string, p Patch) {
+// executable bits included, leaving out the paths p says it omits and
+// those excluded names (paths the rules left out, and what is beneath).
+func checkApplies(t testing.TB, orig, mod string, p Patch, excluded ...string) {
 	t.Helper()
 	testutil.RequireGit(t)
 	work := filepath.Join(t.TempDir(), "work")
@@ -89,7 +90,7 @@ func checkApplies(t testing.TB, orig, mod string, p Patch) {
 			}
 		}
 	}
-	var skip []string
+	skip := slices.Clone(excluded)
 	for _, f := range p.Files {
 		if f.Omitted != "" {
 			skip = append(skip, f.Path)
@@ -126,7 +127,7 @@ func dump(m map[string]string) string {
 // diffDirs compares two host directories.
 func diffDirs(t testing.TB, orig, mod string, lim Limits) Patch {
 	t.Helper()
-	p, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), lim)
+	p, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: lim})
 	if err != nil {
 		t.Fatalf("Diff: %v", err)
 	}

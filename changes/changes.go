@@ -54,8 +54,10 @@ type Tree interface {
 	// List returns every entry of the tree, directories included, in any
 	// order: at most lim.Entries of them, their paths and link targets at
 	// most lim.NameBytes bytes together. A tree with more fails with an
-	// error matching ErrTooLarge, having kept no more than that.
-	List(lim Limits) ([]Entry, error)
+	// error matching ErrTooLarge, having kept no more than that. prune,
+	// when not nil, is asked about each directory before what it holds
+	// is listed: when it says true, the directory is listed alone.
+	List(lim Limits, prune func(dir string) bool) ([]Entry, error)
 	// Open opens for reading the regular file at p, a path that List
 	// returned as a File. Diff reads at most the Size that List gave.
 	Open(p string) (io.ReadCloser, error)
@@ -89,6 +91,20 @@ type Limits struct {
 	// and hash them (the diffs of what changed read those files once
 	// more). A file that no longer fits is not compared or hashed.
 	ReadBytes int64
+	// RuleSteps bounds the work of matching paths against each set of
+	// exclusion rules (Options.Exclude, the original's ignore files): past
+	// it those rules exclude nothing more, and Exclusion.Unused says so.
+	RuleSteps int64
+}
+
+// Options are what Diff compares within and leaves out by rule.
+type Options struct {
+	Limits
+	// Exclude are patterns in .gitignore syntax, as if in a .gitignore at
+	// the root (the policy's changes.exclude): the paths they exclude, in
+	// either tree, are not compared, and the patch carries no change of
+	// theirs (docs/changes.md, "Left out by rule").
+	Exclude []string
 }
 
 // DefaultLimits are the limits a zero Limits field takes.
@@ -101,12 +117,13 @@ func DefaultLimits() Limits {
 		Entries:    100000,
 		NameBytes:  64 << 20,
 		ReadBytes:  1 << 30,
+		RuleSteps:  1 << 30,
 	}
 }
 
 // normalize fills in the defaults and refuses negative limits.
 func (l Limits) normalize() (Limits, error) {
-	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.DiffLines < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 {
+	if l.PatchBytes < 0 || l.FileBytes < 0 || l.Files < 0 || l.DiffLines < 0 || l.Entries < 0 || l.NameBytes < 0 || l.ReadBytes < 0 || l.RuleSteps < 0 {
 		return l, errors.New("changes: limits: a limit may not be negative (zero means the default)")
 	}
 	d := DefaultLimits()
@@ -118,6 +135,7 @@ func (l Limits) normalize() (Limits, error) {
 		Entries:    orDefault(l.Entries, d.Entries),
 		NameBytes:  orDefault(l.NameBytes, d.NameBytes),
 		ReadBytes:  orDefault(l.ReadBytes, d.ReadBytes),
+		RuleSteps:  orDefault(l.RuleSteps, d.RuleSteps),
 	}, nil
 }
 
@@ -237,6 +255,9 @@ type FileChange struct {
 	// does): applying the patch leaves the original's paths here as they
 	// were.
 	Omitted string `json:"omitted,omitempty"`
+	// Class is the class of the omission ("" when the patch carries the
+	// change).
+	Class OmitClass `json:"class,omitempty"`
 }
 
 // Patch is what Diff found. In JSON it is the manifest alone: the patch
@@ -250,6 +271,13 @@ type Patch struct {
 	Files []FileChange `json:"files"`
 	// Complete is true when Diff carries every change in Files.
 	Complete bool `json:"complete"`
+	// Omissions counts the changes of Files that Diff leaves out, by
+	// class, in the order of OmitClasses: empty when Complete.
+	Omissions []Omission `json:"omissions,omitempty"`
+	// Excluded counts, by class, what was left out by rule: changes
+	// that are not in Files, nor the patch, and do not make it
+	// incomplete.
+	Excluded []Exclusion `json:"excluded,omitempty"`
 }
 
 // Incomplete returns nil when the patch carries every change, else an

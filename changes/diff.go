@@ -2,6 +2,7 @@ package changes
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,37 +18,49 @@ import (
 )
 
 // Diff compares the tree old (as it was) with new (as it is now) and
-// returns the patch that turns old into new, within lim.
+// returns the patch that turns old into new, within opt's limits and
+// leaving out what its rules and the original's ignore files exclude.
 //
-// It works in two passes. The first lists both trees, compares every
-// file and link (by size, then by SHA-256 of the content) and pairs each
-// deleted file with an added one of the same content as a rename: that is
-// the manifest, every changed path, each file read once. The second
-// writes each change's part of the patch in path order, reading the
-// changed files again, while the patch stays within its limits; a change
-// it cannot carry is marked Omitted with why, and so is a change that
-// would not apply without one left out (a file added where the patch
-// leaves another). It fails only when a tree cannot be listed, lists
-// bad paths, or is over lim.Entries or lim.NameBytes (ErrTooLarge).
-func Diff(old, new Tree, lim Limits) (Patch, error) {
-	lim, err := lim.normalize()
+// It works in two passes. The first lists both trees (the original
+// first, then its ignore files are read, then the current tree, neither
+// listing what is excluded beneath a directory the rules exclude),
+// compares every file and link (by size, then by SHA-256 of the content)
+// and pairs each deleted file with an added one of the same content as a
+// rename: that is the manifest, every changed path, each file read once.
+// The second writes each change's part of the patch, source first (rank),
+// reading the changed files again, while the patch stays within its
+// limits; a change it cannot carry is marked Omitted with why, and so is
+// a change that would not apply without one left out (a file added where
+// the patch leaves another). The patch holds the parts in path order. It
+// fails only when a pattern of opt.Exclude is bad, a tree cannot be
+// listed, lists bad paths, or is over lim.Entries or lim.NameBytes
+// (ErrTooLarge).
+func Diff(old, new Tree, opt Options) (Patch, error) {
+	lim, err := opt.Limits.normalize()
 	if err != nil {
 		return Patch{}, err
 	}
 	d := &differ{lim: lim, readLeft: lim.ReadBytes, patchLeft: lim.PatchBytes}
-	if d.a, err = index(old, "original", lim); err != nil {
+	if d.r, err = newRules(opt.Exclude, lim); err != nil {
 		return Patch{}, err
 	}
-	if d.b, err = index(new, "current", lim); err != nil {
+	if d.a, err = index(old, "original", lim, d.r.prune(func(string) bool { return true })); err != nil {
+		return Patch{}, err
+	}
+	d.r.loadWorkspace(d.a, lim)
+	inOrig := func(p string) bool { _, ok := d.a.m[p]; return ok }
+	if d.b, err = index(new, "current", lim, d.r.prune(inOrig)); err != nil {
 		return Patch{}, err
 	}
 	cs := d.compare()
 	cs = pairRenames(cs)
-	for _, c := range cs {
+	for _, c := range d.ranked(cs) {
 		d.render(c)
 	}
 	d.resolve(cs)
-	return assemble(cs), nil
+	p := assemble(cs)
+	p.Excluded = d.r.exclusions()
+	return p, nil
 }
 
 // tree is one side, listed.
@@ -64,8 +77,8 @@ const maxPath = 4095
 
 // index lists t and checks what it returned: clean relative paths, each
 // once, each beneath a listed directory, within the limits.
-func index(t Tree, name string, lim Limits) (*tree, error) {
-	list, err := t.List(lim)
+func index(t Tree, name string, lim Limits, prune func(string) bool) (*tree, error) {
+	list, err := t.List(lim, prune)
 	if err != nil {
 		return nil, fmt.Errorf("changes: list the %s tree: %w", name, err)
 	}
@@ -156,12 +169,22 @@ type change struct {
 	path, oldPath string
 	kind          Kind
 	a, b          side
-	omitted       string
+	omitted       omission
 	section       []byte
 }
 
+// omission is why a change is left out of the patch, the zero value when
+// it is not.
+type omission struct {
+	class OmitClass
+	why   string
+}
+
+func omit(class OmitClass, why string) omission { return omission{class, why} }
+
 type differ struct {
 	lim       Limits
+	r         *rules
 	a, b      *tree
 	readLeft  int64
 	patchLeft int64
@@ -183,20 +206,26 @@ func (d *differ) compare() []*change {
 	slices.Sort(paths)
 	var out []*change
 	for _, p := range paths {
-		if d.underSkipped(p) {
+		if d.underSkipped(p) || d.r.underPruned(p) {
 			continue
 		}
 		ea, okA := d.a.m[p]
 		eb, okB := d.b.m[p]
 		fa, fb := okA && ea.Type != Dir, okB && eb.Type != Dir
+		if !fa && !fb && !(okA && ea.Skipped != "") && !(okB && eb.Skipped != "") {
+			continue // a directory on both sides, or one side only
+		}
+		isDir := okB && eb.Type == Dir || !okB && ea.Type == Dir
+		if class, ok := d.r.excludes(p, isDir, okA); ok {
+			d.r.count(class, p, false)
+			continue
+		}
 		c := &change{path: p}
 		switch {
 		case okB && eb.Skipped != "", okA && ea.Skipped != "":
-			c.kind, c.omitted = Skipped, skipReason(ea, eb)
+			c.kind, c.omitted = Skipped, omit(OmitSkipped, skipReason(ea, eb))
 			c.a, c.b = side{ok: fa, e: ea}, side{ok: fb, e: eb}
 			out = append(out, c)
-			continue
-		case !fa && !fb:
 			continue
 		case fa && !fb:
 			c.kind, c.a = Deleted, d.side(d.a, ea)
@@ -213,7 +242,7 @@ func (d *differ) compare() []*change {
 				continue
 			}
 		}
-		if c.omitted == "" {
+		if c.omitted.class == "" {
 			c.omitted = refused(c)
 		}
 		out = append(out, c)
@@ -231,7 +260,7 @@ func (d *differ) sameContent(c *change, ea, eb Entry) bool {
 	}
 	for _, s := range []side{c.a, c.b} {
 		if s.unread != "" {
-			c.omitted = "not compared, it may be unchanged: " + s.unread
+			c.omitted = omit(OmitUnread, "not compared, it may be unchanged: "+s.unread)
 			return false
 		}
 	}
@@ -261,15 +290,15 @@ func skipReason(ea, eb Entry) string {
 }
 
 // refused says why git apply would refuse c's paths, if it would.
-func refused(c *change) string {
+func refused(c *change) omission {
 	for _, s := range []side{c.a, c.b} {
 		if s.ok {
 			if why := gitRefuses(c.path, s.e.Type == Symlink); why != "" {
-				return why
+				return omit(OmitGit, why)
 			}
 		}
 	}
-	return ""
+	return omission{}
 }
 
 // side reads the content of e (a file or link of t) to hash it, within
@@ -359,24 +388,24 @@ func errText(err error) string {
 
 // content reads a side's content for the patch (the second pass), and
 // checks that it is what the first pass hashed.
-func (d *differ) content(t *tree, s side) ([]byte, string) {
+func (d *differ) content(t *tree, s side) ([]byte, omission) {
 	if s.e.Type == Symlink {
-		return []byte(s.e.Target), ""
+		return []byte(s.e.Target), omission{}
 	}
 	if s.e.Size > d.lim.FileBytes {
-		return nil, fmt.Sprintf("over the per-file limit of %d bytes (Limits.FileBytes)", d.lim.FileBytes)
+		return nil, omit(OmitLarge, fmt.Sprintf("over the per-file limit of %d bytes (Limits.FileBytes)", d.lim.FileBytes))
 	}
 	if s.unread != "" {
-		return nil, s.unread
+		return nil, omit(OmitUnread, s.unread)
 	}
 	buf := make([]byte, 0, s.e.Size)
 	if err := readExactly(t, s.e, func(chunk []byte) { buf = append(buf, chunk...) }); err != nil {
-		return nil, "could not be read: " + errText(err)
+		return nil, omit(OmitUnread, "could not be read: "+errText(err))
 	}
 	if sum, _ := hashes(buf); sum != s.sum {
-		return nil, "it changed while being read"
+		return nil, omit(OmitUnread, "it changed while being read")
 	}
-	return buf, ""
+	return buf, omission{}
 }
 
 // pairRenames turns each added file whose content (non-empty) is that of
@@ -387,7 +416,7 @@ func pairRenames(cs []*change) []*change {
 		sum  string
 	}
 	candidate := func(c *change, s side) bool {
-		return c.omitted == "" && s.e.Type == File && s.e.Size > 0 && s.sum != ""
+		return c.omitted.class == "" && s.e.Type == File && s.e.Size > 0 && s.sum != ""
 	}
 	deleted := map[key][]*change{}
 	for _, c := range cs {
@@ -415,30 +444,81 @@ func pairRenames(cs []*change) []*change {
 	return slices.DeleteFunc(cs, func(c *change) bool { return gone[c] })
 }
 
+// ranked orders the changes for the patch's limits: by rank, then the
+// smaller first (the sizes of both sides), then in path order. It is the
+// order in which they are given room in the patch, not theirs in it.
+func (d *differ) ranked(cs []*change) []*change {
+	type key struct {
+		rank int
+		size int64
+	}
+	keys := make(map[*change]key, len(cs))
+	for _, c := range cs {
+		if c.omitted.class == "" {
+			keys[c] = key{d.rank(c), c.a.weight() + c.b.weight()}
+		}
+	}
+	out := slices.Clone(cs)
+	slices.SortStableFunc(out, func(x, y *change) int {
+		kx, ky := keys[x], keys[y]
+		return cmp.Or(cmp.Compare(kx.rank, ky.rank), cmp.Compare(kx.size, ky.size))
+	})
+	return out
+}
+
+// rank is a change's place when a limit bites, the source first: 0 for a
+// change to a file or link the original had, text on both sides; 1 for
+// a text file or link added; 2 for any other (a binary file); 3 for a
+// change to a path of the original that its ignore files exclude (a
+// build's output, a cache copied in with the workspace).
+func (d *differ) rank(c *change) int {
+	orig := c.path
+	if c.kind == Renamed {
+		orig = c.oldPath
+	}
+	switch {
+	case c.a.ok && d.r.ignored(orig):
+		return 3
+	case c.a.binary || c.b.binary:
+		return 2
+	case !c.a.ok:
+		return 1
+	}
+	return 0
+}
+
+// weight is a side's size for ranking, 0 for no file.
+func (s side) weight() int64 {
+	if !s.ok {
+		return 0
+	}
+	return s.size()
+}
+
 // render is the second pass for one change: its part of the patch, if
 // it fits.
 func (d *differ) render(c *change) {
-	if c.omitted != "" {
+	if c.omitted.class != "" {
 		return
 	}
 	if d.carried >= d.lim.Files {
-		c.omitted = fmt.Sprintf("the patch is at its limit of %d changes (Limits.Files)", d.lim.Files)
+		c.omitted = omit(OmitLimit, fmt.Sprintf("the patch is at its limit of %d changes (Limits.Files)", d.lim.Files))
 		return
 	}
 	var b bytes.Buffer
-	if why := d.section(&b, c, false); why != "" {
+	if why := d.section(&b, c, false); why.class != "" {
 		c.omitted = why
 		return
 	}
 	if int64(b.Len()) > d.patchLeft && (c.kind == Deleted || c.kind == TypeChanged) {
 		b.Reset()
-		if why := d.section(&b, c, true); why != "" {
+		if why := d.section(&b, c, true); why.class != "" {
 			c.omitted = why
 			return
 		}
 	}
 	if int64(b.Len()) > d.patchLeft {
-		c.omitted = fmt.Sprintf("the patch would exceed its limit of %d bytes (Limits.PatchBytes)", d.lim.PatchBytes)
+		c.omitted = omit(OmitLimit, fmt.Sprintf("the patch would exceed its limit of %d bytes (Limits.PatchBytes)", d.lim.PatchBytes))
 		return
 	}
 	d.patchLeft -= int64(b.Len())
@@ -449,7 +529,7 @@ func (d *differ) render(c *change) {
 // section writes c's part of the patch to b, or says why it cannot.
 // compact writes a deleted file as a binary patch to empty, without its
 // content.
-func (d *differ) section(b *bytes.Buffer, c *change, compact bool) string {
+func (d *differ) section(b *bytes.Buffer, c *change, compact bool) omission {
 	switch c.kind {
 	case ModeChanged:
 		writeGitHeader(b, c.path, c.path)
@@ -469,19 +549,19 @@ func (d *differ) section(b *bytes.Buffer, c *change, compact bool) string {
 	case Deleted:
 		return d.deleted(b, c.path, c.a, compact)
 	case TypeChanged:
-		if why := d.deleted(b, c.path, c.a, compact); why != "" {
+		if why := d.deleted(b, c.path, c.a, compact); why.class != "" {
 			return why
 		}
 		return d.added(b, c.path, c.b)
 	case Modified:
 		return d.modified(b, c)
 	}
-	return ""
+	return omission{}
 }
 
-func (d *differ) added(b *bytes.Buffer, p string, s side) string {
+func (d *differ) added(b *bytes.Buffer, p string, s side) omission {
 	content, why := d.content(d.b, s)
-	if why != "" {
+	if why.class != "" {
 		return why
 	}
 	writeGitHeader(b, p, p)
@@ -494,15 +574,15 @@ func (d *differ) added(b *bytes.Buffer, p string, s side) string {
 // empty file (with the old content as its reverse hunk unless compact).
 // A file over the per-file limit is always written compact: git apply
 // checks the old content against the "index" line's object name.
-func (d *differ) deleted(b *bytes.Buffer, p string, s side, compact bool) string {
+func (d *differ) deleted(b *bytes.Buffer, p string, s side, compact bool) omission {
 	if s.unread != "" {
-		return s.unread
+		return omit(OmitUnread, s.unread)
 	}
 	compact = compact && s.e.Type == File || s.e.Type == File && s.e.Size > d.lim.FileBytes
 	var content []byte
 	if !compact {
-		var why string
-		if content, why = d.content(d.a, s); why != "" {
+		var why omission
+		if content, why = d.content(d.a, s); why.class != "" {
 			return why
 		}
 	}
@@ -511,20 +591,20 @@ func (d *differ) deleted(b *bytes.Buffer, p string, s side, compact bool) string
 	writeLine(b, "index", s.blob+".."+zeroID)
 	if compact && s.e.Size > 0 {
 		if err := writeBinary(b, nil, nil, false); err != nil {
-			return "could not be written: " + err.Error()
+			return omit(OmitUnread, "could not be written: "+err.Error())
 		}
-		return ""
+		return omission{}
 	}
 	return d.body(b, p, "", content, nil, s.binary)
 }
 
-func (d *differ) modified(b *bytes.Buffer, c *change) string {
+func (d *differ) modified(b *bytes.Buffer, c *change) omission {
 	old, why := d.content(d.a, c.a)
-	if why != "" {
+	if why.class != "" {
 		return why
 	}
 	new, why := d.content(d.b, c.b)
-	if why != "" {
+	if why.class != "" {
 		return why
 	}
 	writeGitHeader(b, c.path, c.path)
@@ -541,7 +621,7 @@ func (d *differ) modified(b *bytes.Buffer, c *change) string {
 
 // body writes the content part of a section: nothing between two empty
 // sides, a binary patch (forward and reverse) or text hunks.
-func (d *differ) body(b *bytes.Buffer, aPath, bPath string, old, new []byte, binary bool) string {
+func (d *differ) body(b *bytes.Buffer, aPath, bPath string, old, new []byte, binary bool) omission {
 	var err error
 	switch {
 	case len(old) == 0 && len(new) == 0:
@@ -551,9 +631,9 @@ func (d *differ) body(b *bytes.Buffer, aPath, bPath string, old, new []byte, bin
 		err = writeText(b, aPath, bPath, old, new, d.lim.DiffLines)
 	}
 	if err != nil {
-		return "could not be written: " + err.Error()
+		return omit(OmitUnread, "could not be written: "+err.Error())
 	}
-	return ""
+	return omission{}
 }
 
 // resolve leaves out every carried change that would not apply because
@@ -584,7 +664,7 @@ func (d *differ) resolve(cs []*change) {
 				continue
 			}
 			if why := d.blocker(c.path, stays); why != "" {
-				c.omitted = why
+				c.omitted = omit(OmitBlocked, why)
 				d.patchLeft += int64(len(c.section))
 				d.carried--
 				c.section = nil
@@ -666,7 +746,8 @@ func (t *tree) loops(p string) bool {
 	return false
 }
 
-// assemble joins the carried sections, in path order, and the manifest.
+// assemble joins the carried sections, in path order, and the manifest,
+// with its omissions counted by class.
 func assemble(cs []*change) Patch {
 	p := Patch{Complete: true, Files: make([]FileChange, 0, len(cs))}
 	n := 0
@@ -674,16 +755,21 @@ func assemble(cs []*change) Patch {
 		n += len(c.section)
 	}
 	p.Diff = make([]byte, 0, n)
+	omitted := map[OmitClass]*Omission{}
 	for _, c := range cs {
 		p.Diff = append(p.Diff, c.section...)
-		if c.omitted != "" {
+		if cl := c.omitted.class; cl != "" {
 			p.Complete = false
+			if omitted[cl] == nil {
+				omitted[cl] = &Omission{Class: cl, First: c.path}
+			}
+			omitted[cl].Count++
 		}
 		f := FileChange{
 			Path: c.path, OldPath: c.oldPath, Kind: c.kind,
 			OldMode: c.a.mode(), NewMode: c.b.mode(),
 			OldSHA256: c.a.sum, NewSHA256: c.b.sum,
-			Binary: c.a.binary || c.b.binary, Omitted: c.omitted,
+			Binary: c.a.binary || c.b.binary, Omitted: c.omitted.why, Class: c.omitted.class,
 		}
 		if c.a.ok {
 			f.OldSize = c.a.size()
@@ -692,6 +778,11 @@ func assemble(cs []*change) Patch {
 			f.NewSize = c.b.size()
 		}
 		p.Files = append(p.Files, f)
+	}
+	for _, cl := range OmitClasses {
+		if o := omitted[cl]; o != nil {
+			p.Omissions = append(p.Omissions, *o)
+		}
 	}
 	return p
 }

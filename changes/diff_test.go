@@ -216,22 +216,25 @@ func TestDiffCases(t *testing.T) {
 			omitted: []string{"was", "new", "p", "p/x", "d"},
 		},
 		{
-			name:    "patch size limit",
-			orig:    map[string]node{"a": file(lines(50, "a")), "b": file("b\n"), "c": file(lines(50, "c")), "z/f": file("f\n")},
-			mod:     map[string]node{"a": file(lines(50, "A")), "b": file("B\n"), "c": file(lines(50, "C")), "z": file("z is a file\n")},
-			lim:     Limits{PatchBytes: 900},
-			kinds:   map[string]Kind{"a": Modified, "b": Modified, "c": Modified, "z": Added, "z/f": Deleted},
-			omitted: []string{"c", "z", "z/f"},
+			name:  "patch size limit",
+			orig:  map[string]node{"a": file(lines(50, "a")), "b": file("b\n"), "c": file(lines(50, "c")), "z/f": file("f\n")},
+			mod:   map[string]node{"a": file(lines(50, "A")), "b": file("B\n"), "c": file(lines(50, "C")), "z": file("z is a file\n")},
+			lim:   Limits{PatchBytes: 900},
+			kinds: map[string]Kind{"a": Modified, "b": Modified, "c": Modified, "z": Added, "z/f": Deleted},
+			// The changes to the original's text files rank first, the
+			// smaller first: z/f and b fit, a and c do not; z, added,
+			// comes after them and fits.
+			omitted: []string{"a", "c"},
 		},
 		{
 			name: "file count limit",
 			orig: map[string]node{"d/x": file("x\n"), "d/y": file("y\n")},
 			mod:  map[string]node{"a": file("a\n"), "b": file("b\n"), "d": file("d\n")},
 			lim:  Limits{Files: 2},
-			// d needs d/x and d/y gone, and the second of them is past the
-			// limit: d is left out too.
+			// The deletions of the original's files rank before the files
+			// added, which are past the limit.
 			kinds:   map[string]Kind{"a": Added, "b": Added, "d": Added, "d/x": Deleted, "d/y": Deleted},
-			omitted: []string{"d", "d/x", "d/y"},
+			omitted: []string{"a", "b", "d"},
 		},
 	}
 	for _, tc := range cases {
@@ -279,7 +282,7 @@ func TestManifest(t *testing.T) {
 	p := diffDirs(t, orig, mod, Limits{FileBytes: 1000})
 	want := []FileChange{
 		{Path: "big", Kind: Added, NewMode: ModeFile, NewSize: 2000,
-			NewSHA256: sha256Hex(strings.Repeat("b", 2000)), Omitted: "over the per-file limit of 1000 bytes (Limits.FileBytes)"},
+			NewSHA256: sha256Hex(strings.Repeat("b", 2000)), Omitted: "over the per-file limit of 1000 bytes (Limits.FileBytes)", Class: OmitLarge},
 		{Path: "f", Kind: Modified, OldMode: ModeFile, NewMode: ModeExec, OldSize: 2, NewSize: 3,
 			OldSHA256: sha256Hex("a\n"), NewSHA256: sha256Hex("ab\n")},
 		{Path: "l", Kind: Modified, OldMode: ModeSymlink, NewMode: ModeSymlink, OldSize: 1, NewSize: 2,
@@ -306,18 +309,18 @@ func sha256Hex(s string) string {
 func TestEntriesLimit(t *testing.T) {
 	orig := writeTree(t, map[string]node{"a": file("a")})
 	mod := writeTree(t, map[string]node{"a": file("a"), "b": file("b"), "c/d": file("d")})
-	_, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{Entries: 3})
+	_, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: Limits{Entries: 3}})
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "current") {
 		t.Fatalf("Diff with 4 entries and a limit of 3: %v, want ErrTooLarge naming the current tree", err)
 	}
-	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{Entries: 4}); err != nil {
+	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: Limits{Entries: 4}}); err != nil {
 		t.Fatalf("Diff at the limit: %v", err)
 	}
-	_, err = Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{NameBytes: 5})
+	_, err = Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: Limits{NameBytes: 5}})
 	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "NameBytes") {
 		t.Fatalf("Diff with 6 bytes of names and a limit of 5: %v, want ErrTooLarge naming NameBytes", err)
 	}
-	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Limits{Files: -1}); err == nil {
+	if _, err := Diff(FSTree(os.DirFS(orig)), FSTree(os.DirFS(mod)), Options{Limits: Limits{Files: -1}}); err == nil {
 		t.Fatal("a negative limit was accepted")
 	}
 }
@@ -350,7 +353,7 @@ func TestBadTree(t *testing.T) {
 		{{Path: "f", Type: File, Size: -1}},
 		{{Path: "f", Type: 9}},
 	} {
-		if _, err := Diff(listTree(nil), listTree(list), Limits{}); err == nil {
+		if _, err := Diff(listTree(nil), listTree(list), Options{Limits: Limits{}}); err == nil {
 			t.Errorf("Diff accepted a tree listing %+v", list)
 		}
 	}
@@ -359,7 +362,7 @@ func TestBadTree(t *testing.T) {
 // listTree is a Tree that lists what it is given and opens nothing.
 type listTree []Entry
 
-func (l listTree) List(Limits) ([]Entry, error) { return l, nil }
+func (l listTree) List(Limits, func(string) bool) ([]Entry, error) { return l, nil }
 func (l listTree) Open(string) (io.ReadCloser, error) {
 	return nil, os.ErrNotExist
 }
@@ -390,7 +393,7 @@ func TestLongPath(t *testing.T) {
 		list = append(list, Entry{Path: p, Type: Dir})
 	}
 	list = append(list, Entry{Path: long + "/f", Type: File})
-	p, err := Diff(listTree(nil), list, Limits{})
+	p, err := Diff(listTree(nil), list, Options{Limits: Limits{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func Example() {
 	os.WriteFile(filepath.Join(mod, "hello.txt"), []byte("hello\nthere\n"), 0o644)
 	os.Symlink("/etc/shadow", filepath.Join(mod, "shadow"))
 
-	p, err := changes.Diff(changes.FSTree(os.DirFS(orig)), changes.FSTree(os.DirFS(mod)), changes.Limits{})
+	p, err := changes.Diff(changes.FSTree(os.DirFS(orig)), changes.FSTree(os.DirFS(mod)), changes.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

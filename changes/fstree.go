@@ -22,7 +22,7 @@ func FSTree(fsys fs.FS) Tree { return fsTree{fsys} }
 
 type fsTree struct{ fsys fs.FS }
 
-func (t fsTree) List(lim Limits) ([]Entry, error) {
+func (t fsTree) List(lim Limits, prune func(string) bool) ([]Entry, error) {
 	var out []Entry
 	count := NewListing(lim)
 	at := map[string]int{}
@@ -47,7 +47,7 @@ func (t fsTree) List(lim Limits) ([]Entry, error) {
 		}
 		at[p] = len(out)
 		out = append(out, e)
-		if e.Type == Dir && e.Skipped != "" {
+		if e.Type == Dir && (e.Skipped != "" || prune != nil && prune(p)) {
 			return fs.SkipDir
 		}
 		return nil

@@ -39,7 +39,7 @@ func TestDiffMemory(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		p, err := Diff(FSTree(o), FSTree(m), Limits{})
+		p, err := Diff(FSTree(o), FSTree(m), Options{})
 		runtime.ReadMemStats(&after)
 		if err != nil {
 			t.Fatal(err)

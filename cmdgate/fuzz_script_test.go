@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,15 +96,20 @@ func runScript(t *testing.T, g interface {
 }, file *syntax.File, verdict decision.Verdict, value string, statuses uint16) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	n := 0
+	// A pipeline's commands run at once, each on a goroutine of the
+	// interpreter's: the count is shared, and a failure is reported with
+	// Errorf (Fatalf must not be called off the test's goroutine).
+	var count atomic.Int64
 	exec := func(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 		return func(ctx context.Context, args []string) error {
 			hc := interp.HandlerCtx(ctx)
 			d := g.Decide("dev", args[0], args[1:], hc.Dir)
 			if d.Verdict == decision.Deny || verdict == decision.Allow && d.Verdict != decision.Allow {
-				t.Fatalf("the script was %s, but it runs %q from %s, which is %s: %s", verdict, args, hc.Dir, d.Verdict, d.Reason)
+				t.Errorf("the script was %s, but it runs %q from %s, which is %s: %s", verdict, args, hc.Dir, d.Verdict, d.Reason)
+				cancel()
+				return interp.ExitStatus(1)
 			}
-			n++
+			n := count.Add(1)
 			if n > 64 {
 				cancel()
 			}
@@ -122,7 +128,9 @@ func runScript(t *testing.T, g interface {
 			}
 			tree, _, _ := strings.Cut(strings.TrimPrefix(path.Clean(p), "/"), "/")
 			if verdict == decision.Allow && !strings.HasPrefix(p, "/dev/std") && p != "/dev/null" && tree != "workspace" && tree != "tmp" && tree != "findings" {
-				t.Fatalf("the script was allowed, but it opens %q from %s", name, interp.HandlerCtx(ctx).Dir)
+				t.Errorf("the script was allowed, but it opens %q from %s", name, interp.HandlerCtx(ctx).Dir)
+				cancel()
+				return nil, fs.ErrPermission
 			}
 			return nopFile{}, nil
 		}),

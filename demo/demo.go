@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,8 +69,13 @@ type Report struct {
 	Alerts    []audit.Event `json:"alerts"`
 }
 
-// Run plays every attempt and reports how each was contained.
+// Run plays every attempt and reports how each was contained. Its
+// attacker is the Linux payloads: on macOS it refuses, and the macOS
+// battery of airlock selftest plays the Mac's attacks instead.
 func Run(ctx context.Context, opts Options) (*Report, error) {
+	if runtime.GOOS != "linux" {
+		return nil, errors.New("demo: its attacks are Linux's; on macOS, airlock selftest plays the Mac's (docs/sandbox.md, \"macOS\")")
+	}
 	pol, err := demoPolicy()
 	if err != nil {
 		return nil, err

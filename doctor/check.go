@@ -6,7 +6,8 @@ import (
 )
 
 // Check probes this host. It starts two short-lived children (in new
-// namespaces) and reads /proc and /sys; it changes nothing.
+// namespaces) and reads /proc and /sys; on macOS it runs /usr/bin/true
+// under a generated Seatbelt profile. It changes nothing.
 func Check(ctx context.Context) Report { return CheckWith(ctx, HostProbes()) }
 
 // CheckWith is Check with the host's readings replaced by p. A probe left
@@ -16,7 +17,13 @@ func CheckWith(ctx context.Context, p Probes) Report {
 	p = p.withDefaults()
 	r := Report{Host: Host{OS: p.OS, Arch: p.Arch, UID: p.Euid, Root: p.Euid == 0}}
 	r.Host.Kernel, _ = p.read("proc/sys/kernel/osrelease")
-	if p.OS != "linux" {
+	switch p.OS {
+	case "linux":
+	case "darwin":
+		r.Host.Kernel = p.Kernel
+		r.Controls = darwin(ctx, p)
+		return r
+	default:
 		r.Controls = notLinux(p)
 		return r
 	}
@@ -37,7 +44,8 @@ func CheckWith(ctx context.Context, p Probes) Report {
 	return r
 }
 
-// notLinux reports every control missing: they are Linux kernel features.
+// notLinux reports every control missing on a system that is neither
+// Linux nor macOS: they are Linux kernel features.
 func notLinux(p Probes) []Control {
 	out := []Control{privileges(p)}
 	for _, n := range requirementNames[1:] {

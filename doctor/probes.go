@@ -53,6 +53,12 @@ type Probes struct {
 	// SeccompStack installs airlock's two filters in a child, on top of
 	// any filter this process runs under.
 	SeccompStack func(ctx context.Context) error
+	// Kernel names the system's release where there is no /proc (macOS:
+	// its product version and Darwin's release).
+	Kernel string
+	// Seatbelt runs a program under a profile airlock generates, with
+	// sandbox-exec, and returns nil when it ran (macOS).
+	Seatbelt func(ctx context.Context) error
 }
 
 // maxRead caps every file the doctor reads; mountinfo on a busy host is
@@ -162,6 +168,9 @@ func (p Probes) withDefaults() Probes {
 	}
 	if p.SeccompStack == nil {
 		p.SeccompStack = func(context.Context) error { return errNoProbe }
+	}
+	if p.Seatbelt == nil {
+		p.Seatbelt = func(context.Context) error { return errNoProbe }
 	}
 	return p
 }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package doctor
 
@@ -16,8 +16,8 @@ import (
 // errNotLinux is every kernel probe's answer off Linux.
 var errNotLinux = errors.New("not Linux")
 
-// HostProbes returns the probes of the real host: off Linux, none of the
-// kernel mechanisms exist, and every probe says so.
+// HostProbes returns the probes of the real host: on a system neither
+// Linux nor macOS, none of the mechanisms exist, and every probe says so.
 func HostProbes() Probes {
 	exe, _ := os.Executable()
 	return Probes{

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
 // The names a policy's "require" list may use. Each is the name of the
@@ -41,8 +42,12 @@ const RequireProcFS = "procfs"
 // that runs a sandbox whose egress the kernel does not hold.
 const WeakerEgressUnenforced = "egress-unenforced"
 
+// WeakerTrustd is the weaker mode that lets processes on macOS reach
+// trustd, whose certificate fetches bypass the proxy (package seatbelt).
+const WeakerTrustd = seatbelt.WeakerTrustd
+
 // WeakerModeNames returns every name a policy's "weakerModes" may use.
-func WeakerModeNames() []string { return []string{WeakerEgressUnenforced} }
+func WeakerModeNames() []string { return []string{WeakerEgressUnenforced, WeakerTrustd} }
 
 // requirementNames lists them in report order.
 var requirementNames = []string{

@@ -20,17 +20,24 @@ type Changes struct {
 	// Incomplete says why Patch does not hold every change (a limit, or a
 	// path git could not take), "" when it does.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Omissions counts the changes Patch leaves out, by class: one line
+	// each on a command's stderr.
+	Omissions []changes.Omission `json:"omissions,omitempty"`
+	// Excluded counts what the policy's changes.exclude and the
+	// workspace's original .gitignore files left out.
+	Excluded []changes.Exclusion `json:"excluded,omitempty"`
 }
 
 // workspaceChanges computes the changes of a live sandbox session: the
 // sandbox session's own diff of its /workspace against what was copied
-// in, within the changes package's default limits.
-var workspaceChanges = func(ss *sandbox.Session) (Changes, error) {
-	p, err := ss.Changes(changes.Limits{})
+// in, within the changes package's default limits, leaving out what the
+// patterns exclude (and the original's ignore files).
+var workspaceChanges = func(ss *sandbox.Session, exclude []string) (Changes, error) {
+	p, err := ss.Changes(changes.Options{Exclude: exclude})
 	if err != nil {
 		return Changes{}, err
 	}
-	c := Changes{Patch: p.Diff, Files: p.Files}
+	c := Changes{Patch: p.Diff, Files: p.Files, Omissions: p.Omissions, Excluded: p.Excluded}
 	if c.Files == nil {
 		c.Files = []changes.FileChange{}
 	}
@@ -49,7 +56,7 @@ func (s *Session) Changes() (Changes, error) {
 	if why := s.ending.Load(); why != nil {
 		return Changes{}, fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
 	}
-	c, err := workspaceChanges(s.ss)
+	c, err := workspaceChanges(s.ss, s.e.pol.ChangesExclude())
 	if err != nil {
 		return c, fmt.Errorf("enforcer: session %s: changes: %w", s.id, err)
 	}

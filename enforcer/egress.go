@@ -76,8 +76,14 @@ type wayOut struct {
 // Bound once the sandbox has started (or failed to).
 func (e *Enforcer) prepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*wayOut, error) {
 	g, err := e.newEgress(task, session)
-	if err != nil || !e.egress.Inspects(task) {
-		return g, err
+	switch {
+	case err != nil:
+		return nil, err
+	case len(g.creds) > 0 && !sandbox.PrivateListener:
+		return nil, fmt.Errorf("egress: task %q has credentials, which the proxy adds to requests: here the proxy listens on the host's loopback, "+
+			"where any local process can reach it (docs/sandbox.md, \"macOS\"): refusing", task)
+	case !e.egress.Inspects(task):
+		return g, nil
 	}
 	if g.ca, err = proxy.NewCA("airlock session CA "+cfg.ID, life+time.Hour); err != nil {
 		return nil, err

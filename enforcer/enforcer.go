@@ -454,6 +454,8 @@ func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs poli
 	if rootfs == "" {
 		cfg.ReadOnly = fs.ReadOnly
 	}
+	// The only places besides the command a macOS sandbox executes from.
+	cfg.SearchPath = e.pol.SearchPath()
 	cfg.HideFiles(e.hidden()...)
 	return cfg
 }

@@ -4,7 +4,7 @@ import "github.com/airlock-sandbox/airlock/sandbox"
 
 // SetWorkspaceChanges replaces how a session's changes are computed, for
 // a test, and returns what restores it.
-func SetWorkspaceChanges(f func(*sandbox.Session) (Changes, error)) (restore func()) {
+func SetWorkspaceChanges(f func(*sandbox.Session, []string) (Changes, error)) (restore func()) {
 	old := workspaceChanges
 	workspaceChanges = f
 	return func() { workspaceChanges = old }

@@ -212,19 +212,25 @@ func TestSessionTimeouts(t *testing.T) {
 }
 
 // TestSessionChanges: Changes hands back what the sandbox session's diff
-// computes, between steps, and fails once the session has ended.
+// computes, with the policy's changes.exclude, between steps, and fails
+// once the session has ended.
 func TestSessionChanges(t *testing.T) {
 	testutil.RequireRoot(t)
 	var calls int
-	defer enforcer.SetWorkspaceChanges(func(*sandbox.Session) (enforcer.Changes, error) {
+	var excluded []string
+	defer enforcer.SetWorkspaceChanges(func(_ *sandbox.Session, exclude []string) (enforcer.Changes, error) {
 		calls++
+		excluded = exclude
 		return enforcer.Changes{Patch: []byte("diff --git a/x b/x\n"), Files: []changes.FileChange{{Path: "x", Kind: changes.Added}}}, nil
 	})()
-	f := newFixture(t, nil)
+	f := newFixtureWith(t, strings.Replace(testPolicy, "{", `{"changes": {"exclude": ["node_modules/", "*.pyc"]},`, 1), false, nil)
 	s := openSession(t, f, enforcer.SessionRequest{})
 	c, err := s.Changes()
 	if err != nil || len(c.Files) != 1 || calls != 1 {
 		t.Fatalf("changes %+v %v", c, err)
+	}
+	if !slices.Equal(excluded, []string{"node_modules/", "*.pyc"}) {
+		t.Errorf("the diff was given %q to exclude, want the policy's changes.exclude", excluded)
 	}
 	closeAll(t, s)
 	if _, err := s.Changes(); !errors.Is(err, enforcer.ErrSessionEnded) {

@@ -404,20 +404,30 @@ func sweepDead(dir, id string) {
 // req has none.
 func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, error) {
 	c, err := dial(dir, PoolID)
-	if errors.Is(err, ErrNoSession) {
-		return Info{}, errors.New("holder: no session pool is running (airlock session pool --size N starts one)")
-	}
 	if err != nil {
-		return Info{}, err
+		return Info{}, noPool(err)
 	}
 	if req.ID == "" {
 		req.ID = enforcer.NewSessionID()
 	}
 	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: toWireSession(req), Policy: policy}})
-	if err != nil || resp.Info == nil {
-		return Info{}, errors.Join(err, errors.New("holder: pool: no session in the answer"))
+	if err != nil {
+		return Info{}, noPool(err)
+	}
+	if resp.Info == nil {
+		return Info{}, errors.New("holder: pool: no session in the answer")
 	}
 	return *resp.Info, nil
+}
+
+// noPool is err, or, when it says there is no pool holder (no socket, or
+// one that a dead holder left and its watchdog has not yet swept), so
+// in words for whoever wanted a pool.
+func noPool(err error) error {
+	if errors.Is(err, ErrNoSession) {
+		return errors.New("holder: no session pool is running (airlock session pool --size N starts one)")
+	}
+	return err
 }
 
 // PoolInfo asks the pool holder in dir about its pool.
@@ -430,15 +440,19 @@ func PoolInfo(dir string) (Info, error) {
 }
 
 // StopPool stops the pool holder in dir: it closes every session it
-// holds, tears down the sandboxes it built and exits.
+// holds, tears down the sandboxes it built and removes its socket, then
+// answers, so that StopPool returns once the pool is gone.
 func StopPool(dir string) (Info, error) {
 	c, err := dial(dir, PoolID)
 	if err != nil {
-		return Info{}, err
+		return Info{}, noPool(err)
 	}
 	resp, err := c.call(request{Op: opStop})
-	if err != nil || resp.Info == nil {
-		return Info{}, errors.Join(err, errors.New("holder: pool: no answer to stop"))
+	if err != nil {
+		return Info{}, noPool(err)
+	}
+	if resp.Info == nil {
+		return Info{}, errors.New("holder: pool: no answer to stop")
 	}
 	return *resp.Info, nil
 }

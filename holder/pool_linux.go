@@ -25,7 +25,8 @@ type pooled struct {
 	mu     sync.Mutex
 	held   map[*held]bool
 	closed bool
-	wg     sync.WaitGroup // the sessions' serve loops
+	wg     sync.WaitGroup  // the sessions' serve loops
+	stops  []*net.UnixConn // the stop requests, answered once the pool is down
 }
 
 // openPool starts the pool (its sandboxes are built in the background)
@@ -63,7 +64,8 @@ func (h *holder) openPool() (*pooled, error) {
 
 // servePool answers the pool's clients until it is stopped (opStop on
 // its socket, or SIGTERM, SIGINT or SIGHUP), then closes every session it
-// holds and the pool.
+// holds and the pool, and only then answers the stop requests: whoever
+// asked finds the pool gone, its socket and sandboxes with it.
 func (h *holder) servePool() error {
 	pl := h.pool
 	sig := make(chan os.Signal, 1)
@@ -90,21 +92,34 @@ func (h *holder) servePool() error {
 	pl.p.Close()
 	pl.shutdown()
 	h.shutdown()
+	info := pl.info
+	for _, c := range pl.stops {
+		_ = writeMsg(c, response{Info: &info})
+		c.Close()
+	}
 	return nil
 }
 
 // handlePool answers one connection to the pool's socket, from this user
 // only: info, open a session, or stop.
 func (h *holder) handlePool(c *net.UnixConn) {
-	defer c.Close()
 	pl := h.pool
 	if uid, _, err := peerUID(c); err != nil || uid != os.Geteuid() {
+		c.Close()
 		return
 	}
 	var req request
 	c.SetReadDeadline(time.Now().Add(requestTimeout))
 	files, err := readMsg(c, &req, maxRequest)
 	closeFiles(files)
+	if err == nil && req.Op == opStop {
+		pl.mu.Lock()
+		pl.stops = append(pl.stops, c) // servePool answers it once the pool is down
+		pl.mu.Unlock()
+		pl.lis.Close() // ends the accept loop; the sessions are closed then
+		return
+	}
+	defer c.Close()
 	if err != nil {
 		return
 	}
@@ -113,10 +128,6 @@ func (h *holder) handlePool(c *net.UnixConn) {
 	case req.Op == opInfo:
 		info := pl.info
 		info.Ready = pl.p.Ready()
-		resp.Info = &info
-	case req.Op == opStop:
-		pl.lis.Close() // ends the accept loop; the sessions are closed then
-		info := pl.info
 		resp.Info = &info
 	case req.Op == opOpen && req.Open != nil:
 		resp = h.openPooled(*req.Open)

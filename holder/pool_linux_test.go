@@ -90,14 +90,19 @@ func TestPoolHolder(t *testing.T) {
 	if _, err := holder.StopPool(dir); err != nil {
 		t.Fatal(err)
 	}
-	waitGone(t, pool.Watchdog)
+	// StopPool returns once the pool is gone: at once, nothing is left
+	// of it, and a start asking for it is told so.
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left in the runtime directory: %v", entries)
+	}
+	if _, err := holder.OpenPooled(dir, enforcer.SessionRequest{}, pool.Policy); err == nil || !strings.Contains(err.Error(), "no session pool is running") {
+		t.Errorf("a session from the stopped pool: %v", err)
 	}
 	for _, info := range infos {
 		testutil.CheckNoSandboxLeft(t, info.ID)
 	}
 	testutil.CheckNoCgroupLeft(t, "sandbox-"+enforcer.PoolSandboxPrefix(pool.Pid))
+	waitGone(t, pool.Watchdog)
 }
 
 // TestPoolHolderKilled kills a pool holder holding a session with

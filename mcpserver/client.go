@@ -170,6 +170,9 @@ func (c *client) ended(sess *enforcer.Session) {
 	}
 	c.note = fmt.Sprintf("The previous sandbox session %s ended by itself (%s) after %d commands: this call runs in a new one, "+
 		"with a fresh copy of the workspace; the old one's changes were not kept.", sess.ID(), sum.Ended, sum.Steps)
+	if c.srv.cfg.Patch != "" {
+		c.srv.shortPatch(sess.ID(), "was lost: the session ended by itself")
+	}
 }
 
 // idleClose closes the sandbox session when no call came for the idle
@@ -209,12 +212,18 @@ func (c *client) retire(sess *enforcer.Session, why string) string {
 		if err == nil {
 			err = writeNew(p, ch.Patch)
 		}
-		if err != nil {
+		switch {
+		case err != nil:
 			said = append(said, "its patch could not be written: "+err.Error())
-		} else {
+			c.srv.shortPatch(sess.ID(), "could not be written: "+err.Error())
+		default:
 			said = append(said, fmt.Sprintf("its patch (%d changed paths) is in %s", len(ch.Files), p))
 			if ch.Incomplete != "" {
 				said = append(said, "it is short: "+ch.Incomplete)
+				c.srv.shortPatch(sess.ID(), "leaves changes out: "+ch.Incomplete)
+			}
+			for _, o := range ch.Omissions {
+				c.srv.notice("%s: sandbox session %s: patch: %s", c.id, sess.ID(), termtext.Escape(o.String()))
 			}
 		}
 	}

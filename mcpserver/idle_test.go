@@ -2,12 +2,15 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 )
 
@@ -35,8 +38,10 @@ func TestIdleSessionClosed(t *testing.T) {
 	if _, err := os.Stat(patch); err != nil {
 		t.Fatal(err)
 	}
-	// The patch leaves out a path git apply refuses, and the notice says so.
-	if !strings.Contains(notes.String(), "it is short: changes: the patch does not carry every change: 1 of 2 changed paths left out (.git:x: ") {
+	// The patch leaves out a path git apply refuses, and the notices say so,
+	// a line for the class.
+	if !strings.Contains(notes.String(), "it is short: changes: the patch does not carry every change: 1 of 2 changed paths left out (.git:x: ") ||
+		!strings.Contains(notes.String(), ": patch: 1 change not in the patch (git): ") {
 		t.Errorf("no word of the path left out of the patch: %s", notes.String())
 	}
 	testutil.CheckNoSandboxLeft(t, id)
@@ -46,7 +51,10 @@ func TestIdleSessionClosed(t *testing.T) {
 		t.Fatalf("the call after the idle close: %+v\n%s", res, text(r))
 	}
 	must(t, cs.Close())
-	must(t, srv.Close(context.Background()))
+	// Close says a patch was short (the MCP server's exit status 73).
+	if err := srv.Close(context.Background()); !errors.Is(err, changes.ErrIncomplete) || errors.Is(err, enforcer.ErrAudit) {
+		t.Errorf("Close: %v, want changes.ErrIncomplete", err)
+	}
 	if _, err := os.Stat(filepath.Join(f.dir, "out", "agent."+id+".2.patch")); err != nil {
 		t.Error(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
@@ -78,6 +79,7 @@ type Server struct {
 	open       int // sandbox sessions open
 	closed     bool
 	unrecorded string         // the first record of a session the audit log refused
+	short      string         // the first sandbox session whose patch is short, and why
 	wg         sync.WaitGroup // the clients' watchers
 }
 
@@ -187,7 +189,9 @@ func (s *Server) ServeStdio(ctx context.Context) error {
 // every MCP session, and serves no new one; it waits for them or for ctx.
 // Its error wraps enforcer.ErrAudit when a record of any sandbox session
 // the server ran (a call's, a teardown) could not be written to the audit
-// log: each was a notice, and the call's result, as it happened.
+// log: each was a notice, and the call's result, as it happened; and it
+// wraps changes.ErrIncomplete when the patch of one (Config.Patch) leaves
+// changes out, could not be written, or was lost (each a notice too).
 func (s *Server) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -224,10 +228,24 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var errs []error
 	if s.unrecorded != "" {
-		return fmt.Errorf("mcpserver: %w: %s", enforcer.ErrAudit, s.unrecorded)
+		errs = append(errs, fmt.Errorf("mcpserver: %w: %s", enforcer.ErrAudit, s.unrecorded))
 	}
-	return nil
+	if s.short != "" {
+		errs = append(errs, fmt.Errorf("mcpserver: %w: %s", changes.ErrIncomplete, s.short))
+	}
+	return errors.Join(errs...)
+}
+
+// shortPatch keeps the first sandbox session whose patch is short, for
+// Close.
+func (s *Server) shortPatch(id, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.short == "" {
+		s.short = "the patch of sandbox session " + id + " " + why
+	}
 }
 
 // lost says, in a notice, that the audit log refused a record of MCP

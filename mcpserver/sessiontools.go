@@ -23,6 +23,8 @@ type Changes struct {
 	Session        string               `json:"session" jsonschema:"the sandbox session whose /workspace this is; empty when none has started yet"`
 	Files          []changes.FileChange `json:"files" jsonschema:"every changed path under /workspace, with how it changed"`
 	Incomplete     string               `json:"incomplete,omitempty" jsonschema:"why the patch does not hold every change"`
+	Omissions      []changes.Omission   `json:"omissions,omitempty" jsonschema:"the changes the patch leaves out, counted by class (limit, large, unread, skipped, git, blocked), each with its first path"`
+	Excluded       []changes.Exclusion  `json:"excluded,omitempty" jsonschema:"what the policy's changes.exclude (policy) and the workspace's original .gitignore files (gitignore) left out: paths and whole directories counted, the first few named"`
 	Patch          string               `json:"patch" jsonschema:"the changes as a unified diff in git's format, at most 256 KiB of it, bytes that are not UTF-8 replaced"`
 	PatchBytes     int                  `json:"patchBytes" jsonschema:"the whole patch's length"`
 	PatchTruncated bool                 `json:"patchTruncated" jsonschema:"true when patch holds less than patchBytes"`
@@ -89,6 +91,7 @@ func (s *Server) changes(_ context.Context, req *mcp.CallToolRequest, _ struct{}
 		return nil, out, err
 	}
 	out.Session, out.Files, out.Incomplete, out.PatchBytes = sess.ID(), ch.Files, ch.Incomplete, len(ch.Patch)
+	out.Omissions, out.Excluded = ch.Omissions, ch.Excluded
 	p := ch.Patch
 	if len(p) > maxPatch {
 		p, out.PatchTruncated = p[:maxPatch], true
@@ -102,6 +105,12 @@ func (s *Server) changes(_ context.Context, req *mcp.CallToolRequest, _ struct{}
 	b.WriteString("\n")
 	for _, f := range out.Files {
 		fmt.Fprintf(&b, "%s %s\n", f.Kind, changes.QuotePath(f.Path))
+	}
+	for _, o := range out.Omissions {
+		fmt.Fprintln(&b, o.String())
+	}
+	for _, e := range out.Excluded {
+		fmt.Fprintln(&b, e.String())
 	}
 	if out.PatchBytes > 0 {
 		fmt.Fprintf(&b, "--- patch (%d bytes%s) ---\n%s", out.PatchBytes, map[bool]string{true: ", truncated"}[out.PatchTruncated], out.Patch)

@@ -22,7 +22,10 @@ type Policy struct {
 	// Landlock TCP rules, as in some containers), where only programs that
 	// honour the proxy variables use the proxy. Without it such a host
 	// refuses the run; the receipt names the mode whenever it is used.
-	WeakerModes []string `json:"weakerModes,omitempty" jsonschema:"uniqueItems=true,enum=egress-unenforced"`
+	// "macos-trustd" lets processes on macOS ask trustd to verify
+	// certificates (Go programs need it for TLS), whose fetches of OCSP
+	// answers, CRLs and issuers bypass the proxy.
+	WeakerModes []string `json:"weakerModes,omitempty" jsonschema:"uniqueItems=true,enum=egress-unenforced,enum=macos-trustd"`
 	// Monitor holds the thresholds of the monitor's alert rules.
 	Monitor *Monitor `json:"monitor,omitempty"`
 	// Approvals says how escalated commands are approved.
@@ -30,6 +33,9 @@ type Policy struct {
 	// Session caps a session (airlock session) as a whole; each of its
 	// steps also has its tool's wall-clock and CPU caps.
 	Session *Session `json:"session,omitempty"`
+	// Changes says what a session's patch leaves out besides what the
+	// workspace's own ignore files do (docs/changes.md).
+	Changes *Changes `json:"changes,omitempty"`
 }
 
 // ToolScope is what one tool may run.
@@ -181,4 +187,15 @@ type Session struct {
 	// ended with exit 121 and every later step refused (docs/sessions.md,
 	// "Stopped by an alert").
 	OnAlert []string `json:"onAlert,omitempty" jsonschema:"uniqueItems=true"`
+}
+
+// Changes says what a session's patch (airlock session changes, stop
+// --patch, the MCP server's --patch) leaves out.
+type Changes struct {
+	// Exclude are patterns in .gitignore syntax, as if in a .gitignore at
+	// /workspace's root: the paths they exclude, in the workspace as copied
+	// in and as it is now, are not compared, and the patch carries none of
+	// their changes; the manifest counts them. Unlike the workspace's own
+	// .gitignore files, they apply to the files the workspace had too.
+	Exclude []string `json:"exclude,omitempty" jsonschema:"maxItems=256,uniqueItems=true"`
 }

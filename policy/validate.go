@@ -31,6 +31,7 @@ var checks = []check{
 	checkApprovals,
 	checkSession,
 	checkExamples,
+	checkChanges,
 }
 
 // Validate checks p as loading does (Parse), without the positions of a

@@ -53,4 +53,5 @@ func checkWeakerModes(p *Policy) []*Error {
 // givenUp are the require names a weaker mode runs without.
 var givenUp = map[string][]string{
 	doctor.WeakerEgressUnenforced: {doctor.RequireNetNS, doctor.RequireLandlockNet},
+	doctor.WeakerTrustd:           {doctor.RequireEgressProxy},
 }

@@ -14,8 +14,9 @@ import (
 
 // Changes compares the session's /workspace as it is now with the
 // workspace as it was copied in (Config.Workspace; an empty tree without
-// one) and returns the patch and its manifest, within lim (package
-// changes; docs/changes.md).
+// one) and returns the patch and its manifest, within opt's limits and
+// leaving out what its patterns and the original's ignore files exclude
+// (package changes; docs/changes.md).
 //
 // The original is the workspace stream exactly as the init received it,
 // kept since StartSession in a private file (unnamed, mode 0600, gone
@@ -30,7 +31,7 @@ import (
 // a frozen session it reads at once: nothing runs. It works on an ended
 // session until Close, which discards the workspace. The patch is
 // untrusted: airlock never applies it.
-func (ss *Session) Changes(lim changes.Limits) (changes.Patch, error) {
+func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 	if ss.frozen.Load() == nil {
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
@@ -45,7 +46,7 @@ func (ss *Session) Changes(lim changes.Limits) (changes.Patch, error) {
 	if s.orig != nil {
 		old = &streamTree{f: s.orig}
 	}
-	p, err := changes.Diff(old, workTree{root: s.work}, lim)
+	p, err := changes.Diff(old, workTree{root: s.work}, opt)
 	if err != nil {
 		return p, fmt.Errorf("sandbox: changes: %w", err)
 	}
@@ -95,8 +96,8 @@ func (o originalWriter) Write(b []byte) (int, error) {
 // emptyTree is the original of a session without a workspace.
 type emptyTree struct{}
 
-func (emptyTree) List(changes.Limits) ([]changes.Entry, error) { return nil, nil }
-func (emptyTree) Open(string) (io.ReadCloser, error)           { return nil, os.ErrNotExist }
+func (emptyTree) List(changes.Limits, func(string) bool) ([]changes.Entry, error) { return nil, nil }
+func (emptyTree) Open(string) (io.ReadCloser, error)                              { return nil, os.ErrNotExist }
 
 // streamTree is the original: the kept workspace stream (initproc's
 // format), each file's content read in place.
@@ -105,7 +106,7 @@ type streamTree struct {
 	files map[string]*io.SectionReader
 }
 
-func (t *streamTree) List(lim changes.Limits) ([]changes.Entry, error) {
+func (t *streamTree) List(lim changes.Limits, prune func(string) bool) ([]changes.Entry, error) {
 	st, err := t.f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("the kept original: %w", err)
@@ -114,6 +115,7 @@ func (t *streamTree) List(lim changes.Limits) ([]changes.Entry, error) {
 	var out []changes.Entry
 	count := changes.NewListing(lim)
 	t.files = map[string]*io.SectionReader{}
+	pruned := map[string]bool{}
 	for off := int64(0); off < size; {
 		r := &countingReader{r: io.NewSectionReader(t.f, off, size-off)}
 		e, err := initproc.ReadEntry(r)
@@ -121,6 +123,12 @@ func (t *streamTree) List(lim changes.Limits) ([]changes.Entry, error) {
 			return nil, fmt.Errorf("the kept original at byte %d: %w", off, err)
 		}
 		off += r.n
+		if beneath(pruned, e.Name) {
+			if e.Type == initproc.EntryFile && e.Size > 0 {
+				off += e.Size
+			}
+			continue
+		}
 		if err := count.Add(len(e.Name), len(e.Link)); err != nil {
 			return nil, err
 		}
@@ -128,6 +136,9 @@ func (t *streamTree) List(lim changes.Limits) ([]changes.Entry, error) {
 		switch e.Type {
 		case initproc.EntryDir:
 			ce.Type = changes.Dir
+			if prune != nil && prune(e.Name) {
+				pruned[e.Name] = true
+			}
 		case initproc.EntrySymlink:
 			ce.Type, ce.Target = changes.Symlink, e.Link
 		case initproc.EntryFile:
@@ -143,6 +154,16 @@ func (t *streamTree) List(lim changes.Limits) ([]changes.Entry, error) {
 		out = append(out, ce)
 	}
 	return out, nil
+}
+
+// beneath reports whether a directory above p is in dirs.
+func beneath(dirs map[string]bool, p string) bool {
+	for q := path.Dir(p); len(dirs) > 0 && q != "."; q = path.Dir(q) {
+		if dirs[q] {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *streamTree) Open(p string) (io.ReadCloser, error) {
@@ -169,11 +190,12 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // directories listed a batch at a time, every entry stat'ed without
 // following it, every open resolved beneath the root with no link, magic
 // link or mount crossed (initproc.OpenBeneath), regular files opened
-// O_NONBLOCK and checked to be regular files, at most maxDepth deep.
+// O_NONBLOCK and checked to be regular files, at most maxDepth deep, a
+// directory that prune excludes never opened.
 type workTree struct{ root int }
 
-func (t workTree) List(lim changes.Limits) ([]changes.Entry, error) {
-	w := &workWalk{count: changes.NewListing(lim)}
+func (t workTree) List(lim changes.Limits, prune func(string) bool) ([]changes.Entry, error) {
+	w := &workWalk{count: changes.NewListing(lim), prune: prune}
 	if err := w.dir(t.root, "", 0); err != nil {
 		return nil, err
 	}
@@ -196,6 +218,7 @@ func (t workTree) Open(p string) (io.ReadCloser, error) {
 type workWalk struct {
 	out   []changes.Entry
 	count *changes.Listing
+	prune func(string) bool
 }
 
 // dir lists the directory fd (at rel) a batch of names at a time, so
@@ -235,6 +258,9 @@ func (w *workWalk) entry(dirfd int, name, rel string, depth int) error {
 		if depth+1 > maxDepth {
 			e.Skipped = fmt.Sprintf("nested deeper than %d directories", maxDepth)
 			break
+		}
+		if w.prune != nil && w.prune(rel) {
+			break // listed alone: what it holds is left out by rule
 		}
 		sub, err := initproc.OpenBeneath(dirfd, name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
 		if err != nil {

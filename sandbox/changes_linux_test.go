@@ -44,7 +44,7 @@ func changesIn(t *testing.T, ss *Session, lim changes.Limits) changes.Patch {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		p, err := ss.Changes(lim)
+		p, err := ss.Changes(changes.Options{Limits: lim})
 		ch <- result{p, err}
 	}()
 	select {
@@ -226,7 +226,7 @@ func TestSessionChanges(t *testing.T) {
 	if l, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && l == kept {
 		t.Error("the original's file is still open after Close")
 	}
-	if _, err := ss.Changes(lim); !errors.Is(err, ErrSessionEnded) {
+	if _, err := ss.Changes(changes.Options{Limits: lim}); !errors.Is(err, ErrSessionEnded) {
 		t.Fatalf("Changes after Close: %v, want ErrSessionEnded", err)
 	}
 }
@@ -256,14 +256,54 @@ func TestSessionChangesEntries(t *testing.T) {
 	if res, out := execOut(t, ss, shellStep("mkdir d && cd d && i=0; while [ $i -lt 2000 ]; do : > f$i; i=$((i+1)); done")); res.ExitCode != 0 {
 		t.Fatalf("%+v %q", res, out)
 	}
-	if _, err := ss.Changes(changes.Limits{Entries: 1000}); !errors.Is(err, changes.ErrTooLarge) {
+	if _, err := ss.Changes(changes.Options{Limits: changes.Limits{Entries: 1000}}); !errors.Is(err, changes.ErrTooLarge) {
 		t.Fatalf("Changes over the entries limit: %v, want ErrTooLarge", err)
 	}
-	if _, err := ss.Changes(changes.Limits{NameBytes: 4000}); !errors.Is(err, changes.ErrTooLarge) {
+	if _, err := ss.Changes(changes.Options{Limits: changes.Limits{NameBytes: 4000}}); !errors.Is(err, changes.ErrTooLarge) {
 		t.Fatalf("Changes over the names limit: %v, want ErrTooLarge", err)
 	}
 	if p := changesIn(t, ss, changes.Limits{Entries: 3000}); len(p.Files) != 2000 {
 		t.Fatalf("%d changed paths, want 2000", len(p.Files))
+	}
+}
+
+// TestSessionChangesExcluded: a directory the operator's patterns
+// exclude (in the original) and one the original's .gitignore excludes
+// (made by a step) are listed alone, their entries neither read nor
+// counted against the limits, and counted as excluded.
+func TestSessionChangesExcluded(t *testing.T) {
+	testutil.RequireRoot(t)
+	ws := t.TempDir()
+	os.WriteFile(filepath.Join(ws, ".gitignore"), []byte("cache/\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "vendor"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.WriteFile(filepath.Join(ws, "src", "a.go"), []byte("package a\n"), 0o644)
+	for i := range 1500 {
+		if err := os.WriteFile(filepath.Join(ws, "vendor", fmt.Sprintf("f%d", i)), []byte("v\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ss := startSession(t, Config{Workspace: ws, Caps: testCaps()})
+	if res, out := execOut(t, ss, shellStep(`set -e
+		echo '// edited' >> src/a.go
+		echo changed > vendor/f0
+		mkdir cache && cd cache && i=0; while [ $i -lt 2000 ]; do : > f$i; i=$((i+1)); done`)); res.ExitCode != 0 {
+		t.Fatalf("%+v %q", res, out)
+	}
+	opt := changes.Options{Limits: changes.Limits{Entries: 1000}, Exclude: []string{"vendor/"}}
+	p, err := ss.Changes(opt)
+	if err != nil {
+		t.Fatalf("Changes: %v", err)
+	}
+	if len(p.Files) != 1 || p.Files[0].Path != "src/a.go" || !p.Complete {
+		t.Fatalf("manifest %+v, want src/a.go alone", p.Files)
+	}
+	want := []changes.Exclusion{{Class: changes.ExcludePolicy, Dirs: 1, First: []string{"vendor"}}, {Class: changes.ExcludeGitignore, Dirs: 1, First: []string{"cache"}}}
+	if fmt.Sprint(p.Excluded) != fmt.Sprint(want) {
+		t.Fatalf("excluded %v, want %v", p.Excluded, want)
+	}
+	if _, err := ss.Changes(changes.Options{Limits: opt.Limits}); !errors.Is(err, changes.ErrTooLarge) {
+		t.Fatalf("Changes without the pattern: %v, want ErrTooLarge (the original's vendor)", err)
 	}
 }
 

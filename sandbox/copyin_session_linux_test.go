@@ -35,7 +35,7 @@ func testSessionCopyIn(t *testing.T) {
 	if res.ExitCode != 0 || out != "package main\nran\nsrc/main.go\n" {
 		t.Fatalf("step: %+v %q", res, out)
 	}
-	p, err := ss.Changes(changes.Limits{})
+	p, err := ss.Changes(changes.Options{Limits: changes.Limits{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
 // Config describes one sandboxed run.
@@ -64,6 +65,10 @@ type Config struct {
 	// Binds are host files or directories bound read-only at another
 	// place inside (see BindSelf).
 	Binds []Bind
+	// SearchPath is the policy's command search path. On macOS it is,
+	// with Path, all a process may execute (the Seatbelt profile's exec
+	// rules); Linux shows what ReadOnly shows and ignores it.
+	SearchPath []string
 	// Hide are host paths inside ReadOnly or ReadWrite trees that are
 	// masked (an empty directory or an empty file is mounted over them):
 	// for example the policy file or the audit log when they sit in /etc.
@@ -111,8 +116,13 @@ type Config struct {
 // the proxy variables use the proxy.
 const WeakerEgressUnenforced = "egress-unenforced"
 
+// WeakerTrustd lets processes on macOS reach trustd to verify
+// certificates, whose fetches bypass the proxy (package seatbelt); it
+// changes nothing on Linux.
+const WeakerTrustd = seatbelt.WeakerTrustd
+
 // WeakerModes lists the names Config.Weaker may carry.
-func WeakerModes() []string { return []string{WeakerEgressUnenforced} }
+func WeakerModes() []string { return []string{WeakerEgressUnenforced, WeakerTrustd} }
 
 // Bind is a host file or directory bound read-only at Inside, an absolute
 // path that must not lie under a bound tree or a sandbox directory.
@@ -152,7 +162,7 @@ var ErrFindingsLost = errors.New("findings not kept")
 var ErrInitDied = errors.New("the sandbox's init died: the sandbox's integrity is not assured")
 
 // ErrUnsupported is returned by Start on systems without a sandbox.
-var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux only; no weaker mode chosen)")
+var ErrUnsupported = errors.New("sandbox: not supported on this system (Linux and macOS only; no weaker mode chosen)")
 
 // Result is what happened to a run.
 type Result struct {

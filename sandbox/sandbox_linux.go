@@ -508,22 +508,6 @@ func (s *Sandbox) takeReady(m initproc.Message, fds []int) error {
 	return nil
 }
 
-// probesPassed fails unless the init ran the start-up probes and every
-// one passed.
-func probesPassed(res []ProbeResult) error {
-	if len(res) == 0 {
-		return fmt.Errorf("sandbox: %w: the init ran none", ErrProbe)
-	}
-	if bad := ProbesFailed(res); len(bad) > 0 {
-		parts := make([]string, len(bad))
-		for i, r := range bad {
-			parts[i] = r.Name + ": " + r.Detail
-		}
-		return fmt.Errorf("sandbox: %w: %s", ErrProbe, strings.Join(parts, "; "))
-	}
-	return nil
-}
-
 // Listener returns the proxy's listener inside the sandbox's network
 // namespace, nil unless Config.Proxy. The sandbox closes it at teardown.
 func (s *Sandbox) Listener() net.Listener { return s.lis }

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package sandbox
 
@@ -43,3 +43,7 @@ func hostProvides(name string) (bool, string) { return false, "no sandbox on thi
 
 // InitProgram says that no init runs on this system.
 func InitProgram(context.Context) string { return "none: airlock has no sandbox on this system" }
+
+// PrivateListener reports whether the proxy's listener is the sandbox's
+// alone; there is none on this system.
+const PrivateListener = true

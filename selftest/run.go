@@ -3,6 +3,7 @@ package selftest
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 )
 
@@ -30,8 +31,7 @@ func attempts(families []Family) ([]attempt, error) {
 			return nil, fmt.Errorf("selftest: unknown family %q (want one of %v)", f, Families)
 		}
 	}
-	all := [][]attempt{commandAttempts(), networkAttempts(), metadataAttempts(), filesystemAttempts(),
-		privilegeAttempts(), resourceAttempts(), persistenceAttempts()}
+	all := familiesFor(runtime.GOOS)
 	var out []attempt
 	for _, fam := range all {
 		for _, a := range fam {
@@ -50,6 +50,16 @@ func contains(fs []Family, f Family) bool {
 		}
 	}
 	return false
+}
+
+// familiesFor is the battery of system goos, family by family: macOS's
+// (mac.go), else Linux's.
+func familiesFor(goos string) [][]attempt {
+	if goos == "darwin" {
+		return macFamilies()
+	}
+	return [][]attempt{commandAttempts(), networkAttempts(), metadataAttempts(), filesystemAttempts(),
+		privilegeAttempts(), resourceAttempts(), persistenceAttempts()}
 }
 
 // Count is the number of attempts in the battery, per family.

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package selftest
 
@@ -7,10 +7,10 @@ import (
 	"errors"
 )
 
-// Run fails on systems other than Linux: there is no sandbox to attack,
-// and no weaker battery is offered.
+// Run fails on systems other than Linux and macOS: there is no sandbox
+// to attack, and no weaker battery is offered.
 func Run(context.Context, Options) (*Report, error) {
-	return nil, errors.New("selftest: not supported on this system (Linux only)")
+	return nil, errors.New("selftest: not supported on this system (Linux and macOS only)")
 }
 
 // reapToken finds nothing off Linux: no sandbox ever ran.

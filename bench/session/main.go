@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command session-bench times, through the library, one step of /bin/true
 // in a live session (enforcer.Session.Exec: the decision, its synced audit
 // record, the step in the session's sandbox, the lazy outcome record), N

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/mcpserver"
@@ -55,9 +56,12 @@ session only and is torn down with it; another is built in the background.
 MCP sessions at once (64 by default), one that only initialized included: a
 request for one more is answered 503. See docs/mcp.md.
 
-Exit status 0 when the client went or a signal stopped it; 74 when, by then,
-the audit log had refused a record of a session it ran (a full disk: each one
-an "audit: error" line on stderr as it happened, and in the call's result);
+Exit status 0 when the client went or a signal stopped it; 73 when the patch
+of a session it closed leaves changes out, could not be written, or was lost
+with a session that ended by itself (a line on stderr for each class of the
+changes left out, as the session closed); 74 when, by then, the audit log had
+refused a record of a session it ran (a full disk: each one an "audit: error"
+line on stderr as it happened, and in the call's result; 74 wins over 73);
 125 when it could not start; 2 for a mistake in the command line.`,
 		Example: `  airlock mcp --policy policy.json --workspace . --patch agent.patch
   airlock mcp --http 127.0.0.1:8765 --token-file ~/.airlock-mcp-token`,
@@ -88,6 +92,9 @@ an "audit: error" line on stderr as it happened, and in the call's result);
 			case errors.Is(err, enforcer.ErrAudit):
 				// Each record lost was a notice as it happened.
 				return &exitError{Code: enforcer.ExitAudit}
+			case errors.Is(err, changes.ErrIncomplete):
+				// Each short patch was a notice when its session closed.
+				return &exitError{Code: exitPatchShort}
 			case err != nil:
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("mcp: %w", err)}
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/mcpserver"
@@ -120,6 +121,46 @@ func TestMCPStdio(t *testing.T) {
 	verify.Dir, verify.Env = dir, env
 	if out, err := verify.CombinedOutput(); err != nil {
 		t.Errorf("audit verify: %v\n%s", err, out)
+	}
+}
+
+// TestMCPShortPatch: a sandbox session whose patch leaves changes out (a
+// fifo, a file under .git) says so in airlock_changes's result, one
+// stderr line for each class when it closes, and airlock mcp exits 73.
+func TestMCPShortPatch(t *testing.T) {
+	testutil.RequireRoot(t)
+	bin, dir, env := mcpDir(t)
+	cmd := exec.Command(bin, "mcp", "--policy", "policy.json", "--workspace", "ws", "--patch", "out/agent.patch", "--audit", "audit.jsonl")
+	var stderr strings.Builder
+	cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "go-sdk", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, res := mcpCall(t, cs, "shell", "sh", "-c", "cd /workspace && mkfifo f && mkdir .git && echo x > .git/config && echo ok > ok"); r.IsError || res.ExitCode != 0 {
+		t.Fatalf("call: %+v", res)
+	}
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: mcpserver.ChangesTool, Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch mcpserver.Changes
+	b, _ := json.Marshal(r.StructuredContent)
+	if err := json.Unmarshal(b, &ch); err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Omissions) != 2 || ch.Omissions[0].Class != changes.OmitSkipped || ch.Omissions[1].Class != changes.OmitGit {
+		t.Errorf("airlock_changes's omissions: %+v, want skipped and git", ch.Omissions)
+	}
+	cs.Close() // waits for airlock mcp to exit, and says how it did
+	if code := cmd.ProcessState.ExitCode(); code != exitPatchShort {
+		t.Errorf("airlock mcp exited %d, want %d", code, exitPatchShort)
+	}
+	for _, want := range []string{"patch: 1 change not in the patch (skipped)", "patch: 1 change not in the patch (git)"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }
 

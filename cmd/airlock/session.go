@@ -297,22 +297,30 @@ func dialSession(id string) (*holder.Client, error) {
 }
 
 func newSessionChangesCmd() *cobra.Command {
-	var patch string
+	var (
+		patch  string
+		asJSON bool
+	)
 	cmd := &cobra.Command{
-		Use:   "changes ID [--patch FILE]",
+		Use:   "changes ID [--patch FILE [--json]]",
 		Short: "Print what changed in the session's /workspace, as a patch git can apply",
 		Long: `changes hands back what changed in /workspace since the session started: a
 unified diff in git's format, applicable with git apply to the original tree.
 It is written by whatever ran in the sandbox: read it before you apply it;
 airlock never applies it. Without --patch it goes to stdout (never to a
 terminal); with --patch FILE it goes to FILE and the changed paths are listed
-on stdout.
+on stdout, with what the policy's changes.exclude and the workspace's own
+.gitignore files left out (with --json, one object).
 
 Exit status 0 when the patch carries every change; 73 when it was written but
-leaves changes out (the changed paths say which and why) or its list of changed
-paths was lost; 125 when no patch was made (no such session).`,
+leaves changes out (one stderr line for each class of them; the changed paths
+say which and why) or its list of changed paths was lost; 125 when no patch
+was made (no such session).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && patch == "" {
+				return usageError{errors.New("session changes: --json needs --patch FILE (without it, stdout is the patch)")}
+			}
 			c, err := dialSession(args[0])
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: err}
@@ -329,13 +337,21 @@ paths was lost; 125 when no patch was made (no such session).`,
 			if err != nil && !lost {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session changes: %w", err)}
 			}
-			if patch != "" {
+			var werr error
+			switch {
+			case patch != "" && asJSON:
+				werr = termtext.WriteJSON(cmd.OutOrStdout(), ch, "")
+			case patch != "":
 				printManifest(cmd.OutOrStdout(), ch)
 			}
-			return patchStatus("session changes", &ch, err)
+			if patchShort(cmd.ErrOrStderr(), "session changes", &ch, err) {
+				return &exitError{Code: exitPatchShort}
+			}
+			return werr
 		},
 	}
 	cmd.Flags().StringVar(&patch, "patch", "", "write the patch to this file and list the changed paths")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --patch: list the changed paths as one JSON object")
 	return cmd
 }
 
@@ -360,7 +376,8 @@ func patchFile(cmd *cobra.Command, path string) (*os.File, func() error, error) 
 }
 
 // printManifest lists the changed paths, one a line, quoted as git
-// quotes them (nothing a terminal interprets).
+// quotes them (nothing a terminal interprets), then what was excluded by
+// rule, a line for each class.
 func printManifest(w io.Writer, ch enforcer.Changes) {
 	for _, c := range ch.Files {
 		switch {
@@ -374,8 +391,8 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 		}
 		fmt.Fprintln(w)
 	}
-	if ch.Incomplete != "" {
-		fmt.Fprintf(w, "incomplete: %s\n", termtext.Escape(ch.Incomplete))
+	for _, e := range ch.Excluded {
+		fmt.Fprintln(w, termtext.Escape(e.String()))
 	}
 }
 
@@ -384,17 +401,25 @@ func printManifest(w io.Writer, ch enforcer.Changes) {
 // changes out, or the holder's answer was lost (EX_CANTCREAT).
 const exitPatchShort = 73
 
-// patchStatus is the status of a command that wrote a patch: the patch
-// is short when err (which matches holder.ErrNoPatch or ErrAnswerLost)
-// says it is, or when ch (nil without a patch) leaves changes out.
-func patchStatus(what string, ch *enforcer.Changes, err error) error {
+// patchShort reports whether the patch a command wrote is short, and
+// says why on w: err (which matches holder.ErrNoPatch or ErrAnswerLost)
+// in a line, or ch's omissions (ch is nil without a patch), a line for
+// each class of the changes it leaves out.
+func patchShort(w io.Writer, what string, ch *enforcer.Changes, err error) bool {
 	switch {
 	case err != nil:
-		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %w", what, err)}
-	case ch != nil && ch.Incomplete != "":
-		return &exitError{Code: exitPatchShort, Err: fmt.Errorf("%s: %s", what, ch.Incomplete)}
+		fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(err.Error()))
+	case ch == nil || ch.Incomplete == "":
+		return false
+	case len(ch.Omissions) == 0: // a holder of an airlock that did not count them
+		fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(ch.Incomplete))
 	}
-	return nil
+	if ch != nil {
+		for _, o := range ch.Omissions {
+			fmt.Fprintf(w, "airlock: %s: %s\n", what, termtext.Escape(o.String()))
+		}
+	}
+	return true
 }
 
 // lostPatch is the part of Stop's error under holder.ErrNoPatch or
@@ -424,7 +449,8 @@ start said), tears the sandbox down, and prints what the session did (with
 --json, one object).
 
 Exit status 0; 73 when the session stopped but the patch asked for could not be
-made or leaves changes out, or the holder's answer was lost after it stopped;
+made or leaves changes out (one stderr line for each class of them), or the
+holder's answer was lost after it stopped;
 74 when it stopped but a record of it (its teardown, its checkpoint) could not
 be written to the audit log (a full disk; 74 wins over 73); 125 when nothing
 was stopped (no such session).`,
@@ -475,8 +501,7 @@ was stopped (no such session).`,
 			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
 				short = lostPatch(err)
 			}
-			if serr := patchStatus("session stop", ch, short); serr != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "airlock: %s\n", termtext.Escape(serr.Error()))
+			if patchShort(cmd.ErrOrStderr(), "session stop", ch, short) {
 				code = exitPatchShort
 			}
 			if errors.Is(err, enforcer.ErrAudit) {

@@ -1,6 +1,7 @@
 package termtext
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -24,7 +25,9 @@ func TestArgv(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash to check the round trip")
 	}
-	out, err := exec.Command(bash, "-c", `printf '%s\0' `+line).Output()
+	cmd := exec.Command(bash, "-c", `printf '%s\0' `+line)
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8") // a \u escape is UTF-8 in a UTF-8 locale only
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatal(err)
 	}

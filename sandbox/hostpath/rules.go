@@ -12,8 +12,10 @@ import (
 var trees = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
 
 // exact are refused themselves, not what is below them: the host's root,
-// its homes, its state and temporary directories, its boot files.
-var exact = []string{"/", "/home", "/root", "/var", "/tmp", "/boot"}
+// its homes, its state and temporary directories, its boot files; on
+// macOS its homes (/Users), its mounted volumes and /private, which holds
+// /var, /tmp and /etc.
+var exact = []string{"/", "/home", "/root", "/var", "/tmp", "/boot", "/Users", "/Volumes", "/private", "/private/var", "/private/tmp"}
 
 // own are the directories the sandbox makes itself: no host path is shown
 // at or under them by a view entry (a ReadOnly or ReadWrite path is bound

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command client is the floor under airlock session exec's client: a
 // small Go program that connects to bench/floor -steps -serve's unix
 // socket, asks for one step and exits with the status it answers (125 if

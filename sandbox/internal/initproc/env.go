@@ -9,6 +9,10 @@ import (
 // replaces whatever the caller passed for them (IsProxyVar).
 var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY"}
 
+// ProxyEnv is withProxyEnv for a sandbox with no init of its own, whose
+// commands airlock starts itself (macOS's).
+func ProxyEnv(env []string, port int) []string { return withProxyEnv(env, port) }
+
 // withProxyEnv returns env without any proxy variable (in any case), plus
 // the variables that send HTTP, HTTPS and SOCKS clients to the proxy
 // listener on 127.0.0.1:port, and an empty NO_PROXY: every destination,

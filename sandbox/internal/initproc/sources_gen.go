@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:2fd93b2ef482e4ff025035e22c7829bd171f13951f44d4ef280ca4dcb5d8fbd1"
+const SourceDigest = "sha256:475320763b4702f97b6673ec0931cb600778242d3eec9cdbcdcc11894b9a46da"
