@@ -144,8 +144,8 @@ func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) 
 	if opts.RunID == "" {
 		opts.RunID = newRunID()
 	}
-	if !validRunID(opts.RunID) {
-		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
+	if !enforcer.ValidSessionID(opts.RunID) {
+		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-', not first '.' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
 	l := &launch{plan: plan, opts: opts, enf: e, esc: newEscape()}
 	info := e.Policy().Info()
@@ -256,19 +256,6 @@ func (l *launch) stepContext(i int) audit.Context {
 	}
 	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
 	return ctx
-}
-
-// validRunID reports whether id may name a sandbox and a directory.
-func validRunID(id string) bool {
-	if len(id) == 0 || len(id) > 48 || id == "." || id == ".." {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func newRunID() string {
