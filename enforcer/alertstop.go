@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -80,13 +79,13 @@ type alertEvidence struct {
 }
 
 // keepEvidence snapshots the frozen sandbox into a new directory of its
-// own under runbook.DefaultEvidenceDir, named for the session: the
+// own under DefaultEvidenceDir, named for the session: the
 // sandbox's own snapshot in sandbox/ (processes, mounts, network, the
 // workspace kept) and summary.json.
 func (s *Session) keepEvidence(alert audit.Event, freeze string) (string, error) {
-	base, err := runbook.DefaultEvidenceDir()
+	base, err := DefaultEvidenceDir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("enforcer: %w", err)
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
 		return "", fmt.Errorf("evidence: %w", err)
@@ -132,16 +131,16 @@ func (s *Session) stoppedBy(res *Result) {
 	res.ExitCode = ExitEscape
 }
 
-// markUntrusted writes runbook.UntrustedMarker into the findings
-// directory of a session that ended on an escape signal.
+// markUntrusted writes UntrustedMarker into the findings directory of a
+// session that ended on an escape signal.
 func (s *Session) markUntrusted(why string) error {
 	dir := s.findings.Load()
 	if dir == nil || *dir == "" {
 		return nil
 	}
-	body := "UNTRUSTED: everything in this directory came out of a sandbox session that ended on an escape signal.\n" + why + "\n"
-	if ev := s.evidence.Load(); ev != nil && *ev != "" {
-		body += "evidence: " + *ev + "\n"
+	evidence := ""
+	if ev := s.evidence.Load(); ev != nil {
+		evidence = *ev
 	}
-	return sandbox.MarkFindings(*dir, runbook.UntrustedMarker, []byte(body))
+	return MarkUntrusted(*dir, "session that ended on an escape signal", why, evidence)
 }

@@ -33,7 +33,7 @@ func (e *Enforcer) commandOf(rootfs string, d decision.Decision, name string, ar
 		if p == "" {
 			p = name
 		}
-		resolved, err := e.resolve(rootfs, p)
+		resolved, err := e.Resolve(rootfs, p)
 		if err != nil {
 			return c, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), name, err)
 		}

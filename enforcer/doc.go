@@ -15,6 +15,15 @@
 // (Options.Approvals) or the Approver's answer; every request and answer
 // is audited.
 //
+// Every sandbox's configuration and way out (the proxy with its
+// task's gate, CA, credentials, budgets and audit record) come from
+// here, for a run, a session and a plan's launch alike: a Sandbox
+// (StartSandbox) is a sandbox of several steps with its way out, which a
+// Session runs its steps in, a Pool builds ahead, and a plan's launch
+// (runbook) drives step by step with its own decisions and records.
+// NewProxy serves the same proxy on its own, for one task or a shared
+// gateway's clients (airlock proxy).
+//
 // This is the one place where the controls meet; the command line and
-// other embedders call Run and OpenSession.
+// other embedders call Run, OpenSession and NewProxy.
 package enforcer

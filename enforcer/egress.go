@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,8 +14,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -43,57 +47,74 @@ var systemBundles = []string{
 	"/etc/ssl/cert.pem",
 }
 
-// egressKit is what a run's or a session's proxy and sandbox need for
-// the egress policy beyond the gate: the session's CA and the sandbox's
-// bundle of it, the credentials' values and placeholders, the budgets.
-type egressKit struct {
+// wayOut is the way out of one sandbox, the same for every entry point
+// (Run, a Session, a plan's launch): the egress proxy serving one task
+// with the gate, the session's CA when the task inspects a host (and the
+// sandbox's bundle of it), the credentials' values and placeholders, the
+// budgets, and the record of every decision before the connection it
+// allows. It is made before the sandbox starts (prepareEgress),
+// Serve starts the proxy on the listener the sandbox's init opened, and
+// Close stops it.
+type wayOut struct {
+	e       *Enforcer
+	task    string
 	ca      *proxy.CA
-	dir     string         // holds the bundle until the sandbox has bound it
-	binds   []sandbox.Bind // the bundle, at CABundlePath and over the system's
-	env     []string       // the bundle's variables and the placeholders
+	dir     string   // holds the bundle until the sandbox has bound it
+	env     []string // the bundle's variables and the placeholders
 	creds   []proxy.Credential
 	budgets []proxy.Budget
+	px      *proxy.Proxy
+	stop    sync.Once
 }
 
-// egressKit prepares the kit of a sandbox serving task, whose view is
-// readOnly (or the image root rootfs) and which lives for life; session
-// adds the session's budget. Nothing is made for a task without
-// inspection, credentials or budgets.
-func (e *Enforcer) egressKit(task, id string, rootfs string, readOnly []string, life time.Duration, session bool) (*egressKit, error) {
-	k := &egressKit{}
-	var err error
-	if k.creds, k.env, err = credentials(e.pol, e.egress, task); err != nil {
+// prepareEgress prepares task's way out for the sandbox cfg configures,
+// before it starts: the credentials' values (an error names the one
+// missing, never a value) and their placeholders; the task's budget, per
+// command, and with session the session's, for its life; and, when task
+// inspects a host, a CA for life (and an hour) whose bundle cfg binds at
+// CABundlePath and over the system's bundle files of its view. Call
+// Bound once the sandbox has started (or failed to).
+func (e *Enforcer) prepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*wayOut, error) {
+	g, err := e.newEgress(task, session)
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if len(k.creds) > 0 && !sandbox.PrivateListener {
+	case len(g.creds) > 0 && !sandbox.PrivateListener:
 		return nil, fmt.Errorf("egress: task %q has credentials, which the proxy adds to requests: here the proxy listens on the host's loopback, "+
 			"where any local process can reach it (docs/sandbox.md, \"macOS\"): refusing", task)
+	case !e.egress.Inspects(task):
+		return g, nil
 	}
-	k.budgets = budgetsFor(e.pol, task, session)
-	if !e.egress.Inspects(task) {
-		return k, nil
-	}
-	ca, err := proxy.NewCA("airlock session CA "+id, life+time.Hour)
-	if err != nil {
+	if g.ca, err = proxy.NewCA("airlock session CA "+cfg.ID, life+time.Hour); err != nil {
 		return nil, err
 	}
-	k.ca = ca
-	if err := k.bundle(rootfs, readOnly); err != nil {
-		k.close()
+	if err := g.bundle(cfg); err != nil {
+		g.Bound()
 		return nil, err
 	}
-	return k, nil
+	return g, nil
+}
+
+// newEgress is task's way out with no CA: its credentials' values and
+// placeholders, and its budgets (with session, the session's too).
+func (e *Enforcer) newEgress(task string, session bool) (*wayOut, error) {
+	g := &wayOut{e: e, task: task, budgets: budgetsFor(e.pol, task, session)}
+	var err error
+	if g.creds, g.env, err = credentials(e.pol, e.egress, task); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // bundle writes the sandbox's bundle, the system's roots as the sandbox
-// sees them and the session's CA, to be bound at CABundlePath and over
+// sees them and the session's CA, and binds it at CABundlePath and over
 // every system bundle file of the sandbox's view.
-func (k *egressKit) bundle(rootfs string, readOnly []string) error {
+func (g *wayOut) bundle(cfg *sandbox.Config) error {
 	dir, err := os.MkdirTemp("", "airlock-ca-")
 	if err != nil {
 		return fmt.Errorf("egress: the CA bundle's directory: %w", err)
 	}
-	k.dir = dir
+	g.dir = dir
 	// The sandbox's init opens the file with the sandbox's uid: the
 	// directory must let it through. What it holds is public (roots and a
 	// CA certificate).
@@ -103,7 +124,7 @@ func (k *egressKit) bundle(rootfs string, readOnly []string) error {
 	var system []byte
 	var over []string
 	for _, p := range systemBundles {
-		host, ok := inView(p, rootfs, readOnly)
+		host, ok := inView(p, cfg.Root, cfg.ReadOnly)
 		if !ok {
 			continue
 		}
@@ -115,15 +136,15 @@ func (k *egressKit) bundle(rootfs string, readOnly []string) error {
 		over = append(over, p)
 	}
 	file := filepath.Join(dir, "ca-bundle.pem")
-	if err := os.WriteFile(file, k.ca.Bundle(system), 0o444); err != nil {
+	if err := os.WriteFile(file, g.ca.Bundle(system), 0o444); err != nil {
 		return fmt.Errorf("egress: the CA bundle: %w", err)
 	}
-	k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: CABundlePath})
+	cfg.Binds = append(slices.Clip(cfg.Binds), sandbox.Bind{Host: file, Inside: CABundlePath})
 	for _, p := range over {
-		k.binds = append(k.binds, sandbox.Bind{Host: file, Inside: p})
+		cfg.Binds = append(cfg.Binds, sandbox.Bind{Host: file, Inside: p})
 	}
 	for _, v := range caBundleVars {
-		k.env = append(k.env, v+"="+CABundlePath)
+		g.env = append(g.env, v+"="+CABundlePath)
 	}
 	return nil
 }
@@ -147,24 +168,113 @@ func inView(p, rootfs string, readOnly []string) (string, bool) {
 	return host, err == nil && st.Mode().IsRegular()
 }
 
-// close removes what the kit left on the host: once the sandbox has
-// bound the bundle, its mount holds the file.
-func (k *egressKit) close() {
-	if k != nil && k.dir != "" {
-		os.RemoveAll(k.dir)
-		k.dir = ""
+// Env returns the variables every command of the sandbox gets for its
+// way out: the bundle's and the credentials' placeholders. (The
+// credentials' files are among the files no sandbox sees.)
+func (g *wayOut) Env() []string { return g.env }
+
+// Bound removes what the way out left on the host for the sandbox to
+// bind: once the sandbox has started, its mount holds the bundle.
+func (g *wayOut) Bound() {
+	if g.dir != "" {
+		os.RemoveAll(g.dir)
+		g.dir = ""
 	}
 }
 
-// apply adds the kit to a sandbox's configuration. (The credentials'
-// files are among Enforcer.hidden, for every sandbox.)
-func (k *egressKit) apply(cfg *sandbox.Config) {
-	cfg.Binds = append(cfg.Binds, k.binds...)
+// Serve starts the proxy on lis, the listener inside the sandbox's
+// network namespace, recording every decision, refusal and connection's
+// end through rec before the connection it allows. Nothing the sandbox
+// does grows airlock's own process without bound: its connections are
+// counted against openFiles.
+func (g *wayOut) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
+	cfg := g.config(rec.proxyRecord())
+	cfg.Limits = proxy.SandboxLimits(openFiles)
+	px, err := proxy.New(cfg)
+	if err != nil {
+		return err
+	}
+	g.px = px
+	go func() { _ = px.Serve(lis) }()
+	return nil
 }
 
-// proxyConfig adds the kit to a proxy's configuration.
-func (k *egressKit) proxyConfig(cfg *proxy.Config) {
-	cfg.CA, cfg.Credentials, cfg.Budgets = k.ca, k.creds, k.budgets
+// EgressRecorder is how a way out records (wayOut.Serve): each event of
+// its proxy becomes an audit record over Context's context (the run, the
+// session, the step running now), which Record writes before the
+// connection it allows (lazily when lazy: a connection's end, which
+// nothing waits on); an error refuses the connection. Blocked, when not
+// nil, is told of every always-blocked destination refused (cloud
+// metadata, link-local), with the record's context and the reason: an
+// attempt on the host's credentials.
+type EgressRecorder struct {
+	Context func() audit.Context
+	Record  func(ev audit.Event, lazy bool) error
+	Blocked func(ctx audit.Context, why string)
+}
+
+// proxyRecord is rec as the proxy's callback.
+func (rec EgressRecorder) proxyRecord() func(proxy.Event) error {
+	return func(ev proxy.Event) error {
+		ctx := rec.Context()
+		err := rec.Record(proxy.AuditEvent(ev, ctx), ev.Stage == proxy.StageClosed)
+		if rec.Blocked != nil && alwaysBlocked(ev) {
+			rec.Blocked(ctx, ev.Decision.Why())
+		}
+		if err != nil {
+			return errNotRecorded
+		}
+		return nil
+	}
+}
+
+// alwaysBlocked reports whether ev is a refused request for an
+// always-blocked destination (cloud metadata, link-local, or the
+// policy's own alwaysBlocked entries): the egress gate's fixed reasons
+// for those say `host "H" is always blocked:` (egress/reasons.go).
+func alwaysBlocked(ev proxy.Event) bool {
+	return ev.Stage == proxy.StageDecided && ev.Decision.Gate == decision.GateEgress &&
+		!ev.Decision.Allowed() && strings.Contains(ev.Decision.Why(), " is always blocked: ")
+}
+
+// config is the proxy of g's task, for every entry point: the gate, the
+// CA, the credentials, the budgets and the record of every decision.
+func (g *wayOut) config(record func(proxy.Event) error) proxy.Config {
+	return proxy.Config{
+		Task:          g.task,
+		Gate:          g.e.egress,
+		Resolver:      g.e.opts.Resolver,
+		Dialer:        g.e.opts.Dialer,
+		Record:        record,
+		UpstreamRoots: g.e.opts.UpstreamRoots,
+		CA:            g.ca,
+		Credentials:   g.creds,
+		Budgets:       g.budgets,
+	}
+}
+
+// ResetStep starts the task's budget over: it holds per command.
+func (g *wayOut) ResetStep() {
+	if g.px != nil {
+		g.px.ResetStep()
+	}
+}
+
+// Close stops the proxy, giving open tunnels a second to finish before
+// they are cut, so that nothing of it outlives its sandbox, and removes
+// what is left on the host. It does so once; a later call waits for the
+// first.
+func (g *wayOut) Close() {
+	g.stop.Do(func() {
+		g.Bound()
+		if g.px == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = g.px.Shutdown(sctx)
+		_ = g.px.Close()
+	})
 }
 
 // credentials reads the values of the credentials task may use (those
@@ -209,17 +319,6 @@ func credentialsFor(pol *policy.Loaded, g *egress.Gate, task string) []policy.Cr
 		}
 	}
 	return out
-}
-
-// ProxyEgress returns what airlock proxy, serving task on its own, needs
-// beyond the gate g: the credentials' values (read from this process's
-// environment and files) and the task's budget, for the proxy's life.
-func ProxyEgress(pol *policy.Loaded, g *egress.Gate, task string) ([]proxy.Credential, []proxy.Budget, error) {
-	creds, _, err := credentials(pol, g, task)
-	if err != nil {
-		return nil, nil, err
-	}
-	return creds, budgetsFor(pol, task, false), nil
 }
 
 // inspects reports whether an inspected entry of task reaches host

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -19,10 +18,10 @@ import (
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/image"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -141,6 +140,27 @@ type Request struct {
 
 // Policy returns the policy the Enforcer decides under.
 func (e *Enforcer) Policy() *policy.Loaded { return e.pol }
+
+// Log returns the audit log the Enforcer records to.
+func (e *Enforcer) Log() *audit.Log { return e.log }
+
+// Record appends ev to the audit log durably and passes it, and what the
+// log's hook added after it (the monitor's alerts), to Options.OnEvent;
+// it returns ev as written, or an error that names the record the log
+// refused. It is for an embedder that writes records of its own beside
+// the Enforcer's: a plan's launch (runbook).
+func (e *Enforcer) Record(ev audit.Event) (audit.Event, error) {
+	w, all, err := e.log.AppendAll(ev)
+	if err != nil {
+		return w, audit.NotWritten(ev, err)
+	}
+	if e.opts.OnEvent != nil {
+		for _, x := range all {
+			e.opts.OnEvent(x)
+		}
+	}
+	return w, nil
+}
 
 // Decide is the command gate's decision on req, without running anything.
 func (e *Enforcer) Decide(req Request) decision.Decision {
@@ -286,10 +306,11 @@ func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string
 	return p.Rootfs, r.Digest.String(), nil
 }
 
-// resolve finds the executable for an allowed command: a path that one of
+// Resolve finds the executable for an allowed command: a path that one of
 // Options.Binds provides inside the sandbox, or a file found through the
-// policy's command search path, in the image's root when there is one.
-func (e *Enforcer) resolve(rootfs, command string) (string, error) {
+// policy's command search path, in the image's root rootfs when there is
+// one ("" for the host's).
+func (e *Enforcer) Resolve(rootfs, command string) (string, error) {
 	if _, ok := e.bindAt(command); ok {
 		return command, nil
 	}
@@ -315,38 +336,34 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 	}
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return e.setupFailed(sc, res, base, decided, err)
 	}
-	defer canary.Close()
-	probes := canary.Request()
+	defer cn.Close()
+	probes := cn.Request()
 	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	kit, err := e.egressKit(req.Task, req.RunID, rootfs, cfg.ReadOnly, caps.Limits().Wall, false)
+	eg, err := e.prepareEgress(req.Task, &cfg, caps.Limits().Wall, false)
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
-	defer kit.close()
-	kit.apply(&cfg)
-	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
-	cfg.Args = cmd.argv
-	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), kit.env, req.Env))
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
-	sb, err := sandbox.Start(ctx, cfg)
-	kit.close() // bound by now, or never to be
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
-	px, err := e.serveProxy(sc, req.Task, base, sb.Listener(), int(caps.OpenFiles), kit)
-	if err != nil {
-		_ = sb.Kill()
 		return e.setupFailed(sc, res, base, decided, err)
 	}
 	// Stopped before the outcome is recorded, when the run ends: what it
 	// records then (the refusals it held to count them, its connections'
 	// ends) is in the result, and a failure to record it is not lost.
-	stopped := sync.OnceFunc(func() { stopProxy(px) })
-	defer stopped()
+	defer eg.Close()
+	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
+	cfg.Args = cmd.argv
+	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), eg.Env(), req.Env))
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
+	sb, err := sandbox.Start(ctx, cfg)
+	eg.Bound()
+	if err != nil {
+		return e.setupFailed(sc, res, base, decided, err)
+	}
+	if err := eg.Serve(sb.Listener(), int(caps.OpenFiles), sc.egressRecorder(base)); err != nil {
+		_ = sb.Kill()
+		return e.setupFailed(sc, res, base, decided, err)
+	}
 
 	if err := decided(); err != nil {
 		_ = sb.Kill()
@@ -391,8 +408,8 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
-	stopped()
-	e.checkCanary(sc, &res, base, canary, probes.CanaryAddr, 0)
+	eg.Close()
+	e.checkCanary(sc, &res, base, cn, probes.CanaryAddr, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)
 	e.recordOutcome(sc, base, res, true)
@@ -414,8 +431,10 @@ func interruptedStatus(ctx context.Context) int {
 	return ExitInterrupted
 }
 
-// sandboxConfig is the sandbox of a run or a session: its id, files,
-// view, caps and start-up probes, with no command.
+// sandboxConfig is the sandbox of a run, a session or a plan's launch:
+// its id, files, view, caps and start-up probes (nil: the caller runs
+// them), with no command, and every host file no sandbox may see hidden
+// from it.
 func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs policy.Filesystem, caps limits.Caps, probes *sandbox.ProbeRequest) sandbox.Config {
 	cfg := sandbox.Config{
 		Workspace: workspace,
@@ -441,49 +460,6 @@ func (e *Enforcer) sandboxConfig(id, workspace, findings, rootfs string, fs poli
 	return cfg
 }
 
-// serveProxy starts the egress proxy for task on lis, the listener inside
-// the sandbox's network namespace. Every egress decision is durable
-// before the dial it allows: a failed write refuses the connection, and
-// fails the command. Nothing the sandbox does grows airlock's own process
-// without bound: its connections are counted against openFiles.
-func (e *Enforcer) serveProxy(sc *scribe, task string, base audit.Context, lis net.Listener, openFiles int, kit *egressKit) (*proxy.Proxy, error) {
-	cfg := proxy.Config{
-		Task:     task,
-		Gate:     e.egress,
-		Resolver: e.opts.Resolver,
-		Dialer:   e.opts.Dialer,
-		Record: func(ev proxy.Event) error {
-			a := proxy.AuditEvent(ev, egressBase(base))
-			record := sc.record
-			if ev.Stage == proxy.StageClosed {
-				record = sc.recordLazy // nothing waits on a connection's end
-			}
-			if record(a) != nil {
-				return errNotRecorded
-			}
-			return nil
-		},
-		Limits:        proxy.SandboxLimits(openFiles),
-		UpstreamRoots: e.opts.UpstreamRoots,
-	}
-	kit.proxyConfig(&cfg)
-	px, err := proxy.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	go func() { _ = px.Serve(lis) }()
-	return px, nil
-}
-
-// stopProxy shuts the proxy down: open tunnels get a second to finish,
-// then are cut, so nothing of the proxy outlives its sandbox.
-func stopProxy(px *proxy.Proxy) {
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = px.Shutdown(sctx)
-	_ = px.Close()
-}
-
 // launchedEvent is the sandbox_launched record.
 func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audit.Event {
 	launched := base
@@ -500,8 +476,8 @@ func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audi
 
 // checkCanary marks res when the host's canary listener was reached more
 // than seen times: a sign that something inside reached the host.
-func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, canary *runbook.Canary, addr string, seen int64) int64 {
-	n := canary.Accepted()
+func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, cn *canary.Canary, addr string, seen int64) int64 {
+	n := cn.Accepted()
 	if n > seen {
 		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", addr, n-seen)
 		if res.EscapeSuspected != "" {

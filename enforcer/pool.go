@@ -2,7 +2,6 @@ package enforcer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,9 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/runbook"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // MaxPool is the most sandboxes a Pool keeps built.
@@ -55,13 +53,9 @@ type Pool struct {
 
 // built is one sandbox built ahead, with what its session takes over.
 type built struct {
-	ss     *sandbox.Session
-	canary *runbook.Canary
-	kit    *egressKit // its task's CA, credentials and budgets (egress.go)
-	life   context.Context
-	cancel context.CancelFunc
+	sb     *Sandbox // its task's way out served once the session opens
+	canary *canary.Canary
 	at     time.Time
-	files  int // the sandbox's open-files cap, for the proxy's bounds
 }
 
 // NewPool verifies req.Image (once, for every sandbox of the pool) and
@@ -129,46 +123,32 @@ func (p *Pool) build(ctx context.Context) {
 // no session yet: Open gives it those.
 func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 	e := p.e
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return nil, err
 	}
-	probes := canary.Request()
+	probes := cn.Request()
 	fs := e.pol.FilesystemFor("")
 	sessionCaps := e.pol.SessionCaps()
 	caps := e.sessionLimits(sessionCaps)
 	// Named for the process that built it, so that one airlock's pooled
-	// sandboxes are told from another's (PoolSandboxPrefix).
+	// sandboxes are told from another's (PoolSandboxPrefix). It lives
+	// until its session's end, not the pool's; its task's way out (its CA
+	// and bundle, its credentials' placeholders, its budgets) is the one
+	// session's that gets it.
 	id := PoolSandboxPrefix(os.Getpid()) + strings.TrimPrefix(NewRunID(), "run-")
-	cfg := e.sandboxConfig(id, "", "", p.rootfs, fs, caps, &probes)
-	// The task's egress kit (its CA and bundle, its credentials'
-	// placeholders, its budgets) is the one session's that gets it.
-	kit, err := e.egressKit(p.req.Task, id, p.rootfs, cfg.ReadOnly, sessionCaps.Wall(), true)
+	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: id, Task: p.req.Task, Rootfs: p.rootfs, Filesystem: fs, Caps: caps,
+		Life: sessionCaps.Wall(), Probes: &probes})
 	if err != nil {
-		canary.Close()
+		cn.Close()
 		return nil, err
 	}
-	kit.apply(&cfg)
-	// Each sandbox lives until its session's end, not the pool's.
-	life, cancel := context.WithCancel(context.Background())
-	stop := context.AfterFunc(ctx, cancel)
-	ss, err := sandbox.StartSession(life, cfg)
-	kit.close() // bound by now, or never to be
-	if !stop() || err != nil {
-		if ss != nil {
-			ss.Close()
-		}
-		canary.Close()
-		cancel()
-		return nil, errors.Join(err, ctx.Err())
-	}
-	return &built{ss: ss, canary: canary, kit: kit, life: life, cancel: cancel, at: time.Now(), files: int(cfg.Caps.OpenFiles)}, nil
+	return &built{sb: sb, canary: cn, at: time.Now()}, nil
 }
 
 func (b *built) close() {
-	b.ss.Close()
+	b.sb.Close()
 	b.canary.Close()
-	b.cancel()
 }
 
 // refillAfter is the longest the builder waits, after a hand-out, for
@@ -206,8 +186,8 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 		return nil, err
 	}
 	s.afterStep = refill
-	s.rootfs, s.ss, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.ss, b.canary, b.canary.Request().CanaryAddr, b.life, b.cancel
-	s.warm, s.env = true, b.kit.env
+	s.rootfs, s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.sb.ss, b.sb.eg, b.canary, b.canary.Request().CanaryAddr, b.sb.life, b.sb.cancel
+	s.warm = true
 	if req.Workspace != "" {
 		if err := s.ss.CopyIn(req.Workspace); err != nil {
 			s.abort()
@@ -222,7 +202,7 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	}
 	open := p.e.launchedEvent(s.base, p.digest, fmt.Sprintf("session %s started on a sandbox built ahead at %s, whose every start-up probe passed inside it; "+
 		"it ends after %gs, or %gs without a command", s.id, b.at.UTC().Format(time.RFC3339Nano), s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(b.files, open, b.kit); err != nil {
+	if err := s.serve(b.sb.files, open); err != nil {
 		return nil, err
 	}
 	return s, nil

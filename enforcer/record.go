@@ -17,6 +17,23 @@ func egressBase(base audit.Context) audit.Context {
 	return base
 }
 
+// egressRecorder records the proxy's events under base, each durable
+// before the connection it allows (a failed write refuses it, and fails
+// the command); a connection's end is written lazily, since nothing
+// waits on it.
+func (sc *scribe) egressRecorder(base audit.Context) EgressRecorder {
+	base = egressBase(base)
+	return EgressRecorder{
+		Context: func() audit.Context { return base },
+		Record: func(ev audit.Event, lazy bool) error {
+			if lazy {
+				return sc.recordLazy(ev)
+			}
+			return sc.record(ev)
+		},
+	}
+}
+
 // withOutcome copies the sandbox's result into res and sets the exit
 // status docs/cli.md gives.
 func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Result {

@@ -18,10 +18,9 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -130,8 +129,8 @@ type Session struct {
 	id      string
 	task    string
 	ss      *sandbox.Session
-	px      *proxy.Proxy
-	canary  *runbook.Canary
+	eg      *wayOut // its way out, served for its whole life
+	canary  *canary.Canary
 	canaryN int64           // the canary's accepted connections seen so far; under mu
 	canaryA string          // the canary listener's address
 	life    context.Context // ends when the session ends
@@ -140,9 +139,8 @@ type Session struct {
 	base    audit.Context
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	rootfs  string
-	ws      string   // the workspace's real path, "" for none: a step's approval is bound to it
-	image   string   // the pinned image, "" for none: a step's approval is bound to it too
-	env     []string // the egress kit's variables, in every step's environment
+	ws      string // the workspace's real path, "" for none: a step's approval is bound to it
+	image   string // the pinned image, "" for none: a step's approval is bound to it too
 	fs      policy.Filesystem
 	caps    policy.EffectiveSession
 	receipt map[string]string
@@ -190,38 +188,23 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 		return nil, s.openFailed(fmt.Errorf("image integrity: %w", err))
 	}
 	s.rootfs = rootfs
-	canary, err := runbook.NewCanary()
+	cn, err := canary.New()
 	if err != nil {
 		return nil, s.openFailed(err)
 	}
-	probes := canary.Request()
-	cfg := e.sandboxConfig(s.id, req.Workspace, req.Findings, rootfs, s.fs, e.sessionLimits(s.caps), &probes)
-	kit, err := e.egressKit(s.task, s.id, rootfs, cfg.ReadOnly, s.caps.Wall(), true)
-	if err != nil {
-		canary.Close()
-		return nil, s.openFailed(err)
-	}
-	defer kit.close()
-	kit.apply(&cfg)
-	s.env = kit.env
+	probes := cn.Request()
 	// The sandbox lives until Close, not until ctx is done: ctx may stop
 	// the opening only.
-	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
-	ss, err := sandbox.StartSession(life, cfg)
-	kit.close() // bound by now, or never to be
-	if !stop() || err != nil {
-		if ss != nil {
-			ss.Close()
-		}
-		canary.Close()
-		cancel()
-		return nil, s.openFailed(errors.Join(err, ctx.Err()))
+	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: s.id, Task: s.task, Workspace: req.Workspace, Findings: req.Findings,
+		Rootfs: rootfs, Filesystem: s.fs, Caps: e.sessionLimits(s.caps), Life: s.caps.Wall(), Probes: &probes})
+	if err != nil {
+		cn.Close()
+		return nil, s.openFailed(err)
 	}
-	s.ss, s.canary, s.canaryA, s.life, s.cancel = ss, canary, probes.CanaryAddr, life, cancel
+	s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = sb.ss, sb.eg, cn, probes.CanaryAddr, sb.life, sb.cancel
 	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
 		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(int(cfg.Caps.OpenFiles), open, kit); err != nil {
+	if err := s.serve(sb.files, open); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -266,14 +249,11 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 	return s, nil
 }
 
-// serve finishes opening a session whose sandbox is up: the proxy serving
-// its task inside (with kit's CA, credentials and budgets), its receipt,
-// the start record open (synced), and its wall clock and idle timeout
-// armed.
-func (s *Session) serve(openFiles int, open audit.Event, kit *egressKit) error {
-	var err error
-	s.px, err = s.e.serveProxy(s.sc, s.task, s.base, s.ss.Listener(), openFiles, kit)
-	if err != nil {
+// serve finishes opening a session whose sandbox is up: its way out
+// serving its task inside, its receipt, the start record open (synced),
+// and its wall clock and idle timeout armed.
+func (s *Session) serve(openFiles int, open audit.Event) error {
+	if err := s.eg.Serve(s.ss.Listener(), openFiles, s.sc.egressRecorder(s.base)); err != nil {
 		s.abort()
 		return s.openFailed(err)
 	}
@@ -407,7 +387,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 		}
 	}
 	res.Path = step.Path
-	s.px.ResetStep() // a task's budget holds per command
+	s.eg.ResetStep() // a task's budget holds per command
 	step.Ready = decided
 	out, err := s.ss.Exec(ctx, step)
 	if derr := decided(); derr != nil {
@@ -458,7 +438,7 @@ func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step
 		caps.WallSeconds = st.Timeout.Seconds()
 	}
 	l := caps.Limits()
-	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(s.e.pol.SearchPath(), s.env, st.Env)), Dir: st.Cwd,
+	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(s.e.pol.SearchPath(), s.eg.Env(), st.Env)), Dir: st.Cwd,
 		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
 }
 
@@ -560,7 +540,7 @@ func (s *Session) end(why string) {
 		}
 		s.mu.Lock() // so the step has returned now
 		defer s.mu.Unlock()
-		stopProxy(s.px)
+		s.eg.Close()
 		s.canary.Close()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
@@ -607,9 +587,7 @@ func endedWhy(why string, c policy.EffectiveSession, stopped *string) string {
 // abort undoes a half-opened session.
 func (s *Session) abort() {
 	s.ss.Close()
-	if s.px != nil {
-		stopProxy(s.px)
-	}
+	s.eg.Close()
 	s.canary.Close()
 	s.cancel()
 }

@@ -20,9 +20,10 @@ import (
 // and the session's: a record that cannot be written is never silent
 // (docs/audit.md, "Durability and failures").
 type scribe struct {
-	e     *Enforcer
-	cur   atomic.Pointer[tally]
-	alarm func([]audit.Event) // a session's, given every append's events (alertstop.go); nil for a run
+	e       *Enforcer
+	cur     atomic.Pointer[tally]
+	alarm   func([]audit.Event) // a session's, given every append's events (alertstop.go); nil for a run
+	refused func(error)         // called with every record refused, when not nil
 
 	mu     sync.Mutex
 	failed error // the first record refused outside any command's tally
@@ -45,7 +46,11 @@ func (s *scribe) recordLazy(ev audit.Event) error {
 // keeps the failure to write ev.
 func (s *scribe) emit(ev audit.Event, all []audit.Event, err error) error {
 	if err != nil {
-		s.note(audit.NotWritten(ev, err))
+		failed := audit.NotWritten(ev, err)
+		s.note(failed)
+		if s.refused != nil {
+			s.refused(failed)
+		}
 		return err // the log's error names it ("audit: write …")
 	}
 	if t := s.cur.Load(); t != nil {

@@ -43,7 +43,7 @@ func Start(ctx context.Context, cfg Config) (Info, error) {
 		return Info{}, fmt.Errorf("holder: %w", err)
 	}
 	defer readyR.Close()
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "watch"), Env: holderEnv(), Dir: "/",
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "watch"), Env: holderEnv(cfg), Dir: "/",
 		Stdin: cfgR, Stdout: readyW, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	err = cmd.Start()
 	cfgR.Close()

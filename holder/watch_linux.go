@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,8 +17,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/policy"
 )
 
 // argv0 is the name the watchdog and the holder run under.
@@ -50,7 +52,7 @@ func Watch(in io.Reader, ready *os.File) error {
 		ready.Close()
 		return fmt.Errorf("holder: watchdog: %w", err)
 	}
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "hold"), Env: holderEnv(), Dir: "/",
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "hold"), Env: holderEnv(cfg), Dir: "/",
 		Stdin: cfgR, Stdout: ready}
 	err = cmd.Start()
 	cfgR.Close()
@@ -120,7 +122,7 @@ func heldBy(cfg Config, pid int) []string {
 // end of each session among them.
 func cleanup(cfg Config, pid int, ids []string) {
 	limits.SweepStale()
-	runbook.SweepCanaries()
+	canary.Sweep()
 	var ended []string
 	for _, id := range ids {
 		if f, err := os.OpenFile(lockPath(cfg.Dir, id), os.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err == nil {
@@ -151,15 +153,25 @@ func cleanup(cfg Config, pid int, ids []string) {
 	}
 }
 
-// holderEnv is the environment of the watchdog and the holder: where the
-// user's files are, and nothing else of the caller's.
-func holderEnv() []string {
+// holderEnv is the environment of the watchdog and the holder of cfg:
+// where the user's files are, and the variables its policy's credentials
+// are read from, as airlock run reads them (the holder's proxy adds their
+// values; no sandbox sees them). Nothing else of the caller's.
+func holderEnv(cfg Config) []string {
+	var creds []string
+	if pol, err := policy.Parse(cfg.PolicyName, cfg.Policy); err == nil {
+		creds = pol.CredentialEnv()
+	}
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
 		case "PATH", "HOME", "TMPDIR", "LANG", "XDG_RUNTIME_DIR", "XDG_STATE_HOME", "XDG_CACHE_HOME", "GORACE", "GOCOVERDIR":
 			env = append(env, kv)
+		default:
+			if slices.Contains(creds, k) {
+				env = append(env, kv)
+			}
 		}
 	}
 	return env

@@ -25,7 +25,7 @@ func BenchmarkObserve(b *testing.B) {
 // BenchmarkRecord is one durable event with the monitor watching, to set
 // beside audit's BenchmarkAppend (the same without the monitor).
 func BenchmarkRecord(b *testing.B) {
-	r, err := Open(filepath.Join(b.TempDir(), "audit.jsonl"), DefaultThresholds(), nil)
+	r, err := openRecorder(filepath.Join(b.TempDir(), "audit.jsonl"), DefaultThresholds(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestAlertAfterFailedAppend(t *testing.T) {
 	dir := testutil.SmallTmpfs(t, 64<<10)
 	path := filepath.Join(dir, "audit.jsonl")
 	th := Thresholds{CommandDenyRepeat: 3, Window: time.Hour}
-	r, err := Open(path, th, nil)
+	r, err := openRecorder(path, th, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAlertAfterFailedAppend(t *testing.T) {
 		}
 	}
 	free := testutil.FillDisk(t, dir, func() error {
-		_, _, err := r.Log().AppendAll(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "filler"})
+		_, _, err := r.log.AppendAll(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: "filler"})
 		return err
 	})
 	if _, _, err := r.Record(commandDeny("wget")); !errors.Is(err, syscall.ENOSPC) {

@@ -14,7 +14,7 @@ import (
 // alert it recomputes names a rule and its triggering events.
 func FuzzReplay(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "audit.jsonl")
-	r, err := Open(path, Thresholds{EgressDenyBurst: 2, CommandDenyRepeat: 2, Window: time.Minute}, nil)
+	r, err := openRecorder(path, Thresholds{EgressDenyBurst: 2, CommandDenyRepeat: 2, Window: time.Minute}, nil)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -15,13 +15,70 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 )
 
+// recorder appends events to an audit log with a Monitor as its hook, as
+// airlock's composition does (enforcer), and returns the alerts each
+// append raised: alerts are written to the log right after the event
+// that raised them, returned, and passed to the callback.
+type recorder struct {
+	log     *audit.Log
+	mon     *Monitor
+	onAlert func(audit.Event)
+}
+
+// openRecorder opens the audit log at path (see audit.Open) with a
+// Monitor using th. onAlert, when not nil, is called with each alert once
+// it is durable in the log.
+func openRecorder(path string, th Thresholds, onAlert func(audit.Event), opts ...audit.Option) (*recorder, error) {
+	mon := New(th)
+	log, err := audit.Open(path, append(opts, audit.WithHook(mon))...)
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{log: log, mon: mon, onAlert: onAlert}, nil
+}
+
+// Record appends ev and returns it as written, with the alerts that it
+// (or a record the log added before it) raised.
+func (r *recorder) Record(ev audit.Event) (audit.Event, []audit.Event, error) {
+	return r.alerts(r.log.AppendAll(ev))
+}
+
+// RecordLazy is Record for an event no action waits on
+// (audit.Log.AppendLazy).
+func (r *recorder) RecordLazy(ev audit.Event) (audit.Event, []audit.Event, error) {
+	return r.alerts(r.log.AppendLazy(ev))
+}
+
+// alerts picks the alerts out of the lines one append wrote and passes
+// them to the callback.
+func (r *recorder) alerts(written audit.Event, lines []audit.Event, err error) (audit.Event, []audit.Event, error) {
+	if err != nil {
+		return audit.Event{}, nil, err
+	}
+	var alerts []audit.Event
+	for _, l := range lines {
+		if l.Kind == audit.KindBehavioral && l.Decision == audit.DecisionAlert && l.Seq != written.Seq {
+			alerts = append(alerts, l)
+		}
+	}
+	if r.onAlert != nil {
+		for _, a := range alerts {
+			r.onAlert(a)
+		}
+	}
+	return written, alerts, nil
+}
+
+// Close closes the log.
+func (r *recorder) Close() error { return r.log.Close() }
+
 // The test binary doubles as an airlock process that records one denied
 // command: TestMain runs it when helperEnv is set.
 const helperEnv = "AIRLOCK_MONITOR_TEST_RECORD"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(helperEnv); path != "" {
-		r, err := Open(path, DefaultThresholds(), func(a audit.Event) { fmt.Println("ALERT", a.Context.Alert) })
+		r, err := openRecorder(path, DefaultThresholds(), func(a audit.Event) { fmt.Println("ALERT", a.Context.Alert) })
 		if err == nil {
 			_, _, err = r.Record(commandDeny("git"))
 		}
@@ -79,7 +136,7 @@ func TestRecorderWritesAndReturnsAlerts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	th := Thresholds{EgressDenyBurst: 5, CommandDenyRepeat: 3, Window: 10 * time.Second}
 	var live []audit.Event
-	r, err := Open(path, th, func(a audit.Event) { live = append(live, a) }, audit.WithClock((&clock{t: t0}).now))
+	r, err := openRecorder(path, th, func(a audit.Event) { live = append(live, a) }, audit.WithClock((&clock{t: t0}).now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +215,7 @@ func TestConcurrentRecordersAlertExactlyOnce(t *testing.T) {
 	th := Thresholds{EgressDenyBurst: burst, Window: time.Hour}
 	var wg sync.WaitGroup
 	for range writers {
-		r, err := Open(path, th, nil)
+		r, err := openRecorder(path, th, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +281,7 @@ func TestReplayFindsAlertsNoMonitorRaised(t *testing.T) {
 // the chain, and a decision is refused that way.
 func TestRecordLazy(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	r, err := Open(path, DefaultThresholds(), nil)
+	r, err := openRecorder(path, DefaultThresholds(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

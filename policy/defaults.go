@@ -172,6 +172,21 @@ func (p *Policy) CredentialFiles() []string {
 	return files
 }
 
+// CredentialEnv lists the variables the credentials' values are read
+// from (fromEnv): a process that reads them for airlock, a session's
+// holder, needs these of its caller's environment.
+func (p *Policy) CredentialEnv() []string {
+	var names []string
+	if p.Egress != nil {
+		for _, c := range p.Egress.Credentials {
+			if c.FromEnv != "" {
+				names = append(names, c.FromEnv)
+			}
+		}
+	}
+	return names
+}
+
 // config is e's options in the egress gate's terms.
 func (e AllowEntry) config() egress.EntryConfig {
 	c := egress.EntryConfig{Inspect: e.Inspect, UpstreamCA: e.UpstreamCA, Protocol: egress.Protocol(e.Protocol)}

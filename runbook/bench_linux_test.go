@@ -15,20 +15,6 @@ import (
 //
 //	go test ./runbook -run '^$' -bench . -benchtime 2000x
 
-// BenchmarkCanary is the host side of the start-up probes: a 0700
-// directory with the canary file, a loopback listener, and their removal.
-func BenchmarkCanary(b *testing.B) {
-	for b.Loop() {
-		c, err := NewCanary()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := c.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkCgroupScan is the "process outside its cgroup" check: every
 // process on the host is tied to the sandbox or not (pid namespace,
 // ancestry), and the sandbox's are compared with the init's cgroups. The

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/runbook"
@@ -28,7 +30,7 @@ import (
 //	go test ./runbook -run '^$' -bench StartupProbes -benchtime 1000x
 func BenchmarkStartupProbes(b *testing.B) {
 	testutil.RequireRoot(b)
-	c, err := runbook.NewCanary()
+	c, err := canary.New()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -74,8 +76,12 @@ func BenchmarkLaunch(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		opts := runbook.Options{Policy: pol, Log: log, RunID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), EvidenceDir: dir}
-		res, err := runbook.Launch(context.Background(), &runbook.Plan{TestID: "bench", Steps: []runbook.Step{{Tool: "other", Command: "true"}}}, opts)
+		enf, err := enforcer.New(pol, log, enforcer.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts := runbook.Options{RunID: fmt.Sprintf("bench-%d-%d", os.Getpid(), i), EvidenceDir: dir}
+		res, err := runbook.Launch(context.Background(), enf, &runbook.Plan{TestID: "bench", Steps: []runbook.Step{{Tool: "other", Command: "true"}}}, opts)
 		log.Close()
 		if err != nil || res.ExitCode != 0 {
 			b.Fatalf("%+v %v", res, err)

@@ -21,15 +21,21 @@
 // refuses it before anything starts (ExitDenied, or ExitEscalated when
 // every refused step was escalated). It then verifies the
 // pinned image (Options.Image), resolves every command, starts one
-// sandbox (sandbox.StartSession) and runs the start-up probes inside it,
+// sandbox (enforcer.StartSandbox) and runs the start-up probes inside it,
 // after the privilege drop: uid, capability sets, no_new_privs, seccomp,
 // Landlock, only lo and no route, /root and /home, and a Canary — a host
 // file in a 0700 directory and a listener on the host's loopback — out of
-// reach. Any failure runs nothing and writes startup_refused with the
-// reason (ExitSetup). Then sandbox_launched is written with the test id,
-// the image digest and each probe's outcome, the egress proxy serves the
-// plan's task inside the sandbox's network namespace, and the steps run in
-// order in the same workspace. A failing step halts the plan unless it
+// reach (the canary is internal/canary's, every sandbox's). Any failure
+// runs nothing and writes startup_refused with the reason (ExitSetup).
+// Then sandbox_launched is written with the test id, the image digest and
+// each probe's outcome, the egress proxy serves the plan's task inside
+// the sandbox's network namespace — enforcer's, as airlock run's: the
+// task's CA and the sandbox's bundle of it, its credentials and its
+// budgets (the task's per step, the session's for the plan) — and the
+// steps run in order in the same workspace. The sandbox's configuration
+// is enforcer's too: every file no sandbox may see (the policy, the audit
+// log, the signing key's directory, the credentials' files) is hidden,
+// and the plan. A failing step halts the plan unless it
 // says continueOnFailure (ExitStepFailed). Teardown kills every process,
 // copies /findings out to Options.Findings (the sandbox never sees that
 // directory), removes the cgroup and mounts, deletes the workspace copy,
@@ -63,10 +69,4 @@
 // the launch. The sandbox is then torn down, the findings are copied out
 // with an UntrustedMarker file beside them, Result.Untrusted is set, and
 // the launch exits ExitEscape.
-//
-// # Probes on every launch
-//
-// NewCanary, ProbeFailure, ProbeDetails, LaunchedEvent and RefusedEvent
-// are the pieces "airlock run" uses to run the same start-up probes before
-// its one command.
 package runbook

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/decision"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // duringStepPoll is how often the signals that can be read from the host
@@ -116,9 +114,9 @@ func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
 func (l *launch) evidenceDir() (string, error) {
 	base := l.opts.EvidenceDir
 	if base == "" {
-		d, err := DefaultEvidenceDir()
+		d, err := enforcer.DefaultEvidenceDir()
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("runbook: %w (or give --evidence)", err)
 		}
 		base = d
 	}
@@ -187,17 +185,17 @@ func (l *launch) checkAfterStep(n int) {
 	if ch := l.hostBefore.changes(snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())); len(ch) > 0 {
 		sigs = append(sigs, Signal{Name: SignalHostWrite, Step: n, Detail: strings.Join(ch, "; ")})
 	}
-	if p, ok := l.sess.(prober); ok && !l.esc.fired() {
+	if !l.esc.fired() {
 		req := l.canary.Request()
 		if h := l.opts.test; h != nil && h.reprobe != nil {
 			req = h.reprobe(n, req)
 		}
-		res, err := p.Probe(req)
+		res, err := l.sess.Probe(req)
 		why := ProbeFailure(res)
 		switch {
-		case errors.Is(err, sandbox.ErrInitDied):
+		case errors.Is(err, enforcer.ErrInitDied):
 			sigs = append(sigs, Signal{Name: SignalInitDied, Step: n, Detail: err.Error()})
-		case errors.Is(err, sandbox.ErrSessionEnded), errors.Is(err, sandbox.ErrFrozen):
+		case errors.Is(err, enforcer.ErrSandboxEnded), errors.Is(err, enforcer.ErrFrozen):
 			// Nothing is left to probe: the plan halts on its own.
 			why = ""
 		case err != nil:
@@ -208,13 +206,4 @@ func (l *launch) checkAfterStep(n int) {
 		}
 	}
 	l.signal(sigs...)
-}
-
-// isMetadataAttempt reports whether a proxy event is a refused request
-// for an always-blocked destination (cloud metadata, link-local, or the
-// policy's own alwaysBlocked entries): the egress gate's fixed reasons
-// for those say `host "H" is always blocked:` (egress/reasons.go).
-func isMetadataAttempt(ev proxy.Event) bool {
-	return ev.Stage == proxy.StageDecided && ev.Decision.Gate == decision.GateEgress &&
-		!ev.Decision.Allowed() && strings.Contains(ev.Decision.Why(), " is always blocked: ")
 }

@@ -27,7 +27,6 @@ type escapeCase struct {
 	after   func(t *testing.T, e *env, tr *tracker, pid int) // run after step 2, before the checks
 	setup   func(t *testing.T, e *env)
 	detail  string // a fragment of the signal's detail
-	needs   func(t *testing.T)
 	// midStep says the signal fires while step 2 still runs: the step is
 	// frozen in place, seen in the evidence, and halted.
 	midStep bool
@@ -116,11 +115,6 @@ func escapeCases() []escapeCase {
 			})
 		},
 		detail: "canary_file: /etc/hostname is reachable",
-		needs: func(t *testing.T) {
-			if !runbook.CanProbe() {
-				t.Skip("sandbox.Session has no Probe method yet: the probes cannot be re-run between steps")
-			}
-		},
 	}}
 }
 
@@ -133,9 +127,6 @@ func TestEscapeSignals(t *testing.T) {
 	testutil.RequireRoot(t)
 	for _, c := range escapeCases() {
 		t.Run(c.name, func(t *testing.T) {
-			if c.needs != nil {
-				c.needs(t)
-			}
 			e := newEnv(t)
 			if c.setup != nil {
 				c.setup(t, e)
@@ -151,7 +142,7 @@ func TestEscapeSignals(t *testing.T) {
 				c.trigger,
 				sh("never", "echo ran > /findings/never.txt"),
 			)
-			res, err := runbook.Launch(context.Background(), p, e.opts)
+			res, err := e.launch(t, context.Background(), p)
 			if err != nil {
 				t.Fatalf("Launch: %v", err)
 			}
@@ -324,7 +315,7 @@ func TestInitDeathIsEscape(t *testing.T) {
 		}
 	})
 	p := plan("T-init-died", sh("first", "true"), sh("killed", "sleep 20"), sh("never", "echo ran > /findings/never.txt"))
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -344,7 +335,7 @@ func TestSignalsToInitHeld(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
 	p := plan("T-signals", self("signals", "signal-init"), sh("after", "echo after > /findings/after.txt"))
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}

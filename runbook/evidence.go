@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // maxAuditEvidence bounds the audit lines copied into the evidence.
@@ -26,7 +26,7 @@ type evidenceSummary struct {
 	Freeze   string            `json:"freeze"`
 	InitPid  int               `json:"initPid"`
 	Files    map[string]string `json:"files"`
-	Sandbox  sandbox.Evidence  `json:"sandbox"`
+	Sandbox  enforcer.Evidence `json:"sandbox"`
 	Problems []string          `json:"problems,omitempty"`
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
@@ -12,9 +14,6 @@ import (
 
 // Session is the session interface, for fakes.
 type Session = session
-
-// Prober is the probe interface, for fakes.
-type Prober = prober
 
 // SetAfterStep makes f run after each step, before the escape checks.
 func SetAfterStep(o *Options, f func(step, initPid int)) { hooks(o).afterStep = f }
@@ -33,11 +32,12 @@ func SetStartProbe(o *Options, f func(req sandbox.ProbeRequest, proxyAddr string
 // SetConfig changes the sandbox's configuration before it starts; f
 // also learns the canary's directory and listener address.
 func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir, canaryAddr string)) {
-	hooks(o).config = func(cfg *sandbox.Config, c *Canary) { f(cfg, c.Dir(), c.lis.Addr().String()) }
+	hooks(o).config = func(cfg *sandbox.Config, c *canary.Canary) { f(cfg, c.Dir(), c.Request().CanaryAddr) }
 }
 
-// SetStart replaces sandbox.StartSession.
-func SetStart(o *Options, f func(ctx context.Context, cfg sandbox.Config) (Session, error)) {
+// SetStart replaces enforcer.StartSandbox: f starts the sandbox of req
+// (e.StartSandbox), or fakes one.
+func SetStart(o *Options, f func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (Session, error)) {
 	hooks(o).start = f
 }
 
@@ -47,20 +47,9 @@ func SetCanaryDir(o *Options, parent string, mode os.FileMode) {
 	hooks(o).canaryParent, hooks(o).canaryMode = parent, mode
 }
 
-// CanProbe reports whether real sessions report probe results between
-// steps (sandbox.Session has a Probe method).
-func CanProbe() bool { return canProbe() }
-
-// NewCanaryIn makes a canary under parent with the given mode.
-func NewCanaryIn(parent string, mode os.FileMode) (*Canary, error) { return newCanary(parent, mode) }
-
 func hooks(o *Options) *testHooks {
 	if o.test == nil {
 		o.test = &testHooks{}
 	}
 	return o.test
 }
-
-// DropCanaryLock releases c's lock without removing it, as the kernel does
-// when its owner is killed.
-func DropCanaryLock(c *Canary) { c.lock.Close() }

@@ -76,7 +76,7 @@ func TestLaunchOnFullDisk(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer log.Close()
-			e.opts.Log, e.opts.Policy = log, pol
+			e.log, e.pol = log, pol
 			var once sync.Once
 			var free func()
 			fill := func() {
@@ -90,13 +90,13 @@ func TestLaunchOnFullDisk(t *testing.T) {
 			if c.fillAt == nil {
 				fill()
 			} else {
-				e.opts.OnEvent = func(ev audit.Event) {
+				e.eopts.OnEvent = func(ev audit.Event) {
 					if c.fillAt(ev) {
 						fill()
 					}
 				}
 			}
-			res, _ := runbook.Launch(context.Background(), plan("full-disk", c.steps...), e.opts)
+			res, _ := e.launch(t, context.Background(), plan("full-disk", c.steps...))
 			if res.ExitCode != c.exit || !strings.HasPrefix(res.AuditError, c.record) || !strings.Contains(res.AuditError, syscall.ENOSPC.Error()) {
 				t.Errorf("exit %d, auditError %q (%s); want %d and %q, no space left", res.ExitCode, res.AuditError, res.Reason, c.exit, c.record)
 			}

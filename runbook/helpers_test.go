@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/payload"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -61,8 +62,12 @@ func loadTestPolicy(t testing.TB) *policy.Loaded {
 	return pol
 }
 
-// env is one test's launch setup: the options and where things go.
+// env is one test's launch setup: the enforcer's policy, log and
+// options, the launch's, and where things go.
 type env struct {
+	pol       *policy.Loaded
+	log       *audit.Log
+	eopts     enforcer.Options
 	opts      runbook.Options
 	dir       string // the test's directory
 	auditPath string
@@ -72,7 +77,7 @@ type env struct {
 	tampered  bool // the test edited the audit log: it no longer verifies
 }
 
-// newEnv makes the options of a test launch: the test policy, an audit
+// newEnv makes the setup of a test launch: the test policy, an audit
 // log, a workspace and a findings directory in the test's directory,
 // airlock's own test binary bound at /.airlock/self, and an egress proxy
 // that can dial only loopback and resolve nothing.
@@ -94,15 +99,12 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { log.Close() })
 	var self sandbox.Config
 	self.BindSelf()
+	e.pol, e.log = loadTestPolicy(t), log
+	e.eopts = enforcer.Options{Binds: self.Binds, Dialer: proxy.DialerFunc(testutil.StandInDialer(t)), Resolver: noResolver{t}}
 	e.opts = runbook.Options{
-		Policy:      loadTestPolicy(t),
-		Log:         log,
 		Workspace:   e.workspace,
 		Findings:    e.findings,
 		EvidenceDir: e.evidence,
-		Binds:       self.Binds,
-		Dialer:      proxy.DialerFunc(testutil.StandInDialer(t)),
-		Resolver:    noResolver{t},
 		RunID:       "rb-" + strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()),
 	}
 	if len(e.opts.RunID) > 40 {
@@ -110,6 +112,16 @@ func newEnv(t *testing.T) *env {
 	}
 	e.opts.RunID += "-" + itoa(os.Getpid())
 	return e
+}
+
+// launch launches p with e's enforcer, as airlock launch does.
+func (e *env) launch(t *testing.T, ctx context.Context, p *runbook.Plan) (runbook.Result, error) {
+	t.Helper()
+	enf, err := enforcer.New(e.pol, e.log, e.eopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runbook.Launch(ctx, enf, p, e.opts)
 }
 
 // noResolver fails the test on any name lookup but of upstream.test, the

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/runbook"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // TestStartProbeHolesInInit makes the real sandbox's init leave one hole
@@ -28,8 +28,8 @@ func TestStartProbeHolesInInit(t *testing.T) {
 			e := newEnv(t)
 			var tr tracker
 			tr.track(&e.opts, nil)
-			runbook.SetStart(&e.opts, func(ctx context.Context, cfg sandbox.Config) (runbook.Session, error) {
-				ss, err := sandbox.StartSession(ctx, cfg)
+			runbook.SetStart(&e.opts, func(ctx context.Context, enf *enforcer.Enforcer, req enforcer.SandboxRequest) (runbook.Session, error) {
+				ss, err := enf.StartSandbox(ctx, req)
 				if err != nil {
 					return nil, err
 				}
@@ -38,7 +38,7 @@ func TestStartProbeHolesInInit(t *testing.T) {
 				tr.mu.Unlock()
 				return ss, nil
 			})
-			res, err := runbook.Launch(context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")), e.opts)
+			res, err := e.launch(t, context.Background(), plan("T-hole", sh("never", "echo ran > /findings/ran")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || runbook.ExitSetup != 125 || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
 			}

@@ -22,7 +22,7 @@ func TestLaunchImage(t *testing.T) {
 	e.opts.ImageCache = filepath.Join(e.dir, "cache")
 	var out bytes.Buffer
 	e.opts.Stdout = &out
-	res, err := runbook.Launch(context.Background(), plan("T-image", runbook.Step{Command: "cat", Args: []string{"/etc/marker"}}), e.opts)
+	res, err := e.launch(t, context.Background(), plan("T-image", runbook.Step{Command: "cat", Args: []string{"/etc/marker"}}))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -47,7 +47,7 @@ func TestLaunchImageMismatch(t *testing.T) {
 	wrong := "sha256:" + strings.Repeat("0", 64)
 	e.opts.Image = dir + "@" + wrong
 	e.opts.ImageCache = filepath.Join(e.dir, "cache")
-	res, err := runbook.Launch(context.Background(), plan("T-image", runbook.Step{Command: "cat", Args: []string{"/etc/marker"}}), e.opts)
+	res, err := e.launch(t, context.Background(), plan("T-image", runbook.Step{Command: "cat", Args: []string{"/etc/marker"}}))
 	if err == nil || res.ExitCode != runbook.ExitSetup {
 		t.Fatalf("result %+v, err %v", res, err)
 	}

@@ -12,19 +12,17 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
-	"github.com/airlock-sandbox/airlock/egress"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // launch is one Launch in progress.
 type launch struct {
 	plan *Plan
 	opts Options
-	cmd  *cmdgate.Gate
-	eg   *egress.Gate
+	enf  *enforcer.Enforcer // the sandbox's configuration and its way out
 	res  Result
 	base audit.Context
 
@@ -34,9 +32,8 @@ type launch struct {
 	rootfs string
 	image  map[string]string // the image's audit details
 
-	canary     *Canary
+	canary     *canary.Canary
 	sess       session
-	px         *proxy.Proxy
 	chain      *chainWatch
 	procs      *sandboxProcs
 	hostFiles  []string
@@ -49,7 +46,7 @@ type launch struct {
 	tornDown atomic.Bool
 
 	closeOnce sync.Once
-	td        sandbox.Teardown
+	td        enforcer.Teardown
 	tdErr     error
 }
 
@@ -57,7 +54,6 @@ type launch struct {
 type prepared struct {
 	d    decision.Decision
 	path string
-	caps sandbox.StepCaps
 }
 
 // Launch runs plan in one sandbox, as the runbook says:
@@ -77,7 +73,8 @@ type prepared struct {
 //     ExitCannotExec);
 //  4. sandbox_launched is written with the test id, the image digest and
 //     every probe's outcome; the egress proxy serves the plan's task
-//     inside the sandbox's network namespace;
+//     inside the sandbox's network namespace, with the task's CA,
+//     credentials and budgets (enforcer.Egress, as every entry point's);
 //  5. the steps run in order in the same workspace; each outcome is
 //     recorded; after each step the escape signals are checked (see
 //     Signal*), and some during it;
@@ -98,17 +95,17 @@ type prepared struct {
 //
 // The returned error is set when airlock itself could not launch
 // (Result.ExitCode is then ExitSetup) or could not tear down cleanly.
-func Launch(ctx context.Context, plan *Plan, opts Options) (Result, error) {
+func Launch(ctx context.Context, e *enforcer.Enforcer, plan *Plan, opts Options) (Result, error) {
 	setupFailed := func(err error) (Result, error) {
 		return Result{ExitCode: ExitSetup, Outcome: OutcomeSetup, Reason: err.Error(), Error: err.Error(), Steps: []StepResult{}}, err
 	}
-	l, err := newLaunch(plan, opts)
+	l, err := newLaunch(e, plan, opts)
 	if err != nil {
 		return setupFailed(err)
 	}
 	// The launch is claimed on the audit log while it lives: one whose
 	// airlock dies is recorded as abandoned by the log's next writer.
-	claim, err := l.opts.Log.BeginRun(l.opts.RunID)
+	claim, err := e.Log().BeginRun(l.opts.RunID)
 	if err != nil {
 		return setupFailed(fmt.Errorf("runbook: %w", err))
 	}
@@ -137,25 +134,21 @@ func (l *launch) seal(claim *audit.RunClaim, res Result, err error) (Result, err
 	return res, err
 }
 
-func newLaunch(plan *Plan, opts Options) (*launch, error) {
-	if plan == nil || opts.Policy == nil || opts.Log == nil {
-		return nil, errors.New("runbook: a plan, a policy and an audit log are required")
+func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) {
+	if plan == nil || e == nil {
+		return nil, errors.New("runbook: a plan and an enforcer are required")
 	}
 	if errs := validatePlan(plan); len(errs) > 0 {
 		return nil, fmt.Errorf("runbook: invalid plan: %w", errs)
 	}
-	eg, err := egress.Compile(opts.Policy.EgressConfig())
-	if err != nil {
-		return nil, fmt.Errorf("runbook: %w", err)
-	}
 	if opts.RunID == "" {
 		opts.RunID = newRunID()
 	}
-	if !validRunID(opts.RunID) {
-		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
+	if !enforcer.ValidSessionID(opts.RunID) {
+		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-', not first '.' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
 	}
-	l := &launch{plan: plan, opts: opts, cmd: cmdgate.Compile(opts.Policy.Policy), eg: eg, esc: newEscape()}
-	info := opts.Policy.Info()
+	l := &launch{plan: plan, opts: opts, enf: e, esc: newEscape()}
+	info := e.Policy().Info()
 	l.res = Result{TestID: plan.TestID, RunID: opts.RunID, Task: plan.EffectiveTask(), Steps: []StepResult{}, Findings: opts.Findings, Policy: &info}
 	l.base = audit.Context{RunID: opts.RunID, Task: l.res.Task, Details: map[string]string{"testId": plan.TestID}}
 	return l, nil
@@ -209,7 +202,7 @@ func (l *launch) setupErr() error {
 // failed inside the sandbox: startup_refused is written with why (a
 // security event: the monitor alerts), and the result says ExitSetup.
 // Whatever was started is stopped.
-func (l *launch) refuse(why string, probes []sandbox.ProbeResult) bool {
+func (l *launch) refuse(why string, probes []enforcer.ProbeResult) bool {
 	l.res.ExitCode, l.res.Outcome, l.res.Reason, l.res.Error = ExitSetup, OutcomeRefused, reasonRefused+why, why
 	return l.abandon(RefusedEvent(l.base, why, probes))
 }
@@ -239,27 +232,18 @@ func (l *launch) abandon(ev audit.Event) bool {
 			l.res.FindingsSkipped = td.FindingsSkipped
 		}
 	}
-	if l.px != nil {
-		l.px.Close()
-	}
 	return false
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to OnEvent. It returns ev as written (with its seq and hash).
+// to the enforcer's OnEvent (Enforcer.Record), keeping the first record
+// the log refused. It returns ev as written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
-	w, all, err := l.opts.Log.AppendAll(ev)
+	w, err := l.enf.Record(ev)
 	if err != nil {
-		err = audit.NotWritten(ev, err)
 		l.auditErr.CompareAndSwap(nil, &err)
-		return w, err
 	}
-	if l.opts.OnEvent != nil {
-		for _, e := range all {
-			l.opts.OnEvent(e)
-		}
-	}
-	return w, nil
+	return w, err
 }
 
 // stepContext is the audit context of step i (0-based).
@@ -272,19 +256,6 @@ func (l *launch) stepContext(i int) audit.Context {
 	}
 	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
 	return ctx
-}
-
-// validRunID reports whether id may name a sandbox and a directory.
-func validRunID(id string) bool {
-	if len(id) == 0 || len(id) > 48 || id == "." || id == ".." {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func newRunID() string {

@@ -36,7 +36,7 @@ func TestLaunchPlan(t *testing.T) {
 		runbook.Step{Name: "allowed-failure", Command: "sh", Args: []string{"-c", "exit 3"}, ContinueOnFailure: true},
 		self("payload", "hello"),
 	)
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestLaunchPlan(t *testing.T) {
 	if len(launched) != 1 || launched[0].Context.Details["testId"] != "T-plan" || launched[0].Context.RunID != res.RunID {
 		t.Fatalf("sandbox_launched: %+v", launched)
 	}
-	if runbook.CanProbe() && !strings.HasPrefix(launched[0].Context.Details["probe.seccomp"], "ok: ") {
+	if !strings.HasPrefix(launched[0].Context.Details["probe.seccomp"], "ok: ") {
 		t.Errorf("sandbox_launched lacks the probes: %v", launched[0].Context.Details)
 	}
 	if n := len(ofKind(evs, audit.KindResource)); n != 4 {
@@ -98,10 +98,10 @@ func TestLaunchStepFailureHalts(t *testing.T) {
 	e := newEnv(t)
 	var tr tracker
 	tr.track(&e.opts, nil)
-	res, err := runbook.Launch(context.Background(), plan("T-halt",
+	res, err := e.launch(t, context.Background(), plan("T-halt",
 		sh("fails", "exit 4"),
 		sh("never", "echo ran > /findings/never"),
-	), e.opts)
+	))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -126,8 +126,8 @@ func TestLaunchCapKill(t *testing.T) {
 	testutil.RequireRoot(t)
 	e := newEnv(t)
 	pol := strings.Replace(testPolicy, `"wallSeconds": 20`, `"wallSeconds": 1`, 1)
-	e.opts.Policy = parsePolicy(t, pol)
-	res, err := runbook.Launch(context.Background(), plan("T-kill", self("sleep", "sleep", "30")), e.opts)
+	e.pol = parsePolicy(t, pol)
+	res, err := e.launch(t, context.Background(), plan("T-kill", self("sleep", "sleep", "30")))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -156,10 +156,10 @@ func TestLaunchEgress(t *testing.T) {
 	e := newEnv(t)
 	var out bytes.Buffer
 	e.opts.Stdout = &out
-	res, err := runbook.Launch(context.Background(), plan("T-egress",
+	res, err := e.launch(t, context.Background(), plan("T-egress",
 		self("allowed", "http-get", "http://upstream.test:"+itoa(port)+"/"),
 		self("refused", "http-get", "http://127.0.0.2:"+itoa(port)+"/"),
-	), e.opts)
+	))
 	if err != nil || res.ExitCode != runbook.ExitOK {
 		t.Fatalf("result %+v, %v", res, err)
 	}
@@ -196,7 +196,7 @@ func TestLaunchInterrupted(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	res, err := runbook.Launch(ctx, plan("T-cancel", sh("first", "true"), self("sleep", "sleep", "30"), sh("never", "true")), e.opts)
+	res, err := e.launch(t, ctx, plan("T-cancel", sh("first", "true"), self("sleep", "sleep", "30"), sh("never", "true")))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -220,10 +220,10 @@ func TestLaunchAuditFailureHalts(t *testing.T) {
 	e := newEnv(t)
 	runbook.SetAfterStep(&e.opts, func(step, _ int) {
 		if step == 1 {
-			e.opts.Log.Close()
+			e.log.Close()
 		}
 	})
-	res, err := runbook.Launch(context.Background(), plan("T-audit", sh("one", "true"), sh("two", "true"), sh("three", "echo ran > /findings/three")), e.opts)
+	res, err := e.launch(t, context.Background(), plan("T-audit", sh("one", "true"), sh("two", "true"), sh("three", "echo ran > /findings/three")))
 	if err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Errorf("Launch error %v, want the teardown's audit failure", err)
 	}

@@ -2,25 +2,20 @@ package runbook
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
-	"path/filepath"
 
-	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 )
 
-// Options configure a Launch. Policy and Log are required.
+// Options configure a Launch. The Enforcer it is given decides every
+// step under its policy (the command gate, the egress of the whole plan
+// by the plan's task, the caps and the filesystem view), records every
+// decision and lifecycle event in its audit log, durably, before the
+// action it allows, and passes each to its OnEvent; its Resolver, Dialer
+// and Binds are the sandbox's.
 type Options struct {
-	// Policy decides every step (command gate), the egress of the whole
-	// plan (the plan's task), the caps and the filesystem view.
-	Policy *policy.Loaded
-	// Log receives every decision and lifecycle event, durably, before
-	// the action it allows.
-	Log *audit.Log
 	// PlanFile is where the plan was read from, for the audit trail and
 	// the host-write watch; "" when it came from elsewhere.
 	PlanFile string
@@ -37,23 +32,14 @@ type Options struct {
 	// ImageCache is the unpacked-image cache; "" means the default.
 	ImageCache string
 	// EvidenceDir is where a suspected escape's evidence goes, in a
-	// subdirectory named for the run; "" means DefaultEvidenceDir.
+	// subdirectory named for the run; "" means
+	// enforcer.DefaultEvidenceDir.
 	EvidenceDir string
 	// Stdout and Stderr receive the steps' output; nil discards it.
 	Stdout, Stderr io.Writer
-	// Resolver and Dialer are the egress proxy's; nil means the system's.
-	// Tests replace them so that nothing leaves the host.
-	Resolver proxy.Resolver
-	Dialer   proxy.Dialer
-	// Binds are extra host paths bound read-only into the sandbox (a
-	// test binds airlock's own binary to run payloads).
-	Binds []sandbox.Bind
 	// Sentinels are extra host paths watched for writes while the plan
 	// runs (see SignalHostWrite).
 	Sentinels []string
-	// OnEvent, when not nil, is called with every event the launch
-	// writes, and the alerts the log's hook adds, once each is durable.
-	OnEvent func(audit.Event)
 	// RunID names the launch; "" means a fresh random id.
 	RunID string
 
@@ -72,33 +58,19 @@ type testHooks struct {
 	afterStep func(i, pid int)
 	// reprobe changes the request of the probes re-run after step i,
 	// e.g. to name a canary the sandbox can see.
-	reprobe func(i int, req sandbox.ProbeRequest) sandbox.ProbeRequest
+	reprobe func(i int, req enforcer.ProbeRequest) enforcer.ProbeRequest
 	// startProbe changes the request of the start-up probes; proxyAddr
 	// is the proxy listener's address inside the sandbox ("" when the
 	// probes run before the listener exists).
-	startProbe func(req sandbox.ProbeRequest, proxyAddr string) sandbox.ProbeRequest
+	startProbe func(req enforcer.ProbeRequest, proxyAddr string) enforcer.ProbeRequest
 	// config changes the sandbox's configuration before it starts (a
 	// test binds a directory over /home, or the canary's directory).
-	config func(cfg *sandbox.Config, c *Canary)
-	// start replaces sandbox.StartSession (a fake session).
-	start func(ctx context.Context, cfg sandbox.Config) (session, error)
+	config func(cfg *enforcer.SandboxConfig, c *canary.Canary)
+	// start replaces enforcer.StartSandbox (a fake session).
+	start func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error)
 	// canaryParent and canaryMode make the canary directory elsewhere
 	// than in the system's temporary directory, and with another mode
 	// than 0700 (a test binds it into the sandbox).
 	canaryParent string
 	canaryMode   os.FileMode
-}
-
-// DefaultEvidenceDir returns $XDG_STATE_HOME/airlock/evidence, else
-// ~/.local/state/airlock/evidence: beside the default audit log, private
-// to the user.
-func DefaultEvidenceDir() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "airlock", "evidence"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil || !filepath.IsAbs(home) {
-		return "", errors.New("runbook: no evidence directory: set --evidence, $XDG_STATE_HOME or $HOME")
-	}
-	return filepath.Join(home, ".local", "state", "airlock", "evidence"), nil
 }

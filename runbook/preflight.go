@@ -6,12 +6,11 @@ import (
 	"reflect"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // decide takes the command gate's decision on every step and records each
@@ -22,7 +21,7 @@ import (
 func (l *launch) decide() bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
-		d := l.cmd.Decide(s.Tool, s.Command, s.Args, sandbox.WorkspaceDir)
+		d := l.enf.Decide(enforcer.Request{Tool: s.Tool, Command: s.Command, Args: s.Args})
 		l.steps = append(l.steps, prepared{d: d})
 		l.res.Steps = append(l.res.Steps, StepResult{
 			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
@@ -78,15 +77,13 @@ func (l *launch) prepareImage(ctx context.Context) bool {
 // resolve finds each step's executable (in the image's root when there
 // is one), and works out the sandbox's caps and filesystem view.
 func (l *launch) resolve(context.Context) bool {
-	pol := l.opts.Policy
+	pol := l.enf.Policy()
 	for i, s := range l.plan.Steps {
-		path, err := l.resolveCommand(s.Command)
+		path, err := l.enf.Resolve(l.rootfs, s.Command)
 		if err != nil {
 			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
 		}
-		c := pol.CapsFor(s.Tool).Limits()
 		l.steps[i].path = path
-		l.steps[i].caps = sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)
@@ -99,18 +96,6 @@ func (l *launch) resolve(context.Context) bool {
 	}
 	l.fs = fs
 	return true
-}
-
-// resolveCommand is the executable for an allowed command: a path that
-// one of Options.Binds provides inside, or a file found through the
-// policy's command search path (inside the image's root, with one).
-func (l *launch) resolveCommand(command string) (string, error) {
-	for _, b := range l.opts.Binds {
-		if b.Inside == command {
-			return command, nil
-		}
-	}
-	return cmdgate.Resolve(l.rootfs, command, l.opts.Policy.SearchPath())
 }
 
 // sessionCaps are the caps of the plan's one sandbox. Memory, tasks, disk
@@ -131,11 +116,4 @@ func sessionCaps(p *policy.Policy, steps []Step) limits.Caps {
 		c.OutputBytes = max(c.OutputBytes, e.OutputBytes)
 	}
 	return c
-}
-
-// hidden lists the host files the sandbox must not see even where a tree
-// it shows holds them, however they were named (sandbox.Config.HideFiles):
-// the policy, the audit log's files (audit.Files) and the plan.
-func (l *launch) hidden() []string {
-	return append(audit.Files(l.opts.Log.Path()), l.opts.Policy.HostFile(), l.opts.PlanFile)
 }

@@ -1,12 +1,11 @@
 package runbook
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // Fixed reasons of the start-up events.
@@ -21,29 +20,22 @@ const (
 // saw ("caps: CapEff is not empty; seccomp: Seccomp is not 2"), or ""
 // when every probe passed. An empty result list is a failure: a probe run
 // that reports nothing has proved nothing.
-func ProbeFailure(res []sandbox.ProbeResult) string {
+func ProbeFailure(res []enforcer.ProbeResult) string {
 	if len(res) == 0 {
 		return noProbes
 	}
 	var parts []string
-	for _, r := range sandbox.ProbesFailed(res) {
-		parts = append(parts, r.Name+": "+r.Detail)
+	for _, r := range res {
+		if !r.OK {
+			parts = append(parts, r.Name+": "+r.Detail)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-// ProbeError returns an error matching sandbox.ErrProbe when a probe
-// failed, nil when every probe passed.
-func ProbeError(res []sandbox.ProbeResult) error {
-	if why := ProbeFailure(res); why != "" {
-		return fmt.Errorf("runbook: %w: %s", sandbox.ErrProbe, why)
-	}
-	return nil
-}
-
 // ProbeDetails returns the probes' outcomes as audit event details:
 // "probe.NAME" → "ok: DETAIL" or "failed: DETAIL".
-func ProbeDetails(res []sandbox.ProbeResult) map[string]string {
+func ProbeDetails(res []enforcer.ProbeResult) map[string]string {
 	d := make(map[string]string, len(res))
 	for _, r := range res {
 		state := "failed: "
@@ -59,7 +51,7 @@ func ProbeDetails(res []sandbox.ProbeResult) map[string]string {
 // probes all passed (check with ProbeFailure first): a lifecycle info
 // event over base whose details carry every probe's outcome and extra
 // (the test id, the image digest, the policy digest).
-func LaunchedEvent(base audit.Context, res []sandbox.ProbeResult, extra map[string]string) audit.Event {
+func LaunchedEvent(base audit.Context, res []enforcer.ProbeResult, extra map[string]string) audit.Event {
 	ctx := base
 	ctx.Event = audit.EventSandboxLaunched
 	ctx.Details = ProbeDetails(res)
@@ -73,7 +65,7 @@ func LaunchedEvent(base audit.Context, res []sandbox.ProbeResult, extra map[stri
 // reached) and whose details carry every probe's outcome when there are
 // any. It is a security event (the monitor's startup_refused rule);
 // SetupFailedEvent is the record of any other failure to start.
-func RefusedEvent(base audit.Context, why string, res []sandbox.ProbeResult) audit.Event {
+func RefusedEvent(base audit.Context, why string, res []enforcer.ProbeResult) audit.Event {
 	ctx := base
 	ctx.Event = audit.EventStartupRefused
 	ctx.Details = ProbeDetails(res)

@@ -3,59 +3,17 @@ package runbook_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
-
-func TestCanary(t *testing.T) {
-	c, err := runbook.NewCanary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := c.Request()
-	fi, err := os.Stat(filepath.Dir(req.CanaryFile))
-	if err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("canary directory: %v %v, want mode 0700", fi.Mode(), err)
-	}
-	if !strings.HasPrefix(req.CanaryAddr, "127.0.0.1:") {
-		t.Fatalf("canary listener on %q, want the host's loopback", req.CanaryAddr)
-	}
-	if c.Accepted() != 0 {
-		t.Fatal("the canary counted a connection nobody made")
-	}
-	conn, err := net.Dial("tcp", req.CanaryAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	for deadline := time.Now().Add(5 * time.Second); c.Accepted() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the canary did not count the connection")
-		}
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(c.Dir()); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("canary directory left after Close: %v", err)
-	}
-	if _, err := net.DialTimeout("tcp", req.CanaryAddr, time.Second); err == nil {
-		t.Error("canary listener still open after Close")
-	}
-	if err := c.Close(); err != nil {
-		t.Errorf("second Close: %v", err)
-	}
-}
 
 func TestProbeHelpers(t *testing.T) {
 	ok := []sandbox.ProbeResult{{Name: "uid", OK: true, Detail: "uid and gid are 65534"}}
@@ -68,9 +26,6 @@ func TestProbeHelpers(t *testing.T) {
 	}
 	if got := runbook.ProbeFailure(bad); got != "caps: CapEff is not empty; seccomp: Seccomp is not 2" {
 		t.Errorf("ProbeFailure = %q", got)
-	}
-	if err := runbook.ProbeError(bad); !errors.Is(err, sandbox.ErrProbe) {
-		t.Errorf("ProbeError = %v, want ErrProbe", err)
 	}
 	base := audit.Context{RunID: "r1", Details: map[string]string{"testId": "t1"}}
 	ev := runbook.LaunchedEvent(base, ok, map[string]string{"imageDigest": "sha256:ab"})
@@ -98,12 +53,13 @@ type fakeSession struct {
 	closed bool
 }
 
-func (f *fakeSession) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+func (f *fakeSession) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
 	f.t.Error("a step ran in a sandbox whose probes failed")
 	return sandbox.Result{ExitCode: -1}, errors.New("fake")
 }
-func (f *fakeSession) Listener() net.Listener { return nil }
-func (f *fakeSession) Pid() int               { return os.Getpid() }
+func (f *fakeSession) Serve(enforcer.EgressRecorder) error { return nil }
+func (f *fakeSession) ProxyAddr() string                   { return "" }
+func (f *fakeSession) Pid() int                            { return os.Getpid() }
 func (f *fakeSession) Freeze() (string, error) {
 	return "", errors.New("fake")
 }
@@ -140,8 +96,10 @@ func TestStartProbeFailureAborts(t *testing.T) {
 			probes := allProbes()
 			probes[i].OK, probes[i].Detail = false, p.Name+" is open"
 			fake := &fakeSession{t: t, probes: probes}
-			runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
-			res, err := runbook.Launch(context.Background(), plan("T-probe", sh("never", "true")), e.opts)
+			runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+				return fake, nil
+			})
+			res, err := e.launch(t, context.Background(), plan("T-probe", sh("never", "true")))
 			if err == nil || res.ExitCode != runbook.ExitSetup || res.Outcome != runbook.OutcomeRefused {
 				t.Fatalf("result %+v, err %v", res, err)
 			}
@@ -172,7 +130,7 @@ func TestStartProbeFailureAborts(t *testing.T) {
 // recorded and the refused step named.
 func TestLaunchDenied(t *testing.T) {
 	e := newEnv(t)
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
 		t.Error("a sandbox started for a refused plan")
 		return nil, errors.New("no")
 	})
@@ -182,7 +140,7 @@ func TestLaunchDenied(t *testing.T) {
 		runbook.Step{Name: "cross-tool", Command: "true"},
 	)
 	p.Task = "t"
-	res, err := runbook.Launch(context.Background(), p, e.opts)
+	res, err := e.launch(t, context.Background(), p)
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -210,16 +168,16 @@ func TestLaunchDenied(t *testing.T) {
 	}
 }
 
-// TestLaunchInvalid: a plan that breaks a rule, or missing options, is
-// refused before anything is decided or run.
+// TestLaunchInvalid: a plan that breaks a rule, or no enforcer (its
+// policy and audit log), is refused before anything is decided or run.
 func TestLaunchInvalid(t *testing.T) {
 	e := newEnv(t)
-	res, err := runbook.Launch(context.Background(), &runbook.Plan{TestID: "t"}, e.opts)
+	res, err := e.launch(t, context.Background(), &runbook.Plan{TestID: "t"})
 	if err == nil || res.ExitCode != runbook.ExitSetup || !strings.Contains(err.Error(), "a plan needs at least one step") {
 		t.Fatalf("empty plan: %+v, %v", res, err)
 	}
-	if _, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), runbook.Options{}); err == nil {
-		t.Fatal("a launch without policy or log ran")
+	if _, err := runbook.Launch(context.Background(), nil, plan("t", sh("a", "true")), runbook.Options{}); err == nil {
+		t.Fatal("a launch without an enforcer (policy, audit log) ran")
 	}
 	fi, err := os.Stat(e.auditPath)
 	if err != nil {
@@ -235,12 +193,12 @@ func TestLaunchInvalid(t *testing.T) {
 func TestLaunchNotInstalled(t *testing.T) {
 	e := newEnv(t)
 	pol := strings.Replace(testPolicy, `{"name": "cat", "command": "cat"`, `{"name": "cat", "command": "airlock-no-such-command"`, 1)
-	e.opts.Policy = parsePolicy(t, pol)
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) {
+	e.pol = parsePolicy(t, pol)
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
 		t.Error("a sandbox started for a plan whose command is missing")
 		return nil, errors.New("no")
 	})
-	res, err := runbook.Launch(context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}), e.opts)
+	res, err := e.launch(t, context.Background(), plan("t", runbook.Step{Command: "airlock-no-such-command"}))
 	if err == nil || res.ExitCode != runbook.ExitNotFound || res.Outcome != runbook.OutcomeSetup ||
 		!strings.Contains(res.Reason, `the command gate allowed "airlock-no-such-command" but it cannot be run: no such executable`) {
 		t.Fatalf("result %+v, %v", res, err)
@@ -261,7 +219,7 @@ func TestLaunchNotInstalled(t *testing.T) {
 func TestLaunchBadRunID(t *testing.T) {
 	e := newEnv(t)
 	e.opts.RunID = "../escape"
-	_, err := runbook.Launch(context.Background(), plan("t", sh("a", "true")), e.opts)
+	_, err := e.launch(t, context.Background(), plan("t", sh("a", "true")))
 	if err == nil || !strings.Contains(err.Error(), `run id "../escape"`) {
 		t.Fatalf("error %v", err)
 	}
@@ -277,15 +235,16 @@ type stepFake struct {
 	frozen bool
 }
 
-func (f *stepFake) Exec(context.Context, sandbox.Step) (sandbox.Result, error) {
+func (f *stepFake) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
 	if f.frozen {
 		return sandbox.Result{ExitCode: -1}, sandbox.ErrFrozen
 	}
 	return sandbox.Result{}, nil
 }
-func (f *stepFake) Listener() net.Listener  { return f.lis }
-func (f *stepFake) Pid() int                { return os.Getpid() }
-func (f *stepFake) Freeze() (string, error) { f.frozen = true; return "fake freezer", nil }
+func (f *stepFake) Serve(enforcer.EgressRecorder) error { return nil }
+func (f *stepFake) ProxyAddr() string                   { return f.lis.Addr().String() }
+func (f *stepFake) Pid() int                            { return os.Getpid() }
+func (f *stepFake) Freeze() (string, error)             { f.frozen = true; return "fake freezer", nil }
 func (f *stepFake) Evidence(dir string) (sandbox.Evidence, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return sandbox.Evidence{}, err
@@ -315,8 +274,10 @@ func TestReprobeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &stepFake{t: t, lis: lis}
-	runbook.SetStart(&e.opts, func(context.Context, sandbox.Config) (runbook.Session, error) { return fake, nil })
-	res, err := runbook.Launch(context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")), e.opts)
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+		return fake, nil
+	})
+	res, err := e.launch(t, context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")))
 	if err != nil {
 		t.Fatalf("Launch: %v", err)
 	}
@@ -329,66 +290,5 @@ func TestReprobeSignal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Evidence, "sandbox", "processes.json")); err != nil {
 		t.Errorf("evidence: %v", err)
-	}
-}
-
-// TestStaleCanarySwept leaves a canary behind as an airlock killed with
-// SIGKILL would (its lock released, its directory still there) and checks
-// that the next canary sweeps it, while a live canary is left alone.
-func TestStaleCanarySwept(t *testing.T) {
-	parent := t.TempDir()
-	live, err := runbook.NewCanaryIn(parent, 0o700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer live.Close()
-	dead, err := runbook.NewCanaryIn(parent, 0o700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runbook.DropCanaryLock(dead) // what the kernel does to a killed process's files
-	next, err := runbook.NewCanaryIn(parent, 0o700)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close()
-	if _, err := os.Stat(dead.Dir()); !os.IsNotExist(err) {
-		t.Errorf("the dead canary %s was not swept: %v", dead.Dir(), err)
-	}
-	if _, err := os.Stat(live.Dir()); err != nil {
-		t.Errorf("the live canary was swept: %v", err)
-	}
-}
-
-// TestCanariesMadeConcurrently makes many canaries at once in one parent,
-// each sweeping while the others are being made: a canary between its
-// creation and its lock must not look dead to a sweep (the race the
-// self-test's parallel attempts found: a live canary removed, its owner's
-// lock refused).
-func TestCanariesMadeConcurrently(t *testing.T) {
-	parent := t.TempDir()
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 25 {
-				c, err := runbook.NewCanaryIn(parent, 0o700)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if _, err := os.Stat(c.Dir()); err != nil {
-					errs <- fmt.Errorf("a live canary was swept: %w", err)
-				}
-				c.Close()
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
 	}
 }

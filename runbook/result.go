@@ -3,8 +3,8 @@ package runbook
 import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // Exit statuses of a launch ("airlock launch"). They extend the ones of
@@ -73,8 +73,9 @@ const (
 
 // UntrustedMarker is the file written into the host findings directory
 // when an escape was suspected: whatever the sandbox produced may have
-// been shaped by whoever escaped.
-const UntrustedMarker = "UNTRUSTED"
+// been shaped by whoever escaped (enforcer.UntrustedMarker, every
+// sandbox's).
+const UntrustedMarker = enforcer.UntrustedMarker
 
 // Result is the outcome of a launch, as "airlock launch --json" prints it.
 type Result struct {
@@ -94,7 +95,7 @@ type Result struct {
 	// system directories.
 	Image *ImageInfo `json:"image,omitempty"`
 	// Probes are the start-up probes' outcomes.
-	Probes []sandbox.ProbeResult `json:"probes,omitempty"`
+	Probes []enforcer.ProbeResult `json:"probes,omitempty"`
 	// Steps holds one entry per step of the plan, in order.
 	Steps []StepResult `json:"steps"`
 	// Untrusted is true when an escape was suspected: the findings and

@@ -35,11 +35,11 @@ func TestLaunchRootlessInner(t *testing.T) {
 	rootlessPolicy := strings.Replace(testPolicy, `"memoryMb": 256`, `"memoryMb": 1048576`, 1)
 	t.Run("plan", func(t *testing.T) {
 		e := newEnv(t)
-		e.opts.Policy = parsePolicy(t, rootlessPolicy)
-		res, err := runbook.Launch(context.Background(), plan("T-rootless",
+		e.pol = parsePolicy(t, rootlessPolicy)
+		res, err := e.launch(t, context.Background(), plan("T-rootless",
 			sh("write", "cat input.txt > copy.txt; echo report > /findings/report.txt"),
 			sh("read", "cat /workspace/copy.txt"),
-		), e.opts)
+		))
 		if err != nil || res.ExitCode != runbook.ExitOK {
 			t.Fatalf("result %+v, err %v", res, err)
 		}
@@ -53,12 +53,12 @@ func TestLaunchRootlessInner(t *testing.T) {
 	})
 	t.Run("escape", func(t *testing.T) {
 		e := newEnv(t)
-		e.opts.Policy = parsePolicy(t, rootlessPolicy)
-		res, err := runbook.Launch(context.Background(), plan("T-rootless-escape",
+		e.pol = parsePolicy(t, rootlessPolicy)
+		res, err := e.launch(t, context.Background(), plan("T-rootless-escape",
 			sh("prepare", "echo report > /findings/report.txt; echo kept > /workspace/kept.txt"),
 			self("x32", "foreign-abi-child", "x32"),
 			sh("never", "echo ran > /findings/never.txt"),
-		), e.opts)
+		))
 		if err != nil {
 			t.Fatalf("Launch: %v", err)
 		}

@@ -2,42 +2,28 @@ package runbook
 
 import (
 	"context"
-	"net"
 
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
-// session is what a launch needs of its sandbox: *sandbox.Session, or a
+// session is what a launch needs of its sandbox: *enforcer.Sandbox, or a
 // fake in tests.
 type session interface {
-	Exec(ctx context.Context, st sandbox.Step) (sandbox.Result, error)
-	Listener() net.Listener
+	Serve(rec enforcer.EgressRecorder) error
+	ProxyAddr() string
+	Exec(ctx context.Context, st enforcer.SandboxStep) (enforcer.StepOutcome, error)
+	Probe(req enforcer.ProbeRequest) ([]enforcer.ProbeResult, error)
 	Pid() int
 	Freeze() (string, error)
-	Evidence(dir string) (sandbox.Evidence, error)
-	Close() (sandbox.Teardown, error)
+	Evidence(dir string) (enforcer.Evidence, error)
+	Close() (enforcer.Teardown, error)
 }
 
-// prober is a session that can run the start-up probes again between
-// steps, from its init, and report each probe's outcome.
-type prober interface {
-	Probe(req sandbox.ProbeRequest) ([]sandbox.ProbeResult, error)
-}
-
-// startSession starts the real sandbox session. When the session cannot
-// report probe results (no Probe method), the start-up probes run through
-// Config.Probes instead, which fails the start on any failed probe.
-func startSession(ctx context.Context, cfg sandbox.Config) (session, error) {
-	ss, err := sandbox.StartSession(ctx, cfg)
+// startSandbox starts the plan's sandbox (enforcer.StartSandbox).
+func startSandbox(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error) {
+	sb, err := e.StartSandbox(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return ss, nil
-}
-
-// canProbe reports whether sessions made by startSession report probes.
-func canProbe() bool {
-	var ss any = (*sandbox.Session)(nil)
-	_, ok := ss.(prober)
-	return ok
+	return sb, nil
 }

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/policy"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
 // startSandbox makes the canary, snapshots the watched host paths, and
@@ -21,45 +22,27 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	if h := l.opts.test; h != nil && h.canaryMode != 0 {
 		parent, mode = h.canaryParent, h.canaryMode
 	}
-	c, err := newCanary(parent, mode)
+	c, err := canary.NewIn(parent, mode)
 	if err != nil {
 		return l.setupFailed(err)
 	}
 	l.canary = c
-	cfg := sandbox.Config{
-		Workspace: l.opts.Workspace,
-		Findings:  l.opts.Findings,
-		ReadWrite: l.fs.ReadWrite,
-		Binds:     l.opts.Binds,
-		Caps:      l.caps,
-		Proxy:     true,
-		Require:   l.opts.Policy.Require,
-		Weaker:    l.opts.Policy.WeakerModes,
-		ID:        l.opts.RunID,
-	}
-	if l.rootfs != "" {
-		cfg.Root = l.rootfs
-	} else {
-		cfg.ReadOnly = l.fs.ReadOnly
-	}
-	cfg.HideFiles(l.hidden()...)
-	if !canProbe() {
-		// The session cannot report probe results: let it run the
-		// start-up probes itself, failing the start on any failure.
-		req := l.startRequest("")
-		cfg.Probes = &req
-	}
-	start := startSession
+	// A task's budget holds per step, the session's for the whole plan;
+	// the CA for as long as every step could run. The start-up probes are
+	// the launch's to run (startProbes), and to record.
+	req := enforcer.SandboxRequest{ID: l.opts.RunID, Task: l.res.Task, Workspace: l.opts.Workspace, Findings: l.opts.Findings,
+		Rootfs: l.rootfs, Filesystem: l.fs, Caps: l.caps, Life: l.caps.Wall * time.Duration(len(l.plan.Steps)), Hide: []string{l.opts.PlanFile}}
+	start := startSandbox
 	if h := l.opts.test; h != nil {
 		if h.config != nil {
-			h.config(&cfg, c)
+			req.Adjust = func(cfg *enforcer.SandboxConfig) { h.config(cfg, c) }
 		}
 		if h.start != nil {
 			start = h.start
 		}
 	}
-	sess, err := start(ctx, cfg)
-	if errors.Is(err, sandbox.ErrProbe) {
+	sess, err := start(ctx, l.enf, req)
+	if errors.Is(err, enforcer.ErrProbe) {
 		return l.refuse(err.Error(), nil)
 	}
 	if err != nil {
@@ -74,7 +57,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 }
 
 // startRequest is the start-up probes' request: the canary.
-func (l *launch) startRequest(proxyAddr string) sandbox.ProbeRequest {
+func (l *launch) startRequest(proxyAddr string) enforcer.ProbeRequest {
 	req := l.canary.Request()
 	if h := l.opts.test; h != nil && h.startProbe != nil {
 		req = h.startProbe(req, proxyAddr)
@@ -85,20 +68,13 @@ func (l *launch) startRequest(proxyAddr string) sandbox.ProbeRequest {
 // startProbes runs the start-up probes inside the sandbox, from its init
 // after the privilege drop, and refuses the launch on any failure.
 func (l *launch) startProbes(context.Context) bool {
-	p, ok := l.sess.(prober)
-	if ok {
-		addr := ""
-		if lis := l.sess.Listener(); lis != nil {
-			addr = lis.Addr().String()
-		}
-		res, err := p.Probe(l.startRequest(addr))
-		l.res.Probes = res
-		if err != nil {
-			return l.refuse("start-up probes: "+err.Error(), res)
-		}
-		if why := ProbeFailure(res); why != "" {
-			return l.refuse("start-up probe failed: "+why, res)
-		}
+	res, err := l.sess.Probe(l.startRequest(l.sess.ProxyAddr()))
+	l.res.Probes = res
+	if err != nil {
+		return l.refuse("start-up probes: "+err.Error(), res)
+	}
+	if why := ProbeFailure(res); why != "" {
+		return l.refuse("start-up probe failed: "+why, res)
 	}
 	if n := l.canary.Accepted(); n > 0 {
 		return l.refuse(fmt.Sprintf("the host's canary listener accepted %d connection(s) during the start-up probes", n), l.res.Probes)
@@ -106,7 +82,8 @@ func (l *launch) startProbes(context.Context) bool {
 	return true
 }
 
-// announce starts the egress proxy inside the sandbox's network namespace
+// announce starts the egress proxy (the task's gate, CA, credentials
+// and budgets, as every entry point's) inside the sandbox's network namespace
 // and writes sandbox_launched, the point from which the audit chain is
 // watched.
 func (l *launch) announce(context.Context) bool {
@@ -115,33 +92,19 @@ func (l *launch) announce(context.Context) bool {
 		return l.setupFailed(err)
 	}
 	l.procs = procs
-	px, err := proxy.New(proxy.Config{
-		Task:     l.res.Task,
-		Gate:     l.eg,
-		Resolver: l.opts.Resolver,
-		Dialer:   l.opts.Dialer,
-		Record:   l.recordEgress,
-		// The sandbox's connections are counted against its openFiles cap.
-		Limits: proxy.SandboxLimits(int(l.caps.OpenFiles)),
-	})
-	if err != nil {
+	if err := l.sess.Serve(l.egressRecorder()); err != nil {
 		return l.setupFailed(err)
 	}
-	l.px = px
-	go func() { _ = px.Serve(l.sess.Listener()) }()
-	details := map[string]string{"policy": l.opts.Policy.Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
+	details := map[string]string{"policy": l.enf.Policy().Digest, "steps": strconv.Itoa(len(l.plan.Steps))}
 	if l.opts.PlanFile != "" {
 		details["plan"] = l.opts.PlanFile
-	}
-	if l.res.Probes == nil {
-		details["probes"] = "run by the sandbox at start; each passed (a failure refuses the start)"
 	}
 	maps.Copy(details, l.image)
 	ev, err := l.record(LaunchedEvent(l.base, l.res.Probes, details))
 	if err != nil {
 		return l.setupFailed(err)
 	}
-	l.chain, err = watchChain(l.opts.Log.Path(), ev)
+	l.chain, err = watchChain(l.enf.Log().Path(), ev)
 	if err != nil {
 		return l.setupFailed(err)
 	}
@@ -159,7 +122,7 @@ func (l *launch) sentinels() (files []string, trees []watchedTree) {
 	if exe, err := os.Executable(); err == nil {
 		files = append(files, exe)
 	}
-	for _, p := range append([]string{l.opts.Policy.Source, l.opts.PlanFile}, l.opts.Sentinels...) {
+	for _, p := range append([]string{l.enf.Policy().Source, l.opts.PlanFile}, l.opts.Sentinels...) {
 		if abs := absPath(p); abs != "" {
 			files = append(files, abs)
 		}
@@ -177,7 +140,7 @@ func (l *launch) sentinels() (files []string, trees []watchedTree) {
 // unwatched are paths under the watched trees that airlock itself
 // writes while the plan runs: the audit log and the evidence.
 func (l *launch) unwatched() []string {
-	skip := []string{absPath(l.opts.Log.Path())}
+	skip := []string{absPath(l.enf.Log().Path())}
 	if d := absPath(l.opts.EvidenceDir); d != "" {
 		skip = append(skip, d)
 	}

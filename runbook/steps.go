@@ -9,8 +9,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/proxy"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // runSteps runs the steps in order until one fails without
@@ -29,10 +28,7 @@ func (l *launch) runSteps(ctx context.Context) {
 			return
 		case ctx.Err() != nil:
 			l.halt(OutcomeFailed, fmt.Sprintf("the launch was interrupted during %s: %v", l.quoteStep(i), context.Cause(ctx)))
-			l.res.ExitCode = ExitInterrupted
-			if t := sandbox.TerminationOf(ctx); t != nil {
-				l.res.ExitCode = 128 + int(t.Signal)
-			}
+			l.res.ExitCode = enforcer.Interrupted(ctx)
 			return
 		case l.auditErr.Load() != nil:
 			// The trail can no longer prove what happens next.
@@ -71,15 +67,7 @@ func (l *launch) count(status string) int {
 // passed; goOn that the session can run another step.
 func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	s, p := l.plan.Steps[i], l.steps[i]
-	caps := p.caps
-	st := sandbox.Step{
-		Path:   p.path,
-		Args:   append([]string{s.Command}, s.Args...),
-		Env:    sandbox.BaseEnv(l.opts.Policy.SearchPath()),
-		Stdout: l.opts.Stdout,
-		Stderr: l.opts.Stderr,
-		Caps:   &caps,
-	}
+	st := enforcer.SandboxStep{Tool: s.Tool, Path: p.path, Args: append([]string{s.Command}, s.Args...), Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
 	stop := l.watchDuring(i + 1)
 	out, err := l.sess.Exec(ctx, st)
@@ -92,14 +80,14 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 		k := out.KilledBy
 		r.KilledBy = &k
 	}
-	if errors.Is(err, sandbox.ErrInitDied) {
+	if errors.Is(err, enforcer.ErrInitDied) {
 		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: err.Error()})
 	}
 	switch {
 	case l.esc.fired() && err != nil:
 		r.Status, r.Error = StepHalted, err.Error()
 		return false, false
-	case errors.Is(err, sandbox.ErrStepStart):
+	case errors.Is(err, enforcer.ErrStepStart):
 		r.Status, r.Error, r.ExitCode = StepFailed, err.Error(), ptr(ExitCannotExec)
 		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s could not start inside the sandbox: %v", l.quoteStep(i), err))
 		return false, true
@@ -161,27 +149,27 @@ func describeOutcome(r StepResult) string {
 // ptr is a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
 
-// recordEgress writes one proxy event to the audit stream, synchronously
-// and before any connection it allows (proxy.Config.Record). A refused
-// always-blocked destination is a metadata access attempt.
-func (l *launch) recordEgress(ev proxy.Event) error {
-	ctx := l.base
-	ctx.Details = maps.Clone(l.base.Details)
-	n := int(l.step.Load())
-	if n > 0 {
-		ctx.Details["step"] = strconv.Itoa(n)
-		ctx.Tool = l.plan.Steps[n-1].Tool
+// egressRecorder records the proxy's events with the step running now,
+// durably, before any connection each allows; a refused always-blocked
+// destination is a metadata access attempt.
+func (l *launch) egressRecorder() enforcer.EgressRecorder {
+	return enforcer.EgressRecorder{
+		Context: func() audit.Context {
+			ctx := l.base
+			ctx.Details = maps.Clone(l.base.Details)
+			if n := int(l.step.Load()); n > 0 {
+				ctx.Details["step"] = strconv.Itoa(n)
+				ctx.Tool = l.plan.Steps[n-1].Tool
+			}
+			return ctx
+		},
+		Record: func(ev audit.Event, _ bool) error {
+			_, err := l.record(ev)
+			return err
+		},
+		Blocked: func(ctx audit.Context, why string) {
+			n, _ := strconv.Atoi(ctx.Details["step"])
+			l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + why})
+		},
 	}
-	_, err := l.record(proxy.AuditEvent(ev, ctx))
-	if isMetadataAttempt(ev) {
-		l.signal(Signal{Name: SignalMetadata, Step: n, Detail: "the egress proxy refused an always-blocked destination: " + ev.Decision.Why()})
-	}
-	if err != nil {
-		return errNotRecorded // the sandbox is told that much; the result says why
-	}
-	return nil
 }
-
-// errNotRecorded is what the proxy tells a client whose connection it
-// refused because its decision could not be recorded.
-var errNotRecorded = errors.New("the audit log could not record it")

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/enforcer"
 )
 
 // reasonTornDown is the fixed reason of sandbox_torn_down.
@@ -17,7 +17,7 @@ const reasonTornDown = "sandbox torn down: every process ended, cgroup and mount
 // closeSession ends the sandbox once: every process killed, /findings
 // copied out, the cgroup removed, the listener closed (the mounts and
 // namespaces go with the init).
-func (l *launch) closeSession() (sandbox.Teardown, error) {
+func (l *launch) closeSession() (enforcer.Teardown, error) {
 	l.closeOnce.Do(func() {
 		l.td, l.tdErr = l.sess.Close()
 	})
@@ -41,11 +41,8 @@ func (l *launch) teardown() error {
 		l.esc.wait()
 	}
 	td, err := l.closeSession()
-	if l.px != nil {
-		_ = l.px.Close()
-	}
 	l.res.FindingsSkipped = td.FindingsSkipped
-	if errors.Is(err, sandbox.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
+	if errors.Is(err, enforcer.ErrFindingsLost) && l.res.ExitCode != ExitEscape {
 		// Data the caller asked to keep is not there: a failed launch,
 		// whatever the steps did (an escape's 121 says more, and wins).
 		if l.res.Outcome == OutcomePassed {
@@ -57,7 +54,7 @@ func (l *launch) teardown() error {
 	if l.res.Receipt == nil {
 		l.res.Receipt = map[string]string{}
 	}
-	l.res.Receipt["command"] = "airlock command gate (policy " + l.opts.Policy.Digest + "), every step decided before the launch"
+	l.res.Receipt["command"] = "airlock command gate (policy " + l.enf.Policy().Digest + "), every step decided before the launch"
 	l.res.Receipt["egress"] = "airlock egress proxy on the listener the sandbox's init opened (where, and what else holds egress: network), task " + l.res.Task
 	l.res.Receipt["runbook"] = "start-up probes inside the sandbox; escape checks after every step (audit chain, cgroup membership, host writes, probes again) and during it (cgroup, canary, metadata)"
 	left := l.residue()
@@ -134,16 +131,10 @@ func (l *launch) finishEscape() {
 	}
 }
 
-// markUntrusted writes UntrustedMarker into the host findings directory,
-// moving aside anything of that name the findings brought
-// (sandbox.MarkFindings: no link followed, nothing written through).
+// markUntrusted writes UntrustedMarker into the host findings directory
+// (enforcer.MarkUntrusted).
 func markUntrusted(dir, reason, evidence string) error {
-	body := "UNTRUSTED: everything in this directory came out of a sandbox in which an escape was suspected.\n" +
-		reason + "\n"
-	if evidence != "" {
-		body += "evidence: " + evidence + "\n"
-	}
-	if err := sandbox.MarkFindings(dir, UntrustedMarker, []byte(body)); err != nil {
+	if err := enforcer.MarkUntrusted(dir, "in which an escape was suspected", reason, evidence); err != nil {
 		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
 	}
 	return nil

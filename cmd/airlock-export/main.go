@@ -15,7 +15,7 @@ import (
 	"github.com/airlock-sandbox/airlock/export"
 	"github.com/airlock-sandbox/airlock/export/k8s"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
-	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
@@ -44,7 +44,7 @@ func run(args []string) int {
 func newK8sCmd(usage *bool) *cobra.Command {
 	var req export.Request
 	var opts k8s.Options
-	var policyFile, seccompOut string
+	var seccompOut string
 	cmd := &cobra.Command{
 		Use:   "k8s --tool T [--task K] --image REF [--kind pod|sandbox-template] [--warm-pool N] [--cilium] [--seccomp-out FILE] -- CMD [ARG...]",
 		Short: "Print Kubernetes manifests that run a command through airlock run in a pod",
@@ -72,8 +72,9 @@ the tool's name, as airlock run's does. See docs/export.md.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pol, err := policy.Find(policyFile)
+			pol, err := policyflag.Load(cmd)
 			if err != nil {
+				*usage = errors.Is(err, policyflag.ErrNoName)
 				return err
 			}
 			if req.Task == "" {
@@ -103,7 +104,7 @@ the tool's name, as airlock run's does. See docs/export.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&policyFile, "policy", "", "policy file (default: $AIRLOCK_POLICY, else ./policy.json, else the embedded default)")
+	policyflag.Add(cmd)
 	f.StringVar(&req.Tool, "tool", "", "tool whose caps apply and whose rules decide the command")
 	f.StringVar(&req.Task, "task", "", "task whose egress allowlist applies (default: the tool's name)")
 	f.StringVar(&req.Image, "image", "", "image holding airlock and the command, pinned by digest (REGISTRY/NAME@sha256:HEX)")

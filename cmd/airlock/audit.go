@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/monitor"
 )
@@ -442,7 +443,7 @@ audit_repaired. alerts does not check the chain; run "airlock audit verify".`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object: recorded, recomputed and missing alerts")
 	cmd.Flags().BoolVar(&utc, "utc", false, "show times in UTC instead of local time")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

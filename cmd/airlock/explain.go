@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -97,7 +98,7 @@ Exit status 0 whenever a decision was printed, whatever it was.`,
 	cmd.Flags().StringVar(&method, "method", "", "the request's method (with --url; default GET)")
 	cmd.Flags().StringArrayVar(&headers, "header", nil, "a request header NAME:VALUE (with --url; repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print one JSON object {"gate","decision","reason","rule",...,"policy"}`)
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

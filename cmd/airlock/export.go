@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/export"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 )
 
 func newExportCmd() *cobra.Command {
@@ -100,6 +101,7 @@ airlock proxy listens, as the script makes).`,
 	f.StringVar(&opts.Proxy, "proxy", "", "loopback address of the proxy inside the container's namespace (default "+export.DefaultProxy+")")
 	f.StringVar(&opts.SeccompFile, "seccomp-out", "", "write the seccomp profile to this file")
 	f.BoolVar(&line, "line", false, "print only the podman run line")
+	policyflag.Add(cmd)
 	return cmd
 }
 

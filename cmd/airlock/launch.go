@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
-	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
 
@@ -95,53 +92,35 @@ docs/cli.md, "Exit codes".`,
 	f.StringVar(&opts.EvidenceDir, "evidence", "", "where a suspected escape's evidence goes (default: $XDG_STATE_HOME/airlock/evidence)")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object on stdout (the steps' output goes to stderr)")
 	stopFlag(cmd, &grace)
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 
-// launchPlan loads the policy, the plan and the audit log, and launches.
-// Ctrl-C ends the running step at once, SIGTERM after its grace period;
-// the sandbox is torn down cleanly either way.
+// launchPlan loads the plan, and the policy and the audit log as run
+// does (newEnforcer), and launches. Ctrl-C ends the running step at once,
+// SIGTERM after its grace period; the sandbox is torn down cleanly either
+// way.
 func launchPlan(cmd *cobra.Command, planFile, auditFile string, grace float64, opts runbook.Options) (runbook.Result, error) {
 	fail := func(err error) (runbook.Result, error) {
 		return runbook.Result{ExitCode: runbook.ExitSetup, Outcome: runbook.OutcomeSetup, Reason: err.Error(),
 			Error: err.Error(), Steps: []runbook.StepResult{}}, err
 	}
-	pol, err := loadPolicy(cmd)
-	if err != nil {
-		return fail(err)
-	}
 	plan, err := runbook.LoadPlan(planFile)
 	if err != nil {
 		return fail(err)
 	}
-	if auditFile, err = auditPath(auditFile); err != nil {
-		return fail(err)
-	}
-	if err := outsideSandbox(pol, auditFile, opts.Workspace, opts.Findings); err != nil {
-		return fail(err)
-	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	e, closeLog, err := newEnforcer(cmd, auditFile, opts.Workspace, opts.Findings)
 	if err != nil {
 		return fail(err)
 	}
-	defer log.Close()
-	if err := log.Signer().Check(); err != nil {
+	defer closeLog()
+	if err := e.Log().Signer().Check(); err != nil {
 		return fail(err)
 	}
-	// Alerts come from the proxy's decisions too: a stderr nobody reads
-	// must not stop them (linelog drops and counts instead).
-	stderr := linelog.New(cmd.ErrOrStderr())
-	defer stderr.Close(time.Second)
-	opts.Policy, opts.Log, opts.PlanFile = pol, log, planFile
-	opts.OnEvent = func(ev audit.Event) {
-		if ev.Kind == audit.KindBehavioral {
-			stderr.Printf("airlock: monitor: alert: %s: %s", ev.Context.Alert, ev.Reason)
-		}
-	}
+	opts.PlanFile = planFile
 	ctx, stop := signalContext(cmd.Context(), grace)
 	defer stop()
-	return runbook.Launch(ctx, plan, opts)
+	return runbook.Launch(ctx, e, plan, opts)
 }
 
 // reportLaunch prints one stderr line for every outcome but a pass, in

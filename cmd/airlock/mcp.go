@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/mcpserver"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -112,7 +113,7 @@ line on stderr as it happened, and in the call's result; 74 wins over 73);
 	f.BoolVar(&remote, "allow-remote", false, "with --http: listen on an address that is not loopback (the bearer token is then the only guard)")
 	f.BoolVar(&noElicit, "no-elicitation", false, "never ask the client's person: escalated commands wait for airlock approve ID")
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/authoring"
@@ -95,7 +96,7 @@ test), then save it. Exit status 0, 1 when the policy or the log will not do.`,
 	f.BoolVar(&exact, "exact", false, "propose exact command lines only, never a common prefix")
 	f.BoolVar(&asJSON, "json", false, `print {"policy","suggestions","leftOut"} as one JSON object instead of the changed policy`)
 	sel.add(cmd)
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/policy/authoring"
 )
@@ -83,7 +84,7 @@ not; 1 when not.`,
 			return err
 		},
 	}
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

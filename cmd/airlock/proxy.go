@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -16,26 +15,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/enforcer"
-	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
-	"github.com/airlock-sandbox/airlock/internal/netns"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
-
-// errNotRecorded is what a client is told of a connection refused because
-// its decision could not be recorded.
-var errNotRecorded = errors.New("the audit log could not record it")
-
-// proxyGrace is how long a stopping proxy lets open tunnels finish.
-const proxyGrace = 10 * time.Second
-
-// proxyCALife is how long the CA of airlock proxy's inspected hosts is
-// valid: a proxy is restarted (and gets a new CA) before that.
-const proxyCALife = 90 * 24 * time.Hour
 
 // proxyDialer and proxyResolver replace the proxy's dialer and resolver
 // in tests (nil: a net.Dialer, the system's resolver).
@@ -143,19 +129,14 @@ tunnels 10 seconds to finish.`,
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (host:port, loopback)")
 	f.BoolVar(&o.metricsAllowRemote, "metrics-allow-remote", false, "let --metrics be an address other hosts can reach")
 	f.StringVar(&o.caCert, "ca-cert", "", "write the certificate of the CA of inspected hosts to FILE (PEM), for clients to trust")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	cmd.AddCommand(newProxyTokenCmd())
 	return cmd
 }
 
-// proxyServer is a proxy of one task or a gateway.
-type proxyServer interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
-}
-
-// runProxy serves until ctx is done, then shuts down gracefully.
+// runProxy serves until ctx is done, then shuts down gracefully: the
+// proxy is enforcer's (enforcer.NewProxy), this only reads the flags and
+// prints.
 func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	pol, err := loadPolicy(cmd)
 	if err != nil {
@@ -166,161 +147,47 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 			return err
 		}
 	}
-	var clients []proxy.Client
-	if o.gateway != "" {
-		if clients, err = loadGatewayFile(o.gateway, pol.EgressConfig().TaskAllowlist); err != nil {
-			return err
-		}
-	}
-	gate, err := egress.Compile(pol.EgressConfig())
-	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
-	}
-	tasks, what := []string{o.task}, fmt.Sprintf("task %q", o.task)
-	if o.gateway != "" {
-		tasks, what = clientTasks(clients), fmt.Sprintf("gateway %s (%d clients)", o.gateway, len(clients))
-	}
-	// Every task's credentials are read before the log is opened: a
-	// missing one fails with nothing recorded.
-	type taskEgress struct {
-		creds   []proxy.Credential
-		budgets []proxy.Budget
-	}
-	egressOf := map[string]taskEgress{}
-	for _, task := range tasks {
-		creds, budgets, err := enforcer.ProxyEgress(pol, gate, task)
-		if err != nil {
-			return fmt.Errorf("proxy: %w", err)
-		}
-		egressOf[task] = taskEgress{creds, budgets}
-	}
 	// Lines on stderr never wait for a reader: a full pipe drops lines
 	// (counted) rather than stopping the proxy; the audit log is the record.
 	stderr := linelog.New(cmd.ErrOrStderr())
 	defer stderr.Close(time.Second)
+	req := enforcer.ProxyRequest{Task: o.task, Gateway: o.gateway, Listen: o.listen, Netns: o.netns, Metrics: o.metrics, CACert: o.caCert,
+		OnEvent:       func(ev proxy.Event) { printProxyEvent(stderr, ev) },
+		OnRecordError: func(err error) { printAuditError(stderr, err.Error()) },
+		Notice:        func(line string) { stderr.Printf("airlock: %s", line) },
+	}
+	if o.gateway != "" {
+		if req.Clients, err = loadGatewayFile(o.gateway, pol.EgressConfig().TaskAllowlist); err != nil {
+			return err
+		}
+	}
+	// Every task's credentials are read before the log is opened: a
+	// missing one fails with nothing recorded.
+	px, err := enforcer.NewProxy(pol, req, enforcer.Options{Dialer: proxyDialer, Resolver: proxyResolver, OnEvent: func(ev audit.Event) {
+		if ev.Kind == audit.KindBehavioral {
+			stderr.Printf("airlock: monitor: alert: %s", ev.Reason)
+		}
+	}})
+	if err != nil {
+		return err
+	}
 	path := o.audit
 	if path == "" {
 		if path, err = audit.DefaultPath(); err != nil {
 			return fmt.Errorf("proxy: %w", err)
 		}
 	}
-	rec, err := monitor.Open(path, monitor.ThresholdsFor(pol.Policy), func(a audit.Event) {
-		stderr.Printf("airlock: monitor: alert: %s", a.Reason)
-	})
+	log, err := audit.Open(path, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
 	}
 	defer func() {
 		// Close syncs the connections' lazy end records: a failure loses them.
-		if err := rec.Close(); err != nil {
+		if err := log.Close(); err != nil {
 			printAuditError(stderr, "closing the log: "+err.Error())
 		}
 	}()
-	record := func(ev proxy.Event) error {
-		printProxyEvent(stderr, ev)
-		record := rec.Record
-		if ev.Stage == proxy.StageClosed {
-			record = rec.RecordLazy // nothing waits on a connection's end
-		}
-		a := proxy.AuditEvent(ev, audit.Context{})
-		if _, _, err := record(a); err != nil {
-			// The proxy refuses an allowed connection it cannot record;
-			// the client is told that much, the operator why.
-			printAuditError(stderr, audit.NotWritten(a, err).Error())
-			return errNotRecorded
-		}
-		return nil
-	}
-	var metrics *proxy.Metrics
-	if o.metrics != "" {
-		metrics = proxy.NewMetrics()
-	}
-	ca, err := proxyCA(gate, tasks, what, o.caCert, stderr)
-	if err != nil {
-		return err
-	}
-	config := func(task string) proxy.Config {
-		return proxy.Config{CA: ca, Credentials: egressOf[task].creds, Budgets: egressOf[task].budgets, Task: task, Gate: gate,
-			Dialer: proxyDialer, Resolver: proxyResolver, Record: record, Metrics: metrics}
-	}
-	var px proxyServer
-	if o.gateway != "" {
-		px, err = proxy.NewGateway(proxy.GatewayConfig{
-			Clients: clients,
-			Proxy:   func(c proxy.Client) (proxy.Config, error) { return config(c.Task), nil },
-			Record:  record,
-			Metrics: metrics,
-		})
-	} else {
-		px, err = proxy.New(config(o.task))
-	}
-	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
-	}
-	// No TCP keep-alive on client connections: the proxy's idle timeout
-	// cuts idle ones (see proxy.Limits).
-	var ln net.Listener
-	if o.netns != "" {
-		ln, err = netns.Listen(ctx, o.netns, "tcp", o.listen)
-	} else {
-		ln, err = (&net.ListenConfig{KeepAlive: -1}).Listen(ctx, "tcp", o.listen)
-	}
-	if err != nil {
-		px.Close()
-		return fmt.Errorf("proxy: %w", err)
-	}
-	if metrics != nil {
-		stop, err := serveMetrics(ctx, o.metrics, metrics, stderr)
-		if err != nil {
-			ln.Close()
-			px.Close()
-			return err
-		}
-		defer stop()
-	}
-	where := ln.Addr().String()
-	if o.netns != "" {
-		where += " in the network namespace " + o.netns
-	}
-	stderr.Printf("airlock: proxy: %s: serving HTTP and SOCKS5 on %s", what, where)
-	served := make(chan error, 1)
-	go func() { served <- px.Serve(ln) }()
-	select {
-	case err := <-served:
-		px.Close()
-		return fmt.Errorf("proxy: %w", err)
-	case <-ctx.Done():
-	}
-	stderr.Printf("airlock: proxy: stopping: open tunnels have %s to finish", proxyGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), proxyGrace)
-	defer cancel()
-	if err := px.Shutdown(sctx); err != nil {
-		stderr.Printf("airlock: proxy: closing the tunnels still open: %v", err)
-	}
-	px.Close()
-	<-served
-	return nil
-}
-
-// proxyCA makes the CA of inspected hosts when one of tasks inspects
-// any, and writes its certificate to caCert when given.
-func proxyCA(gate *egress.Gate, tasks []string, what, caCert string, stderr *linelog.Writer) (*proxy.CA, error) {
-	if !slices.ContainsFunc(tasks, gate.Inspects) {
-		return nil, nil
-	}
-	ca, err := proxy.NewCA("airlock proxy CA, "+what, proxyCALife)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if caCert == "" {
-		stderr.Printf("airlock: proxy: %s inspects hosts: clients must trust its CA (write it with --ca-cert FILE)", what)
-		return ca, nil
-	}
-	if err := hostfile.WriteFile(caCert, ca.CertPEM(), 0o644); err != nil {
-		return nil, fmt.Errorf("proxy: --ca-cert: %w", err)
-	}
-	stderr.Printf("airlock: proxy: %s inspects hosts: clients must trust the CA in %s", what, caCert)
-	return ca, nil
+	return px.Serve(ctx, log)
 }
 
 // printProxyEvent prints one line per decision and refusal, and one per

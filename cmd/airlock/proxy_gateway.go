@@ -1,20 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
-	"github.com/airlock-sandbox/airlock/internal/linelog"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/proxy"
 )
@@ -47,32 +41,6 @@ func loadGatewayFile(path string, allowlists map[string][]string) ([]proxy.Clien
 		}
 	}
 	return clients, nil
-}
-
-// clientTasks lists the tasks of a gateway's clients, each once.
-func clientTasks(cs []proxy.Client) []string {
-	var tasks []string
-	for _, c := range cs {
-		if !slices.Contains(tasks, c.Task) {
-			tasks = append(tasks, c.Task)
-		}
-	}
-	return tasks
-}
-
-// serveMetrics serves m at http://addr/metrics until the returned stop
-// is called or ctx is done.
-func serveMetrics(ctx context.Context, addr string, m *proxy.Metrics, stderr *linelog.Writer) (stop func(), err error) {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: --metrics: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10}
-	go func() { _ = srv.Serve(ln) }()
-	stderr.Printf("airlock: proxy: metrics at http://%s/metrics", ln.Addr())
-	return func() { srv.Close() }, nil
 }
 
 // newProxyTokenCmd is "airlock proxy token": a new client token for a

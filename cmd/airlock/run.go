@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
 	"github.com/airlock-sandbox/airlock/internal/linelog"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -100,7 +101,7 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 	f.StringVar(&req.Image, "image", "", "run in a pinned image, PATH@sha256:DIGEST (an OCI layout or a docker-archive tarball), verified before anything runs")
 	f.StringVar(&req.Approval, "approval", "", "run an escalated command once on this approved request's id")
 	out.register(cmd)
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

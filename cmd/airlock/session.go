@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/image"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
 )
@@ -85,7 +86,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.BoolVar(&asJSON, "json", false, "print the session as one JSON object")
 	f.BoolVar(&pooled, "pool", false, "open the session from the running session pool (airlock session pool)")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

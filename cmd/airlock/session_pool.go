@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
+	"github.com/airlock-sandbox/airlock/internal/policyflag"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
@@ -63,7 +64,7 @@ Exit status 0 when the pool started (or stopped), 125 when it could not.`,
 	f.StringVar(&auditFile, "audit", "", "audit file (default: $AIRLOCK_AUDIT, else $XDG_STATE_HOME/airlock/audit.jsonl)")
 	f.BoolVar(&stop, "stop", false, "stop the pool: close every session it holds and tear its sandboxes down")
 	f.BoolVar(&asJSON, "json", false, "print the pool as one JSON object")
-	policyFlag(cmd)
+	policyflag.Add(cmd)
 	return cmd
 }
 

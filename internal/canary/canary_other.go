@@ -1,6 +1,6 @@
 //go:build !unix
 
-package runbook
+package canary
 
 import "os"
 

@@ -1,4 +1,14 @@
-package runbook
+// Package canary is the host side of the start-up probes that every
+// sandbox runs before its command (sandbox.ProbeRequest): a host file and
+// a listener on the host's loopback that must both be out of the
+// sandbox's reach. The probes from inside try to read the one and connect
+// to the other; a connection the listener accepts is an escape signal.
+//
+// What reaches it: the sandbox's probes, which must fail to; and any
+// local process, which can connect to the listener (a false alarm, never
+// a miss: the count only grows) but cannot enter the 0700 directory of
+// another user. Nothing is ever read from a connection or sent to it.
+package canary
 
 import (
 	"crypto/rand"
@@ -31,7 +41,7 @@ type Canary struct {
 	closeErr  error
 }
 
-// NewCanary makes the canary file and listener. Close removes both.
+// New makes the canary file and listener. Close removes both.
 //
 // The file goes on a memory file system when the host has one this user
 // may write ($XDG_RUNTIME_DIR, else /dev/shm), else in the system's
@@ -39,11 +49,11 @@ type Canary struct {
 // microseconds, where a journalled disk takes up to a millisecond. Both
 // are host directories the sandbox never shows (it mounts its own /dev
 // and /tmp).
-func NewCanary() (*Canary, error) {
-	return newCanary("", 0o700)
+func New() (*Canary, error) {
+	return NewIn("", 0o700)
 }
 
-// canaryParents are where NewCanary tries to make the canary, in order;
+// canaryParents are where New tries to make the canary, in order;
 // "" is the system's temporary directory.
 func canaryParents() []string {
 	var out []string
@@ -53,11 +63,11 @@ func canaryParents() []string {
 	return append(out, "/dev/shm", "")
 }
 
-// newCanary makes the canary under parent ("" for the first of
-// canaryParents that works) with the given directory mode; tests use it
-// to leave a hole open (a canary directory bound into the sandbox and
+// NewIn makes the canary under parent ("" for the first of the places
+// New tries that works) with the given directory mode; tests use it to
+// leave a hole open (a canary directory bound into the sandbox and
 // readable).
-func newCanary(parent string, mode os.FileMode) (*Canary, error) {
+func NewIn(parent string, mode os.FileMode) (*Canary, error) {
 	parents := []string{parent}
 	if parent == "" {
 		parents = canaryParents()
@@ -71,17 +81,17 @@ func newCanary(parent string, mode os.FileMode) (*Canary, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("runbook: canary directory: %w", err)
+		return nil, fmt.Errorf("canary: directory: %w", err)
 	}
 	lock, err := lockCanary(dir)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("runbook: canary lock: %w", err)
+		return nil, fmt.Errorf("canary: lock: %w", err)
 	}
 	if mode != 0o700 { // MkdirTemp makes it 0700
 		if err := os.Chmod(dir, mode); err != nil {
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("runbook: canary directory: %w", err)
+			return nil, fmt.Errorf("canary: directory: %w", err)
 		}
 	}
 	var tok [16]byte
@@ -90,13 +100,13 @@ func newCanary(parent string, mode os.FileMode) (*Canary, error) {
 	if err := os.WriteFile(file, []byte("airlock canary "+hex.EncodeToString(tok[:])+"\n"), 0o600); err != nil {
 		lock.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("runbook: canary file: %w", err)
+		return nil, fmt.Errorf("canary: file: %w", err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		lock.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("runbook: canary listener: %w", err)
+		return nil, fmt.Errorf("canary: listener: %w", err)
 	}
 	c := &Canary{dir: dir, file: file, lock: lock, lis: lis, done: make(chan struct{})}
 	go c.serve()
@@ -146,7 +156,7 @@ func (c *Canary) Close() error {
 		lerr := c.lis.Close()
 		<-c.done
 		if lerr != nil && !errors.Is(lerr, net.ErrClosed) {
-			c.closeErr = fmt.Errorf("runbook: close the canary listener: %w", lerr)
+			c.closeErr = fmt.Errorf("canary: close the listener listener: %w", lerr)
 		}
 		// The file and its directory, and, should anything else have
 		// appeared in the directory, that too.
@@ -155,9 +165,18 @@ func (c *Canary) Close() error {
 		c.lock.Close()
 		if err := os.Remove(c.dir); err != nil {
 			if err := os.RemoveAll(c.dir); err != nil && c.closeErr == nil {
-				c.closeErr = fmt.Errorf("runbook: remove the canary: %w", err)
+				c.closeErr = fmt.Errorf("canary: remove it: %w", err)
 			}
 		}
 	})
 	return c.closeErr
+}
+
+// Sweep removes the canary directories of airlock processes that died
+// without removing them (their lock is free), from every place New makes
+// them. A session's watchdog calls it when the session's holder dies.
+func Sweep() {
+	for _, p := range canaryParents() {
+		sweepCanaries(p)
+	}
 }
