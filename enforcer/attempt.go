@@ -12,42 +12,37 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// attempt carries one command, a run's or a session's step, from its
-// decision to its result: the command gate's decision, recorded and
-// durable before anything it allows; the refusal, or the approval, of a
-// command the gate did not allow; the program it resolves to and its
-// caps; its run in its way (a sandbox of its own, or its session's); and
-// its outcome, recorded, in its Result. Every error on the way ends in
-// one place (fail), and what its way holds is released once.
+// attempt carries one command, a run's or a session's step, from the
+// command gate's decision (decide) to its Result (do): refused, or
+// resolved, approved when escalated, and run in its way, its outcome
+// recorded. Every error on the way ends in fail.
 type attempt struct {
 	e   *Enforcer
 	sc  *scribe
-	t   *tally // the command's, its scribe's while it lives
+	t   *tally // the command's, its scribe's until do returns
 	way way
 	st  StepRequest // what is asked, its Cwd made absolute (StepDir)
 
-	scope  string           // its approvals' binding: the session's id, or RunScope
 	rootfs string           // the image's root, "" for the host's
 	bound  approval.Request // what an escalation's approval is bound to (bind)
 
-	base    audit.Context // the context of its records
+	base    audit.Context // its records'
 	d       decision.Decision
 	decided func() error // waits for the decision's record
 	res     Result
 	cmd     command
 	caps    policy.EffectiveCaps
-	err     error // returned beside the result of a command that ran (its sandbox's teardown)
+	err     error // returned beside the result of a command that ran
 }
 
 // way is where an attempt's command runs: a sandbox of its own (fresh)
 // or its session's (Session).
 type way interface {
-	// prepare readies what an allowed or escalated command runs in,
-	// before it is resolved: the attempt's rootfs, and what its approval
-	// is bound to beside the command (its task, workspace and image).
+	// prepare sets, before the command is resolved, the attempt's rootfs
+	// and the task, workspace and image an approval is bound to.
 	prepare(ctx context.Context, a *attempt) error
-	// execute runs the admitted command and sets the attempt's result
-	// from its outcome, recorded; an error is airlock's failure to run it.
+	// execute runs the admitted command and records its outcome in the
+	// attempt's result; an error is airlock's failure to run it.
 	execute(ctx context.Context, a *attempt) error
 	// settle adjusts the result of a command refused or run.
 	settle(res *Result)
@@ -55,8 +50,8 @@ type way interface {
 	release()
 }
 
-// newAttempt is the attempt of st under base (its run, task and
-// details) through sc, in w; its notices go to st.Notices, or else its
+// newAttempt is the attempt of st in w, recorded through sc under base
+// (its run, task and details); its notices go to st.Notices, else its
 // stderr.
 func (e *Enforcer) newAttempt(sc *scribe, w way, st StepRequest, base audit.Context) *attempt {
 	a := &attempt{e: e, sc: sc, way: w, st: st}
@@ -69,11 +64,10 @@ func (e *Enforcer) newAttempt(sc *scribe, w way, st StepRequest, base audit.Cont
 	return a
 }
 
-// decide asks the command gate and records its decision, which is
-// durable before the action it allows: its write and fsync overlap what
-// comes first (the program's resolution, a sandbox's building), and
-// every later step waits for them (decided) before it records anything
-// or releases the command.
+// decide asks the command gate and records its decision, durable before
+// the action it allows: its write and fsync overlap the resolution and a
+// sandbox's building, and every later step waits for them (decided)
+// before it records anything or releases the command.
 func (a *attempt) decide(runID, session string, step int) {
 	a.d = a.e.cmd.Decide(a.st.Tool, a.st.Command, a.st.Args, a.st.Cwd)
 	a.res = newResult(runID, session, step, a.d, time.Now())
@@ -99,9 +93,9 @@ func (a *attempt) do(ctx context.Context) (Result, error) {
 	return res, err
 }
 
-// carry takes a command the gate denied to its refusal, and one it
-// allowed or escalated to its run: resolved first, as an escalation's
-// approval is bound to what it would run, then approved, then executed.
+// carry takes a denied command to its refusal, and an allowed or
+// escalated one to its run: resolved first, as an escalation's approval
+// is bound to what it would run.
 func (a *attempt) carry(ctx context.Context) error {
 	if a.d.Verdict == decision.Deny {
 		_, err := a.admit(ctx)
@@ -131,34 +125,14 @@ func (a *attempt) carry(ctx context.Context) error {
 	return a.way.execute(ctx, a)
 }
 
-// admit runs the refusal and approval path of a command the gate did not
-// allow, once its decision is durable, and reports whether it may run
-// now; when it may not, the result holds the refusal and its status.
-func (a *attempt) admit(ctx context.Context) (bool, error) {
-	if err := a.decided(); err != nil {
-		return false, err
-	}
-	use, ref, code, err := a.e.admit(ctx, a.sc, ask{scope: a.scope, tool: a.st.Tool, argv: argv(a.st.Command, a.st.Args),
-		approval: a.st.Approval, base: a.base, bound: a.bound}, a.d)
-	if err != nil {
-		return false, err
-	}
-	a.res.Approval = use
-	if ref != nil {
-		a.res.Refusal, a.res.ExitCode = ref, code
-		return false, nil
-	}
-	return true, nil
-}
-
 // environ is the command's whole environment with g's variables.
 func (a *attempt) environ(g *wayOut) []string {
 	return a.cmd.environ(childEnv(a.e.pol.SearchPath(), g.Env(), a.st.Env))
 }
 
 // fail ends the attempt on err, airlock's failure to run the command:
-// what its way holds released, then, after the decision, the record that
-// the command did not run, and the result with its status (setupStatus).
+// its way released, then, after the decision, the record that it did
+// not run, and the result with its status (setupStatus).
 func (a *attempt) fail(err error) (Result, error) {
 	a.way.release()
 	if derr := a.decided(); derr != nil && derr != err {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -207,7 +208,6 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	st := StepRequest{Tool: req.Tool, Command: req.Command, Args: req.Args, Env: req.Env, Cwd: req.Cwd, Timeout: req.Timeout,
 		Approval: req.Approval, Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Notices: req.Notices}
 	a := e.newAttempt(e.newScribe(nil), &fresh{req: req}, st, audit.Context{RunID: req.RunID, Task: req.Task})
-	a.scope = RunScope
 	a.decide(req.RunID, "", 1)
 	info := e.pol.Info()
 	a.res.Policy, a.res.Receipt["command"] = &info, e.commandReceipt()
@@ -269,8 +269,7 @@ type fresh struct {
 	digest string // the verified image's
 	cn     *canary.Canary
 	eg     *wayOut
-	sb     *sandbox.Sandbox // nil until it started
-	waited bool             // its Wait returned: it is torn down
+	sb     *sandbox.Sandbox // started and not waited for, or nil
 }
 
 // prepare checks the run's workspace and verifies its image.
@@ -338,13 +337,13 @@ func (f *fresh) execute(ctx context.Context, a *attempt) error {
 		}
 	})
 	out, waitErr := sb.Wait()
-	f.waited = true
+	f.sb = nil
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
-	res := withOutcome(a.res, out, a.caps)
-	a.base.Path = res.Path
+	res := &a.res
+	*res = withOutcome(*res, out, a.caps)
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
-		res.ExitCode = interruptedStatus(ctx)
+		res.ExitCode = Interrupted(ctx)
 	}
 	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
@@ -357,11 +356,10 @@ func (f *fresh) execute(ctx context.Context, a *attempt) error {
 		res.ExitCode = ExitEscape
 	}
 	f.eg.Close()
-	e.checkCanary(a.sc, &res, a.base, f.cn, 0)
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)
-	e.recordOutcome(a.sc, a.base, res, true)
-	a.res = res
+	a.outcome(f.cn, 0)
+	e.recordTeardown(a.sc, a.base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
 	if waitErr != nil {
 		a.err = fmt.Errorf("enforcer: %w", waitErr)
 	}
@@ -373,9 +371,9 @@ func (f *fresh) settle(*Result) {}
 // release kills a sandbox that started and was not waited for, and stops
 // the way out and the canary.
 func (f *fresh) release() {
-	if f.sb != nil && !f.waited {
-		f.waited = true
+	if f.sb != nil {
 		_ = f.sb.Kill()
+		f.sb = nil
 	}
 	if f.eg != nil {
 		f.eg.Close()
@@ -383,16 +381,6 @@ func (f *fresh) release() {
 	if f.cn != nil {
 		f.cn.Close()
 	}
-}
-
-// interruptedStatus is the exit status of a run or step its caller
-// ended: 128+N for a sandbox.Terminated cause of signal N (143 for
-// SIGTERM), else ExitInterrupted (Ctrl-C).
-func interruptedStatus(ctx context.Context) int {
-	if t := sandbox.TerminationOf(ctx); t != nil {
-		return 128 + int(t.Signal)
-	}
-	return ExitInterrupted
 }
 
 // sandboxConfig is the sandbox of a run, a session or a plan's launch:
@@ -429,18 +417,20 @@ func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audi
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
-	for k, v := range base.Details {
-		launched.Details[k] = v
-	}
+	maps.Copy(launched.Details, base.Details)
 	if digest != "" {
 		launched.Details["image"] = digest
 	}
 	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: launched}
 }
 
-// checkCanary marks res when the host's canary listener was reached more
-// than seen times: a sign that something inside reached the host.
-func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, cn *canary.Canary, seen int64) int64 {
+// outcome records the outcome of a command that ran, after it marks
+// the result when the host's canary listener cn was reached more than
+// seen times: a sign that something inside reached the host. It returns
+// how many times cn was reached.
+func (a *attempt) outcome(cn *canary.Canary, seen int64) int64 {
+	res := &a.res
+	a.base.Path = res.Path
 	n := cn.Accepted()
 	if n > seen {
 		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", cn.Request().CanaryAddr, n-seen)
@@ -450,10 +440,11 @@ func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, cn *
 		res.EscapeSuspected = why
 	}
 	if res.EscapeSuspected != "" {
-		ev := base
+		ev := a.base
 		ev.Event = audit.EventEscapeSuspected
-		_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+		_ = a.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
 	}
+	a.recordOutcome()
 	return n
 }
 

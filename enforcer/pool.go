@@ -199,13 +199,13 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	s.afterStep, s.built = refill, b
 	if req.Workspace != "" {
 		if err := s.sb.ss.CopyIn(req.Workspace); err != nil {
-			s.abort()
+			b.close()
 			return nil, s.openFailed(err)
 		}
 	}
 	if req.Findings != "" {
 		if err := s.SetFindings(req.Findings); err != nil {
-			s.abort()
+			b.close()
 			return nil, s.openFailed(err)
 		}
 	}

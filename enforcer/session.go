@@ -133,7 +133,6 @@ type Session struct {
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
 	ws      string          // the workspace's real path, "" for none: a step's approval is bound to it
 	image   string          // the pinned image, "" for none: a step's approval is bound to it too
-	fs      policy.Filesystem
 	caps    policy.EffectiveSession
 	receipt map[string]string
 	started time.Time
@@ -210,7 +209,7 @@ func normalizeSession(req SessionRequest) (SessionRequest, error) {
 // audit log (one whose holder dies is recorded as abandoned by the log's
 // next writer), its workspace checked.
 func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
-	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
+	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.sc.alarm = s.alarmed
@@ -235,7 +234,7 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 // clock and idle timeout armed.
 func (s *Session) serve() error {
 	if err := s.sb.Serve(s.sc.egressRecorder(s.base)); err != nil {
-		s.abort()
+		s.built.close()
 		return s.openFailed(err)
 	}
 	s.receipt = s.sb.ss.Receipt()
@@ -250,7 +249,7 @@ func (s *Session) serve() error {
 	// Lazily: nothing runs in the session before a step's decision,
 	// whose sync makes this record durable first.
 	if err := s.sc.recordLazy(open); err != nil {
-		s.abort()
+		s.built.close()
 		return err
 	}
 	// Armed once both are set: end stops both.
@@ -329,13 +328,10 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	defer context.AfterFunc(s.sb.life, cancel)()
 	s.steps++
 	base := s.base
-	base.Details = maps.Clone(s.base.Details)
-	if base.Details == nil {
-		base.Details = map[string]string{}
-	}
+	base.Details = map[string]string{}
+	maps.Copy(base.Details, s.base.Details)
 	base.Details["step"] = strconv.Itoa(s.steps)
 	a := s.e.newAttempt(s.sc, s, st, base)
-	a.scope, a.rootfs = s.id, s.rootfs
 	a.decide(s.id, s.id, s.steps)
 	a.res.Receipt = maps.Clone(s.receipt)
 	return a.do(ctx)
@@ -344,11 +340,11 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 // prepare checks that the tool's filesystem view is the session's: one
 // sandbox has one view.
 func (s *Session) prepare(_ context.Context, a *attempt) error {
-	if fs := s.e.pol.FilesystemFor(a.st.Tool); !reflect.DeepEqual(fs, s.fs) {
+	if fs := s.e.pol.FilesystemFor(a.st.Tool); !reflect.DeepEqual(fs, s.e.pol.FilesystemFor("")) {
 		return fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", a.st.Tool)
 	}
-	a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
+	a.rootfs, a.bound.Task, a.bound.Workspace, a.bound.Image = s.rootfs, s.task, s.ws, s.image
 	return nil
 }
 
@@ -376,15 +372,13 @@ func (s *Session) execute(ctx context.Context, a *attempt) error {
 		return s.stepLost(a, err) // the session ended under the step
 	case err != nil && ctx.Err() != nil:
 		*res = withOutcome(*res, out, a.caps)
-		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
+		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
 	case err != nil:
 		return s.stepLost(a, err)
 	default:
 		*res = withOutcome(*res, out, a.caps)
 	}
-	a.base.Path = res.Path
-	s.canaryN = s.e.checkCanary(s.sc, res, a.base, s.canary, s.canaryN)
-	s.e.recordOutcome(s.sc, a.base, *res, false)
+	s.canaryN = a.outcome(s.canary, s.canaryN)
 	if res.EscapeSuspected != "" {
 		go s.end(EndedEscape)
 	}
@@ -442,7 +436,7 @@ func (s *Session) stepLost(a *attempt, err error) error {
 		go s.end(EndedClosed)
 		return err
 	}
-	s.e.recordOutcome(s.sc, a.base, *res, false)
+	a.recordOutcome()
 	return nil
 }
 
@@ -539,9 +533,6 @@ func endedWhy(why string, c policy.EffectiveSession, stopped *string) string {
 	}
 	return "closed"
 }
-
-// abort undoes a half-opened session.
-func (s *Session) abort() { s.built.close() }
 
 // openFailed records that a session could not be opened.
 func (s *Session) openFailed(err error) error {
