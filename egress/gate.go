@@ -48,12 +48,9 @@ type Gate struct {
 // and one that CheckReach refuses (a localhost name, a catch-all range,
 // loopback without a port).
 func Compile(cfg Config) (*Gate, error) {
-	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist), local: cfg.Local}
+	g := &Gate{block: &blockTable{names: maps.Clone(floor.names)}, tasks: make(map[string]*allowlist), local: cfg.Local}
 	if g.local == nil {
 		g.local = HostAddrs()
-	}
-	for n, b := range floor.names.m {
-		g.block.names.setIfAbsent(n, b)
 	}
 	floor.addrs.each(func(p netip.Prefix, b blockRule) { g.block.addrs.insert(p, b) })
 	var errs []error
@@ -66,7 +63,9 @@ func Compile(cfg Config) (*Gate, error) {
 		b := blockRule{entry: s}
 		switch e.kind {
 		case kindExact:
-			g.block.names.setIfAbsent(e.name, b)
+			if _, ok := g.block.names[e.name]; !ok {
+				g.block.names[e.name] = b
+			}
 		case kindPrefix:
 			g.block.addrs.insert(e.prefix, b)
 		}

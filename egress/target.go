@@ -64,15 +64,6 @@ func ParseTarget(host string, port uint16) (Target, error) {
 }
 
 func parseTarget(host string, port uint16) (Target, error) {
-	if t, ok := parseHostFast(host, port); ok {
-		return t, nil
-	}
-	return parseTargetSlow(host, port)
-}
-
-// parseTargetSlow is parseTarget without its fast path: the reference,
-// which takes every host and writes every error.
-func parseTargetSlow(host string, port uint16) (Target, error) {
 	if host == "" {
 		return Target{}, malformed("empty host")
 	}
