@@ -256,16 +256,9 @@ func (v *verdict) setRule(r *rule, al *allowlist) bool {
 	return true
 }
 
-// decision writes v's reason.
+// decision is v's decision, with its reason.
 func (v verdict) decision(task string, t Target) decision.Decision {
-	d := v.frame()
-	d.Reason = v.reason(task, t)
-	return d
-}
-
-// frame is v's decision without its reason.
-func (v verdict) frame() decision.Decision {
-	d := decision.Decision{Gate: decision.GateEgress}
+	d := decision.Decision{Gate: decision.GateEgress, Reason: v.reason(task, t)}
 	switch v.path {
 	case pathBlockedName, pathBlockedAddr:
 		d.Rule = v.block.entry
