@@ -385,7 +385,8 @@ func (s *Session) execute(ctx context.Context, a *attempt) error {
 	return nil
 }
 
-// settle marks the result of a step of a session an alert stopped.
+// settle marks the result of a step of a session an alert stopped: the
+// stop ends the session itself, its evidence kept.
 func (s *Session) settle(res *Result) { s.stoppedBy(res) }
 
 // release: the session's sandbox outlives its steps.
