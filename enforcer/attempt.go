@@ -55,7 +55,7 @@ type way interface {
 // stderr.
 func (e *Enforcer) newAttempt(sc *scribe, w way, st StepRequest, base audit.Context) *attempt {
 	a := &attempt{e: e, sc: sc, way: w, st: st}
-	a.t = newTally(noticesTo(st.Notices, &a.st.Stdout, &a.st.Stderr))
+	a.t = newTally(a.st.notices())
 	a.st.Cwd = StepDir(st.Cwd)
 	base.Tool, base.Command, base.Args, base.Env = st.Tool, st.Command, st.Args, st.Env
 	recordDir(&base, a.st.Cwd)

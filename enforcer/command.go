@@ -35,7 +35,11 @@ func (e *Enforcer) commandOf(rootfs string, d decision.Decision, name string, ar
 		}
 		resolved, err := e.Resolve(rootfs, p)
 		if err != nil {
-			return c, fmt.Errorf("the command gate %s %q but it cannot be run: %w", gateSaid(d), name, err)
+			said := "escalated"
+			if d.Allowed() {
+				said = "allowed"
+			}
+			return c, fmt.Errorf("the command gate %s %q but it cannot be run: %w", said, name, err)
 		}
 		c.path = resolved
 	}

@@ -214,14 +214,6 @@ func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
 	return a.do(ctx)
 }
 
-// gateSaid is what the command gate said of a command it did not deny.
-func gateSaid(d decision.Decision) string {
-	if d.Allowed() {
-		return "allowed"
-	}
-	return "escalated"
-}
-
 // prepareImage verifies a pinned image and returns its unpacked root file
 // system and digest; with no image, it returns "", "".
 func prepareImage(ctx context.Context, ref, cache string) (rootfs, digest string, err error) {
@@ -506,19 +498,19 @@ func argv(command string, args []string) []string {
 	return append([]string{command}, args...)
 }
 
-// noticesTo returns where a command's notices go: notices, or else its
+// notices returns where the command's notices go: Notices, or else its
 // stderr, which then goes through one lock with the child's own output
 // (the sandbox writes that from a goroutine of its own); a stdout that is
 // the same writer stays the same writer.
-func noticesTo(notices io.Writer, stdout, stderr *io.Writer) io.Writer {
-	if notices != nil || *stderr == nil {
-		return notices
+func (st *StepRequest) notices() io.Writer {
+	if st.Notices != nil || st.Stderr == nil {
+		return st.Notices
 	}
-	lw := &lockedWriter{w: *stderr}
-	if sameWriter(*stdout, *stderr) {
-		*stdout = lw
+	lw := &lockedWriter{w: st.Stderr}
+	if sameWriter(st.Stdout, st.Stderr) {
+		st.Stdout = lw
 	}
-	*stderr = lw
+	st.Stderr = lw
 	return lw
 }
 

@@ -139,16 +139,26 @@ func (p *Pool) buildOne(ctx context.Context) (*built, error) {
 }
 
 // buildSession starts req's sandbox as a session's (StartSandbox): the
-// policy's top-level filesystem view, the session's caps and life, and
-// the start-up probes passed inside it against a canary of its own.
+// policy's top-level filesystem view, its life the session's wall clock,
+// and the start-up probes passed inside it against a canary of its own.
+// Its caps are memory, tasks and disk from the policy's session section,
+// for all steps together; CPU, wall clock and open files the largest any
+// tool allows, as the bound under which each step gets its own tool's
+// CPU and wall-clock caps.
 func (e *Enforcer) buildSession(ctx context.Context, req SandboxRequest) (*built, error) {
 	cn, err := canary.New()
 	if err != nil {
 		return nil, err
 	}
 	probes := cn.Request()
-	caps := e.pol.SessionCaps()
-	req.Filesystem, req.Caps, req.Life, req.Probes = e.pol.FilesystemFor(""), e.sessionLimits(caps), caps.Wall(), &probes
+	sc := e.pol.SessionCaps()
+	c := e.pol.CapsFor("").Limits()
+	for tool := range e.pol.ToolScopes {
+		t := e.pol.CapsFor(tool).Limits()
+		c.Wall, c.CPU, c.OpenFiles = max(c.Wall, t.Wall), max(c.CPU, t.CPU), max(c.OpenFiles, t.OpenFiles)
+	}
+	c.MemoryBytes, c.Tasks, c.DiskWriteBytes = sc.MemoryMB<<20, sc.ProcessCount, sc.DiskWriteMB<<20
+	req.Filesystem, req.Caps, req.Life, req.Probes = e.pol.FilesystemFor(""), c, sc.Wall(), &probes
 	sb, err := e.StartSandbox(ctx, req)
 	if err != nil {
 		cn.Close()
@@ -198,16 +208,14 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 	}
 	s.afterStep, s.built = refill, b
 	if req.Workspace != "" {
-		if err := s.sb.ss.CopyIn(req.Workspace); err != nil {
-			b.close()
-			return nil, s.openFailed(err)
-		}
+		err = s.sb.ss.CopyIn(req.Workspace)
 	}
-	if req.Findings != "" {
-		if err := s.SetFindings(req.Findings); err != nil {
-			b.close()
-			return nil, s.openFailed(err)
-		}
+	if err == nil && req.Findings != "" {
+		err = s.SetFindings(req.Findings)
+	}
+	if err != nil {
+		b.close()
+		return nil, s.openFailed(err)
 	}
 	if err := s.serve(); err != nil {
 		return nil, err

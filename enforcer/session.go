@@ -1,6 +1,7 @@
 package enforcer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -261,20 +261,6 @@ func (s *Session) serve() error {
 	return nil
 }
 
-// sessionLimits are the caps of a session's sandbox: memory, tasks and
-// disk from the policy's session section, for all steps together; CPU,
-// wall clock and open files the largest any tool allows, as the bound
-// under which each step gets its own tool's CPU and wall-clock caps.
-func (e *Enforcer) sessionLimits(sc policy.EffectiveSession) limits.Caps {
-	c := e.pol.CapsFor("").Limits()
-	for tool := range e.pol.ToolScopes {
-		t := e.pol.CapsFor(tool).Limits()
-		c.Wall, c.CPU, c.OpenFiles = max(c.Wall, t.Wall), max(c.CPU, t.CPU), max(c.OpenFiles, t.OpenFiles)
-	}
-	c.MemoryBytes, c.Tasks, c.DiskWriteBytes = sc.MemoryMB<<20, sc.ProcessCount, sc.DiskWriteMB<<20
-	return c
-}
-
 // ID returns the session's id.
 func (s *Session) ID() string { return s.id }
 
@@ -304,10 +290,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if why := s.ending.Load(); why != nil || s.stopped.Load() != nil {
-		if stop := s.stopped.Load(); stop != nil {
-			why = stop
-		}
+	if why := cmp.Or(s.stopped.Load(), s.ending.Load()); why != nil {
 		err := fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
 		res := SetupResult(s.id, s.id, s.steps+1, err)
 		s.stoppedBy(&res)
@@ -368,13 +351,11 @@ func (s *Session) execute(ctx context.Context, a *attempt) error {
 		// Its integrity is not assured: an escape signal, and the end.
 		*res = withOutcome(*res, out, a.caps)
 		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
-	case err != nil && s.ending.Load() != nil:
-		return s.stepLost(a, err) // the session ended under the step
-	case err != nil && ctx.Err() != nil:
+	case err != nil && s.ending.Load() == nil && ctx.Err() != nil:
 		*res = withOutcome(*res, out, a.caps)
 		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
 	case err != nil:
-		return s.stepLost(a, err)
+		return s.stepLost(a, err) // the session ended under the step, or its init died
 	default:
 		*res = withOutcome(*res, out, a.caps)
 	}
