@@ -104,7 +104,7 @@ func refusedInit(err error) initExe {
 // needs this binary (Init; only a test binary honours one). With BindSelf
 // the small init is passed this binary to copy in.
 func (s *Sandbox) chooseInit() error {
-	if s.hole != "" {
+	if s.hole != nil {
 		s.init = initExe{receipt: initSelf + "(a test hole needs the test binary)"}
 		return nil
 	}

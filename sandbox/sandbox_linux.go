@@ -40,8 +40,9 @@ type Sandbox struct {
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
-	// hole is the setup step a test asked to skip (testhole_linux.go).
-	hole initproc.Hole
+	// hole is the test hole a test binary asked for (initproc.Hole): nil
+	// in airlock's own binary.
+	hole *initproc.Hole
 	// groups, in a rootless run whose caller has supplementary groups,
 	// is how they are dropped (nil otherwise).
 	groups *idmap.Groups
@@ -95,9 +96,9 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	h, err := holeFromEnv()
+	h, err := initproc.RequestedHole()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h, torn: make(chan struct{})}
 	if cfg.Findings != "" {
@@ -320,10 +321,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if rootful {
 		hostUID, hostGID = sandboxHostIDs()
 	}
-	inside := initproc.SandboxID
-	if s.hole == initproc.HoleUID {
-		inside = 0
-	}
+	inside := s.hole.ID()
 	attr := &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
@@ -346,7 +344,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
 		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
 	}
-	if s.hole == initproc.HoleNetNS || s.network != initproc.NetOwn {
+	if s.hostNetwork() {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
 	if fd, ok := s.group.Dir(); ok && !s.noCloneInto {
@@ -365,9 +363,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if s.init.self != nil {
 		args = append(args, initproc.SelfArg)
 	}
-	if s.hole != "" {
-		// A test hole is honoured only by an init that knows it runs
-		// in a test binary, which takes the testing package: Init.
+	if s.hole != nil {
+		// A test hole is registered after the init's package
+		// initialiser: Init.
 		args = append(args, initproc.LateArg)
 	}
 	// GOTRACEBACK=none: should the init crash all the same, its stderr
@@ -425,10 +423,7 @@ func (s *Sandbox) checkGroups() error {
 // on the setup pipe w, before the config.
 func (s *Sandbox) writeMaps(w *os.File) error {
 	pid := s.cmd.Process.Pid
-	inside := initproc.SandboxID
-	if s.hole == initproc.HoleUID {
-		inside = 0
-	}
+	inside := s.hole.ID()
 	uidMap := fmt.Sprintf("%d %d 1\n", inside, os.Getuid())
 	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/uid_map", []byte(uidMap), 0); err != nil {
 		return fmt.Errorf("sandbox: write the init's uid map: %w", err)
@@ -453,8 +448,10 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: initRlimits(s.group.Rlimits()), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
 		NeedOwnProc: need.procfs, NoMemoryCgroup: s.noMemcg(), Network: s.network,
-		Probe:    s.cfg.Probes,
-		TestHole: string(s.hole),
+		Probe: s.cfg.Probes,
+	}
+	if s.hole != nil {
+		cfg.TestHole = s.hole.Name
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {

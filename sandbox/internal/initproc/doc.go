@@ -18,6 +18,6 @@
 // package: cmd/airlock's TestInitRunsEarly fails when it does.
 //
 // sandbox.Init runs the init from main instead when the parent asks for
-// it (LateArg): a test hole (testhole_linux.go) must know that it runs in
-// a test binary, which takes the testing package.
+// it (LateArg): a test hole (Hole) is registered by a package only test
+// binaries link, whose initialiser runs after this one's.
 package initproc

@@ -37,7 +37,8 @@ const (
 
 // LateArg, among the init's arguments, makes it wait for sandbox.Init in
 // main instead of running from this package's initialiser (see the
-// package doc): the parent passes it only with a test hole.
+// package doc): the parent passes it only with a test hole, registered
+// after this package's initialiser (Hole).
 const LateArg = "late"
 
 // init refuses an init of another build than its parent's (EnvBuild),
@@ -62,7 +63,7 @@ func init() {
 			return
 		}
 	}
-	Main(false)
+	Main()
 }
 
 // IsInit reports whether this process is a sandbox's init.
@@ -72,15 +73,13 @@ func IsInit() bool {
 
 // Main runs the sandbox's init (re-executed by sandbox.Start into fresh
 // namespaces, as pid 1) and exits with its status; it never returns.
-// allowHoles honours a test hole the parent sends: only a test binary
-// may pass true (sandbox.Init passes testing.Testing()).
-func Main(allowHoles bool) {
+func Main() {
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
 	runtime.LockOSThread()
 	os.Unsetenv(EnvKey)
 	os.Unsetenv(EnvBuild)
-	os.Exit(runInit(allowHoles))
+	os.Exit(runInit())
 }
 
 // initState is the init's side of one run.
@@ -88,8 +87,9 @@ type initState struct {
 	c       *Ctrl
 	cfg     Config
 	receipt map[string]string
-	// allowHoles is Main's: whether a test hole may be honoured.
-	allowHoles bool
+	// hole is the test hole the parent sent (checkHole), nil in
+	// airlock's own binary.
+	hole *Hole
 	// oom is the init's own oom_score_adj (spawnVictim).
 	oom oomAdj
 	// copied is set once a session has had its one copy-in (copyIn).
@@ -101,8 +101,8 @@ type initState struct {
 
 // runInit is the init's whole life; its return value is the init's exit
 // status (the parent reads the target's from the control socket).
-func runInit(allowHoles bool) int {
-	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles, oom: oomAdj{fd: -1}}
+func runInit() int {
+	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, oom: oomAdj{fd: -1}}
 	hostProc, err := privateProc()
 	if err != nil {
 		s.fail("proc", err)

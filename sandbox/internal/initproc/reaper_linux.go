@@ -140,9 +140,8 @@ func (s *initState) runTarget(t target, fw *forwarder) int {
 	if err := s.c.Send(Message{Kind: MsgStarted, Pid: pid, Path: path}); err != nil {
 		return 1
 	}
-	if s.open(HoleInitWrites) {
-		os.Stdout.WriteString("the init's own output (test hole)\n")
-		panic("the init panics (test hole)")
+	if s.hole != nil && s.hole.Started != nil {
+		s.hole.Started()
 	}
 	st := reap(pid)
 	s.c.Send(Message{Kind: MsgExited, Status: &st})
