@@ -545,9 +545,11 @@ func (s *Sandbox) Release() error {
 	m, fds, err := s.c.Recv()
 	initproc.CloseAll(fds)
 	switch {
-	case err != nil && s.group.KilledBy() != "":
-		// A cap tripped before the init could say the target started
-		// (output floods fast): the target ran, and Wait reports the kill.
+	case err != nil && (s.group.KilledBy() != "" || !s.killed.Load()):
+		// The init is gone before it could say the target started: a
+		// cap tripped (output floods fast), or it died on its own, maybe
+		// of what it had forked. Either way the target may have run, and
+		// Wait reports the kill, or the init's death (Result.InitDied).
 		return nil
 	case err != nil:
 		return fmt.Errorf("sandbox: release: the init died: %w", err)

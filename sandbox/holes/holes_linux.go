@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -38,11 +39,15 @@ var All = []Hole{
 	{Name: "homes", Probes: []string{"host_dirs"}},
 }
 
-// InitWrites is no hole in the sandbox but a fault of the init's own:
-// once the target has started, the init writes a line on its stdout and
-// panics (on its stderr). No probe watches it; a test checks that none of
-// it reaches the target's streams.
-const InitWrites = "init-writes"
+// Faults of the init's own, once it has forked the target and before it
+// says so; no probe watches them. InitWrites writes a line on the init's
+// stdout and panics (on its stderr): a test checks that none of it
+// reaches the target's streams. InitStalls stops the init there for good:
+// a test kills it from the host at that moment.
+const (
+	InitWrites = "init-writes"
+	InitStalls = "init-stalls"
+)
 
 // Open makes every sandbox that t starts, until t ends, leave the named
 // hole open. It sets an environment variable for the whole process, so t
@@ -96,9 +101,14 @@ func init() {
 		"network": skip("network", "the host's network namespace: test hole"),
 	}})
 	initproc.RegisterHole(&initproc.Hole{Name: "homes", HostDirs: []string{"/home", "/root"}})
-	initproc.RegisterHole(&initproc.Hole{Name: InitWrites, Started: func() {
+	initproc.RegisterHole(&initproc.Hole{Name: InitWrites, Forked: func() {
 		os.Stdout.WriteString("the init's own output (test hole)\n")
 		panic("the init panics (test hole)")
+	}})
+	initproc.RegisterHole(&initproc.Hole{Name: InitStalls, Forked: func() {
+		for {
+			time.Sleep(time.Hour)
+		}
 	}})
 }
 

@@ -34,8 +34,9 @@ type Hole struct {
 	// Replace runs in place of the init's control of that name ("caps",
 	// "no_new_privs", "landlock", "seccomp", "network").
 	Replace map[string]Replacement
-	// Started runs in the init once the target has started.
-	Started func()
+	// Forked runs in the init once it has forked the target, before it
+	// tells the parent.
+	Forked func()
 }
 
 // Replacement runs in place of one of the init's controls, with the

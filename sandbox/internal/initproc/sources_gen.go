@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:4d6055b2b0af1bc931e1665cc99258915bbca9f48acc447eed9cac1a0d938b67"
+const SourceDigest = "sha256:7ae6bbeb19c54cfd39a88e66c309060993fa05675bcf19747893652e9fad1dae"
