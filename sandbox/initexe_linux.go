@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -186,8 +187,9 @@ func InitProgram(ctx context.Context) string {
 	}
 	defer e.close()
 	cmd := exec.CommandContext(ctx, e.path(1))
+	cmd.Args = []string{initproc.CheckArg0}
 	cmd.ExtraFiles = []*os.File{e.small}
-	cmd.Env = []string{initproc.EnvKey + "=" + initproc.CheckValue, initproc.EnvBuild + "=" + initproc.Build()}
+	cmd.Env = []string{reexec.Mark(initproc.CheckArg0), initproc.EnvBuild + "=" + initproc.Build()}
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
@@ -375,7 +376,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	// blocking system calls and woke another thread for it, which found
 	// nothing to do (docs/sandbox.md, "Speed"); an idle second processor
 	// keeps the monitor out of a short call's way.
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=2", "GOTRACEBACK=none"}
+	env := []string{reexec.Mark(initproc.Arg0), initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=2", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}

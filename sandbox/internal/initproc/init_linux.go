@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 )
 
 // The init's environment marker and its fixed descriptors.
@@ -49,7 +51,7 @@ const LateArg = "late"
 // too. The init moves that thread into the group's cgroup v1 hierarchies
 // and forks every target from it (place_linux.go).
 func init() {
-	if _, ok := os.LookupEnv(EnvKey); ok && os.Getenv(EnvBuild) != Build() {
+	if (reexec.Is(Arg0) || reexec.Is(CheckArg0)) && os.Getenv(EnvBuild) != Build() {
 		os.Stderr.WriteString(OtherBuildMessage)
 		os.Exit(ExitOtherBuild)
 	}
@@ -68,7 +70,7 @@ func init() {
 
 // IsInit reports whether this process is a sandbox's init.
 func IsInit() bool {
-	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == Arg0 && os.Getenv(EnvKey) == EnvValue
+	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == Arg0 && reexec.Is(Arg0)
 }
 
 // Main runs the sandbox's init (re-executed by sandbox.Start into fresh
@@ -77,7 +79,7 @@ func Main() {
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
 	runtime.LockOSThread()
-	os.Unsetenv(EnvKey)
+	os.Unsetenv(reexec.Env)
 	os.Unsetenv(EnvBuild)
 	os.Exit(runInit())
 }

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:a7182c47cdd231688741f50462fdc8e8c3ea3934421dcaa128d8ea5ff56347a9"
+const SourceDigest = "sha256:b5e1e652816fe9a78ac123a8ff24887e05d57d683edf591b366567814595128c"
