@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:b5e1e652816fe9a78ac123a8ff24887e05d57d683edf591b366567814595128c"
+const SourceDigest = "sha256:f6df7d517595b486fe2b1777f9ec9da39d9eeefd2593c66cfc6e3f90e8175401"
