@@ -176,15 +176,10 @@ func (l *Log) Checkpoint() (Checkpoint, error) {
 	if l.signer == nil {
 		return Checkpoint{}, errors.New("audit: no signing key")
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return Checkpoint{}, ErrClosed
-	}
-	if err := l.lockCurrent(); err != nil {
+	if err := l.lock(); err != nil {
 		return Checkpoint{}, err
 	}
-	defer unlockFile(l.f)
+	defer l.unlock()
 	return l.checkpoint()
 }
 
