@@ -20,8 +20,8 @@ func (l *Log) catchUp(size int64, now time.Time) error {
 	if l.hook == nil {
 		return nil
 	}
+	sift, _ := l.hook.(Sifter)
 	if l.seen < 0 || size < l.seen || size-l.seen > seedMaxBytes {
-		sift, _ := l.hook.(Sifter)
 		evs, err := recentEvents(l.f, size, now.Add(-l.hook.Lookback()), sift)
 		if err != nil {
 			return err
@@ -39,7 +39,6 @@ func (l *Log) catchUp(size int64, now time.Time) error {
 	if _, err := l.f.ReadAt(buf, l.seen); err != nil {
 		return fmt.Errorf("audit: read %s: %w", l.path, err)
 	}
-	sift, _ := l.hook.(Sifter)
 	for len(buf) > 0 {
 		line, rest, _ := bytes.Cut(buf, []byte{'\n'})
 		buf = rest

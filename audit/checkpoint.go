@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -283,16 +282,11 @@ func (l *Log) chain() (string, error) {
 	if l.chainID != "" {
 		return l.chainID, nil
 	}
-	lr := newLineReader(io.NewSectionReader(l.f, 0, MaxLineBytes+1), MaxLineBytes)
-	line, err := lr.next()
-	if err != nil {
-		return "", fmt.Errorf("audit: %s has no first line to name it", l.path)
-	}
-	ev, err := ParseLine(line)
-	if err != nil || !isHex(ev.Context.ChainID, chainIDLen) {
+	_, first, err := fileStart(l.f)
+	if err != nil || !isHex(first.Context.ChainID, chainIDLen) {
 		return "", fmt.Errorf("audit: the first line of %s carries no chain id", l.path)
 	}
-	l.chainID = ev.Context.ChainID
+	l.chainID = first.Context.ChainID
 	return l.chainID, nil
 }
 

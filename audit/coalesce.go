@@ -135,11 +135,7 @@ func (c *coalescer) take(ev *Event, now time.Time) (bool, *bucket) {
 	}
 	key := refusalKey(ev)
 	if b := c.buckets[key]; b != nil && now.Sub(b.seen) < coalesceIdle {
-		if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
-			b.start = now
-		}
-		b.count++
-		b.seen = now
+		b.tally(now)
 		return true, nil
 	}
 	r := c.rates[ev.Context.RunID]
@@ -155,11 +151,7 @@ func (c *coalescer) take(ev *Event, now time.Time) (bool, *bucket) {
 				Context: Context{RunID: ev.Context.RunID, Tool: ev.Context.Tool, Task: ev.Context.Task, Gate: ev.Context.Gate}}}
 			c.buckets[ok] = b
 		}
-		if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
-			b.start = now
-		}
-		b.count++
-		b.seen = now
+		b.tally(now)
 		if name := subjectName(ev); len(b.names) < maxOverflowNames && !slices.Contains(b.names, name) {
 			b.names = append(b.names, name)
 		}
@@ -172,6 +164,16 @@ func (c *coalescer) take(ev *Event, now time.Time) (bool, *bucket) {
 	b := &bucket{first: *ev, start: now, seen: now}
 	c.buckets[key] = b
 	return false, b
+}
+
+// tally counts one more refusal in b at now, in a new window when b's
+// last one is over.
+func (b *bucket) tally(now time.Time) {
+	if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
+		b.start = now
+	}
+	b.count++
+	b.seen = now
 }
 
 // subjectName names a refusal's subject in an overflow record.
