@@ -69,53 +69,39 @@ func (l *Log) resetHook() {
 const seedMaxBytes = 256 << 10
 
 // recentEvents returns the intact events in the file, before size, whose
-// time is after since, in file order. It reads backwards and stops at the
-// first older event or after seedMaxBytes. A final line without its newline
-// is not an event yet and is skipped.
+// time is after since, in file order. It reads the last seedMaxBytes at
+// most, and goes back through their whole lines to the first older event.
+// A final line without its newline is not an event yet and is skipped.
 func recentEvents(f *os.File, size int64, since time.Time, sift Sifter) ([]Event, error) {
+	off := max(0, size-seedMaxBytes)
+	data := make([]byte, size-off)
+	if _, err := f.ReadAt(data, off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("audit: read the log: %w", err)
+	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	if off > 0 { // the first line may start before off
+		data = data[bytes.IndexByte(data, '\n')+1:]
+	}
 	var evs []Event
-	var data []byte // the file from off, up to the lines already split off
-	off := size
-	trimmed := false // whether a final partial line was cut from data
-	for {
-		if !trimmed {
-			if j := bytes.LastIndexByte(data, '\n'); j >= 0 {
-				data, trimmed = data[:j+1], true
-			}
-		}
-		// Split whole lines off the end of data, which ends in '\n'.
-		for trimmed && len(data) > 0 {
-			content := data[:len(data)-1]
-			i := bytes.LastIndexByte(content, '\n')
-			if i < 0 && off > 0 {
-				break // the line starts before off: read more first
-			}
-			line := content[i+1:]
-			data = data[:i+1]
-			if ts, skip := sifted(line, sift); skip {
-				if !ts.After(since) {
-					slices.Reverse(evs)
-					return evs, nil
-				}
+	for len(data) > 0 {
+		i := bytes.LastIndexByte(data[:len(data)-1], '\n')
+		line := data[i+1 : len(data)-1]
+		data = data[:i+1]
+		ts, skip := sifted(line, sift)
+		var ev Event
+		if !skip {
+			var err error
+			if ev, err = ParseLine(line); err != nil {
 				continue
 			}
-			if ev, err := ParseLine(line); err == nil {
-				if !ev.TS.After(since) {
-					slices.Reverse(evs)
-					return evs, nil
-				}
-				evs = append(evs, ev)
-			}
+			ts = ev.TS
 		}
-		if off == 0 || size-off >= seedMaxBytes {
+		if !ts.After(since) {
 			break
 		}
-		next := max(0, off-64<<10)
-		chunk := make([]byte, off-next, int(off-next)+len(data))
-		if _, err := f.ReadAt(chunk, next); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("audit: read the log: %w", err)
+		if !skip {
+			evs = append(evs, ev)
 		}
-		data, off = append(chunk, data...), next
 	}
 	slices.Reverse(evs)
 	return evs, nil

@@ -118,7 +118,7 @@ func (l *Log) rotate() (string, error) {
 		return "", err
 	}
 	tmp := l.path + ".rotating"
-	if err := writeNew(tmp, line); err != nil {
+	if err := writeNew(tmp, line, 0o600, true); err != nil {
 		return "", fmt.Errorf("audit: rotate: %w", err)
 	}
 	if err := exchange(tmp, l.path); err != nil {
@@ -173,15 +173,16 @@ func (l *Log) lockCurrent() error {
 	return fmt.Errorf("audit: %s keeps being replaced", l.path)
 }
 
-// writeNew creates path (O_EXCL, 0600) holding data, synced.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+// writeNew creates path (O_EXCL, never through a link) holding data,
+// synced when sync; it is removed when that fails.
+func writeNew(path string, data []byte, perm os.FileMode, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
+	if sync && err == nil {
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
