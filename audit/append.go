@@ -62,11 +62,10 @@ func (l *Log) append(ev Event, sync bool) (Event, []Event, error) {
 	return evs[at], evs, nil
 }
 
-// do is one append, the layers in their turn around the chain writer
-// (commit): ev, when not nil and not counted (coalesce.go), goes after
-// the records that open or repair the file (open.go), those of abandoned
-// runs (sweep.go) and the count records due, with the hook caught up
-// with the file first (catchup.go). It returns the lines written and ev's
+// do is one append: the layers around the chain writer (commit) in
+// their turn. The hook is caught up with the file; then come the records
+// that open or repair it, those of abandoned runs, the count records
+// due, and ev unless it is counted. It returns the lines written and ev's
 // index in them, or -1.
 func (l *Log) do(ev *Event, sync, force bool, run string) ([]Event, int, error) {
 	if err := l.lock(); err != nil {
