@@ -98,8 +98,10 @@ func TestWorkloads(t *testing.T) {
 	testutil.RequireRoot(t)
 	testutil.RequireGit(t)
 	srv := newServer(t)
+	workloads := []workload{pythonWorkload(srv), nodeWorkload(srv), goWorkload()}
+	srv.serve(t) // its files written
 	a := newAirlock(t, srv.addr)
-	for _, w := range []workload{pythonWorkload(srv), nodeWorkload(srv), goWorkload()} {
+	for _, w := range workloads {
 		t.Run(w.name, func(t *testing.T) {
 			w.needs(t)
 			bench := os.Getenv("WORKLOAD_BENCH") == "1"
@@ -458,6 +460,7 @@ func runDirect(t *testing.T, w workload) time.Duration {
 // server serves files by path on 127.0.0.2: the host's loopback, not the
 // sandbox's (127.0.0.1 inside is its own).
 type server struct {
+	ln    net.Listener
 	addr  string
 	files map[string][]byte
 }
@@ -467,7 +470,12 @@ func newServer(t *testing.T) *server {
 	if err != nil {
 		t.Skipf("cannot listen on 127.0.0.2: %v", err)
 	}
-	s := &server{addr: ln.Addr().String(), files: map[string][]byte{}}
+	t.Cleanup(func() { ln.Close() })
+	return &server{ln: ln, addr: ln.Addr().String(), files: map[string][]byte{}}
+}
+
+// serve serves s.files, which no longer change.
+func (s *server) serve(t *testing.T) {
 	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if b, ok := s.files[r.URL.Path]; ok && r.Method == http.MethodGet {
 			w.Write(b)
@@ -475,9 +483,8 @@ func newServer(t *testing.T) *server {
 		}
 		http.NotFound(w, r)
 	})}
-	go hs.Serve(ln)
+	go hs.Serve(s.ln)
 	t.Cleanup(func() { hs.Close() })
-	return s
 }
 
 // zipOf is a zip archive of files, each name after prefix.
