@@ -282,9 +282,8 @@ func decideRules(list []rule, tool, command string, args []string, dir string) (
 
 // commandKey is the name a request's command is looked up by: a bare name
 // as it is, a path as a clean absolute path, a relative one taken from
-// dir. A path that is not clean is refused with its reason, and key is
-// then the clean absolute path to name instead (the reason's second
-// argument): the kernel resolves ".." through links, the gate lexically.
+// dir. A path that is not clean is refused with its reason, and its clean
+// form as key, which the reason names: the gate reads ".." lexically.
 func commandKey(command, dir string) (key, refused string) {
 	switch {
 	case command == "" || !strings.Contains(command, "/"):
