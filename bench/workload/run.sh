@@ -27,6 +27,6 @@ export WORKLOAD_DIRECT_DIR
 trap 'rm -rf "$WORKLOAD_DIRECT_DIR"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
-	WORKLOAD_BENCH=1 go test -count=1 -timeout 60m -run TestWorkloads -v ./bench/workload | grep -o 'workload .*x$'
+	WORKLOAD_BENCH=1 go test -count=1 -timeout 60m -run TestWorkloads -v ./bench/workload | grep -o -e 'workload .*x$' -e 'seconds of each step.*'
 done
 echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"

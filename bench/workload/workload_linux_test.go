@@ -105,20 +105,20 @@ func TestWorkloads(t *testing.T) {
 		t.Run(w.name, func(t *testing.T) {
 			w.needs(t)
 			bench := os.Getenv("WORKLOAD_BENCH") == "1"
-			var before time.Duration
+			var before []time.Duration
 			if bench {
 				before = runDirect(t, w)
 			}
-			start := time.Now()
+			a.laps = nil
 			patch, manifest := a.runSession(t, w)
-			inSession := time.Since(start)
 			checkPatch(t, w, patch, manifest)
 			if bench {
 				// Direct runs before and after, so that a drift of the
 				// host's load or caches weighs on both sides.
-				direct := (before + runDirect(t, w)) / 2
-				t.Logf("workload %s: direct %.2fs, in a session %.2fs: %.2fx", w.name, direct.Seconds(), inSession.Seconds(),
-					inSession.Seconds()/direct.Seconds())
+				direct := slices.Concat(before, runDirect(t, w))
+				d, s := sum(direct)/2, sum(a.laps)
+				t.Logf("seconds of each step directly (before, after) %s; in the session (start, steps, stop) %s", secs(direct), secs(a.laps))
+				t.Logf("workload %s: direct %.2fs, in a session %.2fs: %.2fx", w.name, d.Seconds(), s.Seconds(), s.Seconds()/d.Seconds())
 			}
 		})
 	}
@@ -286,6 +286,7 @@ func requirePythonVenv(t *testing.T) {
 type airlock struct {
 	bin, policy, audit string
 	env                []string
+	laps               []time.Duration // of each command
 }
 
 func newAirlock(t *testing.T, serverAddr string) *airlock {
@@ -316,7 +317,9 @@ func (a *airlock) cmd(t *testing.T, args ...string) string {
 	c.Env = a.env
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
+	start := time.Now()
 	err := c.Run()
+	a.laps = append(a.laps, time.Since(start))
 	if err != nil || strings.Contains(stderr.String(), "airlock:") {
 		t.Fatalf("airlock %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
@@ -410,8 +413,8 @@ func checkPatch(t *testing.T, w workload, patch []byte, manifest string) {
 
 // runDirect runs w's steps on the host, in a copy of the project, with
 // the environment the sandbox gives (a fresh HOME and caches, the same
-// search path, no proxy), and returns how long they took.
-func runDirect(t *testing.T, w workload) time.Duration {
+// search path, no proxy), and returns how long each took.
+func runDirect(t *testing.T, w workload) []time.Duration {
 	root := t.TempDir()
 	if parent := os.Getenv("WORKLOAD_DIRECT_DIR"); parent != "" { // a tmpfs, as the sandbox's /workspace and /tmp are
 		var err error
@@ -430,7 +433,7 @@ func runDirect(t *testing.T, w workload) time.Duration {
 	if err := os.MkdirAll(filepath.Join(tmp, "home"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	var laps []time.Duration
 	for _, s := range w.steps {
 		name := s.argv[0]
 		if !strings.Contains(name, "/") {
@@ -450,11 +453,30 @@ func runDirect(t *testing.T, w workload) time.Duration {
 		if name == "sh" || strings.HasSuffix(name, "/sh") {
 			c.Args[len(c.Args)-1] = strings.ReplaceAll(c.Args[len(c.Args)-1], "/workspace/", ws+"/")
 		}
-		if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), s.want) {
+		start := time.Now()
+		out, err := c.CombinedOutput()
+		laps = append(laps, time.Since(start))
+		if err != nil || !strings.Contains(string(out), s.want) {
 			t.Fatalf("directly, %q: %v, want %q in:\n%s", s.argv, err, s.want, out)
 		}
 	}
-	return time.Since(start)
+	return laps
+}
+
+// secs lists laps in seconds.
+func secs(laps []time.Duration) string {
+	var b strings.Builder
+	for _, l := range laps {
+		fmt.Fprintf(&b, " %.2f", l.Seconds())
+	}
+	return "[" + strings.TrimSpace(b.String()) + "]"
+}
+
+func sum(laps []time.Duration) (total time.Duration) {
+	for _, l := range laps {
+		total += l
+	}
+	return total
 }
 
 // server serves files by path on 127.0.0.2: the host's loopback, not the
