@@ -27,7 +27,7 @@ func testWorkspaceProgram(t *testing.T) {
 	os.MkdirAll(filepath.Join(ws, "bin"), 0o755)
 	os.WriteFile(filepath.Join(ws, "bin", "tool.sh"), []byte("#!/bin/sh\necho \"tool from $0\"\n"), 0o755)
 	os.WriteFile(filepath.Join(ws, "data.txt"), []byte("data\n"), 0o644)
-	for link, to := range map[string]string{"in": "bin/tool.sh", "out": "/bin/sh", "up": "../bin/sh", "abs-in": "/workspace/bin/tool.sh"} {
+	for link, to := range map[string]string{"in": "bin/tool.sh", "out": "/bin/sh", "up": "../bin/sh", "abs-in": "/workspace/bin/tool.sh", "bin/python3": "/usr/bin/python3"} {
 		os.Symlink(to, filepath.Join(ws, link))
 	}
 	ss := startSession(t, Config{})
@@ -56,6 +56,7 @@ func testWorkspaceProgram(t *testing.T) {
 		{"/workspace/out", "/workspace/out leads out of /workspace by a symbolic link"},
 		{"/workspace/up", "/workspace/up leads out of /workspace by a symbolic link"},
 		{"/workspace/abs-in", "/workspace/abs-in leads out of /workspace by a symbolic link"},
+		{"/workspace/bin/python3", "its tree (a virtual environment made with python3 -m venv --copies holds its interpreter)"},
 		{"/workspace/data.txt", "/workspace/data.txt is not an executable regular file"},
 		{"/workspace/bin", "/workspace/bin is not an executable regular file"},
 		{"/workspace/none", "/workspace/none: no such file or directory"},
@@ -64,6 +65,9 @@ func testWorkspaceProgram(t *testing.T) {
 		if !errors.Is(err, ErrStepStart) || !strings.Contains(err.Error(), c.why) || res.Path != "" {
 			t.Errorf("%s: %v, path %q; want it not started: %s", c.path, err, res.Path, c.why)
 		}
+	}
+	if _, err := ss.Exec(context.Background(), program(WorkspaceDir, "/workspace/out")); err == nil || strings.Contains(err.Error(), "venv") {
+		t.Errorf("a link out that is not a python names a venv: %v", err)
 	}
 	if _, err := ss.Exec(context.Background(), program("/etc", "/etc/passwd")); err == nil || !strings.Contains(err.Error(), `tree "/etc"`) {
 		t.Errorf("a tree that is not the sandbox's: %v", err)

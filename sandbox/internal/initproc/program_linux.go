@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -39,7 +40,11 @@ func resolveProgram(tree, p string) (string, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS})
 	switch {
 	case errors.Is(err, unix.EXDEV):
-		return "", fmt.Errorf("%s leads out of %s by a symbolic link (an absolute one, or one whose .. climbs out): a workspace program must be a file in its tree", p, tree)
+		hint := ""
+		if strings.HasPrefix(path.Base(p), "python") {
+			hint = " (a virtual environment made with python3 -m venv --copies holds its interpreter)"
+		}
+		return "", fmt.Errorf("%s leads out of %s by a symbolic link (an absolute one, or one whose .. climbs out): a workspace program must be a file in its tree%s", p, tree, hint)
 	case err != nil:
 		return "", fmt.Errorf("%s: %w", p, err)
 	}
