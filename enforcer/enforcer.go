@@ -398,7 +398,7 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 		res.Interrupted = true
 		res.ExitCode = interruptedStatus(ctx)
 	}
-	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
+	if errors.Is(waitErr, ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
 		// a result (airlock did run the command).
 		res.ExitCode, res.Error = ExitFindings, strings.TrimPrefix(waitErr.Error(), "sandbox: ")

@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // SandboxRequest is a sandbox of several steps to start (StartSandbox):
@@ -74,7 +75,7 @@ var (
 	// ErrFrozen: the sandbox is frozen.
 	ErrFrozen = sandbox.ErrFrozen
 	// ErrFindingsLost: /findings could not all be copied out.
-	ErrFindingsLost = sandbox.ErrFindingsLost
+	ErrFindingsLost = findings.ErrLost
 )
 
 // Interrupted is the exit status of a run or step its caller ended:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -92,7 +93,7 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 			note(err)
 		}
 		write("workspace-mtimes.txt", []byte(sb.String()))
-		ev.WorkspaceSkipped, err = copyTree(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
+		ev.WorkspaceSkipped, err = findings.CopyTree(s.work, filepath.Join(dir, "workspace"), s.cfg.Caps.DiskWriteBytes)
 		note(err)
 		ev.Files = append(ev.Files, "workspace/")
 	}
@@ -197,19 +198,19 @@ func namespaceLinks(proc string) string {
 
 // listTree writes one line per entry under the directory fd: type, mode,
 // size, mtime and path. Nothing is followed; it is bounded like the
-// copies (maxDepth; past maxFindingsEntries entries it ends with
+// copies (findings.MaxDepth; past findings.MaxEntries entries it ends with
 // errTooMany).
 func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error {
-	if depth > maxDepth {
+	if depth > findings.MaxDepth {
 		fmt.Fprintf(sb, "! %s nested too deep\n", displayRel(rel))
 		return nil
 	}
-	names, more, err := readDirNames(fd, maxFindingsEntries-*n)
+	names, more, err := findings.ReadDirNames(fd, findings.MaxEntries-*n)
 	if err != nil {
 		return fmt.Errorf("workspace: read %s: %w", displayRel(rel), err)
 	}
 	for _, name := range names {
-		if *n++; *n > maxFindingsEntries {
+		if *n++; *n > findings.MaxEntries {
 			return errTooMany
 		}
 		r := path.Join(rel, name)
@@ -239,7 +240,7 @@ func listTree(fd int, rel string, depth int, sb *strings.Builder, n *int) error 
 	return nil
 }
 
-// errTooMany ends listTree past maxFindingsEntries entries.
+// errTooMany ends listTree past findings.MaxEntries entries.
 var errTooMany = errors.New("too many entries")
 
 func typeLetter(mode uint32) string {

@@ -27,3 +27,13 @@ func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
 	}
 	return p, nil
 }
+
+// copyOut copies /findings out to the findings directory, for Wait and
+// Close.
+func (s *Sandbox) copyOut() ([]string, error) {
+	skipped, err := s.dst.CopyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+	if err != nil {
+		err = fmt.Errorf("sandbox: %w", err)
+	}
+	return skipped, err
+}

@@ -14,7 +14,7 @@ import (
 // the host files (or directories) would be seen, so that a file is
 // hidden by what it is, however it was named: its real path (absolute,
 // every symbolic link resolved), and the same file reached through each
-// tree the sandbox shows (ReadOnly, or DefaultReadOnly when that is nil
+// tree the sandbox shows (ReadOnly, or defaultReadOnly when that is nil
 // and there is no Root; ReadWrite; Binds; Root at "/"), which may name it
 // by another path, through a symbolic link in the tree's own name. Set
 // the trees first. A file that no tree holds adds only its real path,
@@ -27,7 +27,7 @@ func (c *Config) HideFiles(files ...string) {
 	var trees []tree
 	ro := c.ReadOnly
 	if ro == nil && c.Root == "" {
-		ro = DefaultReadOnly
+		ro = defaultReadOnly
 	}
 	for _, p := range append(slices.Clone(ro), c.ReadWrite...) {
 		trees = append(trees, tree{p, path.Clean(p)})
@@ -99,7 +99,7 @@ func checkPrivate(c Config) error {
 	}
 	ro := c.ReadOnly
 	if ro == nil && c.Root == "" {
-		ro = DefaultReadOnly
+		ro = defaultReadOnly
 	}
 	for _, p := range ro {
 		add(p, false)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
@@ -31,9 +32,9 @@ type Sandbox struct {
 	group   *limits.Group
 	lis     net.Listener
 	port    int
-	finds   int           // descriptor of the sandbox's /findings tmpfs, -1 when closed
-	dst     *findingsDest // the host's findings directory, nil without Config.Findings
-	work    int           // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	finds   int            // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	dst     *findings.Dest // the host's findings directory, nil without Config.Findings
+	work    int            // descriptor of the sandbox's /workspace tmpfs, -1 when closed
 	// orig keeps a session's workspace stream as sent, for Changes
 	// (changes_linux.go); nil for a single run or without a workspace.
 	orig    *os.File
@@ -103,7 +104,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if cfg.Findings != "" {
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
-		if s.dst, err = openFindingsDest(cfg.Findings, cfg.ReadWrite); err != nil {
+		if s.dst, err = openFindings(cfg.Findings, cfg.ReadWrite); err != nil {
 			return nil, err
 		}
 	}
@@ -690,7 +691,7 @@ func (s *Sandbox) finish() (Result, error) {
 	}
 	var err error
 	if s.dst != nil && s.finds >= 0 {
-		res.FindingsSkipped, err = s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+		res.FindingsSkipped, err = s.copyOut()
 	}
 	res.Receipt = s.fullReceipt()
 	if terr := s.teardownErr(nil); err == nil {
@@ -746,7 +747,7 @@ func (s *Sandbox) teardownErr(first error) error {
 		s.finds = -1
 	}
 	if s.dst != nil {
-		s.dst.close()
+		s.dst.Close()
 	}
 	if s.work >= 0 {
 		unix.Close(s.work)
@@ -770,7 +771,7 @@ func (s *Sandbox) teardownErr(first error) error {
 // abort undoes a failed Start.
 func (s *Sandbox) abort() {
 	if s.dst != nil {
-		s.dst.discard()
+		s.dst.Discard()
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.killInit()

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/macbox"
+	"golang.org/x/sys/unix"
 )
 
 // Session is one sandbox that runs several commands, one after another
@@ -230,16 +232,15 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 	} else {
 		ev.Files = append(ev.Files, "receipt.txt")
 	}
-	dst, err := macbox.OpenDest(filepath.Join(dir, "workspace"), nil)
+	src, err := openDir(ss.sb.box.Workspace)
 	if err != nil {
 		ev.Errors = append(ev.Errors, "workspace: "+err.Error())
 		return ev, nil
 	}
-	defer dst.Close()
-	skipped, err := dst.CopyOut(ss.sb.box.Workspace, ss.sb.cfg.Caps.DiskWriteBytes)
-	ev.WorkspaceSkipped = skipped
+	defer unix.Close(src)
+	ev.WorkspaceSkipped, err = findings.CopyTree(src, filepath.Join(dir, "workspace"), ss.sb.cfg.Caps.DiskWriteBytes)
 	ev.Files = append(ev.Files, "workspace")
-	if err != nil && !errors.Is(err, macbox.ErrLost) {
+	if err != nil {
 		ev.Errors = append(ev.Errors, "workspace: "+err.Error())
 	}
 	return ev, nil
@@ -265,11 +266,11 @@ func (ss *Session) SetFindings(dir string) error {
 	if ss.closing {
 		return ErrSessionEnded
 	}
-	var dst *macbox.Dest
+	var dst *findings.Dest
 	if dir != "" {
 		var err error
-		if dst, err = macbox.OpenDest(dir, ss.sb.cfg.ReadWrite); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
+		if dst, err = openFindings(dir, ss.sb.cfg.ReadWrite); err != nil {
+			return err
 		}
 	}
 	if old := ss.sb.dst; old != nil {

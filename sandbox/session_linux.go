@@ -459,7 +459,7 @@ func (ss *Session) close() (Teardown, error) {
 	}
 	td.CPU, td.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
 	if s.dst != nil && s.finds >= 0 {
-		skipped, err := s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+		skipped, err := s.copyOut()
 		td.FindingsSkipped = skipped
 		if err != nil {
 			errs = append(errs, err)

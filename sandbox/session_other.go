@@ -40,9 +40,6 @@ func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir:
 // Probe fails closed.
 func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, ErrUnsupported }
 
-// MarkFindings fails closed: there are no findings on this system.
-func MarkFindings(dir, name string, body []byte) error { return ErrUnsupported }
-
 // Receipt returns nil.
 func (ss *Session) Receipt() map[string]string { return nil }
 
