@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
@@ -56,7 +57,7 @@ type (
 	// StepOutcome is how a step of a Sandbox ended.
 	StepOutcome = sandbox.Result
 	// Evidence is what a frozen sandbox's snapshot holds.
-	Evidence = sandbox.Evidence
+	Evidence = evidence.Record
 	// Teardown is what a sandbox's end reports.
 	Teardown = sandbox.Teardown
 )

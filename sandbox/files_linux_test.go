@@ -82,7 +82,7 @@ func TestProxyListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	lis := s.Listener()
-	if lis == nil || s.ProxyPort() == 0 {
+	if lis == nil || s.port == 0 {
 		s.Kill()
 		t.Fatal("no proxy listener")
 	}
@@ -109,7 +109,7 @@ func TestProxyListener(t *testing.T) {
 	if got := <-served; got != "ping\n" {
 		t.Fatalf("proxy side read %q", got)
 	}
-	port := strconv.Itoa(s.ProxyPort())
+	port := strconv.Itoa(s.port)
 	for _, w := range []string{"HTTP_PROXY=http://127.0.0.1:" + port, "ALL_PROXY=socks5h://127.0.0.1:" + port, "NO_PROXY=\n", "no_proxy=\n", "pong"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output %q lacks %q", out.String(), w)

@@ -104,7 +104,7 @@ func TestInitDeathReported(t *testing.T) {
 			s.Kill()
 			t.Fatal(err)
 		}
-		unix.Kill(s.Pid(), unix.SIGKILL)
+		unix.Kill(s.cmd.Process.Pid, unix.SIGKILL)
 		res, err := s.Wait()
 		if err != nil {
 			t.Fatal(err)

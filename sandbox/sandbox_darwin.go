@@ -169,12 +169,9 @@ func (s *Sandbox) probe(req ProbeRequest) []ProbeResult {
 // sandbox closes it at teardown.
 func (s *Sandbox) Listener() net.Listener { return s.lis }
 
-// ProxyPort returns the listener's port, 0 unless Config.Proxy.
-func (s *Sandbox) ProxyPort() int { return s.port }
-
-// Pid returns the command's process id (its process group's), 0 before
+// pid returns the command's process id (its process group's), 0 before
 // Release.
-func (s *Sandbox) Pid() int {
+func (s *Sandbox) pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.run == nil {

@@ -513,12 +513,6 @@ func (s *Sandbox) takeReady(m initproc.Message, fds []int) error {
 // namespace, nil unless Config.Proxy. The sandbox closes it at teardown.
 func (s *Sandbox) Listener() net.Listener { return s.lis }
 
-// ProxyPort returns the listener's port inside, 0 unless Config.Proxy.
-func (s *Sandbox) ProxyPort() int { return s.port }
-
-// Pid returns the init's process id on the host.
-func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
-
 // Release lets the init execute the target, and starts the caps' watch
 // (the wall clock counts from here).
 func (s *Sandbox) Release() error {

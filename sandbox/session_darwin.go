@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/macbox"
 	"golang.org/x/sys/unix"
@@ -70,13 +71,10 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) {
 // Listener returns the proxy's listener, nil unless Config.Proxy.
 func (ss *Session) Listener() net.Listener { return ss.sb.lis }
 
-// ProxyPort returns the listener's port, 0 unless Config.Proxy.
-func (ss *Session) ProxyPort() int { return ss.sb.port }
-
 // Pid returns the current step's process id, airlock's own between
 // steps (there is no init on macOS).
 func (ss *Session) Pid() int {
-	if pid := ss.sb.Pid(); pid != 0 {
+	if pid := ss.sb.pid(); pid != 0 {
 		return pid
 	}
 	return os.Getpid()
@@ -218,8 +216,8 @@ func (ss *Session) Freeze() (string, error) {
 
 // Evidence writes what can be kept of the session into dir: the
 // session's receipt and a copy of the workspace as it is.
-func (ss *Session) Evidence(dir string) (Evidence, error) {
-	ev := Evidence{Dir: dir}
+func (ss *Session) Evidence(dir string) (evidence.Record, error) {
+	ev := evidence.Record{Dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ev, fmt.Errorf("sandbox: evidence: %w", err)
 	}

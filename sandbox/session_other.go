@@ -5,6 +5,8 @@ package sandbox
 import (
 	"context"
 	"net"
+
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // Session is one sandbox that runs several commands; on this system
@@ -16,9 +18,6 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) { return ni
 
 // Listener returns nil.
 func (ss *Session) Listener() net.Listener { return nil }
-
-// ProxyPort returns 0.
-func (ss *Session) ProxyPort() int { return 0 }
 
 // Pid returns 0.
 func (ss *Session) Pid() int { return 0 }
@@ -35,7 +34,9 @@ func (ss *Session) Close() (Teardown, error) { return Teardown{}, ErrUnsupported
 func (ss *Session) Freeze() (string, error) { return "", ErrUnsupported }
 
 // Evidence fails closed.
-func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir: dir}, ErrUnsupported }
+func (ss *Session) Evidence(dir string) (evidence.Record, error) {
+	return evidence.Record{Dir: dir}, ErrUnsupported
+}
 
 // Probe fails closed.
 func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, ErrUnsupported }

@@ -71,7 +71,11 @@ func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 func fchown(fd, uid, gid int) error { return unix.Fchown(fd, uid, gid) }
 
 // renameNoReplace renames old to new in the directory fd, unless new
-// exists.
+// exists (checked first: the sandbox that could make it is dead).
 func renameNoReplace(fd int, old, new string) error {
-	return unix.RenameatxNp(fd, old, fd, new, unix.RENAME_EXCL)
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, new, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		return unix.EEXIST
+	}
+	return unix.Renameat(fd, old, fd, new)
 }
