@@ -43,7 +43,7 @@ func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 	if s.work < 0 {
 		return changes.Patch{}, fmt.Errorf("sandbox: changes: %w", ErrSessionEnded)
 	}
-	var old changes.Tree = emptyTree{}
+	old := changes.Empty
 	if s.orig != nil {
 		old = &streamTree{f: s.orig}
 	}
@@ -93,12 +93,6 @@ func (o originalWriter) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
-
-// emptyTree is the original of a session without a workspace.
-type emptyTree struct{}
-
-func (emptyTree) List(changes.Limits, func(string) bool) ([]changes.Entry, error) { return nil, nil }
-func (emptyTree) Open(string) (io.ReadCloser, error)                              { return nil, os.ErrNotExist }
 
 // streamTree is the original: the kept workspace stream (initproc's
 // format), each file's content read in place.

@@ -21,7 +21,7 @@ func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
 	if ss.sb.finds < 0 {
 		return changes.Patch{}, fmt.Errorf("sandbox: findings: %w", ErrSessionEnded)
 	}
-	p, err := changes.Diff(emptyTree{}, workTree{root: ss.sb.finds}, changes.Options{Limits: lim})
+	p, err := changes.Diff(changes.Empty, workTree{root: ss.sb.finds}, changes.Options{Limits: lim})
 	if err != nil {
 		return p, fmt.Errorf("sandbox: findings: %w", err)
 	}

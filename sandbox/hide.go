@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
@@ -119,10 +120,10 @@ func checkPrivate(c Config) error {
 		for _, h := range c.private {
 			switch {
 			case t.real != h && hostfile.Within(t.real, h):
-				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", quoteUnsafe(t.name), quoteUnsafe(h))
+				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", findings.Quote(t.name), findings.Quote(h))
 			case t.writable && (hostfile.Within(h, t.real) || hostfile.Within(filepath.Dir(h), t.real)):
 				return fmt.Errorf("readWrite %s holds %s or its directory, which no sandbox may write: the sandbox could replace it "+
-					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", quoteUnsafe(t.name), quoteUnsafe(h))
+					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", findings.Quote(t.name), findings.Quote(h))
 			}
 		}
 	}

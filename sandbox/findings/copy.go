@@ -9,9 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -116,7 +114,7 @@ func (c *copier) dir(src, dst int, rel string, depth int) error {
 			return nil
 		}
 		rel := path.Join(rel, name)
-		if !Printable(name) {
+		if !printable(name) {
 			c.lose(rel, "its name has control bytes or is not printable UTF-8")
 			continue
 		}
@@ -293,29 +291,4 @@ func displayRel(rel string) string {
 		return "."
 	}
 	return rel
-}
-
-// Printable reports whether s is valid UTF-8 with no control byte, no
-// terminal escape and no invisible format character (a bidirectional
-// override): a name that is not never reaches the host, where it would
-// reach whoever lists the directory.
-func Printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if !strconv.IsPrint(r) {
-			return false
-		}
-	}
-	return true
-}
-
-// Quote returns s as it is when printable, else Go-quoted, so that a
-// name the sandbox chose never reaches a terminal raw.
-func Quote(s string) string {
-	if Printable(s) {
-		return s
-	}
-	return strconv.Quote(s)
 }

@@ -1,5 +1,3 @@
-//go:build unix
-
 // Package findings copies a sandbox's /findings out to the host, on
 // Linux and on macOS alike (docs/sandbox.md, "Findings"), and marks
 // findings as untrusted after a suspected escape.
