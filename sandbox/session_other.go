@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
@@ -49,3 +50,13 @@ func (ss *Session) SetFindings(dir string) error { return ErrUnsupported }
 
 // CopyIn fails closed.
 func (ss *Session) CopyIn(dir string) error { return ErrUnsupported }
+
+// Changes fails closed: airlock has no sandbox on this system.
+func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
+	return changes.Patch{}, ErrUnsupported
+}
+
+// FindingsNow fails closed: airlock has no sandbox on this system.
+func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
+	return changes.Patch{}, ErrUnsupported
+}

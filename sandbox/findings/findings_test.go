@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -193,4 +194,44 @@ func FuzzCopyFindings(f *testing.F) {
 			t.Fatalf("copied %d bytes past the %d cap", total, limit)
 		}
 	})
+}
+
+// TestOpenEach: the walk used where there is no openat2 (macOS) opens a
+// path one component at a time, from "/" or the directory given, and
+// follows no symbolic link on it, the last component included.
+func TestOpenEach(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755)
+	os.Symlink(filepath.Join(dir, "a"), filepath.Join(dir, "link"))
+	want, _ := os.Stat(filepath.Join(dir, "a", "b"))
+	dirfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dirfd)
+	for _, c := range []struct {
+		at   int
+		path string
+	}{{unix.AT_FDCWD, filepath.Join(dir, "a", "b")}, {unix.AT_FDCWD, filepath.Join(dir, "a", "..", "a", "b") + "/"}, {dirfd, "a/b"}, {dirfd, "./a//b"}} {
+		fd, err := openEach(c.at, c.path, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			t.Errorf("openEach(%s): %v", c.path, err)
+			continue
+		}
+		var st unix.Stat_t
+		unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if st.Ino != want.Sys().(*syscall.Stat_t).Ino {
+			t.Errorf("openEach(%s) opened another directory", c.path)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "link", "b"), filepath.Join(dir, "link")} {
+		fd, err := openEach(unix.AT_FDCWD, p, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			unix.Close(fd)
+		}
+		if !errors.Is(err, unix.ELOOP) && !errors.Is(err, unix.ENOTDIR) {
+			t.Errorf("openEach(%s) through a link: %v, want it refused", p, err)
+		}
+	}
 }
