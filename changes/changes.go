@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 )
@@ -62,6 +63,15 @@ type Tree interface {
 	// returned as a File. Diff reads at most the Size that List gave.
 	Open(p string) (io.ReadCloser, error)
 }
+
+// Empty is the tree with nothing in it: the original of a workspace that
+// had none, and what findings are listed against.
+var Empty Tree = emptyTree{}
+
+type emptyTree struct{}
+
+func (emptyTree) List(Limits, func(string) bool) ([]Entry, error) { return nil, nil }
+func (emptyTree) Open(string) (io.ReadCloser, error)              { return nil, fs.ErrNotExist }
 
 // Limits bound a comparison. A zero field takes its default
 // (DefaultLimits); a negative one is an error. They are described in

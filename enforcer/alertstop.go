@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // A session stopped by its own alerts (the policy's session.onAlert):
@@ -70,13 +70,13 @@ func (s *Session) stopForAlert(alert audit.Event, why string) {
 
 // alertEvidence is summary.json in a stopped session's evidence.
 type alertEvidence struct {
-	Session  string           `json:"session"`
-	Time     time.Time        `json:"time"`
-	Alert    Alert            `json:"alert"`
-	Freeze   string           `json:"freeze"`
-	InitPid  int              `json:"initPid"`
-	Sandbox  sandbox.Evidence `json:"sandbox"`
-	Problems []string         `json:"problems,omitempty"`
+	Session  string          `json:"session"`
+	Time     time.Time       `json:"time"`
+	Alert    Alert           `json:"alert"`
+	Freeze   string          `json:"freeze"`
+	InitPid  int             `json:"initPid"`
+	Sandbox  evidence.Record `json:"sandbox"`
+	Problems []string        `json:"problems,omitempty"`
 }
 
 // keepEvidence snapshots the frozen sandbox into a new directory of its

@@ -337,7 +337,7 @@ func (f *fresh) execute(ctx context.Context, a *attempt) error {
 		res.Interrupted = true
 		res.ExitCode = Interrupted(ctx)
 	}
-	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
+	if errors.Is(waitErr, ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
 		// a result (airlock did run the command).
 		res.ExitCode, res.Error = ExitFindings, strings.TrimPrefix(waitErr.Error(), "sandbox: ")

@@ -9,6 +9,8 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // SandboxRequest is a sandbox of several steps to start (StartSandbox):
@@ -55,7 +57,7 @@ type (
 	// StepOutcome is how a step of a Sandbox ended.
 	StepOutcome = sandbox.Result
 	// Evidence is what a frozen sandbox's snapshot holds.
-	Evidence = sandbox.Evidence
+	Evidence = evidence.Record
 	// Teardown is what a sandbox's end reports.
 	Teardown = sandbox.Teardown
 )
@@ -74,7 +76,7 @@ var (
 	// ErrFrozen: the sandbox is frozen.
 	ErrFrozen = sandbox.ErrFrozen
 	// ErrFindingsLost: /findings could not all be copied out.
-	ErrFindingsLost = sandbox.ErrFindingsLost
+	ErrFindingsLost = findings.ErrLost
 )
 
 // Interrupted is the exit status of a run or step its caller ended:

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // UntrustedMarker is the file written into the host findings directory
@@ -16,14 +16,14 @@ const UntrustedMarker = "UNTRUSTED"
 // MarkUntrusted writes UntrustedMarker into the host findings directory
 // dir, saying that everything in it came out of a sandbox that, why, and
 // where the evidence is ("" for none), moving aside anything of that name
-// the findings brought (sandbox.MarkFindings: no link followed, nothing
+// the findings brought (findings.Mark: no link followed, nothing
 // written through).
 func MarkUntrusted(dir, that, why, evidence string) error {
 	body := "UNTRUSTED: everything in this directory came out of a sandbox " + that + ".\n" + why + "\n"
 	if evidence != "" {
 		body += "evidence: " + evidence + "\n"
 	}
-	return sandbox.MarkFindings(dir, UntrustedMarker, []byte(body))
+	return findings.Mark(dir, UntrustedMarker, []byte(body))
 }
 
 // DefaultEvidenceDir returns $XDG_STATE_HOME/airlock/evidence, else

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // escapeCase injects one escape signal: by a payload that provokes the
@@ -208,7 +209,7 @@ func checkEscape(t *testing.T, e *env, res runbook.Result, c escapeCase) {
 		Signals  []runbook.Signal `json:"signals"`
 		Freeze   string           `json:"freeze"`
 		Problems []string         `json:"problems"`
-		Sandbox  sandbox.Evidence `json:"sandbox"`
+		Sandbox  evidence.Record  `json:"sandbox"`
 	}
 	b, _ := os.ReadFile(filepath.Join(res.Evidence, "summary.json"))
 	if err := json.Unmarshal(b, &sum); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 func TestProbeHelpers(t *testing.T) {
@@ -63,8 +64,8 @@ func (f *fakeSession) Pid() int                            { return os.Getpid() 
 func (f *fakeSession) Freeze() (string, error) {
 	return "", errors.New("fake")
 }
-func (f *fakeSession) Evidence(dir string) (sandbox.Evidence, error) {
-	return sandbox.Evidence{Dir: dir}, errors.New("fake")
+func (f *fakeSession) Evidence(dir string) (evidence.Record, error) {
+	return evidence.Record{Dir: dir}, errors.New("fake")
 }
 func (f *fakeSession) Close() (sandbox.Teardown, error) {
 	f.closed = true
@@ -245,11 +246,11 @@ func (f *stepFake) Serve(enforcer.EgressRecorder) error { return nil }
 func (f *stepFake) ProxyAddr() string                   { return f.lis.Addr().String() }
 func (f *stepFake) Pid() int                            { return os.Getpid() }
 func (f *stepFake) Freeze() (string, error)             { f.frozen = true; return "fake freezer", nil }
-func (f *stepFake) Evidence(dir string) (sandbox.Evidence, error) {
+func (f *stepFake) Evidence(dir string) (evidence.Record, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return sandbox.Evidence{}, err
+		return evidence.Record{}, err
 	}
-	return sandbox.Evidence{Dir: dir}, os.WriteFile(filepath.Join(dir, "processes.json"), []byte("[]"), 0o600)
+	return evidence.Record{Dir: dir}, os.WriteFile(filepath.Join(dir, "processes.json"), []byte("[]"), 0o600)
 }
 func (f *stepFake) Close() (sandbox.Teardown, error) {
 	f.lis.Close()

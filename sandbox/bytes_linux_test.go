@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // Names, arguments and variables that are not UTF-8 reach the target byte
@@ -109,15 +110,15 @@ func testBytesExact(t *testing.T) {
 		cfg.Dir = "/workspace/d\xff"
 		cfg.Workspace, cfg.Findings = bytesWorkspace(t), filepath.Join(t.TempDir(), "findings")
 		res, out, err := runWait(t, cfg)
-		if res.ExitCode != 0 || !errors.Is(err, ErrFindingsLost) {
+		if res.ExitCode != 0 || !errors.Is(err, findings.ErrLost) {
 			t.Fatalf("result %+v, %v, output %q; want exit 0 and bad\\xff not kept", res, err, out)
 		}
 		wantBytes(t, out)
 		wantFindings(t, cfg.Findings, res.FindingsSkipped)
 	})
 	t.Run("session", func(t *testing.T) {
-		findings := filepath.Join(t.TempDir(), "findings")
-		ss := startSession(t, Config{Workspace: bytesWorkspace(t), Findings: findings})
+		dir := filepath.Join(t.TempDir(), "findings")
+		ss := startSession(t, Config{Workspace: bytesWorkspace(t), Findings: dir})
 		st := payloadStep("bytes", rawArgs...)
 		st.Env = append(st.Env, rawEnv)
 		st.Dir = "/workspace/d\xff"
@@ -127,10 +128,10 @@ func testBytesExact(t *testing.T) {
 		}
 		wantBytes(t, out)
 		td, err := ss.Close()
-		if !errors.Is(err, ErrFindingsLost) {
+		if !errors.Is(err, findings.ErrLost) {
 			t.Fatalf("close: %v, want bad\\xff not kept", err)
 		}
-		wantFindings(t, findings, td.FindingsSkipped)
+		wantFindings(t, dir, td.FindingsSkipped)
 	})
 }
 

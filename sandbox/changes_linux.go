@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -42,7 +43,7 @@ func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 	if s.work < 0 {
 		return changes.Patch{}, fmt.Errorf("sandbox: changes: %w", ErrSessionEnded)
 	}
-	var old changes.Tree = emptyTree{}
+	old := changes.Empty
 	if s.orig != nil {
 		old = &streamTree{f: s.orig}
 	}
@@ -92,12 +93,6 @@ func (o originalWriter) Write(b []byte) (int, error) {
 	}
 	return n, err
 }
-
-// emptyTree is the original of a session without a workspace.
-type emptyTree struct{}
-
-func (emptyTree) List(changes.Limits, func(string) bool) ([]changes.Entry, error) { return nil, nil }
-func (emptyTree) Open(string) (io.ReadCloser, error)                              { return nil, os.ErrNotExist }
 
 // streamTree is the original: the kept workspace stream (initproc's
 // format), each file's content read in place.
@@ -190,8 +185,8 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // directories listed a batch at a time, every entry stat'ed without
 // following it, every open resolved beneath the root with no link, magic
 // link or mount crossed (initproc.OpenBeneath), regular files opened
-// O_NONBLOCK and checked to be regular files, at most maxDepth deep, a
-// directory that prune excludes never opened.
+// O_NONBLOCK and checked to be regular files, at most findings.MaxDepth deep,
+// a directory that prune excludes never opened.
 type workTree struct{ root int }
 
 func (t workTree) List(lim changes.Limits, prune func(string) bool) ([]changes.Entry, error) {
@@ -255,8 +250,8 @@ func (w *workWalk) entry(dirfd int, name, rel string, depth int) error {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.Type = changes.Dir
-		if depth+1 > maxDepth {
-			e.Skipped = fmt.Sprintf("nested deeper than %d directories", maxDepth)
+		if depth+1 > findings.MaxDepth {
+			e.Skipped = fmt.Sprintf("nested deeper than %d directories", findings.MaxDepth)
 			break
 		}
 		if w.prune != nil && w.prune(rel) {

@@ -40,7 +40,7 @@ func runWait(t *testing.T, cfg Config) (Result, string, error) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	pidns, err := os.Readlink("/proc/" + strconv.Itoa(s.Pid()) + "/ns/pid")
+	pidns, err := os.Readlink("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/ns/pid")
 	if err != nil {
 		s.Kill()
 		t.Fatalf("read the init's pid namespace: %v", err)
@@ -170,7 +170,7 @@ func TestInGroup(t *testing.T) {
 	}
 	// The kernel lists the init in each of the group's directories: the
 	// whole init in the unified one, its main thread in each v1 one.
-	pid := strconv.Itoa(s.Pid())
+	pid := strconv.Itoa(s.cmd.Process.Pid)
 	members := map[string]string{}
 	if dirs.V2 != "" {
 		members[filepath.Join(dirs.V2, "cgroup.procs")] = "v2"

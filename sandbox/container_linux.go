@@ -81,14 +81,14 @@ func refusal(err error) bool {
 // (a host listening on the proxy's port would be reachable: doctor rates
 // it weak); with Landlock's TCP rules and the seccomp filter, the proxy
 // stays the only way out (NetShared); otherwise only a policy that accepts
-// WeakerEgressUnenforced runs (NetUnenforced).
+// weakerEgressUnenforced runs (NetUnenforced).
 func (s *Sandbox) sharedNetMode(need needs, refused error) (string, error) {
 	why := "the host refuses a new network namespace (" + refused.Error() + ")"
 	switch {
 	case need.netns || need.egress:
-		missing := &RequirementError{Why: map[string]string{}}
-		for _, r := range []string{RequireNetNS, RequireEgressProxy} {
-			if r == RequireNetNS && need.netns || r == RequireEgressProxy && need.egress {
+		missing := &requirementError{Why: map[string]string{}}
+		for _, r := range []string{requireNetNS, requireEgressProxy} {
+			if r == requireNetNS && need.netns || r == requireEgressProxy && need.egress {
 				missing.Missing = append(missing.Missing, r)
 				missing.Why[r] = why
 			}
@@ -96,7 +96,7 @@ func (s *Sandbox) sharedNetMode(need needs, refused error) (string, error) {
 		return initproc.NetShared, missing
 	case initproc.LandlockABI() >= 4 && seccompAvailable():
 		return initproc.NetShared, nil
-	case slices.Contains(s.cfg.Weaker, WeakerEgressUnenforced):
+	case slices.Contains(s.cfg.Weaker, weakerEgressUnenforced):
 		return initproc.NetUnenforced, nil
 	}
 	lacks := fmt.Sprintf("Landlock ABI %d lacks TCP rules (needs 4)", initproc.LandlockABI())
@@ -105,7 +105,7 @@ func (s *Sandbox) sharedNetMode(need needs, refused error) (string, error) {
 	}
 	return initproc.NetShared, fmt.Errorf("sandbox: %w: %s, and %s: the egress proxy would not be the only way out. "+
 		`A policy may accept that with "weakerModes": [%q] (docs/sandbox.md, "Inside a container")`,
-		ErrRequirement, why, lacks, WeakerEgressUnenforced)
+		ErrRequirement, why, lacks, weakerEgressUnenforced)
 }
 
 // hostNetwork reports whether the init is started in the host's network

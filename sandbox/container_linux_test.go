@@ -107,7 +107,7 @@ func TestSharedNetworkInner(t *testing.T) {
 
 	// require fails closed: netns, and the egress proxy as the only way
 	// out, are not what this host gives.
-	for _, req := range []string{RequireNetNS, RequireEgressProxy} {
+	for _, req := range []string{requireNetNS, requireEgressProxy} {
 		cfg := payloadConfig("echo", "ran")
 		cfg.Proxy = true
 		cfg.Require = []string{req}
@@ -137,7 +137,7 @@ func TestUnenforcedEgressInner(t *testing.T) {
 	} else if !errors.Is(err, ErrRequirement) || !strings.Contains(err.Error(), `"weakerModes": ["egress-unenforced"]`) {
 		t.Fatalf("Start: %v, want ErrRequirement naming the weaker mode", err)
 	}
-	cfg.Weaker = []string{WeakerEgressUnenforced}
+	cfg.Weaker = []string{weakerEgressUnenforced}
 	res, out, errOut := run(t, cfg)
 	if r := lastReport(t, out+errOut); !r.Succeeded || host.Hits.Load() == 0 {
 		t.Errorf("the accepted weaker mode held egress after all: %+v", r)
@@ -253,7 +253,7 @@ func TestHostProcInner(t *testing.T) {
 	if r := lastReport(t, out+errOut); r.Succeeded || r.Errno != "EACCES" {
 		t.Errorf("read the host's pid 1 environment: %+v", r)
 	}
-	cfg.Require = []string{RequireProcFS}
+	cfg.Require = []string{requireProcFS}
 	if s, err := Start(context.Background(), cfg); err == nil {
 		s.Kill()
 		t.Error("require procfs: Start passed with the host's /proc")

@@ -8,12 +8,10 @@ import (
 	"os"
 	"path"
 
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
-
-// maxDepth bounds the directory nesting that either copy follows.
-const maxDepth = 128
 
 // sendWorkspace writes the host directory root to w as the init's
 // workspace stream (initproc.Entry):
@@ -42,10 +40,10 @@ type workspaceWalk struct {
 }
 
 func (t *workspaceWalk) dir(fd int, rel string, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("workspace: %s: nested deeper than %d", rel, maxDepth)
+	if depth > findings.MaxDepth {
+		return fmt.Errorf("workspace: %s: nested deeper than %d", rel, findings.MaxDepth)
 	}
-	names, more, err := readDirNames(fd, t.entries)
+	names, more, err := findings.ReadDirNames(fd, t.entries)
 	if err != nil {
 		return fmt.Errorf("workspace: read %s: %w", displayRel(rel), err)
 	}
@@ -122,32 +120,6 @@ func (t *workspaceWalk) file(dirfd int, name, rel string, mode uint32) error {
 		return fmt.Errorf("workspace: copy %s: %w", rel, err)
 	}
 	return nil
-}
-
-// readDirNames lists at most limit names of the directory fd, without
-// "." and "..", a batch at a time (fd's own offset untouched): a
-// directory of millions of entries costs no more than limit names. more
-// reports that the directory holds more than that.
-func readDirNames(fd, limit int) (names []string, more bool, err error) {
-	dup, err := unix.Openat(fd, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, false, err
-	}
-	d := os.NewFile(uintptr(dup), ".")
-	defer d.Close()
-	limit = max(limit, 0)
-	for {
-		batch, err := d.Readdirnames(min(256, limit+1-len(names)))
-		names = append(names, batch...)
-		switch {
-		case len(names) > limit:
-			return names[:limit], true, nil
-		case err == io.EOF:
-			return names, false, nil
-		case err != nil:
-			return names, false, err
-		}
-	}
 }
 
 func readlinkat(dirfd int, name string) (string, error) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"golang.org/x/sys/unix"
 )
 
@@ -62,7 +63,7 @@ func TestFindingsManyEntries(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	res, err := s.Wait()
 	runtime.ReadMemStats(&after)
-	if res.ExitCode != 0 || !strings.Contains(out.String(), "made") || !errors.Is(err, ErrFindingsLost) {
+	if res.ExitCode != 0 || !strings.Contains(out.String(), "made") || !errors.Is(err, findings.ErrLost) {
 		t.Fatalf("result %+v, %v, output %q; want the entries made and not all kept", res, err, out.String())
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
@@ -75,34 +76,8 @@ func TestFindingsManyEntries(t *testing.T) {
 	if len(res.FindingsSkipped) != 1 || !strings.Contains(res.FindingsSkipped[0], "more than 10000 entries") {
 		t.Errorf("skipped %q, want one line for the cap", res.FindingsSkipped)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(cfg.Findings, "big")); len(ents) != maxFindingsEntries-1 {
-		t.Errorf("%d entries copied, want the cap's %d (big/ itself is one)", len(ents), maxFindingsEntries-1)
-	}
-}
-
-// TestReadDirNamesBounded: a listing stops at its limit and says there
-// is more; an empty directory is empty.
-func TestReadDirNamesBounded(t *testing.T) {
-	dir := t.TempDir()
-	for i := range 1000 {
-		os.WriteFile(filepath.Join(dir, strconv.Itoa(i)), nil, 0o644)
-	}
-	fd, err := unix.Open(dir, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	for _, c := range []struct {
-		limit, want int
-		more        bool
-	}{{0, 0, true}, {1, 1, true}, {300, 300, true}, {999, 999, true}, {1000, 1000, false}, {5000, 1000, false}} {
-		names, more, err := readDirNames(fd, c.limit)
-		if err != nil || len(names) != c.want || more != c.more {
-			t.Errorf("limit %d: %d names, more %v, %v; want %d, %v", c.limit, len(names), more, err, c.want, c.more)
-		}
-	}
-	if empty, err := isEmptyDir(fd); empty || err != nil {
-		t.Errorf("isEmptyDir of 1000 entries: %v %v", empty, err)
+	if ents, _ := os.ReadDir(filepath.Join(cfg.Findings, "big")); len(ents) != findings.MaxEntries-1 {
+		t.Errorf("%d entries copied, want the cap's %d (big/ itself is one)", len(ents), findings.MaxEntries-1)
 	}
 }
 

@@ -6,20 +6,20 @@ import (
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
-// HomeDir is the sandbox's HOME, and CacheDir where its caches go: both
+// HomeDir is the sandbox's HOME, and cacheDir where its caches go: both
 // in its private /tmp, inside the disk cap and outside /workspace, so
 // that no cache, configuration or byte code lands in a session's patch.
 // The init makes HomeDir, the sandbox user's own (0700); a cache
 // directory is made by the program that uses it.
 const (
 	HomeDir  = initproc.HomeDir
-	CacheDir = TmpDir + "/cache"
+	cacheDir = TmpDir + "/cache"
 )
 
 // BaseEnv is a target's whole environment before the proxy variables: a
 // PATH of the policy's search path, HOME (HomeDir) and the XDG base
 // directories under it, the caches of pip, npm, Go and Python's byte code
-// under CacheDir, TMPDIR and a UTF-8 locale. The caller's own environment
+// under cacheDir, TMPDIR and a UTF-8 locale. The caller's own environment
 // never reaches the sandbox, so host secrets in it stay outside.
 func BaseEnv(searchPath []string) []string {
 	return []string{
@@ -30,13 +30,13 @@ func BaseEnv(searchPath []string) []string {
 		"XDG_CONFIG_HOME=" + HomeDir + "/.config",
 		"XDG_DATA_HOME=" + HomeDir + "/.local/share",
 		"XDG_STATE_HOME=" + HomeDir + "/.local/state",
-		"XDG_CACHE_HOME=" + CacheDir,
-		"PIP_CACHE_DIR=" + CacheDir + "/pip",
-		"npm_config_cache=" + CacheDir + "/npm",
+		"XDG_CACHE_HOME=" + cacheDir,
+		"PIP_CACHE_DIR=" + cacheDir + "/pip",
+		"npm_config_cache=" + cacheDir + "/npm",
 		"GOPATH=" + HomeDir + "/go",
-		"GOMODCACHE=" + CacheDir + "/go-mod",
-		"GOCACHE=" + CacheDir + "/go-build",
-		"PYTHONPYCACHEPREFIX=" + CacheDir + "/pycache",
+		"GOMODCACHE=" + cacheDir + "/go-mod",
+		"GOCACHE=" + cacheDir + "/go-build",
+		"PYTHONPYCACHEPREFIX=" + cacheDir + "/pycache",
 	}
 }
 

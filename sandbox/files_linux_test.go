@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 func TestWorkspaceInFindingsOut(t *testing.T) {
@@ -22,7 +23,7 @@ func TestWorkspaceInFindingsOut(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "sub", "in.txt"), []byte("input"), 0o644)
 	os.WriteFile(filepath.Join(ws, "run.sh"), []byte("#!/bin/sh\necho ran\n"), 0o4755)
 	os.Symlink(secret, filepath.Join(ws, "escape")) // copied as a link, resolved inside
-	findings := filepath.Join(t.TempDir(), "findings")
+	finds := filepath.Join(t.TempDir(), "findings")
 
 	script := `set -e
 cat /workspace/sub/in.txt
@@ -35,9 +36,9 @@ ln -s /etc/passwd /findings/link
 mkfifo /findings/fifo
 echo changed > /workspace/sub/in.txt`
 	cfg := shellConfig(script)
-	cfg.Workspace, cfg.Findings = ws, findings
+	cfg.Workspace, cfg.Findings = ws, finds
 	res, out, err := runWait(t, cfg)
-	if res.ExitCode != 0 || !errors.Is(err, ErrFindingsLost) {
+	if res.ExitCode != 0 || !errors.Is(err, findings.ErrLost) {
 		t.Fatalf("result %+v, %v, output %q; want exit 0 and the findings not all kept", res, err, out)
 	}
 	for _, w := range []string{"input", "ran", "link-dead"} {
@@ -51,14 +52,14 @@ echo changed > /workspace/sub/in.txt`
 	if b, _ := os.ReadFile(filepath.Join(ws, "sub", "in.txt")); string(b) != "input" {
 		t.Errorf("host workspace changed to %q: it must be a copy", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(findings, "report.txt")); string(b) != "result\n" {
+	if b, _ := os.ReadFile(filepath.Join(finds, "report.txt")); string(b) != "result\n" {
 		t.Errorf("findings report %q", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(findings, "d", "n.txt")); string(b) != "nested\n" {
+	if b, _ := os.ReadFile(filepath.Join(finds, "d", "n.txt")); string(b) != "nested\n" {
 		t.Errorf("nested finding %q", b)
 	}
 	for _, n := range []string{"link", "fifo"} {
-		if _, err := os.Lstat(filepath.Join(findings, n)); err == nil {
+		if _, err := os.Lstat(filepath.Join(finds, n)); err == nil {
 			t.Errorf("findings %s was copied out", n)
 		}
 	}
@@ -81,7 +82,7 @@ func TestProxyListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	lis := s.Listener()
-	if lis == nil || s.ProxyPort() == 0 {
+	if lis == nil || s.port == 0 {
 		s.Kill()
 		t.Fatal("no proxy listener")
 	}
@@ -108,7 +109,7 @@ func TestProxyListener(t *testing.T) {
 	if got := <-served; got != "ping\n" {
 		t.Fatalf("proxy side read %q", got)
 	}
-	port := strconv.Itoa(s.ProxyPort())
+	port := strconv.Itoa(s.port)
 	for _, w := range []string{"HTTP_PROXY=http://127.0.0.1:" + port, "ALL_PROXY=socks5h://127.0.0.1:" + port, "NO_PROXY=\n", "no_proxy=\n", "pong"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("output %q lacks %q", out.String(), w)

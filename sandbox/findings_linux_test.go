@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // mode is path's permission bits with setuid, setgid and sticky, -1 when
@@ -71,18 +72,18 @@ chmod 6755 /findings/run.sh`
 			t.Errorf("%s was copied out under its own name", p)
 		}
 	}
-	hook := filepath.Join(out, ".git"+renamedSuffix, "hooks", "post-checkout")
+	hook := filepath.Join(out, ".git-renamed-by-airlock", "hooks", "post-checkout")
 	if m := mode(hook); m != 0o644 {
 		t.Errorf("the hook arrived with mode %v, want 0644 (data)", m)
 	}
 	if m := mode(filepath.Join(out, "run.sh")); m != 0o644 {
 		t.Errorf("run.sh arrived with mode %v, want 0644 (no exec, setuid or setgid bit)", m)
 	}
-	if _, err := os.Stat(filepath.Join(out, "bare", "HEAD"+renamedSuffix)); err != nil {
+	if _, err := os.Stat(filepath.Join(out, "bare", "HEAD-renamed-by-airlock")); err != nil {
 		t.Errorf("the bare repository's HEAD: %v", err)
 	}
 	report := strings.Join(res.FindingsSkipped, "\n")
-	for _, w := range []string{".git: copied as .git" + renamedSuffix, "bare/HEAD: copied as HEAD" + renamedSuffix,
+	for _, w := range []string{".git: copied as .git-renamed-by-airlock", "bare/HEAD: copied as HEAD-renamed-by-airlock",
 		"post-checkout: copied as data: mode 0755 became 0644", "run.sh: copied as data: mode 6755 became 0644"} {
 		if !strings.Contains(report, w) {
 			t.Errorf("report %q lacks %q", report, w)
@@ -95,7 +96,7 @@ chmod 6755 /findings/run.sh`
 // hard link to a file outside, and symbolic links to a file and a
 // directory outside. The copy-out writes through none of them, truncates
 // nothing, and reports each entry it left out; the run's findings are not
-// all kept (ErrFindingsLost).
+// all kept (findings.ErrLost).
 func TestFindingsNeverWriteThrough(t *testing.T) {
 	testutil.RequireRoot(t)
 	outside := t.TempDir()
@@ -123,7 +124,7 @@ echo kept > /findings/kept`)
 		t.Fatal(err)
 	}
 	res, err := s.Wait()
-	if !errors.Is(err, ErrFindingsLost) {
+	if !errors.Is(err, findings.ErrLost) {
 		t.Fatalf("Wait: %v (output %q); want ErrFindingsLost", err, buf.String())
 	}
 	for p, want := range map[string]string{victim: "untouched", victimLink: "untouched", filepath.Join(out, "file"): "host", filepath.Join(out, "kept"): "kept\n"} {
@@ -214,7 +215,7 @@ func TestFindingsBadNames(t *testing.T) {
 	cfg := shellConfig(`echo x > "/findings/$(printf 'a\033]0;pwned\007')"; echo x > "/findings/$(printf 'b\nc')"; echo x > /findings/ok`)
 	cfg.Findings = out
 	res, output, err := runWait(t, cfg)
-	if !errors.Is(err, ErrFindingsLost) || res.ExitCode != 0 {
+	if !errors.Is(err, findings.ErrLost) || res.ExitCode != 0 {
 		t.Fatalf("result %+v, %v, output %q", res, err, output)
 	}
 	ents, _ := os.ReadDir(out)
@@ -271,7 +272,7 @@ mkdir -p /findings/.git/hooks; echo hook > /findings/.git/hooks/post-checkout
 echo kept > /findings/z`)
 	cfg.Findings = out
 	res, output, err := runWait(t, cfg)
-	if !errors.Is(err, ErrFindingsLost) || res.ExitCode != 0 {
+	if !errors.Is(err, findings.ErrLost) || res.ExitCode != 0 {
 		t.Fatalf("result %+v, %v, output %q", res, err, output)
 	}
 	if m := mode(filepath.Join(out, "run.sh")); m != 0o644 {
@@ -285,36 +286,10 @@ echo kept > /findings/z`)
 			t.Errorf("%s was copied out", p)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(out, ".git"+renamedSuffix, "hooks", "post-checkout")); err != nil {
+	if _, err := os.Stat(filepath.Join(out, ".git-renamed-by-airlock", "hooks", "post-checkout")); err != nil {
 		t.Errorf("the renamed .git: %v", err)
 	}
 	if n := strings.Count(strings.Join(res.FindingsSkipped, "\n"), "not copied"); n != 2 {
 		t.Errorf("report %q: want the link and the unreadable file left out", res.FindingsSkipped)
-	}
-}
-
-// TestMarkFindings: the marker is written as a new file, never through
-// what the sandbox left under its name (moved aside), and never through a
-// symbolic link on the way to the directory.
-func TestMarkFindings(t *testing.T) {
-	dir, outside := t.TempDir(), t.TempDir()
-	victim := filepath.Join(outside, "victim")
-	os.WriteFile(victim, []byte("untouched"), 0o644)
-	os.Symlink(victim, filepath.Join(dir, "UNTRUSTED"))
-	if err := MarkFindings(dir, "UNTRUSTED", []byte("marked\n")); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(victim); string(b) != "untouched" {
-		t.Errorf("the marker was written through the sandbox's link: %q", b)
-	}
-	if fi, err := os.Lstat(filepath.Join(dir, "UNTRUSTED")); err != nil || !fi.Mode().IsRegular() {
-		t.Errorf("marker: %v, %v", fi, err)
-	}
-	if m, _ := filepath.Glob(filepath.Join(dir, "UNTRUSTED-from-sandbox-*")); len(m) != 1 {
-		t.Errorf("the sandbox's entry was not moved aside: %v", m)
-	}
-	os.Symlink(dir, filepath.Join(outside, "link"))
-	if err := MarkFindings(filepath.Join(outside, "link"), "UNTRUSTED", nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
-		t.Errorf("MarkFindings through a link: %v", err)
 	}
 }

@@ -21,9 +21,19 @@ func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
 	if ss.sb.finds < 0 {
 		return changes.Patch{}, fmt.Errorf("sandbox: findings: %w", ErrSessionEnded)
 	}
-	p, err := changes.Diff(emptyTree{}, workTree{root: ss.sb.finds}, changes.Options{Limits: lim})
+	p, err := changes.Diff(changes.Empty, workTree{root: ss.sb.finds}, changes.Options{Limits: lim})
 	if err != nil {
 		return p, fmt.Errorf("sandbox: findings: %w", err)
 	}
 	return p, nil
+}
+
+// copyOut copies /findings out to the findings directory, for Wait and
+// Close.
+func (s *Sandbox) copyOut() ([]string, error) {
+	skipped, err := s.dst.CopyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+	if err != nil {
+		err = fmt.Errorf("sandbox: %w", err)
+	}
+	return skipped, err
 }

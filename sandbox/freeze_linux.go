@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 	"golang.org/x/sys/unix"
 )
 
@@ -77,7 +77,7 @@ func stopNamespace(pid int) error {
 	}
 	for range 50 {
 		running := 0
-		for _, p := range namespacePids(ns) {
+		for _, p := range evidence.NamespacePids(ns) {
 			if state(p) != "T" {
 				running++
 				unix.Kill(p, unix.SIGSTOP)
@@ -89,23 +89,6 @@ func stopNamespace(pid int) error {
 		time.Sleep(time.Millisecond)
 	}
 	return errors.New("sandbox: freeze: processes kept running after SIGSTOP")
-}
-
-// namespacePids lists the host pids of the processes whose pid namespace
-// is ns (a /proc/PID/ns/pid link).
-func namespacePids(ns string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		p := initproc.Atoi(e.Name())
-		if p <= 0 {
-			continue
-		}
-		if l, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && l == ns {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 // state is the one-letter state of a process ("R", "S", "T", ...).

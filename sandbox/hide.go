@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
@@ -14,7 +15,7 @@ import (
 // the host files (or directories) would be seen, so that a file is
 // hidden by what it is, however it was named: its real path (absolute,
 // every symbolic link resolved), and the same file reached through each
-// tree the sandbox shows (ReadOnly, or DefaultReadOnly when that is nil
+// tree the sandbox shows (ReadOnly, or defaultReadOnly when that is nil
 // and there is no Root; ReadWrite; Binds; Root at "/"), which may name it
 // by another path, through a symbolic link in the tree's own name. Set
 // the trees first. A file that no tree holds adds only its real path,
@@ -27,7 +28,7 @@ func (c *Config) HideFiles(files ...string) {
 	var trees []tree
 	ro := c.ReadOnly
 	if ro == nil && c.Root == "" {
-		ro = DefaultReadOnly
+		ro = defaultReadOnly
 	}
 	for _, p := range append(slices.Clone(ro), c.ReadWrite...) {
 		trees = append(trees, tree{p, path.Clean(p)})
@@ -99,7 +100,7 @@ func checkPrivate(c Config) error {
 	}
 	ro := c.ReadOnly
 	if ro == nil && c.Root == "" {
-		ro = DefaultReadOnly
+		ro = defaultReadOnly
 	}
 	for _, p := range ro {
 		add(p, false)
@@ -119,10 +120,10 @@ func checkPrivate(c Config) error {
 		for _, h := range c.private {
 			switch {
 			case t.real != h && hostfile.Within(t.real, h):
-				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", quoteUnsafe(t.name), quoteUnsafe(h))
+				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", findings.Quote(t.name), findings.Quote(h))
 			case t.writable && (hostfile.Within(h, t.real) || hostfile.Within(filepath.Dir(h), t.real)):
 				return fmt.Errorf("readWrite %s holds %s or its directory, which no sandbox may write: the sandbox could replace it "+
-					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", quoteUnsafe(t.name), quoteUnsafe(h))
+					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", findings.Quote(t.name), findings.Quote(h))
 			}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // maxInitOutput bounds what is kept of the init's own output.
@@ -82,5 +84,5 @@ func (o *initOutput) said() string {
 	if len(line) > 200 {
 		line = append(line[:200:200], "…"...)
 	}
-	return "; it wrote: " + quoteUnsafe(string(line))
+	return "; it wrote: " + findings.Quote(string(line))
 }

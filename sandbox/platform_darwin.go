@@ -133,13 +133,3 @@ func InitProgram(context.Context) string {
 func Probe(req ProbeRequest) []ProbeResult {
 	return []ProbeResult{{Name: "platform", Detail: "macOS: the probes run from a command's launcher (Start), not in the calling process"}}
 }
-
-// MarkFindings writes a new file name holding body into the findings
-// directory dir after a run (the runbook's UNTRUSTED marker); an entry
-// of that name already there is moved aside, never written through.
-func MarkFindings(dir, name string, body []byte) error {
-	if err := macbox.Mark(filepath.Clean(dir), name, body); err != nil {
-		return fmt.Errorf("sandbox: mark the findings in %s: %w", quoteUnsafe(dir), err)
-	}
-	return nil
-}

@@ -104,7 +104,7 @@ func TestInitDeathReported(t *testing.T) {
 			s.Kill()
 			t.Fatal(err)
 		}
-		unix.Kill(s.Pid(), unix.SIGKILL)
+		unix.Kill(s.cmd.Process.Pid, unix.SIGKILL)
 		res, err := s.Wait()
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func testHostUnixSocketUnreachable(t *testing.T) {
 	sock := dir + "/host.sock"
 	for _, target := range []string{sock, "@airlock-test-" + strconv.Itoa(os.Getpid())} {
 		cfg := airlockConfig("unix-connect", target)
-		cfg.ReadOnly = append(slices.Clone(DefaultReadOnly), dir)
+		cfg.ReadOnly = append(slices.Clone(defaultReadOnly), dir)
 		var out bytes.Buffer
 		cfg.Stdout, cfg.Stderr = &out, &out
 		s, err := Start(context.Background(), cfg)
@@ -254,7 +254,7 @@ func testRealPathRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cfg := range []Config{
-		{ReadOnly: append(slices.Clone(DefaultReadOnly), link+"/user")},
+		{ReadOnly: append(slices.Clone(defaultReadOnly), link+"/user")},
 		{ReadWrite: []string{link + "/lock"}},
 		{Binds: []Bind{{Host: link + "/systemd", Inside: "/srv/x"}}},
 	} {
@@ -436,7 +436,7 @@ func TestSupplementaryGroupsInner(t *testing.T) {
 		t.Fatalf("groups %+v, %v: want %d among them", g, err, testGroup)
 	}
 	cfg := payloadConfig("files", file)
-	cfg.ReadOnly = append(slices.Clone(DefaultReadOnly), filepath.Dir(file))
+	cfg.ReadOnly = append(slices.Clone(defaultReadOnly), filepath.Dir(file))
 	s, err := Start(context.Background(), cfg)
 	if !g.CanDrop() {
 		if err == nil {

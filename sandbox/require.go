@@ -11,49 +11,49 @@ import (
 // The require names the sandbox answers itself; the cgroup ones are the
 // limits package's (limits.RequireNames).
 const (
-	RequireUserNS      = "userns"
-	RequireSeccomp     = "seccomp"
-	RequireLandlock    = "landlock"
-	RequireLandlockNet = "landlock-net"
+	requireUserNS      = "userns"
+	requireSeccomp     = "seccomp"
+	requireLandlock    = "landlock"
+	requireLandlockNet = "landlock-net"
 )
 
 // The require names that every sandbox meets by construction: Start
 // creates these namespaces, pivots its root and sets no_new_privs, or
-// fails (but for RequireNetNS: see RequireProcFS). RequireLandlockScope
-// needs Landlock ABI 6; RequireEgressProxy is met when Config.Proxy is
+// fails (but for requireNetNS: see requireProcFS). requireLandlockScope
+// needs Landlock ABI 6; requireEgressProxy is met when Config.Proxy is
 // set.
 const (
-	RequirePIDNS         = "pidns"
-	RequireMountNS       = "mountns"
-	RequireNetNS         = "netns"
-	RequireIPCNS         = "ipcns"
-	RequireUTSNS         = "utsns"
-	RequireCgroupNS      = "cgroupns"
-	RequirePivotRoot     = "pivot-root"
-	RequireNoNewPrivs    = "no-new-privs"
-	RequireLandlockScope = "landlock-scope"
-	RequireEgressProxy   = "egress-proxy"
-	// RequirePrivileges: the command runs as uid 65534 with no
+	requirePIDNS         = "pidns"
+	requireMountNS       = "mountns"
+	requireNetNS         = "netns"
+	requireIPCNS         = "ipcns"
+	requireUTSNS         = "utsns"
+	requireCgroupNS      = "cgroupns"
+	requirePivotRoot     = "pivot-root"
+	requireNoNewPrivs    = "no-new-privs"
+	requireLandlockScope = "landlock-scope"
+	requireEgressProxy   = "egress-proxy"
+	// requirePrivileges: the command runs as uid 65534 with no
 	// capabilities and no supplementary groups (a rootless run that
-	// cannot drop them is refused); RequireOpenFiles: RLIMIT_NOFILE is
+	// cannot drop them is refused); requireOpenFiles: RLIMIT_NOFILE is
 	// set to the openFiles cap on every run.
-	RequirePrivileges = "privileges"
-	RequireOpenFiles  = "open-files"
+	requirePrivileges = "privileges"
+	requireOpenFiles  = "open-files"
 )
 
-// RequireProcFS is met where the sandbox gets a /proc of its own pid
+// requireProcFS is met where the sandbox gets a /proc of its own pid
 // namespace; a host that refuses a fresh one (a container) gives it the
 // host's instead, unless the policy requires this (docs/sandbox.md,
-// "Inside a container"). RequireNetNS, once met by construction, is now
+// "Inside a container"). requireNetNS, once met by construction, is now
 // met only where the host lets the sandbox make a network namespace.
-const RequireProcFS = "procfs"
+const requireProcFS = "procfs"
 
 // RequireNames lists every require name a Config may carry: the doctor
 // package's list, which a test keeps equal to it.
 func RequireNames() []string {
-	return append([]string{RequireUserNS, RequirePIDNS, RequireMountNS, RequireNetNS, RequireIPCNS, RequireUTSNS,
-		RequireCgroupNS, RequirePivotRoot, RequireNoNewPrivs, RequireSeccomp, RequireLandlock, RequireLandlockNet,
-		RequireLandlockScope, RequireEgressProxy, RequirePrivileges, RequireOpenFiles, RequireProcFS}, limits.RequireNames...)
+	return append([]string{requireUserNS, requirePIDNS, requireMountNS, requireNetNS, requireIPCNS, requireUTSNS,
+		requireCgroupNS, requirePivotRoot, requireNoNewPrivs, requireSeccomp, requireLandlock, requireLandlockNet,
+		requireLandlockScope, requireEgressProxy, requirePrivileges, requireOpenFiles, requireProcFS}, limits.RequireNames...)
 }
 
 // needs are the requirements the init (or the start of it) must enforce
@@ -67,12 +67,12 @@ type needs struct {
 // must not drop a requirement).
 func checkRequire(require []string, proxy bool) (needs, error) {
 	var n needs
-	missing := &RequirementError{Why: map[string]string{}}
+	missing := &requirementError{Why: map[string]string{}}
 	for _, r := range require {
 		if !slices.Contains(RequireNames(), r) {
 			return n, fmt.Errorf("sandbox: require %q: unknown mechanism (known: %s)", r, strings.Join(RequireNames(), ", "))
 		}
-		if ok, why := hostProvides(r); r == RequireEgressProxy && !proxy {
+		if ok, why := hostProvides(r); r == requireEgressProxy && !proxy {
 			missing.Missing = append(missing.Missing, r)
 			missing.Why[r] = "the run has no egress proxy listener (Config.Proxy is false)"
 		} else if !ok {
@@ -80,15 +80,15 @@ func checkRequire(require []string, proxy bool) (needs, error) {
 			missing.Why[r] = why
 		}
 		switch r {
-		case RequireLandlock, RequireLandlockNet:
+		case requireLandlock, requireLandlockNet:
 			n.landlock = true
-		case RequireSeccomp:
+		case requireSeccomp:
 			n.seccomp = true
-		case RequireNetNS:
+		case requireNetNS:
 			n.netns = true
-		case RequireEgressProxy:
+		case requireEgressProxy:
 			n.egress = true
-		case RequireProcFS:
+		case requireProcFS:
 			n.procfs = true
 		}
 	}

@@ -12,24 +12,24 @@ import (
 // cgroup names are answered by limits.New.
 func hostProvides(name string) (bool, string) {
 	switch name {
-	case RequireUserNS:
+	case requireUserNS:
 		return userNSAvailable()
-	case RequireSeccomp:
+	case requireSeccomp:
 		if !seccompAvailable() {
 			return false, "the kernel has no seccomp filter mode"
 		}
 		return true, ""
-	case RequireLandlock:
+	case requireLandlock:
 		if v := initproc.LandlockABI(); v < 1 {
 			return false, "the kernel has no Landlock"
 		}
 		return true, ""
-	case RequireLandlockNet:
+	case requireLandlockNet:
 		if v := initproc.LandlockABI(); v < 4 {
 			return false, fmt.Sprintf("Landlock ABI %d lacks TCP rules (needs 4)", v)
 		}
 		return true, ""
-	case RequireLandlockScope:
+	case requireLandlockScope:
 		if v := initproc.LandlockABI(); v < 6 {
 			return false, fmt.Sprintf("Landlock ABI %d lacks IPC scoping (needs 6)", v)
 		}

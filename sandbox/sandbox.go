@@ -42,8 +42,9 @@ type Config struct {
 	// docs/sandbox.md, "Findings".
 	Findings string
 	// ReadOnly host paths are bound read-only at the same place; nil means
-	// DefaultReadOnly. A symbolic link (such as /bin on a merged-/usr host)
-	// is recreated as the same link. It must be nil when Root is set.
+	// the system directories (/usr, /bin, /sbin, /lib*, /etc). A symbolic
+	// link (such as /bin on a merged-/usr host) is recreated as the same
+	// link. It must be nil when Root is set.
 	// These, ReadWrite and Binds are refused by package hostpath's rules
 	// (docs/sandbox.md): by their words when Start begins, and by their
 	// real path and their place among the host's mounts when the init
@@ -84,7 +85,7 @@ type Config struct {
 	// host lacks makes Start fail with an error matching ErrRequirement.
 	Require []string
 	// Weaker names the weaker modes the caller accepts where the host
-	// cannot do better (WeakerEgressUnenforced); without one, such a host
+	// cannot do better ("egress-unenforced", WeakerModes); without one, such a host
 	// refuses the run. The receipt names a weaker mode whenever one is
 	// used (docs/sandbox.md, "Inside a container").
 	Weaker []string
@@ -110,26 +111,26 @@ type Config struct {
 	private []string
 }
 
-// WeakerEgressUnenforced accepts a sandbox whose egress the kernel does
+// weakerEgressUnenforced accepts a sandbox whose egress the kernel does
 // not hold: where the host refuses a network namespace and Landlock has
 // no TCP rules (or there is no seccomp filter), only programs that honour
 // the proxy variables use the proxy.
-const WeakerEgressUnenforced = "egress-unenforced"
+const weakerEgressUnenforced = "egress-unenforced"
 
-// WeakerTrustd lets processes on macOS reach trustd to verify
+// weakerTrustd lets processes on macOS reach trustd to verify
 // certificates, whose fetches bypass the proxy (package seatbelt); it
 // changes nothing on Linux.
-const WeakerTrustd = seatbelt.WeakerTrustd
+const weakerTrustd = seatbelt.WeakerTrustd
 
 // WeakerModes lists the names Config.Weaker may carry.
-func WeakerModes() []string { return []string{WeakerEgressUnenforced, WeakerTrustd} }
+func WeakerModes() []string { return []string{weakerEgressUnenforced, weakerTrustd} }
 
 // Bind is a host file or directory bound read-only at Inside, an absolute
 // path that must not lie under a bound tree or a sandbox directory.
 type Bind = initproc.Bind
 
-// DefaultReadOnly is the filesystem view of a Config whose ReadOnly is nil.
-var DefaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+// defaultReadOnly is the filesystem view of a Config whose ReadOnly is nil.
+var defaultReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // SelfPath is where BindSelf binds the calling binary inside the sandbox.
 const SelfPath = "/.airlock/self"
@@ -149,12 +150,6 @@ var ErrRequirement = errors.New("required mechanism unavailable")
 // ErrProbe is matched by the error Start returns when a start-up probe
 // failed inside the sandbox; nothing was run.
 var ErrProbe = errors.New("start-up probe failed")
-
-// ErrFindingsLost is matched (errors.Is) by the error of Wait and
-// Session.Close when /findings was not copied out whole: an entry was
-// left out (the result's FindingsSkipped says which and why) or the host
-// refused a write. airlock exits with its own status then (docs/cli.md).
-var ErrFindingsLost = errors.New("findings not kept")
 
 // ErrInitDied is matched by the error a session's Exec returns when the
 // session's init died on its own (see Result.InitDied): the session has
@@ -200,15 +195,15 @@ type Result struct {
 	FindingsSkipped []string
 }
 
-// RequirementError is the error behind ErrRequirement: each missing
+// requirementError is the error behind ErrRequirement: each missing
 // mechanism with what was found instead.
-type RequirementError struct {
+type requirementError struct {
 	Missing []string
 	Why     map[string]string
 }
 
 // Error names each missing mechanism and what was found instead.
-func (e *RequirementError) Error() string {
+func (e *requirementError) Error() string {
 	parts := make([]string, len(e.Missing))
 	for i, m := range e.Missing {
 		parts[i] = fmt.Sprintf("%s (%s)", m, e.Why[m])
@@ -217,6 +212,6 @@ func (e *RequirementError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrRequirement) true.
-func (e *RequirementError) Is(target error) bool {
+func (e *requirementError) Is(target error) bool {
 	return target == ErrRequirement || target == limits.ErrUnavailable
 }

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/macbox"
 	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
+	"golang.org/x/sys/unix"
 )
 
 // On macOS a sandbox is a box (package macbox): a private directory with
@@ -38,7 +40,7 @@ type Sandbox struct {
 	cfg     Config
 	session bool
 	box     *macbox.Box
-	dst     *macbox.Dest
+	dst     *findings.Dest
 	lis     net.Listener
 	port    int
 	stopCtx func() bool
@@ -109,8 +111,8 @@ func darwinRefuses(cfg Config) error {
 func (s *Sandbox) start() error {
 	var err error
 	if s.cfg.Findings != "" {
-		if s.dst, err = macbox.OpenDest(s.cfg.Findings, s.cfg.ReadWrite); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
+		if s.dst, err = openFindings(s.cfg.Findings, s.cfg.ReadWrite); err != nil {
+			return err
 		}
 	}
 	if s.cfg.Proxy {
@@ -126,7 +128,7 @@ func (s *Sandbox) start() error {
 	s.box, err = macbox.New(macbox.Config{ID: s.cfg.ID, Workspace: s.cfg.Workspace, Original: s.session,
 		SearchPath: s.cfg.SearchPath, ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Hide: s.cfg.Hide,
 		Binds: darwinBinds(s.cfg.Binds, p.Self), Caps: s.cfg.Caps, ProxyPort: s.port,
-		Trustd: slices.Contains(s.cfg.Weaker, WeakerTrustd), Platform: p})
+		Trustd: slices.Contains(s.cfg.Weaker, weakerTrustd), Platform: p})
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
@@ -167,12 +169,9 @@ func (s *Sandbox) probe(req ProbeRequest) []ProbeResult {
 // sandbox closes it at teardown.
 func (s *Sandbox) Listener() net.Listener { return s.lis }
 
-// ProxyPort returns the listener's port, 0 unless Config.Proxy.
-func (s *Sandbox) ProxyPort() int { return s.port }
-
-// Pid returns the command's process id (its process group's), 0 before
+// pid returns the command's process id (its process group's), 0 before
 // Release.
-func (s *Sandbox) Pid() int {
+func (s *Sandbox) pid() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.run == nil {
@@ -311,9 +310,14 @@ func outcome(o macbox.Outcome, capCPU time.Duration) Result {
 
 // copyOut copies the box's findings to the findings directory.
 func (s *Sandbox) copyOut() ([]string, error) {
-	skipped, err := s.dst.CopyOut(s.box.Findings, s.cfg.Caps.DiskWriteBytes)
-	if errors.Is(err, macbox.ErrLost) {
-		err = fmt.Errorf("sandbox: %w: %w", ErrFindingsLost, err)
+	src, err := openDir(s.box.Findings)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w: %w", findings.ErrLost, err)
+	}
+	defer unix.Close(src)
+	skipped, err := s.dst.CopyOut(src, s.cfg.Caps.DiskWriteBytes)
+	if err != nil {
+		err = fmt.Errorf("sandbox: %w", err)
 	}
 	return skipped, err
 }
@@ -330,7 +334,7 @@ func (s *Sandbox) receipt(run *macbox.Run) map[string]string {
 			rl, notes = seatbelt.Rlimits(s.cfg.Caps, p.Limits())
 		}
 	}
-	r := seatbelt.Receipt(s.cfg.Caps, rl, notes, s.port, slices.Contains(s.cfg.Weaker, WeakerTrustd),
+	r := seatbelt.Receipt(s.cfg.Caps, rl, notes, s.port, slices.Contains(s.cfg.Weaker, weakerTrustd),
 		fmt.Sprintf("the session's copies watched every %v (killed past %d bytes together: no volume of a fixed size); RLIMIT_FSIZE for any one file",
 			macbox.Poll*5, s.cfg.Caps.DiskWriteBytes))
 	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
@@ -368,4 +372,10 @@ func (s *Sandbox) signal(sig syscall.Signal) error {
 		return os.ErrProcessDone
 	}
 	return run.Signal(sig)
+}
+
+// openDir opens the box's directory p to be read by descriptor, p itself
+// not followed if it is a link.
+func openDir(p string) (int, error) {
+	return unix.Open(p, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
@@ -32,9 +33,9 @@ type Sandbox struct {
 	group   *limits.Group
 	lis     net.Listener
 	port    int
-	finds   int           // descriptor of the sandbox's /findings tmpfs, -1 when closed
-	dst     *findingsDest // the host's findings directory, nil without Config.Findings
-	work    int           // descriptor of the sandbox's /workspace tmpfs, -1 when closed
+	finds   int            // descriptor of the sandbox's /findings tmpfs, -1 when closed
+	dst     *findings.Dest // the host's findings directory, nil without Config.Findings
+	work    int            // descriptor of the sandbox's /workspace tmpfs, -1 when closed
 	// orig keeps a session's workspace stream as sent, for Changes
 	// (changes_linux.go); nil for a single run or without a workspace.
 	orig    *os.File
@@ -105,7 +106,7 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if cfg.Findings != "" {
 		// Made (or taken) now: a destination that will not do refuses
 		// the run before anything runs, not after.
-		if s.dst, err = openFindingsDest(cfg.Findings, cfg.ReadWrite); err != nil {
+		if s.dst, err = openFindings(cfg.Findings, cfg.ReadWrite); err != nil {
 			return nil, err
 		}
 	}
@@ -510,12 +511,6 @@ func (s *Sandbox) takeReady(m initproc.Message, fds []int) error {
 // namespace, nil unless Config.Proxy. The sandbox closes it at teardown.
 func (s *Sandbox) Listener() net.Listener { return s.lis }
 
-// ProxyPort returns the listener's port inside, 0 unless Config.Proxy.
-func (s *Sandbox) ProxyPort() int { return s.port }
-
-// Pid returns the init's process id on the host.
-func (s *Sandbox) Pid() int { return s.cmd.Process.Pid }
-
 // Release lets the init execute the target, and starts the caps' watch
 // (the wall clock counts from here).
 func (s *Sandbox) Release() error {
@@ -690,7 +685,7 @@ func (s *Sandbox) finish() (Result, error) {
 	}
 	var err error
 	if s.dst != nil && s.finds >= 0 {
-		res.FindingsSkipped, err = s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+		res.FindingsSkipped, err = s.copyOut()
 	}
 	res.Receipt = s.fullReceipt()
 	if terr := s.teardownErr(nil); err == nil {
@@ -746,7 +741,7 @@ func (s *Sandbox) teardownErr(first error) error {
 		s.finds = -1
 	}
 	if s.dst != nil {
-		s.dst.close()
+		s.dst.Close()
 	}
 	if s.work >= 0 {
 		unix.Close(s.work)
@@ -770,7 +765,7 @@ func (s *Sandbox) teardownErr(first error) error {
 // abort undoes a failed Start.
 func (s *Sandbox) abort() {
 	if s.dst != nil {
-		s.dst.discard()
+		s.dst.Discard()
 	}
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.killInit()

@@ -19,12 +19,6 @@ func Start(ctx context.Context, cfg Config) (*Sandbox, error) { return nil, ErrU
 // Listener returns nil.
 func (s *Sandbox) Listener() net.Listener { return nil }
 
-// ProxyPort returns 0.
-func (s *Sandbox) ProxyPort() int { return 0 }
-
-// Pid returns 0.
-func (s *Sandbox) Pid() int { return 0 }
-
 // Release fails closed.
 func (s *Sandbox) Release() error { return ErrUnsupported }
 

@@ -91,17 +91,3 @@ var ErrStepStart = errors.New("sandbox: the command could not start")
 
 // ErrFrozen is matched by the error of Exec on a frozen session.
 var ErrFrozen = errors.New("sandbox: the session is frozen")
-
-// Evidence is what Session.Evidence wrote, file by file, relative to the
-// evidence directory.
-type Evidence struct {
-	// Dir is the evidence directory.
-	Dir string
-	// Files lists what was written there.
-	Files []string
-	// WorkspaceSkipped lists workspace entries not kept (links, devices,
-	// over the size cap), with why.
-	WorkspaceSkipped []string
-	// Errors lists what could not be collected; the rest was.
-	Errors []string
-}

@@ -14,7 +14,10 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/macbox"
+	"golang.org/x/sys/unix"
 )
 
 // Session is one sandbox that runs several commands, one after another
@@ -68,13 +71,10 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) {
 // Listener returns the proxy's listener, nil unless Config.Proxy.
 func (ss *Session) Listener() net.Listener { return ss.sb.lis }
 
-// ProxyPort returns the listener's port, 0 unless Config.Proxy.
-func (ss *Session) ProxyPort() int { return ss.sb.port }
-
 // Pid returns the current step's process id, airlock's own between
 // steps (there is no init on macOS).
 func (ss *Session) Pid() int {
-	if pid := ss.sb.Pid(); pid != 0 {
+	if pid := ss.sb.pid(); pid != 0 {
 		return pid
 	}
 	return os.Getpid()
@@ -216,8 +216,8 @@ func (ss *Session) Freeze() (string, error) {
 
 // Evidence writes what can be kept of the session into dir: the
 // session's receipt and a copy of the workspace as it is.
-func (ss *Session) Evidence(dir string) (Evidence, error) {
-	ev := Evidence{Dir: dir}
+func (ss *Session) Evidence(dir string) (evidence.Record, error) {
+	ev := evidence.Record{Dir: dir}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ev, fmt.Errorf("sandbox: evidence: %w", err)
 	}
@@ -230,16 +230,15 @@ func (ss *Session) Evidence(dir string) (Evidence, error) {
 	} else {
 		ev.Files = append(ev.Files, "receipt.txt")
 	}
-	dst, err := macbox.OpenDest(filepath.Join(dir, "workspace"), nil)
+	src, err := openDir(ss.sb.box.Workspace)
 	if err != nil {
 		ev.Errors = append(ev.Errors, "workspace: "+err.Error())
 		return ev, nil
 	}
-	defer dst.Close()
-	skipped, err := dst.CopyOut(ss.sb.box.Workspace, ss.sb.cfg.Caps.DiskWriteBytes)
-	ev.WorkspaceSkipped = skipped
+	defer unix.Close(src)
+	ev.WorkspaceSkipped, err = findings.CopyTree(src, filepath.Join(dir, "workspace"), ss.sb.cfg.Caps.DiskWriteBytes)
 	ev.Files = append(ev.Files, "workspace")
-	if err != nil && !errors.Is(err, macbox.ErrLost) {
+	if err != nil {
 		ev.Errors = append(ev.Errors, "workspace: "+err.Error())
 	}
 	return ev, nil
@@ -265,11 +264,11 @@ func (ss *Session) SetFindings(dir string) error {
 	if ss.closing {
 		return ErrSessionEnded
 	}
-	var dst *macbox.Dest
+	var dst *findings.Dest
 	if dir != "" {
 		var err error
-		if dst, err = macbox.OpenDest(dir, ss.sb.cfg.ReadWrite); err != nil {
-			return fmt.Errorf("sandbox: %w", err)
+		if dst, err = openFindings(dir, ss.sb.cfg.ReadWrite); err != nil {
+			return err
 		}
 	}
 	if old := ss.sb.dst; old != nil {

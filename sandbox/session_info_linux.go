@@ -3,6 +3,8 @@ package sandbox
 import (
 	"errors"
 	"path/filepath"
+
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
 )
 
 // Receipt names, per control, the mechanism that enforces it in the
@@ -30,15 +32,15 @@ func (ss *Session) SetFindings(dir string) error {
 	if ss.closing {
 		return ErrSessionEnded
 	}
-	var dst *findingsDest
+	var dst *findings.Dest
 	if dir != "" {
 		var err error
-		if dst, err = openFindingsDest(dir, ss.sb.cfg.ReadWrite); err != nil {
+		if dst, err = openFindings(dir, ss.sb.cfg.ReadWrite); err != nil {
 			return err
 		}
 	}
 	if old := ss.sb.dst; old != nil {
-		old.discard()
+		old.Discard()
 	}
 	ss.sb.dst, ss.sb.cfg.Findings = dst, dir
 	return nil

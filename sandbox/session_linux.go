@@ -87,9 +87,6 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) {
 // namespace, nil unless Config.Proxy. Close closes it.
 func (ss *Session) Listener() net.Listener { return ss.sb.lis }
 
-// ProxyPort returns the listener's port inside, 0 unless Config.Proxy.
-func (ss *Session) ProxyPort() int { return ss.sb.port }
-
 // Pid returns the session init's process id on the host.
 func (ss *Session) Pid() int { return ss.sb.cmd.Process.Pid }
 
@@ -459,7 +456,7 @@ func (ss *Session) close() (Teardown, error) {
 	}
 	td.CPU, td.PeakMemoryBytes = stats.CPU, stats.PeakMemoryBytes
 	if s.dst != nil && s.finds >= 0 {
-		skipped, err := s.dst.copyOut(s.finds, s.cfg.Caps.DiskWriteBytes)
+		skipped, err := s.copyOut()
 		td.FindingsSkipped = skipped
 		if err != nil {
 			errs = append(errs, err)

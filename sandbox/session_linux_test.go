@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // startSession starts a session for the test and registers a residue
@@ -243,10 +244,11 @@ func TestSessionFreezeEvidence(t *testing.T) {
 	evDir := filepath.Join(t.TempDir(), "evidence")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		procs, _ := sandboxProcesses(ss.Pid(), ss.sb.group.Dirs())
+		ns, _ := os.Readlink("/proc/" + strconv.Itoa(ss.Pid()) + "/ns/pid")
 		sleeping := false
-		for _, p := range procs {
-			sleeping = sleeping || p.Status["Name"] == "sleep"
+		for _, p := range evidence.NamespacePids(ns) {
+			comm, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/comm")
+			sleeping = sleeping || string(comm) == "sleep\n"
 		}
 		if sleeping {
 			break
@@ -278,7 +280,11 @@ func TestSessionFreezeEvidence(t *testing.T) {
 	if len(ev.Errors) > 0 {
 		t.Errorf("evidence errors: %q", ev.Errors)
 	}
-	var procs []processInfo
+	var procs []struct {
+		InPidNS  bool              `json:"inPidNamespace"`
+		InCgroup bool              `json:"inCgroup"`
+		Status   map[string]string `json:"status"`
+	}
 	b, _ := os.ReadFile(filepath.Join(evDir, "processes.json"))
 	if err := json.Unmarshal(b, &procs); err != nil {
 		t.Fatalf("processes.json: %v", err)

@@ -5,6 +5,9 @@ package sandbox
 import (
 	"context"
 	"net"
+
+	"github.com/airlock-sandbox/airlock/changes"
+	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // Session is one sandbox that runs several commands; on this system
@@ -16,9 +19,6 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) { return ni
 
 // Listener returns nil.
 func (ss *Session) Listener() net.Listener { return nil }
-
-// ProxyPort returns 0.
-func (ss *Session) ProxyPort() int { return 0 }
 
 // Pid returns 0.
 func (ss *Session) Pid() int { return 0 }
@@ -35,13 +35,12 @@ func (ss *Session) Close() (Teardown, error) { return Teardown{}, ErrUnsupported
 func (ss *Session) Freeze() (string, error) { return "", ErrUnsupported }
 
 // Evidence fails closed.
-func (ss *Session) Evidence(dir string) (Evidence, error) { return Evidence{Dir: dir}, ErrUnsupported }
+func (ss *Session) Evidence(dir string) (evidence.Record, error) {
+	return evidence.Record{Dir: dir}, ErrUnsupported
+}
 
 // Probe fails closed.
 func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) { return nil, ErrUnsupported }
-
-// MarkFindings fails closed: there are no findings on this system.
-func MarkFindings(dir, name string, body []byte) error { return ErrUnsupported }
 
 // Receipt returns nil.
 func (ss *Session) Receipt() map[string]string { return nil }
@@ -51,3 +50,13 @@ func (ss *Session) SetFindings(dir string) error { return ErrUnsupported }
 
 // CopyIn fails closed.
 func (ss *Session) CopyIn(dir string) error { return ErrUnsupported }
+
+// Changes fails closed: airlock has no sandbox on this system.
+func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
+	return changes.Patch{}, ErrUnsupported
+}
+
+// FindingsNow fails closed: airlock has no sandbox on this system.
+func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
+	return changes.Patch{}, ErrUnsupported
+}

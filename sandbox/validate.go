@@ -91,7 +91,7 @@ func normalizeView(cfg Config) (Config, error) {
 			return cfg, err
 		}
 	} else if cfg.ReadOnly == nil {
-		cfg.ReadOnly = DefaultReadOnly
+		cfg.ReadOnly = defaultReadOnly
 	}
 	if err := checkHostPaths(cfg); err != nil {
 		return cfg, fmt.Errorf("sandbox: %w", err)

@@ -18,6 +18,8 @@ import (
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/limits"
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain doubles as the memory hog the memory cap is tested with.
@@ -263,13 +265,18 @@ func TestFindingsCopyOut(t *testing.T) {
 		t.Fatalf("%+v %s", o, out)
 	}
 	dst := filepath.Join(t.TempDir(), "new", "findings")
-	d, err := OpenDest(dst, nil)
+	d, err := findings.OpenDest(dst, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	report, err := d.CopyOut(b.Findings, 1<<20)
-	if !errors.Is(err, ErrLost) {
+	src, err := unix.Open(b.Findings, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(src)
+	report, err := d.CopyOut(src, 1<<20)
+	if !errors.Is(err, findings.ErrLost) {
 		t.Errorf("copy-out with a link and a fifo left out: %v", err)
 	}
 	joined := strings.Join(report, "\n")
@@ -287,51 +294,6 @@ func TestFindingsCopyOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dst, ".git-renamed-by-airlock", "hooks")); err != nil {
 		t.Errorf("the renamed .git: %v", err)
-	}
-}
-
-func TestOpenDestRefuses(t *testing.T) {
-	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "full"), 0o755)
-	os.WriteFile(filepath.Join(dir, "full", "x"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, "file"), nil, 0o644)
-	os.Symlink(dir, filepath.Join(dir, "link"))
-	os.Mkdir(filepath.Join(dir, "rw"), 0o755)
-	for _, c := range []struct{ p, want string }{
-		{filepath.Join(dir, "full"), "not empty"},
-		{filepath.Join(dir, "file"), "not a directory"},
-		{filepath.Join(dir, "link", "new"), "symbolic link"},
-		{filepath.Join(dir, "rw", "new"), "readWrite"},
-	} {
-		if _, err := OpenDest(c.p, []string{filepath.Join(dir, "rw")}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("OpenDest(%s) = %v, want %q", c.p, err, c.want)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "rw", "new")); !errors.Is(err, os.ErrNotExist) {
-		t.Error("a refused destination was made")
-	}
-	d, err := OpenDest(filepath.Join(dir, "empty"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Discard()
-	if _, err := os.Stat(filepath.Join(dir, "empty")); !errors.Is(err, os.ErrNotExist) {
-		t.Error("a discarded destination airlock made is still there")
-	}
-}
-
-func TestMark(t *testing.T) {
-	dir := t.TempDir()
-	os.Symlink("/etc/passwd", filepath.Join(dir, "UNTRUSTED"))
-	if err := Mark(dir, "UNTRUSTED", []byte("no")); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "UNTRUSTED")); err != nil || string(b) != "no" {
-		t.Errorf("marker %q %v", b, err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("entries %v: want the marker and the link moved aside", ents)
 	}
 }
 

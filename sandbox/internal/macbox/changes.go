@@ -19,7 +19,7 @@ import (
 // no link leads the reading out of it, and a file is opened without
 // waiting (a fifo put in a file's place is not read).
 func (b *Box) Changes(opt changes.Options) (changes.Patch, error) {
-	var old changes.Tree = emptyTree{}
+	old := changes.Empty
 	if b.copied && b.cfg.Original {
 		old = changes.FSTree(os.DirFS(b.orig))
 	}
@@ -29,7 +29,7 @@ func (b *Box) Changes(opt changes.Options) (changes.Patch, error) {
 // FindingsNow lists what the findings directory holds now, read as
 // Changes reads the workspace: a patch against an empty tree.
 func (b *Box) FindingsNow(lim changes.Limits) (changes.Patch, error) {
-	return diffDir(emptyTree{}, b.Findings, changes.Options{Limits: lim})
+	return diffDir(changes.Empty, b.Findings, changes.Options{Limits: lim})
 }
 
 // diffDir compares old with the directory dir, read through its os.Root.
@@ -41,12 +41,6 @@ func diffDir(old changes.Tree, dir string, opt changes.Options) (changes.Patch, 
 	defer root.Close()
 	return changes.Diff(old, rootTree{root}, opt)
 }
-
-// emptyTree is the original of a box without a workspace.
-type emptyTree struct{}
-
-func (emptyTree) List(changes.Limits, func(string) bool) ([]changes.Entry, error) { return nil, nil }
-func (emptyTree) Open(string) (io.ReadCloser, error)                              { return nil, os.ErrNotExist }
 
 // rootTree is the workspace, read through its os.Root.
 type rootTree struct{ r *os.Root }

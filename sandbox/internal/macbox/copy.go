@@ -10,10 +10,9 @@ import (
 	"os"
 	"path"
 	"syscall"
-)
 
-// maxDepth bounds the directory nesting a copy follows.
-const maxDepth = 128
+	"github.com/airlock-sandbox/airlock/sandbox/findings"
+)
 
 // budget is what the copies may still take.
 type budget struct {
@@ -53,8 +52,8 @@ type copier struct {
 }
 
 func (c *copier) dir(rel string, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("workspace: %s: nested deeper than %d", rel, maxDepth)
+	if depth > findings.MaxDepth {
+		return fmt.Errorf("workspace: %s: nested deeper than %d", rel, findings.MaxDepth)
 	}
 	f, err := c.root.Open(rel)
 	if err != nil {

@@ -6,9 +6,10 @@
 // then the command wrapped in its profile), in a session of its own, and
 // watched (seatbelt.Tree: the wall clock, the tree's footprint and
 // processes, the copies' size) until it and every process it left are
-// dead; the start-up probes run the same way; the findings copied out
-// and the changes read through an os.Root. What needs a Mac is the
-// Platform: sandbox-exec, and the process table with footprints.
+// dead; the start-up probes run the same way; the changes read through
+// an os.Root (the findings are copied out by package findings, as on
+// Linux). What needs a Mac is the Platform: sandbox-exec, and the process
+// table with footprints.
 //
 // # Threat model
 //
@@ -16,9 +17,9 @@
 // findings directories and may leave processes behind; the Platform's
 // profile (Seatbelt on a Mac; nothing in Linux's tests) is what confines
 // them, and the start-up probes check it from inside. airlock reads what
-// they wrote only through an os.Root of the directory (no link leads
-// out, no fifo is waited on), after killing every process the watch
-// finds; it writes findings only as new files in a directory it made or
-// took empty. A process the watch cannot find or kill is reported
+// they wrote only through an os.Root of the directory, or by descriptor
+// for the findings (no link leads out, no fifo is waited on), after
+// killing every process the watch finds; the findings are written only as
+// new files in a directory made or taken empty (package findings). A process the watch cannot find or kill is reported
 // (Outcome.Survivors), never waited on forever.
 package macbox

@@ -1,4 +1,4 @@
-package sandbox
+package findings
 
 import (
 	"strconv"
@@ -21,9 +21,9 @@ func printable(s string) bool {
 	return true
 }
 
-// quoteUnsafe returns s as it is when printable, else Go-quoted, so that
+// Quote returns s as it is when printable, else Go-quoted, so that
 // a name the sandbox chose never reaches a terminal raw.
-func quoteUnsafe(s string) string {
+func Quote(s string) string {
 	if printable(s) {
 		return s
 	}
