@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -90,6 +91,7 @@ type Sandbox struct {
 	e      *Enforcer
 	ss     *sandbox.Session
 	eg     *wayOut
+	rootfs string          // the image's root, "" for none
 	files  int             // its open-files cap, for the proxy's bounds
 	life   context.Context // ends when the sandbox is closed
 	cancel context.CancelFunc
@@ -121,7 +123,7 @@ func (e *Enforcer) StartSandbox(ctx context.Context, req SandboxRequest) (*Sandb
 		cancel()
 		return nil, errors.Join(err, ctx.Err())
 	}
-	return &Sandbox{e: e, ss: ss, eg: eg, files: int(cfg.Caps.OpenFiles), life: life, cancel: cancel}, nil
+	return &Sandbox{e: e, ss: ss, eg: eg, rootfs: req.Rootfs, files: int(cfg.Caps.OpenFiles), life: life, cancel: cancel}, nil
 }
 
 // Serve starts the sandbox's proxy on the listener its init opened,
@@ -134,23 +136,41 @@ func (sb *Sandbox) Serve(rec EgressRecorder) error {
 func (sb *Sandbox) ProxyAddr() string { return sb.ss.Listener().Addr().String() }
 
 // SandboxStep is one step of a plan's sandbox: the tool whose caps bound
-// it (wall clock, CPU and output), the executable the command gate's
-// allowed command resolved to (Enforcer.Resolve) and its argv, and where
-// its output goes.
+// it (wall clock, CPU and output), the command gate's decision on its
+// Command and Args (the plan's, taken before the sandbox started), and
+// where its output goes.
 type SandboxStep struct {
 	Tool           string
-	Path           string
+	Decision       decision.Decision
+	Command        string
 	Args           []string
 	Stdout, Stderr io.Writer
 }
 
+// Locate is where the command d allowed runs, as a step of a session or
+// a plan finds it: a bare name through the policy's search path (in
+// rootfs, an image's root, when set), a path as named, and a workspace
+// program's path as given, the sandbox's init resolving it in its tree
+// as the step starts (docs/policy.md, "Workspace programs").
+func (e *Enforcer) Locate(rootfs string, d decision.Decision, command string) (string, error) {
+	c, err := e.commandOf(rootfs, d, command, nil, sandbox.WorkspaceDir)
+	return c.path, err
+}
+
 // Exec runs st in the sandbox, in /workspace, with the sandbox's
-// environment and way out's variables; the task's budget starts over.
+// environment and way out's variables, its command found as a session's
+// step's is (Locate; a shell rule's script with the shell's own
+// environment); the task's budget starts over. The outcome's Path is the
+// file that ran.
 func (sb *Sandbox) Exec(ctx context.Context, st SandboxStep) (StepOutcome, error) {
+	cmd, err := sb.e.commandOf(sb.rootfs, st.Decision, st.Command, st.Args, sandbox.WorkspaceDir)
+	if err != nil {
+		return StepOutcome{}, err
+	}
 	c := sb.e.pol.CapsFor(st.Tool).Limits()
 	sb.eg.ResetStep() // a task's budget holds per step
-	return sb.ss.Exec(ctx, sandbox.Step{Path: st.Path, Args: st.Args, Env: childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), nil),
-		Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	return sb.ss.Exec(ctx, sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), nil)),
+		Dir: sandbox.WorkspaceDir, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
 }
 
 // Probe runs the start-up probes again inside the sandbox, from its

@@ -20,7 +20,11 @@
 // decision: a plan is approved as a whole, so one denied or escalated step
 // refuses it before anything starts (ExitDenied, or ExitEscalated when
 // every refused step was escalated). It then verifies the
-// pinned image (Options.Image), resolves every command, starts one
+// pinned image (Options.Image), finds every command as a session's step
+// finds it (enforcer.Locate: a host program now, through the policy's
+// search path or in the image; a workspace program such as
+// /workspace/.venv/bin/pytest inside the sandbox, as its step starts;
+// a shell rule's script with the shell's own environment), starts one
 // sandbox (enforcer.StartSandbox) and runs the start-up probes inside it,
 // after the privilege drop: uid, capability sets, no_new_privs, seccomp,
 // Landlock, only lo and no route, /root and /home, and a Canary — a host
@@ -58,7 +62,9 @@
 // destination, a start-up probe that fails when re-run, a write to a
 // watched host path (airlock's own binary, the account databases, the
 // policy, the plan, the host's findings and workspace directories), and a
-// connection to the canary listener. On the first, it halts the plan,
+// connection to the canary listener. On the first, it halts the plan and
+// follows the suspected-escape procedure of every sandbox
+// (enforcer.Suspect, as a session stopped by its alerts does): it
 // freezes the sandbox (cgroup freezer, else SIGSTOP), writes
 // escape_suspected, and keeps the evidence in
 // Options.EvidenceDir/RUNID: summary.json, the sandbox's own snapshot in

@@ -74,14 +74,16 @@ func (l *launch) prepareImage(ctx context.Context) bool {
 	return true
 }
 
-// resolve finds each step's executable (in the image's root when there
-// is one), and works out the sandbox's caps and filesystem view.
+// resolve finds each step's executable as a session's step finds it
+// (enforcer.Locate: in the image's root when there is one; a workspace
+// program inside the sandbox, as the step starts), and works out the
+// sandbox's caps and filesystem view.
 func (l *launch) resolve(context.Context) bool {
 	pol := l.enf.Policy()
 	for i, s := range l.plan.Steps {
-		path, err := l.enf.Resolve(l.rootfs, s.Command)
+		path, err := l.enf.Locate(l.rootfs, l.steps[i].d, s.Command)
 		if err != nil {
-			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
+			return l.setupFailed(fmt.Errorf("%s: %w", l.quoteStep(i), err))
 		}
 		l.steps[i].path = path
 		l.res.Steps[i].Path = path

@@ -66,14 +66,17 @@ func (l *launch) count(status string) int {
 // execStep runs step i (0-based) and records its outcome. ok says it
 // passed; goOn that the session can run another step.
 func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
-	s, p := l.plan.Steps[i], l.steps[i]
-	st := enforcer.SandboxStep{Tool: s.Tool, Path: p.path, Args: append([]string{s.Command}, s.Args...), Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
+	s := l.plan.Steps[i]
+	st := enforcer.SandboxStep{Tool: s.Tool, Decision: l.steps[i].d, Command: s.Command, Args: s.Args, Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
 	stop := l.watchDuring(i + 1)
 	out, err := l.sess.Exec(ctx, st)
 	stop()
 	l.step.Store(0)
 	r := &l.res.Steps[i]
+	if out.Path != "" { // a workspace program's file, as it ran
+		r.Path, l.steps[i].path = out.Path, out.Path
+	}
 	r.Signal = out.Signal
 	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemoryBytes
 	if out.KilledBy != "" {
