@@ -158,15 +158,13 @@ func (s Suspicion) makeDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("evidence: %w", err)
 	}
-	if s.Unique {
-		dir, err := os.MkdirTemp(base, s.Name+"-")
-		if err != nil {
-			return "", fmt.Errorf("evidence: %w", err)
-		}
-		return dir, nil
-	}
 	dir := filepath.Join(base, s.Name)
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	if s.Unique {
+		dir, err = os.MkdirTemp(base, s.Name+"-")
+	} else {
+		err = os.Mkdir(dir, 0o700)
+	}
+	if err != nil {
 		return "", fmt.Errorf("evidence: %w", err)
 	}
 	return dir, nil
