@@ -3,9 +3,10 @@ package enforcer
 import (
 	"context"
 	"errors"
-	"io"
+	"strconv"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -53,8 +54,6 @@ type (
 	ProbeRequest = sandbox.ProbeRequest
 	// ProbeResult is one start-up probe's outcome.
 	ProbeResult = sandbox.ProbeResult
-	// StepOutcome is how a step of a Sandbox ended.
-	StepOutcome = sandbox.Result
 	// Evidence is what a frozen sandbox's snapshot holds.
 	Evidence = sandbox.Evidence
 	// Teardown is what a sandbox's end reports.
@@ -68,8 +67,6 @@ var (
 	// ErrInitDied: the sandbox's init died on its own: its integrity is
 	// not assured.
 	ErrInitDied = sandbox.ErrInitDied
-	// ErrStepStart: a step's command could not be started inside.
-	ErrStepStart = sandbox.ErrStepStart
 	// ErrSandboxEnded: the sandbox has ended (closed, or its init gone).
 	ErrSandboxEnded = sandbox.ErrSessionEnded
 	// ErrFrozen: the sandbox is frozen.
@@ -135,18 +132,6 @@ func (sb *Sandbox) Serve(rec EgressRecorder) error {
 // ProxyAddr is the proxy's address inside the sandbox.
 func (sb *Sandbox) ProxyAddr() string { return sb.ss.Listener().Addr().String() }
 
-// SandboxStep is one step of a plan's sandbox: the tool whose caps bound
-// it (wall clock, CPU and output), the command gate's decision on its
-// Command and Args (the plan's, taken before the sandbox started), and
-// where its output goes.
-type SandboxStep struct {
-	Tool           string
-	Decision       decision.Decision
-	Command        string
-	Args           []string
-	Stdout, Stderr io.Writer
-}
-
 // Locate is where the command d allowed runs, as a step of a session or
 // a plan finds it: a bare name through the policy's search path (in
 // rootfs, an image's root, when set), a path as named, and a workspace
@@ -157,20 +142,58 @@ func (e *Enforcer) Locate(rootfs string, d decision.Decision, command string) (s
 	return c.path, err
 }
 
-// Exec runs st in the sandbox, in /workspace, with the sandbox's
-// environment and way out's variables, its command found as a session's
-// step's is (Locate; a shell rule's script with the shell's own
-// environment); the task's budget starts over. The outcome's Path is the
-// file that ran.
-func (sb *Sandbox) Exec(ctx context.Context, st SandboxStep) (StepOutcome, error) {
-	cmd, err := sb.e.commandOf(sb.rootfs, st.Decision, st.Command, st.Args, sandbox.WorkspaceDir)
+// Step runs st in the sandbox as a session's step runs: its program
+// found as Locate finds it (a shell rule's script with the shell's own
+// environment), run in its working directory under its tool's wall-clock,
+// CPU and output caps with the sandbox's environment and way out's
+// variables (the task's budget starts over), its outcome recorded under
+// base (the step's run, task and details) and told in the Result, with
+// Run's exit statuses. d is the command gate's decision, which the caller
+// took and recorded before the sandbox started (a plan's preflight
+// approves the plan as a whole); it allowed st. The error is airlock's
+// failure to run the step, or the sandbox's end under it.
+func (sb *Sandbox) Step(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
+	t := newTally(noticesTo(st.Notices, &st.Stdout, &st.Stderr))
+	defer t.end()
+	sc := sb.e.newScribe(t)
+	step, _ := strconv.Atoi(base.Details["step"])
+	res := newResult(base.RunID, base.RunID, step, d, time.Now())
+	base.Tool, base.Command, base.Args, base.Env = st.Tool, st.Command, st.Args, st.Env
+	st.Cwd = StepDir(st.Cwd)
+	recordDir(&base, st.Cwd)
+	recorded := func() error { return nil } // by the caller, before the sandbox started
+	cmd, err := sb.e.commandOf(sb.rootfs, d, st.Command, st.Args, st.Cwd)
 	if err != nil {
-		return StepOutcome{}, err
+		return sb.e.setupFailed(sc, res, base, recorded, err)
 	}
-	c := sb.e.pol.CapsFor(st.Tool).Limits()
+	res.Path, base.Path = cmd.path, cmd.path
+	caps := sb.e.pol.CapsFor(st.Tool)
+	c := caps.Limits()
 	sb.eg.ResetStep() // a task's budget holds per step
-	return sb.ss.Exec(ctx, sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), nil)),
-		Dir: sandbox.WorkspaceDir, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	var lost error
+	out, err := sb.ss.Exec(ctx, sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), st.Env)),
+		Dir: st.Cwd, Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	switch {
+	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
+		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
+	case errors.Is(err, sandbox.ErrInitDied):
+		// Its integrity is not assured: an escape signal.
+		res = withOutcome(res, out, caps)
+		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
+	case err != nil && ctx.Err() != nil:
+		res = withOutcome(res, out, caps)
+		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
+	case err != nil: // the sandbox ended, or was frozen, under the step
+		res = withOutcome(res, out, caps)
+		res.Error, lost = err.Error(), err
+	default:
+		res = withOutcome(res, out, caps)
+	}
+	base.Path = res.Path
+	sb.e.recordOutcome(sc, base, res, false)
+	t.into(&res)
+	res, err = sc.finish(res)
+	return res, errors.Join(lost, err)
 }
 
 // Probe runs the start-up probes again inside the sandbox, from its

@@ -36,7 +36,10 @@
 // the sandbox's network namespace — enforcer's, as airlock run's: the
 // task's CA and the sandbox's bundle of it, its credentials and its
 // budgets (the task's per step, the session's for the plan) — and the
-// steps run in order in the same workspace. The sandbox's configuration
+// steps run in order in the same workspace, each as a session's step
+// runs (enforcer.Sandbox.Step, with the decision the launch recorded
+// first: its outcome recorded, its result told with run's exit
+// statuses). The sandbox's configuration
 // is enforcer's too: every file no sandbox may see (the policy, the audit
 // log, the signing key's directory, the credentials' files) is hidden,
 // and the plan. A failing step halts the plan unless it
