@@ -20,12 +20,3 @@ type session interface {
 	Evidence(dir string) (enforcer.Evidence, error)
 	Close() (enforcer.Teardown, error)
 }
-
-// startSandbox starts the plan's sandbox (enforcer.StartSandbox).
-func startSandbox(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error) {
-	sb, err := e.StartSandbox(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return sb, nil
-}
