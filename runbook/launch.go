@@ -26,11 +26,11 @@ type launch struct {
 	res  Result
 	base audit.Context
 
-	steps  []prepared
-	caps   limits.Caps
-	fs     policy.Filesystem
-	rootfs string
-	image  map[string]string // the image's audit details
+	decisions []decision.Decision // each step's, as the preflight recorded it
+	caps      limits.Caps
+	fs        policy.Filesystem
+	rootfs    string
+	image     map[string]string // the image's audit details
 
 	canary     *canary.Canary
 	sess       session
@@ -48,12 +48,6 @@ type launch struct {
 	closeOnce sync.Once
 	td        enforcer.Teardown
 	tdErr     error
-}
-
-// prepared is a step as the launch runs it.
-type prepared struct {
-	d    decision.Decision
-	path string
 }
 
 // Launch runs plan in one sandbox, as the runbook says:
@@ -252,9 +246,6 @@ func (l *launch) stepContext(i int) audit.Context {
 	s := l.plan.Steps[i]
 	ctx := l.base
 	ctx.Tool, ctx.Command, ctx.Args = s.Tool, s.Command, s.Args
-	if i < len(l.steps) {
-		ctx.Path = l.steps[i].path
-	}
 	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
 	return ctx
 }

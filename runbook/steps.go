@@ -73,7 +73,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	st := enforcer.StepRequest{Tool: s.Tool, Command: s.Command, Args: s.Args, Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
 	stop := l.watchDuring(i + 1)
-	out, err := l.sess.Step(ctx, l.stepContext(i), st, l.steps[i].d)
+	out, err := l.sess.Step(ctx, l.stepContext(i), st, l.decisions[i])
 	stop()
 	l.step.Store(0)
 	if out.AuditError != "" {
@@ -82,7 +82,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	}
 	r := &l.res.Steps[i]
 	if out.Path != "" { // a workspace program's file, as it ran
-		r.Path, l.steps[i].path = out.Path, out.Path
+		r.Path = out.Path
 	}
 	r.Signal, r.KilledBy = out.Signal, out.KilledBy
 	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.WallMs, out.CPUMs, out.PeakMemoryBytes
