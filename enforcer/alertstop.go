@@ -3,6 +3,7 @@ package enforcer
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -42,7 +43,7 @@ func (s *Session) alarmed(all []audit.Event) {
 // then the session's end.
 func (s *Session) stopForAlert(alert audit.Event, why string) {
 	a := Alert{Alert: alert.Context.Alert, Reason: alert.Reason}
-	dir, _ := Suspect(s.ss, Suspicion{Name: s.id, Unique: true,
+	dir, _ := Suspect(s.sb, Suspicion{Name: s.id, Unique: true,
 		Record: func(freeze, evidence string) {
 			ctx := s.base
 			ctx.Event = audit.EventEscapeSuspected
@@ -56,7 +57,7 @@ func (s *Session) stopForAlert(alert audit.Event, why string) {
 		},
 		Collect: func(f *EvidenceFiles) {
 			f.JSON("summary.json", alertEvidence{Session: s.id, Time: time.Now().UTC(), Alert: a,
-				Freeze: f.Freeze, InitPid: s.ss.Pid(), Sandbox: f.Sandbox, Problems: f.Problems})
+				Freeze: f.Freeze, InitPid: s.sb.Pid(), Sandbox: f.Sandbox, Problems: f.Problems})
 		}})
 	s.evidence.Store(&dir)
 	s.end(EndedEscape)
@@ -74,10 +75,10 @@ type alertEvidence struct {
 }
 
 // stoppedBy marks res, the result of a step of a session an alert
-// stopped (or is stopping): why, and ExitEscape.
+// stopped (or is stopping): why, and ExitEscape; once.
 func (s *Session) stoppedBy(res *Result) {
 	why := s.stopped.Load()
-	if why == nil {
+	if why == nil || res.ExitCode == ExitEscape && strings.HasSuffix(res.EscapeSuspected, *why) {
 		return
 	}
 	if res.EscapeSuspected != "" {

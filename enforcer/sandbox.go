@@ -78,7 +78,12 @@ var (
 // Interrupted is the exit status of a run or step its caller ended:
 // 128+N for a context cancelled by signal N with a grace period
 // (sandbox.Terminated; 143 for SIGTERM), else ExitInterrupted (Ctrl-C).
-func Interrupted(ctx context.Context) int { return interruptedStatus(ctx) }
+func Interrupted(ctx context.Context) int {
+	if t := sandbox.TerminationOf(ctx); t != nil {
+		return 128 + int(t.Signal)
+	}
+	return ExitInterrupted
+}
 
 // Sandbox is a sandbox of several steps with its way out: a Session runs
 // its steps in one, a Pool builds them ahead, and a plan's launch drives
@@ -153,48 +158,48 @@ func (e *Enforcer) Locate(rootfs string, d decision.Decision, command string) (s
 // approves the plan as a whole); it allowed st. The error is airlock's
 // failure to run the step, or the sandbox's end under it.
 func (sb *Sandbox) Step(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
-	t := newTally(noticesTo(st.Notices, &st.Stdout, &st.Stderr))
-	defer t.end()
-	sc := sb.e.newScribe(t)
-	step, _ := strconv.Atoi(base.Details["step"])
-	res := newResult(base.RunID, base.RunID, step, d, time.Now())
-	base.Tool, base.Command, base.Args, base.Env = st.Tool, st.Command, st.Args, st.Env
-	st.Cwd = StepDir(st.Cwd)
-	recordDir(&base, st.Cwd)
-	recorded := func() error { return nil } // by the caller, before the sandbox started
-	cmd, err := sb.e.commandOf(sb.rootfs, d, st.Command, st.Args, st.Cwd)
-	if err != nil {
-		return sb.e.setupFailed(sc, res, base, recorded, err)
-	}
-	res.Path, base.Path = cmd.path, cmd.path
-	caps := sb.e.pol.CapsFor(st.Tool)
-	c := caps.Limits()
-	sb.eg.ResetStep() // a task's budget holds per step
-	var lost error
-	out, err := sb.ss.Exec(ctx, sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), st.Env)),
-		Dir: st.Cwd, Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	a := sb.e.newAttempt(sb.e.newScribe(nil), planStep{sb}, st, base)
+	n, _ := strconv.Atoi(base.Details["step"])
+	a.rootfs, a.d, a.res = sb.rootfs, d, newResult(base.RunID, base.RunID, n, d, time.Now())
+	a.decided = func() error { return nil } // by the caller, before the sandbox started
+	return a.do(ctx)
+}
+
+// planStep is the way of a Sandbox's step (attempt.go).
+type planStep struct{ sb *Sandbox }
+
+func (planStep) prepare(context.Context, *attempt) error { return nil }
+
+// execute runs the step under its tool's wall-clock, CPU and output caps.
+func (p planStep) execute(ctx context.Context, a *attempt) error {
+	p.sb.eg.ResetStep() // a task's budget holds per step
+	c := a.caps.Limits()
+	out, err := p.sb.ss.Exec(ctx, sandbox.Step{Path: a.cmd.path, Tree: a.cmd.tree, Args: a.cmd.argv, Env: a.environ(p.sb.eg), Dir: a.st.Cwd,
+		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	res := &a.res
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
 		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
 	case errors.Is(err, sandbox.ErrInitDied):
 		// Its integrity is not assured: an escape signal.
-		res = withOutcome(res, out, caps)
+		*res = withOutcome(*res, out, a.caps)
 		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
 	case err != nil && ctx.Err() != nil:
-		res = withOutcome(res, out, caps)
-		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
+		*res = withOutcome(*res, out, a.caps)
+		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
 	case err != nil: // the sandbox ended, or was frozen, under the step
-		res = withOutcome(res, out, caps)
-		res.Error, lost = err.Error(), err
+		*res = withOutcome(*res, out, a.caps)
+		res.Error, a.err = err.Error(), err
 	default:
-		res = withOutcome(res, out, caps)
+		*res = withOutcome(*res, out, a.caps)
 	}
-	base.Path = res.Path
-	sb.e.recordOutcome(sc, base, res, false)
-	t.into(&res)
-	res, err = sc.finish(res)
-	return res, errors.Join(lost, err)
+	a.base.Path = res.Path
+	a.recordOutcome()
+	return nil
 }
+
+func (planStep) settle(*Result) {}
+func (planStep) release()       {}
 
 // Probe runs the start-up probes again inside the sandbox, from its
 // init, and returns every probe's outcome.
