@@ -12,7 +12,7 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// attempt carries one command, a run's or a session's or a plan's step, from the
+// attempt carries one command, a run's, a session's or a plan's step, from the
 // command gate's decision (decide) to its Result (do): refused, or
 // resolved, approved when escalated, and run in its way, its outcome
 // recorded. Every error on the way ends in fail.
