@@ -1,17 +1,12 @@
 package enforcer
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/sandbox/evidence"
 )
 
 // A session stopped by its own alerts (the policy's session.onAlert):
@@ -44,78 +39,39 @@ func (s *Session) alarmed(all []audit.Event) {
 	}
 }
 
-// stopForAlert is the stop: freeze, evidence, escape_suspected, end.
+// stopForAlert is the stop: the suspected-escape procedure (Suspect),
+// then the session's end.
 func (s *Session) stopForAlert(alert audit.Event, why string) {
-	freeze, err := s.sb.ss.Freeze()
-	if err != nil {
-		freeze = "not frozen: " + err.Error()
-	}
-	dir, err := s.keepEvidence(alert, freeze)
-	evidence := dir
-	if err != nil {
-		evidence = "none: " + err.Error()
-	}
+	a := Alert{Alert: alert.Context.Alert, Reason: alert.Reason}
+	dir, _ := Suspect(s.sb, Suspicion{Name: s.id, Unique: true,
+		Record: func(freeze, evidence string) {
+			ctx := s.base
+			ctx.Event = audit.EventEscapeSuspected
+			ctx.Details = maps.Clone(s.base.Details)
+			if ctx.Details == nil {
+				ctx.Details = map[string]string{}
+			}
+			ctx.Details["alert"], ctx.Details["freeze"], ctx.Details["evidence"] = a.Alert, freeze, evidence
+			_ = s.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Context: ctx,
+				Reason: "session " + s.id + " stopped by " + why + "; its sandbox frozen and its evidence kept, no further step runs, every artifact of it is untrusted"})
+		},
+		Collect: func(f *EvidenceFiles) {
+			f.JSON("summary.json", alertEvidence{Session: s.id, Time: time.Now().UTC(), Alert: a,
+				Freeze: f.Freeze, InitPid: s.sb.Pid(), Sandbox: f.Sandbox, Problems: f.Problems})
+		}})
 	s.evidence.Store(&dir)
-	ctx := s.base
-	ctx.Event = audit.EventEscapeSuspected
-	ctx.Details = maps.Clone(s.base.Details)
-	if ctx.Details == nil {
-		ctx.Details = map[string]string{}
-	}
-	ctx.Details["alert"], ctx.Details["freeze"], ctx.Details["evidence"] = alert.Context.Alert, freeze, evidence
-	_ = s.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Context: ctx,
-		Reason: "session " + s.id + " stopped by " + why + "; its sandbox frozen and its evidence kept, no further step runs, every artifact of it is untrusted"})
 	s.end(EndedEscape)
 }
 
 // alertEvidence is summary.json in a stopped session's evidence.
 type alertEvidence struct {
-	Session  string          `json:"session"`
-	Time     time.Time       `json:"time"`
-	Alert    Alert           `json:"alert"`
-	Freeze   string          `json:"freeze"`
-	InitPid  int             `json:"initPid"`
-	Sandbox  evidence.Record `json:"sandbox"`
-	Problems []string        `json:"problems,omitempty"`
-}
-
-// keepEvidence snapshots the frozen sandbox into a new directory of its
-// own under DefaultEvidenceDir, named for the session: the
-// sandbox's own snapshot in sandbox/ (processes, mounts, network, the
-// workspace kept) and summary.json.
-func (s *Session) keepEvidence(alert audit.Event, freeze string) (string, error) {
-	base, err := DefaultEvidenceDir()
-	if err != nil {
-		return "", fmt.Errorf("enforcer: %w", err)
-	}
-	if err := os.MkdirAll(base, 0o700); err != nil {
-		return "", fmt.Errorf("evidence: %w", err)
-	}
-	dir, err := os.MkdirTemp(base, s.id+"-")
-	if err != nil {
-		return "", fmt.Errorf("evidence: %w", err)
-	}
-	sum := alertEvidence{Session: s.id, Time: time.Now().UTC(), Alert: Alert{Alert: alert.Context.Alert, Reason: alert.Reason},
-		Freeze: freeze, InitPid: s.sb.ss.Pid()}
-	if sum.Sandbox, err = s.sb.ss.Evidence(filepath.Join(dir, "sandbox")); err != nil {
-		sum.Problems = append(sum.Problems, err.Error())
-	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return dir, fmt.Errorf("evidence: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "summary.json"), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return dir, fmt.Errorf("evidence: %w", err)
-	}
-	_, err = f.Write(append(b, '\n'))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return dir, fmt.Errorf("evidence: %w", err)
-	}
-	return dir, nil
+	Session  string    `json:"session"`
+	Time     time.Time `json:"time"`
+	Alert    Alert     `json:"alert"`
+	Freeze   string    `json:"freeze"`
+	InitPid  int       `json:"initPid"`
+	Sandbox  Evidence  `json:"sandbox"`
+	Problems []string  `json:"problems,omitempty"`
 }
 
 // stoppedBy marks res, the result of a step of a session an alert

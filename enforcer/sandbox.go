@@ -3,9 +3,11 @@ package enforcer
 import (
 	"context"
 	"errors"
-	"io"
+	"strconv"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -54,8 +56,6 @@ type (
 	ProbeRequest = sandbox.ProbeRequest
 	// ProbeResult is one start-up probe's outcome.
 	ProbeResult = sandbox.ProbeResult
-	// StepOutcome is how a step of a Sandbox ended.
-	StepOutcome = sandbox.Result
 	// Evidence is what a frozen sandbox's snapshot holds.
 	Evidence = evidence.Record
 	// Teardown is what a sandbox's end reports.
@@ -69,8 +69,6 @@ var (
 	// ErrInitDied: the sandbox's init died on its own: its integrity is
 	// not assured.
 	ErrInitDied = sandbox.ErrInitDied
-	// ErrStepStart: a step's command could not be started inside.
-	ErrStepStart = sandbox.ErrStepStart
 	// ErrSandboxEnded: the sandbox has ended (closed, or its init gone).
 	ErrSandboxEnded = sandbox.ErrSessionEnded
 	// ErrFrozen: the sandbox is frozen.
@@ -97,6 +95,7 @@ type Sandbox struct {
 	e      *Enforcer
 	ss     *sandbox.Session
 	eg     *wayOut
+	rootfs string          // the image's root, "" for none
 	files  int             // its open-files cap, for the proxy's bounds
 	life   context.Context // ends when the sandbox is closed
 	cancel context.CancelFunc
@@ -128,7 +127,7 @@ func (e *Enforcer) StartSandbox(ctx context.Context, req SandboxRequest) (*Sandb
 		cancel()
 		return nil, errors.Join(err, ctx.Err())
 	}
-	return &Sandbox{e: e, ss: ss, eg: eg, files: int(cfg.Caps.OpenFiles), life: life, cancel: cancel}, nil
+	return &Sandbox{e: e, ss: ss, eg: eg, rootfs: req.Rootfs, files: int(cfg.Caps.OpenFiles), life: life, cancel: cancel}, nil
 }
 
 // Serve starts the sandbox's proxy on the listener its init opened,
@@ -140,25 +139,69 @@ func (sb *Sandbox) Serve(rec EgressRecorder) error {
 // ProxyAddr is the proxy's address inside the sandbox.
 func (sb *Sandbox) ProxyAddr() string { return sb.ss.Listener().Addr().String() }
 
-// SandboxStep is one step of a plan's sandbox: the tool whose caps bound
-// it (wall clock, CPU and output), the executable the command gate's
-// allowed command resolved to (Enforcer.Resolve) and its argv, and where
-// its output goes.
-type SandboxStep struct {
-	Tool           string
-	Path           string
-	Args           []string
-	Stdout, Stderr io.Writer
+// Locate is where the command d allowed runs, as a step of a session or
+// a plan finds it: a bare name through the policy's search path (in
+// rootfs, an image's root, when set), a path as named, and a workspace
+// program's path as given, the sandbox's init resolving it in its tree
+// as the step starts (docs/policy.md, "Workspace programs").
+func (e *Enforcer) Locate(rootfs string, d decision.Decision, command string) (string, error) {
+	c, err := e.commandOf(rootfs, d, command, nil, sandbox.WorkspaceDir)
+	return c.path, err
 }
 
-// Exec runs st in the sandbox, in /workspace, with the sandbox's
-// environment and way out's variables; the task's budget starts over.
-func (sb *Sandbox) Exec(ctx context.Context, st SandboxStep) (StepOutcome, error) {
-	c := sb.e.pol.CapsFor(st.Tool).Limits()
-	sb.eg.ResetStep() // a task's budget holds per step
-	return sb.ss.Exec(ctx, sandbox.Step{Path: st.Path, Args: st.Args, Env: childEnv(sb.e.pol.SearchPath(), sb.eg.Env(), nil),
-		Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+// Step runs st in the sandbox as a session's step runs: its program
+// found as Locate finds it (a shell rule's script with the shell's own
+// environment), run in its working directory under its tool's wall-clock,
+// CPU and output caps with the sandbox's environment and way out's
+// variables (the task's budget starts over), its outcome recorded under
+// base (the step's run, task and details) and told in the Result, with
+// Run's exit statuses. d is the command gate's decision, which the caller
+// took and recorded before the sandbox started (a plan's preflight
+// approves the plan as a whole); it allowed st. The error is airlock's
+// failure to run the step, or the sandbox's end under it.
+func (sb *Sandbox) Step(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
+	a := sb.e.newAttempt(sb.e.newScribe(nil), planStep{sb}, st, base)
+	n, _ := strconv.Atoi(base.Details["step"])
+	a.rootfs, a.d, a.res = sb.rootfs, d, newResult(base.RunID, base.RunID, n, d, time.Now())
+	a.decided = func() error { return nil } // by the caller, before the sandbox started
+	return a.do(ctx)
 }
+
+// planStep is the way of a Sandbox's step (attempt.go).
+type planStep struct{ sb *Sandbox }
+
+func (planStep) prepare(context.Context, *attempt) error { return nil }
+
+// execute runs the step under its tool's wall-clock, CPU and output caps.
+func (p planStep) execute(ctx context.Context, a *attempt) error {
+	p.sb.eg.ResetStep() // a task's budget holds per step
+	c := a.caps.Limits()
+	out, err := p.sb.ss.Exec(ctx, sandbox.Step{Path: a.cmd.path, Tree: a.cmd.tree, Args: a.cmd.argv, Env: a.environ(p.sb.eg), Dir: a.st.Cwd,
+		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
+	res := &a.res
+	switch {
+	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
+		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
+	case errors.Is(err, sandbox.ErrInitDied):
+		// Its integrity is not assured: an escape signal.
+		*res = withOutcome(*res, out, a.caps)
+		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
+	case err != nil && ctx.Err() != nil:
+		*res = withOutcome(*res, out, a.caps)
+		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
+	case err != nil: // the sandbox ended, or was frozen, under the step
+		*res = withOutcome(*res, out, a.caps)
+		res.Error, a.err = err.Error(), err
+	default:
+		*res = withOutcome(*res, out, a.caps)
+	}
+	a.base.Path = res.Path
+	a.recordOutcome()
+	return nil
+}
+
+func (planStep) settle(*Result) {}
+func (planStep) release()       {}
 
 // Probe runs the start-up probes again inside the sandbox, from its
 // init, and returns every probe's outcome.

@@ -20,7 +20,11 @@
 // decision: a plan is approved as a whole, so one denied or escalated step
 // refuses it before anything starts (ExitDenied, or ExitEscalated when
 // every refused step was escalated). It then verifies the
-// pinned image (Options.Image), resolves every command, starts one
+// pinned image (Options.Image), finds every command as a session's step
+// finds it (enforcer.Locate: a host program now, through the policy's
+// search path or in the image; a workspace program such as
+// /workspace/.venv/bin/pytest inside the sandbox, as its step starts;
+// a shell rule's script with the shell's own environment), starts one
 // sandbox (enforcer.StartSandbox) and runs the start-up probes inside it,
 // after the privilege drop: uid, capability sets, no_new_privs, seccomp,
 // Landlock, only lo and no route, /root and /home, and a Canary — a host
@@ -32,7 +36,10 @@
 // the sandbox's network namespace — enforcer's, as airlock run's: the
 // task's CA and the sandbox's bundle of it, its credentials and its
 // budgets (the task's per step, the session's for the plan) — and the
-// steps run in order in the same workspace. The sandbox's configuration
+// steps run in order in the same workspace, each as a session's step
+// runs (enforcer.Sandbox.Step, with the decision the launch recorded
+// first: its outcome recorded, its result told with run's exit
+// statuses). The sandbox's configuration
 // is enforcer's too: every file no sandbox may see (the policy, the audit
 // log, the signing key's directory, the credentials' files) is hidden,
 // and the plan. A failing step halts the plan unless it
@@ -58,7 +65,9 @@
 // destination, a start-up probe that fails when re-run, a write to a
 // watched host path (airlock's own binary, the account databases, the
 // policy, the plan, the host's findings and workspace directories), and a
-// connection to the canary listener. On the first, it halts the plan,
+// connection to the canary listener. On the first, it halts the plan and
+// follows the suspected-escape procedure of every sandbox
+// (enforcer.Suspect, as a session stopped by its alerts does): it
 // freezes the sandbox (cgroup freezer, else SIGSTOP), writes
 // escape_suspected, and keeps the evidence in
 // Options.EvidenceDir/RUNID: summary.json, the sandbox's own snapshot in

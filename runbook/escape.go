@@ -3,7 +3,6 @@ package runbook
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,24 +74,19 @@ func (l *launch) signal(sigs ...Signal) {
 	})
 }
 
-// suspect is the suspected-escape procedure: freeze the sandbox where it
-// stands, record escape_suspected durably, snapshot the evidence (the
-// sandbox's processes, mounts, network and workspace, kept; the host's
-// watched files; the audit trail since the launch), then end the sandbox,
-// which kills a step still running. The launch then tears down and marks
-// the findings untrusted.
+// suspect is the suspected-escape procedure (enforcer.Suspect): freeze
+// the sandbox where it stands, record escape_suspected durably, snapshot
+// the evidence (the sandbox's processes, mounts, network and workspace,
+// kept; the host's watched files; the audit trail since the launch),
+// then end the sandbox, which kills a step still running. The launch
+// then tears down and marks the findings untrusted.
 func (l *launch) suspect(first Signal) {
-	mech, ferr := l.sess.Freeze()
-	if ferr != nil {
-		mech = "not frozen: " + ferr.Error()
-	}
-	dir, derr := l.evidenceDir()
-	if derr != nil {
-		l.recordSuspicion(first, mech, "none: "+derr.Error())
-	} else {
-		l.recordSuspicion(first, mech, dir)
-		l.res.Evidence = dir
-		l.writeEvidence(dir, mech)
+	dir, err := enforcer.Suspect(l.sess, enforcer.Suspicion{Under: l.opts.EvidenceDir, Name: l.opts.RunID,
+		Record:  func(freeze, evidence string) { l.recordSuspicion(first, freeze, evidence) },
+		Collect: l.writeEvidence})
+	l.res.Evidence = dir
+	if err != nil {
+		l.res.Error = "runbook: " + err.Error()
 	}
 	_, _ = l.closeSession()
 }
@@ -108,23 +102,6 @@ func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
 		reason = "escape suspected (" + first.Name + ") while the sandbox was torn down: nothing was left to freeze or keep; every artifact of this run is untrusted"
 	}
 	_, _ = l.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionAlert, Context: ctx, Reason: reason})
-}
-
-// evidenceDir is the run's own evidence directory.
-func (l *launch) evidenceDir() (string, error) {
-	base := l.opts.EvidenceDir
-	if base == "" {
-		d, err := enforcer.DefaultEvidenceDir()
-		if err != nil {
-			return "", fmt.Errorf("runbook: %w (or give --evidence)", err)
-		}
-		base = d
-	}
-	abs, err := filepath.Abs(filepath.Join(base, l.opts.RunID))
-	if err != nil {
-		return "", fmt.Errorf("runbook: evidence directory: %w", err)
-	}
-	return abs, nil
 }
 
 // watchDuring checks, while step n runs, the signals the host alone can

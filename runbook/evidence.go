@@ -1,13 +1,9 @@
 package runbook
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -47,76 +43,33 @@ type hostFilesEvidence struct {
 	Changes []string     `json:"changes"`
 }
 
-// writeEvidence collects the evidence of a frozen sandbox into dir. It
-// goes on past what cannot be collected, and lists it in summary.json.
-func (l *launch) writeEvidence(dir, freeze string) {
-	sum := evidenceSummary{RunID: l.opts.RunID, TestID: l.plan.TestID, Time: time.Now().UTC(),
-		Signals: l.esc.list(), Freeze: freeze, InitPid: l.sess.Pid(), Files: evidenceFiles}
-	note := func(err error) {
-		if err != nil {
-			sum.Problems = append(sum.Problems, err.Error())
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
-		note(err)
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		// Without its own directory the evidence would mix with another
-		// run's: the event names the failure, and nothing is written.
-		l.res.Evidence = ""
-		l.res.Error = fmt.Sprintf("runbook: evidence: %v", err)
-		return
-	}
-	ev, err := l.sess.Evidence(filepath.Join(dir, "sandbox"))
-	note(err)
-	sum.Sandbox = ev
+// writeEvidence adds the launch's own files to the evidence of its
+// frozen sandbox (enforcer.Suspect), going on past what cannot be
+// collected, and lists that in summary.json.
+func (l *launch) writeEvidence(f *enforcer.EvidenceFiles) {
 	if l.procs != nil {
-		note(writeJSON(dir, "process-tree.json", l.procs.tree()))
+		f.JSON("process-tree.json", l.procs.tree())
 	}
-	note(writeJSON(dir, "host-netns.json", hostNetNamespaces()))
+	f.JSON("host-netns.json", hostNetNamespaces())
 	after := snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
-	note(writeJSON(dir, "host-files.json", hostFilesEvidence{Before: l.hostBefore, After: after, Changes: l.hostBefore.changes(after)}))
+	f.JSON("host-files.json", hostFilesEvidence{Before: l.hostBefore, After: after, Changes: l.hostBefore.changes(after)})
 	if l.chain != nil {
-		note(l.copyAuditSinceLaunch(filepath.Join(dir, "audit-since-launch.jsonl")))
+		f.Note(l.copyAuditSinceLaunch(f))
 	}
-	note(writeJSON(dir, "summary.json", sum))
+	f.JSON("summary.json", evidenceSummary{RunID: l.opts.RunID, TestID: l.plan.TestID, Time: time.Now().UTC(),
+		Signals: l.esc.list(), Freeze: f.Freeze, InitPid: l.sess.Pid(), Files: evidenceFiles, Sandbox: f.Sandbox, Problems: f.Problems})
 }
 
 // copyAuditSinceLaunch copies the audit log from the launch line on.
-func (l *launch) copyAuditSinceLaunch(dst string) error {
-	f, err := os.Open(l.chain.path)
+func (l *launch) copyAuditSinceLaunch(f *enforcer.EvidenceFiles) error {
+	log, err := os.Open(l.chain.path)
 	if err != nil {
 		return fmt.Errorf("evidence: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.Seek(l.chain.offset, io.SeekStart); err != nil {
+	defer log.Close()
+	if _, err := log.Seek(l.chain.offset, io.SeekStart); err != nil {
 		return fmt.Errorf("evidence: %w", err)
 	}
-	return writeFile(dst, io.LimitReader(f, maxAuditEvidence))
-}
-
-// writeJSON writes v, indented, as dir/name.
-func writeJSON(dir, name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("evidence: %s: %w", name, err)
-	}
-	return writeFile(filepath.Join(dir, name), bytes.NewReader(append(b, '\n')))
-}
-
-// writeFile creates dst, which must not exist (never through a link),
-// and copies r into it.
-func writeFile(dst string, r io.Reader) error {
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("evidence: %w", err)
-	}
-	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("evidence: write %s: %w", dst, err)
-	}
+	f.Copy("audit-since-launch.jsonl", io.LimitReader(log, maxAuditEvidence))
 	return nil
 }

@@ -26,11 +26,11 @@ type launch struct {
 	res  Result
 	base audit.Context
 
-	steps  []prepared
-	caps   limits.Caps
-	fs     policy.Filesystem
-	rootfs string
-	image  map[string]string // the image's audit details
+	decisions []decision.Decision // each step's, as the preflight recorded it
+	caps      limits.Caps
+	fs        policy.Filesystem
+	rootfs    string
+	image     map[string]string // the image's audit details
 
 	canary     *canary.Canary
 	sess       session
@@ -48,12 +48,6 @@ type launch struct {
 	closeOnce sync.Once
 	td        enforcer.Teardown
 	tdErr     error
-}
-
-// prepared is a step as the launch runs it.
-type prepared struct {
-	d    decision.Decision
-	path string
 }
 
 // Launch runs plan in one sandbox, as the runbook says:
@@ -116,7 +110,7 @@ func Launch(ctx context.Context, e *enforcer.Enforcer, plan *Plan, opts Options)
 // seal ends the launch's claim once its last record is written: with a
 // signing key, a checkpoint is signed and the launch's records proven in
 // it (Result.Audit). One that cannot be signed is a record of the launch
-// that could not be written: AuditError, and ExitAudit when steps ran.
+// that could not be written (auditFailed).
 func (l *launch) seal(claim *audit.RunClaim, res Result, err error) (Result, error) {
 	proof, perr := claim.End()
 	if perr == nil {
@@ -126,11 +120,7 @@ func (l *launch) seal(claim *audit.RunClaim, res Result, err error) (Result, err
 	if res.AuditError == "" {
 		res.AuditError = "the launch's checkpoint was not signed: " + perr.Error()
 	}
-	switch res.ExitCode {
-	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
-	default:
-		res.Outcome, res.ExitCode = OutcomeFailed, ExitAudit
-	}
+	auditFailed(&res)
 	return res, err
 }
 
@@ -171,23 +161,28 @@ func (l *launch) run(ctx context.Context) (Result, error) {
 	return l.finish(err)
 }
 
-// finish sets the result of a launch whose records were not all written:
-// AuditError, and ExitAudit when steps ran and no escape was suspected.
+// finish sets the result of a launch whose records were not all written
+// (auditFailed).
 func (l *launch) finish(err error) (Result, error) {
-	p := l.auditErr.Load()
-	if p == nil {
-		return l.res, err
-	}
-	l.res.AuditError = (*p).Error()
-	switch l.res.ExitCode {
-	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
-	default:
-		if l.res.Outcome == OutcomePassed {
-			l.res.Reason = "every step of the plan ran, but a record of the launch could not be written to the audit log"
-		}
-		l.res.Outcome, l.res.ExitCode = OutcomeFailed, ExitAudit
+	if p := l.auditErr.Load(); p != nil {
+		l.res.AuditError = (*p).Error()
+		auditFailed(&l.res)
 	}
 	return l.res, err
+}
+
+// auditFailed sets the result of a launch a record of which was not
+// written (AuditError): ExitAudit when steps ran and no escape was
+// suspected.
+func auditFailed(res *Result) {
+	switch res.ExitCode {
+	case ExitSetup, ExitDenied, ExitEscalated, ExitEscape:
+		return
+	}
+	if res.Outcome == OutcomePassed {
+		res.Reason = "every step of the plan ran, but a record of the launch could not be written to the audit log"
+	}
+	res.Outcome, res.ExitCode = OutcomeFailed, ExitAudit
 }
 
 // setupErr is the error of a launch that ended before any step ran.
@@ -251,9 +246,6 @@ func (l *launch) stepContext(i int) audit.Context {
 	s := l.plan.Steps[i]
 	ctx := l.base
 	ctx.Tool, ctx.Command, ctx.Args = s.Tool, s.Command, s.Args
-	if i < len(l.steps) {
-		ctx.Path = l.steps[i].path
-	}
 	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
 	return ctx
 }

@@ -254,3 +254,38 @@ func cancelWhenRunning(ctx context.Context, cancel context.CancelFunc, initPid i
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestLaunchWorkspaceProgram: a plan's workspace program is found as a
+// session's step's is, inside the sandbox as the step starts
+// (docs/policy.md, "Workspace programs"): one the workspace brought, and
+// one an earlier step made; the result names the file that ran.
+func TestLaunchWorkspaceProgram(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	e.pol = parsePolicy(t, strings.Replace(testPolicy, `"allow": [`,
+		`"allow": [{"name": "venv", "command": "/workspace/.venv/bin/*", "allowExtraArgs": true},`, 1))
+	bin := filepath.Join(e.workspace, ".venv", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "pytest"), []byte("#!/bin/sh\necho pytest ran \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	e.opts.Stdout = &out
+	p := plan("T-venv",
+		runbook.Step{Command: "/workspace/.venv/bin/pytest", Args: []string{"-q"}},
+		sh("make", `printf '#!/bin/sh\necho made ran\n' > .venv/bin/made && chmod +x .venv/bin/made`),
+		runbook.Step{Command: "/workspace/.venv/bin/made"},
+	)
+	res, err := e.launch(t, context.Background(), p)
+	if err != nil || res.ExitCode != runbook.ExitOK {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if got := out.String(); got != "pytest ran -q\nmade ran\n" {
+		t.Errorf("output %q", got)
+	}
+	if res.Steps[0].Path != "/workspace/.venv/bin/pytest" || res.Steps[2].Path != "/workspace/.venv/bin/made" {
+		t.Errorf("paths %q, %q", res.Steps[0].Path, res.Steps[2].Path)
+	}
+}

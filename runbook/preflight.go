@@ -22,7 +22,7 @@ func (l *launch) decide() bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
 		d := l.enf.Decide(enforcer.Request{Tool: s.Tool, Command: s.Command, Args: s.Args})
-		l.steps = append(l.steps, prepared{d: d})
+		l.decisions = append(l.decisions, d)
 		l.res.Steps = append(l.res.Steps, StepResult{
 			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
 			Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Status: StepNotRun,
@@ -41,11 +41,11 @@ func (l *launch) decide() bool {
 	first := refused[0]
 	l.res.ExitCode, l.res.Outcome = ExitEscalated, OutcomeDenied
 	for _, i := range refused {
-		if l.steps[i].d.Verdict != decision.Escalate {
+		if l.decisions[i].Verdict != decision.Escalate {
 			l.res.ExitCode = ExitDenied
 		}
 	}
-	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.steps[first].d.Why())
+	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.decisions[first].Why())
 	if len(refused) > 1 {
 		l.res.Reason += fmt.Sprintf(" (and %d more refused steps)", len(refused)-1)
 	}
@@ -74,16 +74,17 @@ func (l *launch) prepareImage(ctx context.Context) bool {
 	return true
 }
 
-// resolve finds each step's executable (in the image's root when there
-// is one), and works out the sandbox's caps and filesystem view.
+// resolve finds each step's executable as a session's step finds it
+// (enforcer.Locate: in the image's root when there is one; a workspace
+// program inside the sandbox, as the step starts), and works out the
+// sandbox's caps and filesystem view.
 func (l *launch) resolve(context.Context) bool {
 	pol := l.enf.Policy()
 	for i, s := range l.plan.Steps {
-		path, err := l.enf.Resolve(l.rootfs, s.Command)
+		path, err := l.enf.Locate(l.rootfs, l.decisions[i], s.Command)
 		if err != nil {
-			return l.setupFailed(fmt.Errorf("%s: the command gate allowed %q but it cannot be run: %w", l.quoteStep(i), s.Command, err))
+			return l.setupFailed(fmt.Errorf("%s: %w", l.quoteStep(i), err))
 		}
-		l.steps[i].path = path
 		l.res.Steps[i].Path = path
 	}
 	l.caps = sessionCaps(pol.Policy, l.plan.Steps)

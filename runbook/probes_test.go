@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -54,9 +55,9 @@ type fakeSession struct {
 	closed bool
 }
 
-func (f *fakeSession) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
+func (f *fakeSession) Step(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
 	f.t.Error("a step ran in a sandbox whose probes failed")
-	return sandbox.Result{ExitCode: -1}, errors.New("fake")
+	return enforcer.Result{ExitCode: -1, Error: "fake"}, errors.New("fake")
 }
 func (f *fakeSession) Serve(enforcer.EgressRecorder) error { return nil }
 func (f *fakeSession) ProxyAddr() string                   { return "" }
@@ -236,11 +237,11 @@ type stepFake struct {
 	frozen bool
 }
 
-func (f *stepFake) Exec(context.Context, enforcer.SandboxStep) (sandbox.Result, error) {
+func (f *stepFake) Step(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
 	if f.frozen {
-		return sandbox.Result{ExitCode: -1}, sandbox.ErrFrozen
+		return enforcer.Result{ExitCode: -1, Error: sandbox.ErrFrozen.Error()}, sandbox.ErrFrozen
 	}
-	return sandbox.Result{}, nil
+	return enforcer.Result{}, nil
 }
 func (f *stepFake) Serve(enforcer.EgressRecorder) error { return nil }
 func (f *stepFake) ProxyAddr() string                   { return f.lis.Addr().String() }

@@ -32,7 +32,9 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	// the launch's to run (startProbes), and to record.
 	req := enforcer.SandboxRequest{ID: l.opts.RunID, Task: l.res.Task, Workspace: l.opts.Workspace, Findings: l.opts.Findings,
 		Rootfs: l.rootfs, Filesystem: l.fs, Caps: l.caps, Life: l.caps.Wall * time.Duration(len(l.plan.Steps)), Hide: []string{l.opts.PlanFile}}
-	start := startSandbox
+	start := func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error) {
+		return e.StartSandbox(ctx, req) // its error checked before its sandbox is used
+	}
 	if h := l.opts.test; h != nil {
 		if h.config != nil {
 			req.Adjust = func(cfg *enforcer.SandboxConfig) { h.config(cfg, c) }

@@ -1,6 +1,7 @@
 package runbook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -63,70 +64,54 @@ func (l *launch) count(status string) int {
 	return n
 }
 
-// execStep runs step i (0-based) and records its outcome. ok says it
-// passed; goOn that the session can run another step.
+// execStep runs step i (0-based) as a session's step runs
+// (enforcer.Sandbox.Step: its outcome recorded), with the decision the
+// preflight recorded. ok says it passed; goOn that the sandbox can run
+// another step.
 func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
-	s, p := l.plan.Steps[i], l.steps[i]
-	st := enforcer.SandboxStep{Tool: s.Tool, Path: p.path, Args: append([]string{s.Command}, s.Args...), Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
+	s := l.plan.Steps[i]
+	st := enforcer.StepRequest{Tool: s.Tool, Command: s.Command, Args: s.Args, Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
 	stop := l.watchDuring(i + 1)
-	out, err := l.sess.Exec(ctx, st)
+	out, err := l.sess.Step(ctx, l.stepContext(i), st, l.decisions[i])
 	stop()
 	l.step.Store(0)
+	if out.AuditError != "" {
+		failed := errors.New(out.AuditError)
+		l.auditErr.CompareAndSwap(nil, &failed)
+	}
 	r := &l.res.Steps[i]
-	r.Signal = out.Signal
-	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.Wall.Milliseconds(), out.CPU.Milliseconds(), out.PeakMemoryBytes
-	if out.KilledBy != "" {
-		k := out.KilledBy
-		r.KilledBy = &k
+	if out.Path != "" { // a workspace program's file, as it ran
+		r.Path = out.Path
 	}
-	if errors.Is(err, enforcer.ErrInitDied) {
-		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: err.Error()})
-	}
-	switch {
-	case l.esc.fired() && err != nil:
-		r.Status, r.Error = StepHalted, err.Error()
-		return false, false
-	case errors.Is(err, enforcer.ErrStepStart):
-		r.Status, r.Error, r.ExitCode = StepFailed, err.Error(), ptr(ExitCannotExec)
-		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s could not start inside the sandbox: %v", l.quoteStep(i), err))
-		return false, true
-	case err != nil && ctx.Err() == nil:
-		r.Status, r.Error = StepFailed, err.Error()
-		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s did not finish: %v", l.quoteStep(i), err))
-		return false, false
-	}
+	r.Signal, r.KilledBy = out.Signal, out.KilledBy
+	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.WallMs, out.CPUMs, out.PeakMemoryBytes
 	r.Status, r.ExitCode = StepFailed, ptr(out.ExitCode)
-	if out.Signal != 0 {
-		r.ExitCode = ptr(128 + out.Signal)
+	if out.CommandExitCode != nil {
+		r.ExitCode = out.CommandExitCode
 	}
-	if out.ExitCode == 0 && out.Signal == 0 && out.KilledBy == "" {
-		r.Status = StepPassed
+	if out.EscapeSuspected != "" {
+		l.signal(Signal{Name: SignalInitDied, Step: i + 1, Detail: out.EscapeSuspected})
 	}
 	switch {
-	case out.KilledBy != "":
-		l.recordStep(i, audit.DecisionKill, fmt.Sprintf("%s was killed by the %s cap", l.quoteStep(i), out.KilledBy))
-	default:
-		l.recordStep(i, audit.DecisionInfo, fmt.Sprintf("%s finished within its caps: %s", l.quoteStep(i), describeOutcome(*r)))
+	case l.esc.fired() && (err != nil || out.EscapeSuspected != ""):
+		r.Status, r.Error, r.ExitCode = StepHalted, cmp.Or(out.Error, out.EscapeSuspected), nil
+		return false, false
+	case err != nil && out.Error != "": // the sandbox ended under it
+		r.Error, r.ExitCode = out.Error, nil
+		return false, false
+	case out.Error != "": // it could not start inside: the sandbox goes on
+		r.Error = out.Error
+		return false, true
+	}
+	if *r.ExitCode == 0 && out.Signal == 0 && out.KilledBy == nil {
+		r.Status = StepPassed
 	}
 	if out.Signal == int(syscall.SIGSYS) {
 		l.signal(Signal{Name: SignalSeccompKill, Step: i + 1,
 			Detail: fmt.Sprintf("%s died of SIGSYS: the seccomp filter killed it for an escape system call (a foreign-architecture or x32 call)", l.quoteStep(i))})
 	}
 	return r.Status == StepPassed, true
-}
-
-// recordStep writes step i's outcome as a resource event.
-func (l *launch) recordStep(i int, decision, reason string) {
-	r := l.res.Steps[i]
-	ctx := l.stepContext(i)
-	ctx.ExitCode, ctx.Signal = r.ExitCode, r.Signal
-	ctx.WallMs, ctx.CPUMs, ctx.PeakMemoryBytes = r.WallMs, r.CPUMs, r.PeakMemoryBytes
-	if r.KilledBy != nil {
-		ctx.KilledBy = *r.KilledBy
-	}
-	ctx.Details["status"] = r.Status
-	_, _ = l.record(audit.Event{Kind: audit.KindResource, Decision: decision, Reason: reason, Context: ctx})
 }
 
 // describeOutcome says how a step ended: "exit status 3", "signal 9",
