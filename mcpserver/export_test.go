@@ -9,3 +9,7 @@ func (s *Server) MCPSessions() int {
 	}
 	return n
 }
+
+// Freed returns a channel closed when MCP session id's place is given
+// back (nil when it holds none).
+func (s *Server) Freed(id string) <-chan struct{} { return s.freed(id) }

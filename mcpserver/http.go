@@ -64,8 +64,11 @@ const sessionHeader = "Mcp-Session-Id"
 // that says why, and opens nothing.
 func (s *Server) boundClients(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get(sessionHeader) != "" {
+		if id := r.Header.Get(sessionHeader); id != "" || r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
+			if r.Method == http.MethodDelete {
+				s.awaitSlot(r, id)
+			}
 			return
 		}
 		select {
@@ -86,15 +89,44 @@ func (s *Server) holdSlot(id string) {
 	if id != "" {
 		for ss := range s.mcp.Sessions() {
 			if ss.ID() == id {
+				freed := make(chan struct{})
+				s.mu.Lock()
+				s.held[id] = freed
+				s.mu.Unlock()
 				go func() {
 					_ = ss.Wait()
+					s.mu.Lock()
+					delete(s.held, id)
+					s.mu.Unlock()
 					<-s.slots
+					close(freed)
 				}()
 				return
 			}
 		}
 	}
 	<-s.slots
+}
+
+// freed returns a channel closed when MCP session id's place is given
+// back, or nil when it holds none.
+func (s *Server) freed(id string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held[id]
+}
+
+// awaitSlot answers a DELETE of MCP session id only once its place is
+// given back, so that a client that ends a session and opens another at
+// once is not refused for the one it ended; a client that goes away
+// stops the wait.
+func (s *Server) awaitSlot(r *http.Request, id string) {
+	if ch := s.freed(id); ch != nil {
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
+	}
 }
 
 // refuseClient answers a request for one MCP session more than n: 503,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,17 +32,18 @@ func initialize(t *testing.T, url, token string) (int, string, string) {
 	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
 }
 
-// untilOpens retries initialize until one is answered 200, for at most
-// 20 seconds: a place given back is given back by a goroutine.
-func untilOpens(t *testing.T, url, token, why string) string {
+// awaitFreed waits for MCP session id's place to be given back, for at
+// most 20 seconds (a place given back is given back by a goroutine).
+func awaitFreed(t *testing.T, srv *mcpserver.Server, id, why string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if code, id, _ := initialize(t, url, token); code == http.StatusOK {
-			return id
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no place was given back", why)
-		}
+	ch := srv.Freed(id)
+	if ch == nil {
+		return // already given back
+	}
+	select {
+	case <-ch:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: no place was given back", why)
 	}
 }
 
@@ -103,6 +105,7 @@ func TestHTTPMaxClients(t *testing.T) {
 		t.Errorf("a client past the bound connected (%v)", err)
 	}
 
+	freed := srv.Freed(ids[0])
 	req, err := http.NewRequest("DELETE", url, nil)
 	must(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -110,7 +113,15 @@ func TestHTTPMaxClients(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	must(t, err)
 	resp.Body.Close()
-	untilOpens(t, url, token, "after a DELETE")
+	// The DELETE is answered once the place is back: the next opens at once.
+	select {
+	case <-freed:
+	default:
+		t.Error("the DELETE was answered before its place was given back")
+	}
+	if code, _, body := initialize(t, url, token); code != http.StatusOK {
+		t.Fatalf("an initialize right after a DELETE: status %d: %s", code, body)
+	}
 	if n := srv.MCPSessions(); n != bound {
 		t.Errorf("the server holds %d MCP sessions, want %d", n, bound)
 	}
@@ -126,18 +137,24 @@ func TestHTTPMaxClientsIdle(t *testing.T) {
 	f := newFixture(t, strings.Replace(testPolicy, `"toolScopes"`, `"session": {"idleSeconds": 1}, "toolScopes"`, 1))
 	f.MaxClients = 2
 	srv, url, token := f.httpServerOf(t)
+	var ids []string
 	for range 2 {
-		if code, _, body := initialize(t, url, token); code != http.StatusOK {
+		code, id, body := initialize(t, url, token)
+		if code != http.StatusOK {
 			t.Fatalf("status %d: %s", code, body)
 		}
+		ids = append(ids, id)
 	}
 	if code, _, _ := initialize(t, url, token); code != http.StatusServiceUnavailable {
 		t.Fatalf("a third MCP session past MaxClients 2: status %d", code)
 	}
 	start := time.Now()
-	untilOpens(t, url, token, "after the idle timeout")
+	awaitFreed(t, srv, ids[0], "after the idle timeout")
 	if el := time.Since(start); el < 500*time.Millisecond {
 		t.Errorf("a place was given back after %s, before the idle timeout", el)
+	}
+	if code, _, body := initialize(t, url, token); code != http.StatusOK {
+		t.Fatalf("an initialize after the idle timeout: status %d: %s", code, body)
 	}
 	if n := srv.MCPSessions(); n > 2 {
 		t.Errorf("the server holds %d MCP sessions, past MaxClients 2", n)

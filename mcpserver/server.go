@@ -76,7 +76,8 @@ type Server struct {
 
 	mu         sync.Mutex
 	clients    map[*mcp.ServerSession]*client
-	open       int // sandbox sessions open
+	held       map[string]chan struct{} // MCP session id → closed when its place is given back
+	open       int                      // sandbox sessions open
 	closed     bool
 	unrecorded string         // the first record of a session the audit log refused
 	short      string         // the first sandbox session whose patch is short, and why
@@ -124,7 +125,7 @@ func New(enf *enforcer.Enforcer, cfg Config) (*Server, error) {
 	if cfg.Pool < 0 || cfg.Pool > enforcer.MaxPool {
 		return nil, fmt.Errorf("mcpserver: pool of %d sandboxes: want 0 to %d", cfg.Pool, enforcer.MaxPool)
 	}
-	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{},
+	s := &Server{enf: enf, cfg: cfg, caps: pol.SessionCaps(), clients: map[*mcp.ServerSession]*client{}, held: map[string]chan struct{}{},
 		slots: make(chan struct{}, cfg.MaxClients)}
 	s.idle = earlier(s.caps.Idle())
 	if cfg.Notices != nil {
