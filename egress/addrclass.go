@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"encoding/binary"
 	"net/netip"
 	"slices"
 )
@@ -69,8 +68,7 @@ var specialPurpose = []struct {
 }
 
 // classList is specialPurpose parsed, per family, longest prefix first:
-// the first prefix that contains an address is its longest match. A
-// linear scan of these few prefixes is cheaper than a probe per length.
+// the first prefix that contains an address is its longest match.
 var classList = func() [2][]classEntry {
 	var l [2][]classEntry
 	for _, s := range specialPurpose {
@@ -91,102 +89,18 @@ type classEntry struct {
 
 var publicClass = addrClass{"public", true}
 
-// v4Special marks the first octets that some special-purpose IPv4 prefix
-// touches; an address outside them is public without a scan.
-var v4Special = func() (m [256]bool) {
-	for _, e := range classList[0] {
-		if e.prefix.Bits() == 0 {
-			continue
-		}
-		first := e.prefix.Addr().As4()[0]
-		n := 1
-		if e.prefix.Bits() < 8 {
-			n = 1 << (8 - e.prefix.Bits())
-		}
-		for i := range n {
-			m[int(first)+i] = true
-		}
-	}
-	return m
-}()
-
+// classOf returns the class of the longest special-purpose prefix that
+// contains a; false when none does.
 func classOf(a netip.Addr) (addrClass, bool) {
 	if !a.IsValid() {
 		return addrClass{}, false
 	}
-	// Fast paths for the common public case; the scan below decides the
-	// rest (a test checks both agree on every first octet and hextet).
-	if a.Is4() {
-		if !v4Special[a.As4()[0]] {
-			return publicClass, true
-		}
-	} else if h := uint16(a.As16()[0])<<8 | uint16(a.As16()[1]); h >= 0x2003 && h <= 0x3ffe {
-		return publicClass, true
-	}
-	if a.Is4() {
-		b := a.As4()
-		u := binary.BigEndian.Uint32(b[:])
-		for _, e := range classMasks.v4[b[0]] {
-			if u&e.mask == e.base {
-				return e.class, true
-			}
-		}
-		return addrClass{}, false
-	}
-	b := a.As16()
-	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
-	for _, e := range classMasks.v6[b[0]] {
-		if hi&e.maskHi == e.hi && lo&e.maskLo == e.lo {
+	for _, e := range classList[familyIndex(a)] {
+		if e.prefix.Contains(a) {
 			return e.class, true
 		}
 	}
 	return addrClass{}, false
-}
-
-// classMasks is classList as integer masks, in the same order, split by
-// the address's first byte: a list holds only the prefixes that can
-// contain an address starting with that byte, and testing one is an AND
-// and a compare (netip.Prefix.Contains costs more).
-var classMasks = func() (m struct {
-	v4 [256][]v4Mask
-	v6 [256][]v6Mask
-}) {
-	for _, e := range classList[0] {
-		k := v4Key(e.prefix.Addr(), e.prefix.Bits())
-		x := v4Mask{base: uint32(k >> 8), mask: ^(^uint32(0) >> e.prefix.Bits()), class: e.class}
-		for b := range 256 {
-			if uint32(b)<<24&x.mask == x.base&0xff000000&x.mask {
-				m.v4[b] = append(m.v4[b], x)
-			}
-		}
-	}
-	for _, e := range classList[1] {
-		k := v6KeyOf(e.prefix.Addr(), e.prefix.Bits())
-		all := v6KeyOf(allOnes6, e.prefix.Bits()) // all ones, masked: the mask itself
-		x := v6Mask{hi: k.hi, lo: k.lo, maskHi: all.hi, maskLo: all.lo, class: e.class}
-		for b := range 256 {
-			if uint64(b)<<56&x.maskHi == x.hi&(0xff<<56)&x.maskHi {
-				m.v6[b] = append(m.v6[b], x)
-			}
-		}
-	}
-	return m
-}()
-
-// allOnes6 is ffff:...:ffff; masked to a prefix length, it is the mask.
-var allOnes6 = netip.AddrFrom16([16]byte{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 4: 0xff, 5: 0xff, 6: 0xff, 7: 0xff,
-	8: 0xff, 9: 0xff, 10: 0xff, 11: 0xff, 12: 0xff, 13: 0xff, 14: 0xff, 15: 0xff})
-
-// v4Mask is an IPv4 prefix as base and mask: a&mask == base.
-type v4Mask struct {
-	base, mask uint32
-	class      addrClass
-}
-
-// v6Mask is an IPv6 prefix as base and mask, in two halves.
-type v6Mask struct {
-	hi, lo, maskHi, maskLo uint64
-	class                  addrClass
 }
 
 // nonPublic says why an address is not public: the class of the first

@@ -51,12 +51,12 @@ func (p *portSet) match(port uint16) *rule {
 }
 
 // allowlist is one task's compiled allowlist. Exact names and wildcard
-// apexes are hash maps with a length filter, so a name costs at most one
-// probe per label; addresses use a prefix table (one probe per prefix
-// length in use). Nothing scans the entries.
+// apexes are hash maps, so a name costs at most one probe per label;
+// addresses use a prefix table (one probe per prefix length in use).
+// Nothing scans the entries.
 type allowlist struct {
-	exact    nameMap[*portSet]
-	suffix   nameMap[*portSet]
+	exact    map[string]*portSet
+	suffix   map[string]*portSet
 	wildcard portSet
 	prefixes prefixTable[*portSet]
 	entries  map[string]*Entry // the options of entries that have any, by entry as written
@@ -86,10 +86,14 @@ func (al *allowlist) addEntries(task string, list []string, opts map[string]Entr
 
 func (al *allowlist) add(e entry) {
 	r := &rule{entry: e.raw, kind: e.kind, port: e.port}
-	set := func(m *nameMap[*portSet], k string) {
-		m.setIfAbsent(k, &portSet{})
-		ps, _ := m.get(k)
-		ps.add(e.port, r)
+	set := func(m *map[string]*portSet, k string) {
+		if *m == nil {
+			*m = map[string]*portSet{}
+		}
+		if (*m)[k] == nil {
+			(*m)[k] = &portSet{}
+		}
+		(*m)[k].add(e.port, r)
 	}
 	switch e.kind {
 	case kindExact:
@@ -112,19 +116,19 @@ func (al *allowlist) add(e entry) {
 // matchName returns the entry that allows name on port: the exact name,
 // then "*.suffix" from the longest suffix, then "*".
 func (al *allowlist) matchName(name string, port uint16) *rule {
-	if ps, ok := al.exact.get(name); ok {
+	if ps, ok := al.exact[name]; ok {
 		if r := ps.match(port); r != nil {
 			return r
 		}
 	}
-	if al.suffix.len() > 0 {
+	if len(al.suffix) > 0 {
 		for s := name; ; {
 			i := strings.IndexByte(s, '.')
 			if i < 0 {
 				break
 			}
 			s = s[i+1:]
-			if ps, ok := al.suffix.get(s); ok {
+			if ps, ok := al.suffix[s]; ok {
 				if r := ps.match(port); r != nil {
 					return r
 				}
@@ -138,7 +142,7 @@ func (al *allowlist) matchName(name string, port uint16) *rule {
 // longest prefix.
 func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
 	t := &al.prefixes
-	if t.empty() || !a.IsValid() || !t.mayHold(a) {
+	if t.empty() || !a.IsValid() {
 		return nil
 	}
 	for _, l := range t.lens[familyIndex(a)] {
@@ -156,7 +160,7 @@ func (al *allowlist) matchPrefix(a netip.Addr, port uint16) *rule {
 // own addresses.
 func (al *allowlist) matchPrefixPort(a netip.Addr, port uint16) *rule {
 	t := &al.prefixes
-	if port == 0 || t.empty() || !a.IsValid() || !t.mayHold(a) {
+	if port == 0 || t.empty() || !a.IsValid() {
 		return nil
 	}
 	for _, l := range t.lens[familyIndex(a)] {

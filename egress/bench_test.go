@@ -86,25 +86,10 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-// BenchmarkReasonBaseline is the peer for a new decision's one
-// allocation: a reason-sized string built with strings.Builder, and
-// nothing else.
-func BenchmarkReasonBaseline(b *testing.B) {
-	t := Target{Name: "www.unlisted-site.example", Port: 443}
-	benchCPU(b, func() {
-		var sb strings.Builder
-		head(&sb, "t", t, 64)
-		sb.WriteString(" denied by default: not in the task's egress allowlist")
-		benchSink.n = sb.Len()
-	})
-}
-
 // BenchmarkCheckHostPort is the whole decision as the proxy takes it: a
 // CONNECT authority as the client wrote it, split, normalised and
 // decided, with 10 and 10,000 allowlist entries. "warm" repeats one
-// request, as a sandbox does (the reason comes from the gate's reason
-// cache); "cold" asks for a new port each time, so every reason is new
-// and written afresh (one allocation).
+// request, as a sandbox does; "cold" asks for a new port each time.
 func BenchmarkCheckHostPort(b *testing.B) {
 	for _, n := range []int{10, 10_000} {
 		g := mustCompile(b, benchConfig(n))

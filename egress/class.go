@@ -12,8 +12,5 @@ func AddrClass(a netip.Addr) (string, bool) {
 	if public {
 		return publicClass.name, true
 	}
-	if c.embedded.IsValid() {
-		return c.class + embeddedText + c.embedded.String(), false
-	}
-	return c.class, false
+	return c.text(), false
 }

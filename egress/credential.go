@@ -93,6 +93,17 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 	return ""
 }
 
+// PlainCredentialRefusal is the reason a request to t that credential
+// name is for is refused when it would go in the clear (tls false): a
+// credential is sent over TLS only. It is "" when name is "" or tls is
+// true. The proxy decides so, and explain and policy authoring say so.
+func PlainCredentialRefusal(t Target, name string, tls bool) string {
+	if name == "" || tls {
+		return ""
+	}
+	return fmt.Sprintf("request to %s refused: credential %q is for it, and is sent over TLS only", t, name)
+}
+
 // Credentials returns the names of the credentials for task's requests
 // to t, whatever their method and path: the destination that may answer
 // with their values (nil when there are none).

@@ -50,7 +50,4 @@
 // a fixed reason naming the task, the host and the entry that decided.
 // The gate is compiled once; a decision probes hash maps (one per label of
 // the name, one per prefix length in use) and never scans the allowlist.
-// Common hosts (ASCII names, IPv4 literals) are parsed in one pass without
-// the IDNA tables, and a decision the gate took recently takes its reason
-// from a bounded cache, so a repeated decision allocates nothing.
 package egress

@@ -77,14 +77,14 @@ func (b blockRule) origin() string {
 
 // blockTable holds always-blocked names and addresses.
 type blockTable struct {
-	names nameMap[blockRule]
+	names map[string]blockRule
 	addrs prefixTable[blockRule]
 }
 
 func newFloor() *blockTable {
-	t := &blockTable{}
+	t := &blockTable{names: map[string]blockRule{}}
 	for _, n := range builtinNames {
-		t.names.setIfAbsent(n.name, blockRule{entry: n.name, builtin: true})
+		t.names[n.name] = blockRule{entry: n.name, builtin: true}
 	}
 	for _, p := range builtinPrefixes {
 		pfx := netip.MustParsePrefix(p.prefix)
@@ -109,7 +109,7 @@ var floor = newFloor()
 // any name it is under.
 func (t *blockTable) name(name string) (blockRule, bool) {
 	for s := name; ; {
-		if b, ok := t.names.get(s); ok {
+		if b, ok := t.names[s]; ok {
 			return b, true
 		}
 		i := strings.IndexByte(s, '.')

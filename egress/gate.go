@@ -36,11 +36,10 @@ type Config struct {
 // Gate is a compiled egress policy. It is safe for concurrent use. The
 // zero value, and a nil *Gate, deny everything.
 type Gate struct {
-	block   *blockTable
-	tasks   map[string]*allowlist
-	local   LocalAddrs   // nil: loopback and unspecified only
-	reasons *reasonCache // nil: every reason is written afresh
-	creds   []*credential
+	block *blockTable
+	tasks map[string]*allowlist
+	local LocalAddrs // nil: loopback and unspecified only
+	creds []*credential
 }
 
 // Compile validates cfg and builds the gate's lookup structures once.
@@ -49,12 +48,9 @@ type Gate struct {
 // and one that CheckReach refuses (a localhost name, a catch-all range,
 // loopback without a port).
 func Compile(cfg Config) (*Gate, error) {
-	g := &Gate{block: &blockTable{}, tasks: make(map[string]*allowlist), local: cfg.Local, reasons: newReasonCache()}
+	g := &Gate{block: &blockTable{names: maps.Clone(floor.names)}, tasks: make(map[string]*allowlist), local: cfg.Local}
 	if g.local == nil {
 		g.local = HostAddrs()
-	}
-	for n, b := range floor.names.m {
-		g.block.names.setIfAbsent(n, b)
 	}
 	floor.addrs.each(func(p netip.Prefix, b blockRule) { g.block.addrs.insert(p, b) })
 	var errs []error
@@ -67,7 +63,9 @@ func Compile(cfg Config) (*Gate, error) {
 		b := blockRule{entry: s}
 		switch e.kind {
 		case kindExact:
-			g.block.names.setIfAbsent(e.name, b)
+			if _, ok := g.block.names[e.name]; !ok {
+				g.block.names[e.name] = b
+			}
 		case kindPrefix:
 			g.block.addrs.insert(e.prefix, b)
 		}
@@ -258,16 +256,9 @@ func (v *verdict) setRule(r *rule, al *allowlist) bool {
 	return true
 }
 
-// decision writes v's reason.
+// decision is v's decision, with its reason.
 func (v verdict) decision(task string, t Target) decision.Decision {
-	d := v.frame()
-	d.Reason = v.reason(task, t)
-	return d
-}
-
-// frame is v's decision without its reason.
-func (v verdict) frame() decision.Decision {
-	d := decision.Decision{Gate: decision.GateEgress}
+	d := decision.Decision{Gate: decision.GateEgress, Reason: v.reason(task, t)}
 	switch v.path {
 	case pathBlockedName, pathBlockedAddr:
 		d.Rule = v.block.entry
@@ -306,34 +297,6 @@ func (v verdict) reason(task string, t Target) string {
 	return reasonNoGate
 }
 
-// cacheable reports whether v's reason is a function of the task, the
-// normalised target and the path alone (the path is part of the cache's
-// key: whether an address is the host's own may change). A malformed host's reason carries its parser's
-// cause instead, and a gate that is not compiled has one reason for all.
-func (v verdict) cacheable() bool {
-	switch v.path {
-	case pathEmpty, pathBlockedName, pathBlockedAddr, pathNoTask, pathDefault, pathAllowed, pathNonPublic, pathHostOwn, pathSpecialUse:
-		return true
-	}
-	return false
-}
-
-// decisionOf is v.decision with the reason taken from, or added to, the
-// gate's reason cache.
-func (g *Gate) decisionOf(v *verdict, task string, t Target) decision.Decision {
-	if g == nil || g.reasons == nil || !v.cacheable() {
-		return v.decision(task, t)
-	}
-	d := v.frame()
-	r, h, ok := g.reasons.get(task, t, v.path)
-	if !ok {
-		r = v.reason(task, t)
-		g.reasons.add(h, task, t, v.path, r)
-	}
-	d.Reason = r
-	return d
-}
-
 // Check is the static decision for task on t: always-blocked first, then
 // the task's allowlist, then deny. For a name, Allow means the name may be
 // resolved; the caller must then decide on the addresses with CheckResolved.
@@ -344,7 +307,7 @@ func (g *Gate) decisionOf(v *verdict, task string, t Target) decision.Decision {
 func (g *Gate) Check(task string, t Target) decision.Decision {
 	var v verdict
 	g.decide(task, &t, &v)
-	return g.decisionOf(&v, task, t)
+	return v.decision(task, t)
 }
 
 // CheckHost parses host as ParseTarget does and checks it; a malformed
@@ -357,7 +320,7 @@ func (g *Gate) CheckHost(task, host string, port uint16) (decision.Decision, Tar
 	var v verdict
 	nt := t
 	g.decideNormal(task, &nt, &v)
-	return g.decisionOf(&v, task, nt), t
+	return v.decision(task, nt), t
 }
 
 // CheckHostPort splits and parses hostport as SplitHostPort does and
@@ -370,7 +333,7 @@ func (g *Gate) CheckHostPort(task, hostport string, defaultPort uint16) (decisio
 	var v verdict
 	nt := t
 	g.decideNormal(task, &nt, &v)
-	return g.decisionOf(&v, task, nt), t
+	return v.decision(task, nt), t
 }
 
 // CheckResolved decides on a name after one resolution: it denies the name
@@ -392,10 +355,10 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 	nt := t
 	g.decide(task, &nt, &v)
 	if v.path != pathAllowed {
-		return g.decisionOf(&v, task, nt), nil
+		return v.decision(task, nt), nil
 	}
 	if nt.Name == "" {
-		return g.decisionOf(&v, task, nt), []netip.Addr{nt.Addr}
+		return v.decision(task, nt), []netip.Addr{nt.Addr}
 	}
 	d := decision.Decision{Gate: decision.GateEgress}
 	if len(addrs) == 0 {
@@ -456,6 +419,6 @@ func (g *Gate) CheckResolved(task string, t Target, addrs []netip.Addr) (decisio
 		d.Reason = reasonAllowedSome(task, nt, v.rule, dropped, len(addrs))
 		return d, out
 	}
-	// Every address kept: the reason is Check's, and may be cached.
-	return g.decisionOf(&v, task, nt), out
+	// Every address kept: the reason is Check's.
+	return v.decision(task, nt), out
 }

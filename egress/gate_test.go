@@ -319,37 +319,3 @@ func TestPolicyCannotOpenFloor(t *testing.T) {
 		wantBlocked(t, h, d)
 	}
 }
-
-// TestClassFastPath: the first-octet and first-hextet shortcuts of classOf
-// agree with the full scan.
-func TestClassFastPath(t *testing.T) {
-	scan := func(a netip.Addr) addrClass {
-		for _, e := range classList[familyIndex(a)] {
-			if e.prefix.Contains(a) {
-				return e.class
-			}
-		}
-		return addrClass{}
-	}
-	for o := range 256 {
-		for _, low := range [][3]byte{{0, 0, 0}, {255, 255, 255}, {0, 0, 200}, {100, 100, 100}, {254, 169, 254}, {88, 99, 1}} {
-			a := netip.AddrFrom4([4]byte{byte(o), low[0], low[1], low[2]})
-			if c, _ := classOf(a); c != scan(a) {
-				t.Errorf("classOf(%s) = %v, scan says %v", a, c, scan(a))
-			}
-		}
-	}
-	for h := range 1 << 16 {
-		for _, tail := range []byte{0, 0xff} {
-			var b [16]byte
-			b[0], b[1] = byte(h>>8), byte(h)
-			for i := 2; i < 16; i++ {
-				b[i] = tail
-			}
-			a := netip.AddrFrom16(b)
-			if c, _ := classOf(a); c != scan(a) {
-				t.Errorf("classOf(%s) = %v, scan says %v", a, c, scan(a))
-			}
-		}
-	}
-}

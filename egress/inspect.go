@@ -208,12 +208,12 @@ func (g *Gate) Reaches(task, host string) map[string]bool {
 		}
 	}
 	if t.Name != "" {
-		if ps, ok := al.exact.get(t.Name); ok {
+		if ps, ok := al.exact[t.Name]; ok {
 			add(ps)
 		}
 		for s := t.Name; strings.IndexByte(s, '.') >= 0; {
 			s = s[strings.IndexByte(s, '.')+1:]
-			if ps, ok := al.suffix.get(s); ok {
+			if ps, ok := al.suffix[s]; ok {
 				add(ps)
 			}
 		}

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -149,13 +150,7 @@ type ReachError struct {
 
 // Error returns "egress: allowlist entry "E": PROBLEM".
 func (e *ReachError) Error() string {
-	return "egress: allowlist entry " + quoteString(e.Entry) + ": " + e.Problem
-}
-
-func quoteString(s string) string {
-	var b strings.Builder
-	quote(&b, s)
-	return b.String()
+	return "egress: allowlist entry " + strconv.Quote(e.Entry) + ": " + e.Problem
 }
 
 // reachProblem returns the ReachError for an entry that names a

@@ -11,16 +11,11 @@ import (
 // and the prefix length as plain integers (cheap to hash), and the set of
 // prefix lengths in use, so a lookup costs one probe per distinct length
 // (at most 33 for IPv4 and 129 for IPv6, whatever the number of entries)
-// and never scans the entries. A bitmap of the first 16 bits that some
-// prefix covers lets an address outside all of them (most addresses, for
-// the always-blocked floor and for a short list of CIDRs) skip the probes.
+// and never scans the entries.
 type prefixTable[V any] struct {
 	v4   map[uint64]V // masked address << 8 | length
 	v6   map[v6Key]V
 	lens [2][]int // [0] IPv4, [1] IPv6; each sorted longest first
-	// top, per family: bit b is set when some prefix covers addresses
-	// whose first 16 bits are b. Allocated with the family's first prefix.
-	top [2]*[1 << 16 / 64]uint64
 }
 
 type v6Key struct {
@@ -91,43 +86,10 @@ func (t *prefixTable[V]) insert(p netip.Prefix, v V) {
 		t.v6[v6KeyOf(a, bits)] = v
 	}
 	f := familyIndex(a)
-	if t.top[f] == nil {
-		t.top[f] = new([1 << 16 / 64]uint64)
-	}
-	b0 := int(top16(a))
-	span := 1
-	if bits < 16 {
-		b0 &^= 0xffff >> bits
-		span = 1 << (16 - bits)
-	}
-	for b := b0; b < b0+span; b++ {
-		t.top[f][b>>6] |= 1 << (b & 63)
-	}
 	if !slices.Contains(t.lens[f], bits) {
 		t.lens[f] = append(t.lens[f], bits)
 		slices.SortFunc(t.lens[f], func(a, b int) int { return b - a })
 	}
-}
-
-// top16 is the first 16 bits of a.
-func top16(a netip.Addr) uint16 {
-	if a.Is4() {
-		b := a.As4()
-		return binary.BigEndian.Uint16(b[:2])
-	}
-	b := a.As16()
-	return binary.BigEndian.Uint16(b[:2])
-}
-
-// mayHold reports whether some prefix in t covers a's first 16 bits: when
-// not, no prefix contains a.
-func (t *prefixTable[V]) mayHold(a netip.Addr) bool {
-	m := t.top[familyIndex(a)]
-	if m == nil {
-		return false
-	}
-	b := top16(a)
-	return m[b>>6]&(1<<(b&63)) != 0
 }
 
 // each calls fn for every stored prefix and value.
@@ -151,7 +113,7 @@ func (t *prefixTable[V]) lookup(a netip.Addr) (V, bool) {
 
 // lookupMax is lookup restricted to prefixes of at most maxBits bits.
 func (t *prefixTable[V]) lookupMax(a netip.Addr, maxBits int) (V, bool) {
-	if a.IsValid() && t.mayHold(a) {
+	if a.IsValid() {
 		for _, l := range t.lens[familyIndex(a)] {
 			if l > maxBits {
 				continue

@@ -125,6 +125,22 @@ func TestCompileEntryErrors(t *testing.T) {
 	}
 }
 
+// TestPlainCredentialRefusal: a credential is sent over TLS only; a
+// request without one, or over TLS, is not refused for it.
+func TestPlainCredentialRefusal(t *testing.T) {
+	at := Target{Name: "api.example.com", Port: 80}
+	want := `request to api.example.com:80 refused: credential "gh" is for it, and is sent over TLS only`
+	if got := PlainCredentialRefusal(at, "gh", false); got != want {
+		t.Errorf("in the clear: %q, want %q", got, want)
+	}
+	if got := PlainCredentialRefusal(at, "gh", true); got != "" {
+		t.Errorf("over TLS: %q", got)
+	}
+	if got := PlainCredentialRefusal(at, "", false); got != "" {
+		t.Errorf("no credential: %q", got)
+	}
+}
+
 func TestCredentialScope(t *testing.T) {
 	g := inspectGate(t, EntryConfig{Inspect: true},
 		CredentialConfig{Name: "gh", Host: "api.example.com", Methods: []string{"GET"}, PathPrefixes: []string{"/repos/acme/"}},

@@ -36,28 +36,14 @@ func (t Target) Host() string {
 // String returns host:port with an IPv6 address in brackets, or the host
 // alone (IPv6 still bracketed) when the port is 0.
 func (t Target) String() string {
-	var b strings.Builder
-	writeTarget(&b, t)
-	return b.String()
-}
-
-// writeTarget writes t as String does without allocating on its own.
-func writeTarget(b *strings.Builder, t Target) {
-	var buf [64]byte
-	switch {
-	case t.Name != "":
-		b.WriteString(t.Name)
-	case t.Addr.Is6():
-		b.WriteByte('[')
-		b.Write(t.Addr.AppendTo(buf[:0]))
-		b.WriteByte(']')
-	case t.Addr.IsValid():
-		b.Write(t.Addr.AppendTo(buf[:0]))
+	h := t.Host()
+	if t.Name == "" && t.Addr.Is6() {
+		h = "[" + h + "]"
 	}
-	if t.Port != 0 {
-		b.WriteByte(':')
-		b.Write(strconv.AppendUint(buf[:0], uint64(t.Port), 10))
+	if t.Port == 0 {
+		return h
 	}
+	return h + ":" + strconv.Itoa(int(t.Port))
 }
 
 // ParseTarget normalises host, a name or an IP literal in any spelling a
@@ -78,15 +64,6 @@ func ParseTarget(host string, port uint16) (Target, error) {
 }
 
 func parseTarget(host string, port uint16) (Target, error) {
-	if t, ok := parseHostFast(host, port); ok {
-		return t, nil
-	}
-	return parseTargetSlow(host, port)
-}
-
-// parseTargetSlow is parseTarget without its fast path: the reference,
-// which takes every host and writes every error.
-func parseTargetSlow(host string, port uint16) (Target, error) {
 	if host == "" {
 		return Target{}, malformed("empty host")
 	}

@@ -13,7 +13,6 @@ import (
 // The refusals of a request for what it carries of a credential.
 const (
 	reasonPlaceholder = "request to %s refused: it carries the placeholder of credential %q, which is only for %s (and its methods and paths)"
-	reasonCredPlain   = "request to %s refused: credential %q is for it, and is sent over TLS only"
 	reasonCredMissing = "request to %s refused: credential %q is for it, and the proxy has no value for it"
 )
 
@@ -66,11 +65,11 @@ func (p *Proxy) credentialFor(t egress.Target, entry *egress.Entry, q *egress.Re
 		return nil, ""
 	}
 	c := p.creds[name]
-	switch {
-	case c == nil:
+	if c == nil {
 		return nil, fmt.Sprintf(reasonCredMissing, t, name)
-	case !secure:
-		return nil, fmt.Sprintf(reasonCredPlain, t, name)
+	}
+	if why := egress.PlainCredentialRefusal(t, name, secure); why != "" {
+		return nil, why
 	}
 	return c, ""
 }

@@ -89,10 +89,10 @@ func (p *Proxy) decide(ctx context.Context, ev *Event) ([]netip.Addr, error) {
 // IPv6 answer is the IPv4 address it carries (the gate checks both forms
 // the same way, and the dial goes to IPv4 either way).
 func (p *Proxy) resolve(ctx context.Context, name string) ([]netip.Addr, error) {
-	ctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
 	addrs, err := p.resolver.LookupNetIP(ctx, "ip", name+".")
-	if err != nil && timedOut(ctx) {
+	if err != nil && ctx.Err() == context.DeadlineExceeded {
 		err = &net.DNSError{Err: os.ErrDeadlineExceeded.Error(), Name: name, IsTimeout: true}
 	}
 	if err == nil && len(addrs) == 0 {

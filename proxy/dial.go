@@ -23,7 +23,7 @@ func (p *Proxy) acquire(c client) (*slot, error) {
 // dial connects to the first of addrs that answers on port. It dials the
 // checked address itself, never a name, so nothing is looked up again.
 func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {
-	ctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
+	ctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
 	var errs []error
 	for _, a := range addrs {
@@ -34,7 +34,7 @@ func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.
 		if err == nil {
 			return c, ap, nil
 		}
-		if timedOut(ctx) {
+		if ctx.Err() == context.DeadlineExceeded {
 			// Cancelled by the proxy's timeout: say so as a dial timeout
 			// does ("i/o timeout"), not as a cancellation.
 			if c != nil {

@@ -63,9 +63,6 @@
 // per accepted connection.
 //
 // Connection setup is kept cheap, since on a small host it is mostly
-// spent waking threads: Serve sets TCP_DEFER_ACCEPT (a connection arrives
-// with its request), the handshake, lookup, dial and idle timeouts are
-// checked by one goroutine on a coarse tick rather than by runtime timers
-// on every connection, and a connection's goroutines are reused from
-// earlier ones, whose stacks have already grown (bench/proxy measures it).
+// spent waking threads: Serve sets TCP_DEFER_ACCEPT, so a connection
+// arrives with its request (bench/proxy measures it).
 package proxy

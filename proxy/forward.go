@@ -121,7 +121,7 @@ func (p *Proxy) dialRouteTLS(ctx context.Context, network, addr string) (net.Con
 		cfg = &tls.Config{ServerName: rt.host, RootCAs: p.upstreamRoots, MinVersion: tls.VersionTLS12}
 	}
 	tc := tls.Client(c, cfg)
-	hctx, cancel := p.timeouts.withTimeout(ctx, p.limits.DialTimeout)
+	hctx, cancel := context.WithTimeout(ctx, p.limits.DialTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(hctx); err != nil {
 		c.Close()

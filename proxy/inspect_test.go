@@ -348,6 +348,13 @@ func TestCredentialInjected(t *testing.T) {
 	if len(auth) != 1 || auth[0] != basic {
 		t.Errorf("the upstream got %q", auth)
 	}
+	// The credential's own request in plain HTTP: refused, not sent.
+	plain, _ := roundTrip(t, ih.addr, "GET http://api.test:"+ih.port+"/repos/acme HTTP/1.1\r\nHost: api.test\r\nAuthorization: "+phBasic+"\r\n\r\n")
+	apiTarget, _ := egress.SplitHostPort("api.test:"+ih.port, 0)
+	wantPlain := egress.PlainCredentialRefusal(apiTarget, "gh", false)
+	if r := plain.Header.Get(ReasonHeader); plain.StatusCode != 403 || wantPlain == "" || r != wantPlain {
+		t.Errorf("credential over plain HTTP: %d %q, want 403 %q", plain.StatusCode, r, wantPlain)
+	}
 	// The placeholder to another host, in plain HTTP (absolute-form).
 	_, body := roundTrip(t, ih.addr, "GET http://other.test:"+ih.port+"/?t="+ph+" HTTP/1.1\r\nHost: other.test\r\n\r\n")
 	if !strings.Contains(body, "placeholder of credential") {

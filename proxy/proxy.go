@@ -55,11 +55,9 @@ type Proxy struct {
 	pools         map[string]*x509.CertPool
 	sessions      tls.ClientSessionCache // upstream TLS sessions, resumed by later tunnels to the same host
 
-	ctx      context.Context // cancelled by Close
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // connection goroutines and tunnels
-	timeouts *deadlines
-	workers  *workers
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // connection goroutines and tunnels
 
 	mu         sync.Mutex
 	closing    bool // Shutdown or Close called: accept nothing new
@@ -70,7 +68,7 @@ type Proxy struct {
 	self       []netip.AddrPort // the listeners' addresses, for loop refusal
 	local      []netip.Addr     // the host's addresses, when a listener is unspecified
 	conns      map[net.Conn]connKind
-	handshake  map[net.Conn]*deadline // the handshake timeouts of kindHandshake conns
+	handshake  map[net.Conn]*time.Timer // the handshake timeouts of kindHandshake conns
 }
 
 // New validates cfg and returns a proxy ready to Serve.
@@ -116,7 +114,7 @@ func newProxy(cfg Config) (*Proxy, error) {
 		hln:           newConnListener(),
 		listeners:     map[net.Listener]struct{}{},
 		conns:         map[net.Conn]connKind{},
-		handshake:     map[net.Conn]*deadline{},
+		handshake:     map[net.Conn]*time.Timer{},
 	}
 	if len(creds) > 0 {
 		all := make([]*Credential, 0, len(creds))
@@ -137,10 +135,6 @@ func newProxy(cfg Config) (*Proxy, error) {
 	}
 	p.rejects = newRejects(func(ev Event) { _ = p.emit(ev) })
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.workers = newWorkers(p.ctx.Done())
-	// Idle workers end once the proxy has been idle for a while: when the
-	// timeouts goroutine stops, nothing has been armed for several ticks.
-	p.timeouts = newDeadlines(limits, p.ctx.Done(), p.workers.retire)
 	p.tr = p.newTransport()
 	p.fwd = p.newForwarder()
 	p.is = p.newInspectionServer()
@@ -209,7 +203,7 @@ func (p *Proxy) Serve(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		p.workers.run(func() { p.serveConn(c, sl) })
+		go p.serveConn(c, sl)
 	}
 }
 
@@ -355,7 +349,6 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	p.tr.CloseIdleConnections()
 	p.wg.Wait()
-	p.timeouts.wait()
 	p.rejects.close()
 	return err
 }

@@ -22,10 +22,7 @@ func (p *Proxy) begin(c net.Conn) bool {
 		return false
 	}
 	p.conns[c] = kindHandshake
-	p.handshake[c] = p.timeouts.add(p.limits.HandshakeTimeout, func() time.Duration {
-		p.handshakeExpired(c)
-		return 0
-	})
+	p.handshake[c] = time.AfterFunc(p.limits.HandshakeTimeout, func() { p.handshakeExpired(c) })
 	p.wg.Add(1)
 	return true
 }
@@ -45,7 +42,7 @@ func (p *Proxy) handshakeExpired(c net.Conn) {
 func (p *Proxy) endHandshake(c net.Conn) {
 	if x, ok := p.handshake[c]; ok {
 		delete(p.handshake, c)
-		p.timeouts.remove(x)
+		x.Stop()
 	}
 }
 

@@ -51,18 +51,18 @@ func (p *Proxy) tunnel(ev *Event, client net.Conn, buffered []byte, up net.Conn)
 		})
 	}
 	ev.use.setEnd(func() { abort(errBudgetBytes) })
-	wd := p.watchIdle(probe, func() {
+	stop := p.watchIdle(probe, func() {
 		abort(fmt.Errorf("tunnel idle for %s", p.limits.IdleTimeout))
 	})
-	defer p.timeouts.remove(wd)
+	defer stop()
 
 	var wg sync.WaitGroup
 	var upN int64
 	wg.Add(1)
-	p.workers.run(func() {
+	go func() {
 		defer wg.Done()
 		upN = p.relayClient(ev, up, client, buffered, abort)
-	})
+	}()
 	downN := p.pass(client, up, ev.use, false, abort)
 	wg.Wait()
 	ev.BytesUp += upN
@@ -208,21 +208,37 @@ func closeWrite(c net.Conn) error {
 // watchIdle cuts a tunnel that has carried no data for the idle
 // timeout: it calls onIdle once probe says so. probe reports how long the
 // tunnel has been idle, or false when it can no longer tell (the
-// connections are closed), which ends the watch. Remove the returned
-// deadline to stop watching.
-func (p *Proxy) watchIdle(probe func() (time.Duration, bool), onIdle func()) *deadline {
+// connections are closed), which ends the watch. Call the returned stop
+// to stop watching.
+func (p *Proxy) watchIdle(probe func() (time.Duration, bool), onIdle func()) (stop func()) {
 	timeout := p.limits.IdleTimeout
-	return p.timeouts.add(timeout, func() time.Duration {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(timeout, func() {
 		idle, ok := probe()
 		switch {
 		case !ok:
 		case idle >= timeout:
 			onIdle()
 		default:
-			return timeout - idle
+			mu.Lock()
+			if !stopped {
+				t.Reset(timeout - idle)
+			}
+			mu.Unlock()
 		}
-		return 0
 	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		t.Stop()
+		mu.Unlock()
+	}
 }
 
 // activityConn records when data last arrived on any connection of a

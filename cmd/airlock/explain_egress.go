@@ -157,9 +157,8 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 		if rd.Allowed() {
 			ex.Request.Credential = g.Credential(task, t, q)
 		}
-		if ex.Request.Credential != "" && u.Scheme != "https" {
-			ex.Request.stageDecision = stageDecision{Rule: rd.Rule,
-				Reason: fmt.Sprintf("request to %s refused: credential %q is for it, and is sent over TLS only", t, ex.Request.Credential)}
+		if why := egress.PlainCredentialRefusal(t, ex.Request.Credential, u.Scheme == "https"); why != "" {
+			ex.Request.stageDecision = stageDecision{Rule: rd.Rule, Reason: why}
 			ex.Request.Credential = ""
 		}
 		final = ex.Request.stageDecision

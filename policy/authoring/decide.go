@@ -79,11 +79,11 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 	}
 	q := &egress.Request{Host: t.String(), Method: x.Method, Path: x.URL.EscapedPath(), RawQuery: x.URL.RawQuery}
 	req = e.CheckRequest(q)
-	if cred := d.eg.Credential(task, t, q); req.Allowed() && cred != "" && x.URL.Scheme != "https" {
-		// The proxy sends a credential over TLS only (proxy.credentialFor),
-		// as explain --url says too.
-		req = decision.Decision{Gate: decision.GateEgress, Rule: req.Rule,
-			Reason: fmt.Sprintf("request to %s refused: credential %q is for it, and is sent over TLS only", t, cred)}
+	if !req.Allowed() {
+		return host, req
+	}
+	if why := egress.PlainCredentialRefusal(t, d.eg.Credential(task, t, q), x.URL.Scheme == "https"); why != "" {
+		req = decision.Decision{Gate: decision.GateEgress, Rule: req.Rule, Reason: why}
 	}
 	return host, req
 }
