@@ -64,11 +64,7 @@ type wayOut struct {
 	env     []string // the bundle's variables and the placeholders
 	creds   []proxy.Credential
 	budgets []proxy.Budget
-	px      interface {
-		ResetStep()
-		Shutdown(context.Context) error
-		Close() error
-	}
+	px      proxyServer
 	// token is what the proxy requires of every request, as proxyUser's
 	// password, on a listener that is not the sandbox's own ("" on one
 	// that is).
@@ -206,30 +202,35 @@ func (g *wayOut) Bound() {
 func (g *wayOut) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
 	cfg := g.config(rec.proxyRecord())
 	cfg.Limits = proxy.SandboxLimits(openFiles)
+	var px proxyServer
+	var err error
 	if g.token == "" {
-		px, err := proxy.New(cfg)
-		if err != nil {
-			return err
-		}
-		g.px = px
-		go func() { _ = px.Serve(lis) }()
-		return nil
+		px, err = proxy.New(cfg)
+	} else {
+		// A gateway of one client, the sandbox: a request without its
+		// token is refused (407, or SOCKS5's authentication failure) and
+		// recorded before any decision, and the token is never forwarded
+		// nor recorded (its fingerprint is).
+		px, err = proxy.NewGateway(proxy.GatewayConfig{
+			Clients: []proxy.Client{{Name: proxyUser, Task: g.task, TokenSHA256: sha256.Sum256([]byte(g.token))}},
+			Proxy:   func(proxy.Client) (proxy.Config, error) { return cfg, nil },
+			Limits:  cfg.Limits, Record: cfg.Record,
+		})
 	}
-	// Served as a gateway of one client, the sandbox: a request without
-	// its token is refused (407, or SOCKS5's authentication failure) and
-	// recorded before any decision, and the token is never forwarded nor
-	// recorded (its fingerprint is).
-	gw, err := proxy.NewGateway(proxy.GatewayConfig{
-		Clients: []proxy.Client{{Name: proxyUser, Task: g.task, TokenSHA256: sha256.Sum256([]byte(g.token))}},
-		Proxy:   func(proxy.Client) (proxy.Config, error) { return cfg, nil },
-		Limits:  cfg.Limits, Record: cfg.Record,
-	})
 	if err != nil {
 		return err
 	}
-	g.px = gw
-	go func() { _ = gw.Serve(lis) }()
+	g.px = px
+	go func() { _ = px.Serve(lis) }()
 	return nil
+}
+
+// proxyServer is a proxy, or a gateway in front of one.
+type proxyServer interface {
+	Serve(net.Listener) error
+	ResetStep()
+	Shutdown(context.Context) error
+	Close() error
 }
 
 // proxyUser is the user name of the sandbox's requests to a proxy that
