@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,7 +46,7 @@ func (s *Session) alarmed(all []audit.Event) {
 
 // stopForAlert is the stop: freeze, evidence, escape_suspected, end.
 func (s *Session) stopForAlert(alert audit.Event, why string) {
-	freeze, err := s.ss.Freeze()
+	freeze, err := s.sb.ss.Freeze()
 	if err != nil {
 		freeze = "not frozen: " + err.Error()
 	}
@@ -95,8 +96,8 @@ func (s *Session) keepEvidence(alert audit.Event, freeze string) (string, error)
 		return "", fmt.Errorf("evidence: %w", err)
 	}
 	sum := alertEvidence{Session: s.id, Time: time.Now().UTC(), Alert: Alert{Alert: alert.Context.Alert, Reason: alert.Reason},
-		Freeze: freeze, InitPid: s.ss.Pid()}
-	if sum.Sandbox, err = s.ss.Evidence(filepath.Join(dir, "sandbox")); err != nil {
+		Freeze: freeze, InitPid: s.sb.ss.Pid()}
+	if sum.Sandbox, err = s.sb.ss.Evidence(filepath.Join(dir, "sandbox")); err != nil {
 		sum.Problems = append(sum.Problems, err.Error())
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
@@ -118,10 +119,10 @@ func (s *Session) keepEvidence(alert audit.Event, freeze string) (string, error)
 }
 
 // stoppedBy marks res, the result of a step of a session an alert
-// stopped (or is stopping): why, and ExitEscape.
+// stopped (or is stopping): why, and ExitEscape; once.
 func (s *Session) stoppedBy(res *Result) {
 	why := s.stopped.Load()
-	if why == nil {
+	if why == nil || res.ExitCode == ExitEscape && strings.HasSuffix(res.EscapeSuspected, *why) {
 		return
 	}
 	if res.EscapeSuspected != "" {

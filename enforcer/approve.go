@@ -1,11 +1,13 @@
 package enforcer
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -46,61 +48,53 @@ const (
 	EventApprovalRefused   = "approval_refused"   // no approval let it run (decision deny)
 )
 
-// ask is one command the gate did not allow: who asks, for what, where.
-type ask struct {
-	scope    string // the approval's binding: the session's id, or RunScope
-	tool     string
-	argv     []string
-	approval string // an approval id to redeem, "" if none
-	base     audit.Context
-	// bound is the rest of what an escalation's approval is bound to:
-	// program, environment, working directory, stdin, task, workspace
-	// and image (Enforcer.binding).
-	bound approval.Request
-}
-
-// admit decides whether a command the gate did not allow (d, already
-// recorded) may run: a denial never; an escalation once, when an
-// approval is redeemed or the Approver allows it. Every request and
-// answer is recorded. It returns the approval when the command may run
-// now, else the refusal and the exit status.
-func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Decision) (*ApprovalUse, *Refusal, int, error) {
+// admit runs the refusal and approval path of a command the gate did
+// not allow, once its decision is durable: a denial never runs; an
+// escalation runs once, when an approval is redeemed or the Approver
+// allows it. Every request and answer is recorded. It reports whether
+// the command may run now; when it may not, the result holds the
+// refusal and its status.
+func (a *attempt) admit(ctx context.Context) (bool, error) {
+	if err := a.decided(); err != nil {
+		return false, err
+	}
+	e, d, av := a.e, a.d, argv(a.st.Command, a.st.Args)
 	ref := &Refusal{Gate: d.Gate, Decision: d.Verdict.String(), Reason: d.Why(), Rule: d.Rule, Justification: d.Justification}
 	if d.Rule == "" {
 		// Refused by default: what the tool allows is what to ask for
 		// instead. A deny or escalate rule refused this request on
 		// purpose, and the allow rules it overrides are no way round it.
-		ref.AllowedSignatures = e.cmd.Signatures(a.tool, a.argv[0])
+		ref.AllowedSignatures = e.cmd.Signatures(a.st.Tool, a.st.Command)
 	}
 	if d.Verdict != decision.Escalate {
 		ref.Decision = decision.Deny.String()
-		return nil, ref, ExitDenied, nil
+		return a.refuse(ref, ExitDenied, nil)
 	}
 	ref.Retryable = true
 	want := a.bound
-	want.Session, want.Tool, want.Argv, want.PolicyDigest = a.scope, a.tool, a.argv, e.pol.Digest
+	want.Session, want.Tool, want.Argv, want.PolicyDigest = cmp.Or(a.res.Session, RunScope), a.st.Tool, av, e.pol.Digest
 	want.Rule, want.Reason, want.Justification = d.Rule, d.Why(), d.Justification
-	if a.approval != "" {
-		return e.redeem(sc, a, want, ref)
+	if a.st.Approval != "" {
+		return a.redeem(want, ref)
 	}
 	store, approver := e.opts.Approvals, e.opts.Approver
 	if store == nil && approver == nil {
 		ref.Approval = &ApprovalHint{How: "this airlock has no approval path (no approval store and no approver): " +
 			"the command cannot run until the policy allows it"}
 		ref.Retryable = false
-		return nil, ref, ExitEscalated, nil
+		return a.refuse(ref, ExitEscalated, nil)
 	}
 	r, err := e.request(store, want)
 	if err != nil {
-		return nil, nil, ExitSetup, err
+		return false, err
 	}
 	ev := approvalEvent(a.base, EventApprovalRequested, audit.DecisionEscalate, r.ID,
 		fmt.Sprintf("approval request %s: tool %q asks to run %s (rule %q); it waits for an answer until %s",
-			r.ID, a.tool, quoteArgv(a.argv), d.Rule, r.Expires.UTC().Format(time.RFC3339)))
+			r.ID, a.st.Tool, quoteArgv(av), d.Rule, r.Expires.UTC().Format(time.RFC3339)))
 	// What else it is bound to (the path and environment are the context's).
 	ev.Context.Details["programDigest"], ev.Context.Details["cwd"], ev.Context.Details["stdin"] = r.ProgramDigest, r.Cwd, r.Stdin
-	if err := sc.record(ev); err != nil {
-		return nil, nil, ExitSetup, err
+	if err := a.sc.record(ev); err != nil {
+		return false, err
 	}
 	hint := &ApprovalHint{ID: r.ID, Expires: &r.Expires, How: approveHow(r.ID)}
 	if store == nil {
@@ -108,7 +102,7 @@ func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Deci
 	}
 	if approver == nil {
 		ref.Approval = hint
-		return nil, ref, ExitEscalated, nil
+		return a.refuse(ref, ExitEscalated, nil)
 	}
 	actx, cancel := context.WithDeadline(ctx, r.Expires)
 	defer cancel()
@@ -116,8 +110,8 @@ func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Deci
 	if err != nil {
 		ref.Reason = fmt.Sprintf("%s; the approver gave no answer to request %s: %v", d.Why(), r.ID, err)
 		ref.Approval = hint
-		return nil, ref, ExitEscalated, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID,
-			fmt.Sprintf("approval request %s got no answer from the approver: %v", r.ID, err)))
+		return a.refuse(ref, ExitEscalated, a.sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID,
+			fmt.Sprintf("approval request %s got no answer from the approver: %v", r.ID, err))))
 	}
 	if ans.At.IsZero() {
 		ans.At = time.Now()
@@ -125,7 +119,17 @@ func (e *Enforcer) admit(ctx context.Context, sc *scribe, a ask, d decision.Deci
 	if ans.By == "" {
 		ans.By = "library callback"
 	}
-	return e.answered(sc, a, store, r, ans, want, ref)
+	return a.answered(store, r, ans, want, ref)
+}
+
+// refuse ends an admission with ref and its status, unless err, the
+// failure to record it.
+func (a *attempt) refuse(ref *Refusal, code int, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	a.res.Refusal, a.res.ExitCode = ref, code
+	return false, nil
 }
 
 // request makes the approval request for want: kept in the store, or,
@@ -152,7 +156,7 @@ func (e *Enforcer) request(store ApprovalStore, want approval.Request) (approval
 
 // answered records an Approver's answer and, for an approval, consumes
 // it in the store (so that it cannot be redeemed a second time).
-func (e *Enforcer) answered(sc *scribe, a ask, store ApprovalStore, r approval.Request, ans approval.Answer, want approval.Request, ref *Refusal) (*ApprovalUse, *Refusal, int, error) {
+func (a *attempt) answered(store ApprovalStore, r approval.Request, ans approval.Answer, want approval.Request, ref *Refusal) (bool, error) {
 	verdict, word := audit.DecisionDeny, "denied"
 	if ans.Allow {
 		verdict, word = audit.DecisionAllow, "approved"
@@ -160,8 +164,8 @@ func (e *Enforcer) answered(sc *scribe, a ask, store ApprovalStore, r approval.R
 	ev := approvalEvent(a.base, EventApprovalAnswered, verdict, r.ID,
 		fmt.Sprintf("approval request %s was %s by %s%s", r.ID, word, ans.By, saying(ans.Reason)))
 	ev.Context.Details["answeredBy"] = ans.By
-	if err := sc.record(ev); err != nil {
-		return nil, nil, ExitSetup, err
+	if err := a.sc.record(ev); err != nil {
+		return false, err
 	}
 	if store != nil {
 		err := store.Answer(r.ID, ans)
@@ -170,21 +174,22 @@ func (e *Enforcer) answered(sc *scribe, a ask, store ApprovalStore, r approval.R
 		}
 		if err != nil {
 			ref.Reason = fmt.Sprintf("%s; the answer to approval request %s could not be kept: %v", want.Reason, r.ID, err)
-			return nil, ref, ExitEscalated, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID, ref.Reason))
+			return a.refuse(ref, ExitEscalated, a.sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, r.ID, ref.Reason)))
 		}
 	}
 	if !ans.Allow {
 		ref.Decision, ref.Retryable = decision.Deny.String(), false
 		ref.Reason = fmt.Sprintf("%s; approval request %s was denied by %s%s", want.Reason, r.ID, ans.By, saying(ans.Reason))
-		return nil, ref, ExitDenied, nil
+		return a.refuse(ref, ExitDenied, nil)
 	}
-	return &ApprovalUse{ID: r.ID, By: ans.By, Reason: ans.Reason}, nil, 0, nil
+	a.res.Approval = &ApprovalUse{ID: r.ID, By: ans.By, Reason: ans.Reason}
+	return true, nil
 }
 
-// redeem lets an escalated command run on the approval a.approval, once.
-func (e *Enforcer) redeem(sc *scribe, a ask, want approval.Request, ref *Refusal) (*ApprovalUse, *Refusal, int, error) {
-	id := a.approval
-	store := e.opts.Approvals
+// redeem lets an escalated command run on the approval it names, once.
+func (a *attempt) redeem(want approval.Request, ref *Refusal) (bool, error) {
+	id := a.st.Approval
+	store := a.e.opts.Approvals
 	var (
 		ans approval.Answer
 		err = errors.New("this airlock has no approval store to check it against")
@@ -205,16 +210,17 @@ func (e *Enforcer) redeem(sc *scribe, a ask, want approval.Request, ref *Refusal
 			ref.Approval.How = "this airlock has no approval store: the command cannot be approved here"
 			ref.Retryable = false
 		}
-		return nil, ref, code, sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, clipID(id),
-			fmt.Sprintf("approval %s was refused for %s: %v", shownID(id), quoteArgv(a.argv), err)))
+		return a.refuse(ref, code, a.sc.record(approvalEvent(a.base, EventApprovalRefused, audit.DecisionDeny, clipID(id),
+			fmt.Sprintf("approval %s was refused for %s: %v", shownID(id), quoteArgv(want.Argv), err))))
 	}
 	ev := approvalEvent(a.base, EventApprovalRedeemed, audit.DecisionAllow, id,
-		fmt.Sprintf("approval %s, given by %s%s, lets %s run once", id, ans.By, saying(ans.Reason), quoteArgv(a.argv)))
+		fmt.Sprintf("approval %s, given by %s%s, lets %s run once", id, ans.By, saying(ans.Reason), quoteArgv(want.Argv)))
 	ev.Context.Details["answeredBy"] = ans.By
-	if err := sc.record(ev); err != nil {
-		return nil, nil, ExitSetup, err
+	if err := a.sc.record(ev); err != nil {
+		return false, err
 	}
-	return &ApprovalUse{ID: id, By: ans.By, Reason: ans.Reason}, nil, 0, nil
+	a.res.Approval = &ApprovalUse{ID: id, By: ans.By, Reason: ans.Reason}
+	return true, nil
 }
 
 // approvalEvent is the audit record of one step of an approval.
@@ -222,9 +228,7 @@ func approvalEvent(base audit.Context, event, verdict, id, reason string) audit.
 	ctx := base
 	ctx.Event, ctx.Gate = event, decision.GateCommand
 	ctx.Details = map[string]string{"approval": id}
-	for k, v := range base.Details {
-		ctx.Details[k] = v
-	}
+	maps.Copy(ctx.Details, base.Details)
 	return audit.Event{Kind: audit.KindCommand, Decision: verdict, Reason: reason, Context: ctx}
 }
 

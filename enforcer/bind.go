@@ -21,33 +21,35 @@ import (
 // those bytes (docs/approvals.md, "What an approval is bound to").
 const MaxApprovalStdin = 1 << 20
 
-// binding is what an escalated command's approval is bound to beyond its
-// tool, argv, scope and policy: the program it runs (its path inside the
-// sandbox, and its contents' digest, or WorkspaceProgram for a program in
-// tree, which only the sandbox's init finds), the environment it adds,
-// its working directory and its stdin. The stdin is read whole here; the
-// reader returned holds its bytes (nil for none), for the command to
-// read instead. t's notices say so when the stdin has not ended after a
-// second.
-func (e *Enforcer) binding(ctx context.Context, t *tally, rootfs, program, tree string, env []string, cwd string, stdin io.Reader) (approval.Request, io.Reader, error) {
+// bind reads what an escalated command's approval is bound to beyond its
+// tool, argv, scope and policy, and its task, workspace and image: the
+// program it runs (its path inside the sandbox, and its contents' digest,
+// or WorkspaceProgram for a workspace program, which only the sandbox's
+// init finds), the environment it adds, its working directory and its
+// stdin. The stdin is read whole here, and the command reads those bytes
+// instead; the notices say so when it has not ended after a second.
+func (a *attempt) bind(ctx context.Context) error {
 	digest := WorkspaceProgram
-	if tree == "" {
+	if a.cmd.tree == "" {
 		var err error
-		if digest, err = e.programDigest(rootfs, program); err != nil {
-			return approval.Request{}, nil, fmt.Errorf("the program %s, whose identity an approval is bound to: %w", program, err)
+		if digest, err = a.e.programDigest(a.rootfs, a.cmd.path); err != nil {
+			return fmt.Errorf("the program %s, whose identity an approval is bound to: %w", a.cmd.path, err)
 		}
 	}
-	in, err := readStdin(ctx, t, stdin)
+	in, err := readStdin(ctx, a.t, a.st.Stdin)
 	if err != nil {
-		return approval.Request{}, nil, err
+		return err
 	}
-	b := approval.Request{Program: program, ProgramDigest: digest, Env: append([]string{}, env...), Cwd: cwd, Stdin: approval.StdinNone}
+	b := &a.bound
+	b.Program, b.ProgramDigest, b.Env, b.Cwd, b.Stdin = a.cmd.path, digest, append([]string{}, a.st.Env...), a.st.Cwd, approval.StdinNone
+	a.st.Stdin = nil
 	if len(in) == 0 {
-		return b, nil, nil
+		return nil
 	}
 	sum := sha256.Sum256(in)
 	b.Stdin, b.StdinBytes = "sha256:"+hex.EncodeToString(sum[:]), int64(len(in))
-	return b, bytes.NewReader(in), nil
+	a.st.Stdin = bytes.NewReader(in)
+	return nil
 }
 
 // WorkspaceProgram is the program digest of an approval for a workspace

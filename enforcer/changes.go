@@ -56,7 +56,7 @@ func (s *Session) Changes() (Changes, error) {
 	if why := s.ending.Load(); why != nil {
 		return Changes{}, fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
 	}
-	c, err := workspaceChanges(s.ss, s.e.pol.ChangesExclude())
+	c, err := workspaceChanges(s.sb.ss, s.e.pol.ChangesExclude())
 	if err != nil {
 		return c, fmt.Errorf("enforcer: session %s: changes: %w", s.id, err)
 	}

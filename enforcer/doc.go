@@ -9,7 +9,9 @@
 // A Session (OpenSession) is the same composition across an agent's tool
 // calls: one sandbox, its /workspace and /tmp kept from step to step, the
 // proxy serving one task throughout, each step decided against the tool
-// that asks and recorded before it runs (docs/sessions.md).
+// that asks and recorded before it runs (docs/sessions.md). A run's
+// command and a session's step take one path from the decision to the
+// result (attempt.go), the run's in a sandbox of its own.
 //
 // An escalated command runs once on an approval: a redeemed one
 // (Options.Approvals) or the Approver's answer; every request and answer

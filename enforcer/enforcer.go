@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -201,57 +202,16 @@ func (e *Enforcer) Run(ctx context.Context, req Request) (Result, error) {
 	return sealRun(claim, res, err)
 }
 
-// run is Run once the run is claimed.
+// run is Run once the run is claimed: its command carried from its
+// decision to its result in a sandbox of its own.
 func (e *Enforcer) run(ctx context.Context, req Request) (Result, error) {
-	t := newTally(noticesTo(req.Notices, &req.Stdout, &req.Stderr))
-	defer t.end()
-	sc := e.newScribe(t)
-	req.Cwd = StepDir(req.Cwd)
-	base := audit.Context{RunID: req.RunID, Tool: req.Tool, Task: req.Task, Command: req.Command, Args: req.Args, Env: req.Env}
-	recordDir(&base, req.Cwd)
-	d := e.cmd.Decide(req.Tool, req.Command, req.Args, req.Cwd)
-	res := newResult(req.RunID, "", 1, d, time.Now())
+	st := StepRequest{Tool: req.Tool, Command: req.Command, Args: req.Args, Env: req.Env, Cwd: req.Cwd, Timeout: req.Timeout,
+		Approval: req.Approval, Stdin: req.Stdin, Stdout: req.Stdout, Stderr: req.Stderr, Notices: req.Notices}
+	a := e.newAttempt(e.newScribe(nil), &fresh{req: req}, st, audit.Context{RunID: req.RunID, Task: req.Task})
+	a.decide(req.RunID, "", 1)
 	info := e.pol.Info()
-	res.Policy = &info
-	res.Receipt["command"] = e.commandReceipt()
-	// The decision is recorded first, and is durable before the action
-	// it allows: for an allowed command its write and fsync overlap the
-	// building of the sandbox, and every later step waits for them
-	// (decided) before it records anything or releases the command.
-	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
-	go func() { recorded <- sc.record(ev) }()
-	decided := sync.OnceValue(func() error { return <-recorded })
-	a := ask{scope: RunScope, tool: req.Tool, argv: argv(req.Command, req.Args), approval: req.Approval, base: base}
-	if d.Verdict == decision.Deny {
-		_, err := e.admitted(ctx, sc, &res, a, d, decided)
-		return res, err
-	}
-	// An allowed or escalated command: what it would run is worked out
-	// first, as an escalation's approval is bound to it.
-	ws, err := e.checkWorkspace(req.Workspace)
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
-	rootfs, digest, err := prepareImage(ctx, req.Image, req.ImageCache)
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, fmt.Errorf("image integrity: %w", err))
-	}
-	cmd, err := e.commandOf(rootfs, d, req.Command, req.Args, req.Cwd)
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
-	base.Path, a.base.Path = cmd.path, cmd.path
-	if !d.Allowed() {
-		if a.bound, req.Stdin, err = e.binding(ctx, t, rootfs, cmd.path, cmd.tree, req.Env, req.Cwd, req.Stdin); err != nil {
-			return e.setupFailed(sc, res, base, decided, err)
-		}
-		a.bound.Task, a.bound.Workspace, a.bound.Image = req.Task, ws, req.Image
-		if ok, err := e.admitted(ctx, sc, &res, a, d, decided); !ok {
-			return res, err
-		}
-	}
-	res.Path = cmd.path
-	return e.runAllowed(ctx, sc, req, cmd, res, base, decided, rootfs, digest)
+	a.res.Policy, a.res.Receipt["command"] = &info, e.commandReceipt()
+	return a.do(ctx)
 }
 
 // gateSaid is what the command gate said of a command it did not deny.
@@ -260,33 +220,6 @@ func gateSaid(d decision.Decision) string {
 		return "allowed"
 	}
 	return "escalated"
-}
-
-// admitted runs the refusal and approval path of a command the gate did
-// not allow, d, once its decision is recorded (decided), and reports
-// whether it may run now; when it may not, res holds the refusal and the
-// exit status, or airlock's failure and its error.
-func (e *Enforcer) admitted(ctx context.Context, sc *scribe, res *Result, a ask, d decision.Decision, decided func() error) (bool, error) {
-	err := decided()
-	var (
-		use  *ApprovalUse
-		ref  *Refusal
-		code int
-	)
-	if err == nil {
-		use, ref, code, err = e.admit(ctx, sc, a, d)
-	}
-	if err != nil {
-		*res, err = e.setupFailed(sc, *res, a.base, decided, err)
-		return false, err
-	}
-	res.Approval = use
-	if ref != nil {
-		res.Refusal, res.ExitCode = ref, code
-		sc.cur.Load().into(res)
-		return false, nil
-	}
-	return true, nil
 }
 
 // prepareImage verifies a pinned image and returns its unpacked root file
@@ -328,60 +261,73 @@ func (e *Enforcer) bindAt(path string) (sandbox.Bind, bool) {
 	return sandbox.Bind{}, false
 }
 
-// runAllowed starts the sandbox, serves the proxy inside it, and waits.
-func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd command, res Result, base audit.Context, decided func() error, rootfs, digest string) (Result, error) {
-	caps := e.pol.CapsFor(req.Tool)
-	if req.Timeout > 0 && req.Timeout.Seconds() < caps.WallSeconds {
-		caps.WallSeconds = req.Timeout.Seconds()
+// fresh is the way of a run: a sandbox of its own, started for the
+// command with its way out and its start-up probes' canary, and torn
+// down with it.
+type fresh struct {
+	req    Request
+	digest string // the verified image's
+	cn     *canary.Canary
+	eg     *wayOut
+	sb     *sandbox.Sandbox // started and not waited for, or nil
+}
+
+// prepare checks the run's workspace and verifies its image.
+func (f *fresh) prepare(ctx context.Context, a *attempt) error {
+	ws, err := a.e.checkWorkspace(f.req.Workspace)
+	if err != nil {
+		return err
 	}
+	if a.rootfs, f.digest, err = prepareImage(ctx, f.req.Image, f.req.ImageCache); err != nil {
+		return fmt.Errorf("image integrity: %w", err)
+	}
+	a.bound.Task, a.bound.Workspace, a.bound.Image = f.req.Task, ws, f.req.Image
+	return nil
+}
+
+// execute starts the sandbox, serves the proxy inside it, releases the
+// command once its decision is durable and its launch recorded, and
+// waits.
+func (f *fresh) execute(ctx context.Context, a *attempt) error {
+	e, req := a.e, f.req
 	// The start-up probes' canaries: a host file and a host loopback
 	// listener that must both be unreachable from inside.
-	cn, err := canary.New()
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
+	var err error
+	if f.cn, err = canary.New(); err != nil {
+		return err
 	}
-	defer cn.Close()
-	probes := cn.Request()
-	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, rootfs, e.pol.FilesystemFor(req.Tool), caps.Limits(), &probes)
-	eg, err := e.prepareEgress(req.Task, &cfg, caps.Limits().Wall, false)
-	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
-	}
+	probes := f.cn.Request()
+	cfg := e.sandboxConfig(req.RunID, req.Workspace, req.Findings, a.rootfs, e.pol.FilesystemFor(a.st.Tool), a.caps.Limits(), &probes)
 	// Stopped before the outcome is recorded, when the run ends: what it
 	// records then (the refusals it held to count them, its connections'
 	// ends) is in the result, and a failure to record it is not lost.
-	defer eg.Close()
-	cfg.Path, cfg.Tree, cfg.Dir = cmd.path, cmd.tree, req.Cwd
-	cfg.Args = cmd.argv
-	cfg.Env = cmd.environ(childEnv(e.pol.SearchPath(), eg.Env(), req.Env))
-	cfg.Stdin, cfg.Stdout, cfg.Stderr = req.Stdin, req.Stdout, req.Stderr
+	if f.eg, err = e.prepareEgress(req.Task, &cfg, a.caps.Limits().Wall, false); err != nil {
+		return err
+	}
+	cfg.Path, cfg.Tree, cfg.Dir, cfg.Args, cfg.Env = a.cmd.path, a.cmd.tree, a.st.Cwd, a.cmd.argv, a.environ(f.eg)
+	cfg.Stdin, cfg.Stdout, cfg.Stderr = a.st.Stdin, a.st.Stdout, a.st.Stderr
 	sb, err := sandbox.Start(ctx, cfg)
-	eg.Bound()
+	f.eg.Bound()
 	if err != nil {
-		return e.setupFailed(sc, res, base, decided, err)
+		return err
 	}
-	if err := eg.Serve(sb.Listener(), int(caps.OpenFiles), sc.egressRecorder(base)); err != nil {
-		_ = sb.Kill()
-		return e.setupFailed(sc, res, base, decided, err)
+	f.sb = sb
+	if err := f.eg.Serve(sb.Listener(), int(a.caps.OpenFiles), a.sc.egressRecorder(a.base)); err != nil {
+		return err
 	}
-
-	if err := decided(); err != nil {
-		_ = sb.Kill()
-		return e.setupFailed(sc, res, base, decided, err)
+	if err := a.decided(); err != nil {
+		return err
 	}
 	// Not synced before the command runs: it decides nothing (the decision
 	// above is durable), and the outcome's records sync it.
-	if err := sc.recordLazy(e.launchedEvent(base, digest, "every start-up probe passed inside the sandbox; the command may run")); err != nil {
-		_ = sb.Kill()
-		return e.setupFailed(sc, res, base, decided, err)
+	if err := a.sc.recordLazy(e.launchedEvent(a.base, f.digest, "every start-up probe passed inside the sandbox; the command may run")); err != nil {
+		return err
 	}
 	if err := e.signingReady(); err != nil {
-		_ = sb.Kill()
-		return e.setupFailed(sc, res, base, decided, err)
+		return err
 	}
 	if err := sb.Release(); err != nil {
-		_ = sb.Kill()
-		return e.setupFailed(sc, res, base, decided, err)
+		return err
 	}
 	// A context cancelled with a sandbox.Terminated cause (SIGTERM) is
 	// the sandbox's to end: the target's signal, then its grace period.
@@ -391,12 +337,13 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 		}
 	})
 	out, waitErr := sb.Wait()
+	f.sb = nil
 	interrupted := !stop() // the AfterFunc ran: ctx ended the run
-	res = withOutcome(res, out, caps)
-	base.Path = res.Path
+	res := &a.res
+	*res = withOutcome(*res, out, a.caps)
 	if interrupted && res.KilledBy == nil {
 		res.Interrupted = true
-		res.ExitCode = interruptedStatus(ctx)
+		res.ExitCode = Interrupted(ctx)
 	}
 	if errors.Is(waitErr, sandbox.ErrFindingsLost) {
 		// Data the caller asked to keep is not there: a failed run, and
@@ -408,27 +355,32 @@ func (e *Enforcer) runAllowed(ctx context.Context, sc *scribe, req Request, cmd 
 		res.EscapeSuspected = out.InitDied
 		res.ExitCode = ExitEscape
 	}
-	eg.Close()
-	e.checkCanary(sc, &res, base, cn, probes.CanaryAddr, 0)
+	f.eg.Close()
 	res.Receipt["command"] = e.commandReceipt()
 	res.Receipt["egress"] = egressReceipt(req.Task)
-	e.recordOutcome(sc, base, res, true)
-	sc.cur.Load().into(&res)
-	res, err = sc.finish(res)
+	a.outcome(f.cn, 0)
+	e.recordTeardown(a.sc, a.base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
 	if waitErr != nil {
-		err = errors.Join(fmt.Errorf("enforcer: %w", waitErr), err)
+		a.err = fmt.Errorf("enforcer: %w", waitErr)
 	}
-	return res, err
+	return nil
 }
 
-// interruptedStatus is the exit status of a run or step its caller
-// ended: 128+N for a sandbox.Terminated cause of signal N (143 for
-// SIGTERM), else ExitInterrupted (Ctrl-C).
-func interruptedStatus(ctx context.Context) int {
-	if t := sandbox.TerminationOf(ctx); t != nil {
-		return 128 + int(t.Signal)
+func (f *fresh) settle(*Result) {}
+
+// release kills a sandbox that started and was not waited for, and stops
+// the way out and the canary.
+func (f *fresh) release() {
+	if f.sb != nil {
+		_ = f.sb.Kill()
+		f.sb = nil
 	}
-	return ExitInterrupted
+	if f.eg != nil {
+		f.eg.Close()
+	}
+	if f.cn != nil {
+		f.cn.Close()
+	}
 }
 
 // sandboxConfig is the sandbox of a run, a session or a plan's launch:
@@ -465,31 +417,34 @@ func (e *Enforcer) launchedEvent(base audit.Context, digest, reason string) audi
 	launched := base
 	launched.Event = audit.EventSandboxLaunched
 	launched.Details = map[string]string{"policy": e.pol.Digest}
-	for k, v := range base.Details {
-		launched.Details[k] = v
-	}
+	maps.Copy(launched.Details, base.Details)
 	if digest != "" {
 		launched.Details["image"] = digest
 	}
 	return audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionInfo, Reason: reason, Context: launched}
 }
 
-// checkCanary marks res when the host's canary listener was reached more
-// than seen times: a sign that something inside reached the host.
-func (e *Enforcer) checkCanary(sc *scribe, res *Result, base audit.Context, cn *canary.Canary, addr string, seen int64) int64 {
+// outcome records the outcome of a command that ran, after it marks
+// the result when the host's canary listener cn was reached more than
+// seen times: a sign that something inside reached the host. It returns
+// how many times cn was reached.
+func (a *attempt) outcome(cn *canary.Canary, seen int64) int64 {
+	res := &a.res
+	a.base.Path = res.Path
 	n := cn.Accepted()
 	if n > seen {
-		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", addr, n-seen)
+		why := fmt.Sprintf("the host's canary listener on %s was reached %d times", cn.Request().CanaryAddr, n-seen)
 		if res.EscapeSuspected != "" {
 			why = res.EscapeSuspected + "; " + why
 		}
 		res.EscapeSuspected = why
 	}
 	if res.EscapeSuspected != "" {
-		ev := base
+		ev := a.base
 		ev.Event = audit.EventEscapeSuspected
-		_ = sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
+		_ = a.sc.record(audit.Event{Kind: audit.KindLifecycle, Decision: audit.DecisionDeny, Reason: res.EscapeSuspected, Context: ev})
 	}
+	a.recordOutcome()
 	return n
 }
 
@@ -506,22 +461,6 @@ func (e *Enforcer) newScribe(t *tally) *scribe {
 	sc := &scribe{e: e}
 	sc.cur.Store(t)
 	return sc
-}
-
-// setupFailed records, after the decision (decided), that airlock could
-// not run the command, with its status (setupStatus).
-func (e *Enforcer) setupFailed(sc *scribe, res Result, base audit.Context, decided func() error, err error) (Result, error) {
-	if derr := decided(); derr != nil && derr != err {
-		err = errors.Join(err, derr)
-	}
-	res.ExitCode = setupStatus(err)
-	res.Error = err.Error()
-	_ = sc.record(notRunEvent(base, "airlock could not run the command: ", err))
-	if t := sc.cur.Load(); t != nil {
-		t.into(&res)
-	}
-	res, _ = sc.finish(res)
-	return res, err
 }
 
 // setupStatus is the exit status of a command airlock could not run for

@@ -11,4 +11,4 @@ func SetWorkspaceChanges(f func(*sandbox.Session, []string) (Changes, error)) (r
 }
 
 // CanaryAddr is the address of a session's canary listener.
-func CanaryAddr(s *Session) string { return s.canaryA }
+func CanaryAddr(s *Session) string { return s.canary.Request().CanaryAddr }

@@ -26,7 +26,7 @@ func (s *Session) Findings() (Findings, error) {
 	if why := s.ending.Load(); why != nil {
 		return Findings{}, fmt.Errorf("%w (%s)", ErrSessionEnded, *why)
 	}
-	p, err := s.ss.FindingsNow(changes.Limits{})
+	p, err := s.sb.ss.FindingsNow(changes.Limits{})
 	if err != nil {
 		return Findings{}, fmt.Errorf("enforcer: session %s: findings: %w", s.id, err)
 	}

@@ -51,11 +51,13 @@ type Pool struct {
 	shut bool
 }
 
-// built is one sandbox built ahead, with what its session takes over.
+// built is a session's sandbox, built for it or ahead by a Pool, with
+// what the session takes over with it.
 type built struct {
-	sb     *Sandbox // its task's way out served once the session opens
-	canary *canary.Canary
-	at     time.Time
+	sb             *Sandbox // its task's way out served once the session opens
+	canary         *canary.Canary
+	rootfs, digest string    // its verified image's root and digest, "" for none
+	at             time.Time // when a Pool built it ahead; zero when its session did
 }
 
 // NewPool verifies req.Image (once, for every sandbox of the pool) and
@@ -120,30 +122,39 @@ func (p *Pool) build(ctx context.Context) {
 }
 
 // buildOne builds a session's sandbox with no workspace, no findings and
-// no session yet: Open gives it those.
+// no session yet: OpenSession gives it those.
 func (p *Pool) buildOne(ctx context.Context) (*built, error) {
-	e := p.e
-	cn, err := canary.New()
-	if err != nil {
-		return nil, err
-	}
-	probes := cn.Request()
-	fs := e.pol.FilesystemFor("")
-	sessionCaps := e.pol.SessionCaps()
-	caps := e.sessionLimits(sessionCaps)
 	// Named for the process that built it, so that one airlock's pooled
 	// sandboxes are told from another's (PoolSandboxPrefix). It lives
 	// until its session's end, not the pool's; its task's way out (its CA
 	// and bundle, its credentials' placeholders, its budgets) is the one
 	// session's that gets it.
 	id := PoolSandboxPrefix(os.Getpid()) + strings.TrimPrefix(NewRunID(), "run-")
-	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: id, Task: p.req.Task, Rootfs: p.rootfs, Filesystem: fs, Caps: caps,
-		Life: sessionCaps.Wall(), Probes: &probes})
+	b, err := p.e.buildSession(ctx, SandboxRequest{ID: id, Task: p.req.Task, Rootfs: p.rootfs})
+	if err != nil {
+		return nil, err
+	}
+	b.digest, b.at = p.digest, time.Now()
+	return b, nil
+}
+
+// buildSession starts req's sandbox as a session's (StartSandbox): the
+// policy's top-level filesystem view, the session's caps and life, and
+// the start-up probes passed inside it against a canary of its own.
+func (e *Enforcer) buildSession(ctx context.Context, req SandboxRequest) (*built, error) {
+	cn, err := canary.New()
+	if err != nil {
+		return nil, err
+	}
+	probes := cn.Request()
+	caps := e.pol.SessionCaps()
+	req.Filesystem, req.Caps, req.Life, req.Probes = e.pol.FilesystemFor(""), e.sessionLimits(caps), caps.Wall(), &probes
+	sb, err := e.StartSandbox(ctx, req)
 	if err != nil {
 		cn.Close()
 		return nil, err
 	}
-	return &built{sb: sb, canary: cn, at: time.Now()}, nil
+	return &built{sb: sb, canary: cn, rootfs: req.Rootfs}, nil
 }
 
 func (b *built) close() {
@@ -185,24 +196,20 @@ func (p *Pool) OpenSession(ctx context.Context, req SessionRequest) (*Session, e
 		b.close()
 		return nil, err
 	}
-	s.afterStep = refill
-	s.rootfs, s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = p.rootfs, b.sb.ss, b.sb.eg, b.canary, b.canary.Request().CanaryAddr, b.sb.life, b.sb.cancel
-	s.warm = true
+	s.afterStep, s.built = refill, b
 	if req.Workspace != "" {
-		if err := s.ss.CopyIn(req.Workspace); err != nil {
-			s.abort()
+		if err := s.sb.ss.CopyIn(req.Workspace); err != nil {
+			b.close()
 			return nil, s.openFailed(err)
 		}
 	}
 	if req.Findings != "" {
 		if err := s.SetFindings(req.Findings); err != nil {
-			s.abort()
+			b.close()
 			return nil, s.openFailed(err)
 		}
 	}
-	open := p.e.launchedEvent(s.base, p.digest, fmt.Sprintf("session %s started on a sandbox built ahead at %s, whose every start-up probe passed inside it; "+
-		"it ends after %gs, or %gs without a command", s.id, b.at.UTC().Format(time.RFC3339Nano), s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(b.sb.files, open); err != nil {
+	if err := s.serve(); err != nil {
 		return nil, err
 	}
 	return s, nil

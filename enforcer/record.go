@@ -3,6 +3,7 @@ package enforcer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -45,9 +46,7 @@ func withOutcome(res Result, out sandbox.Result, caps policy.EffectiveCaps) Resu
 	res.CPUMs = out.CPU.Milliseconds()
 	res.PeakMemoryBytes = out.PeakMemoryBytes
 	res.FindingsSkipped = append(res.FindingsSkipped, out.FindingsSkipped...)
-	for k, v := range out.Receipt {
-		res.Receipt[k] = v
-	}
+	maps.Copy(res.Receipt, out.Receipt)
 	switch {
 	case out.Signal > 0:
 		res.ExitCode = 128 + out.Signal
@@ -92,11 +91,12 @@ var ErrAudit = errors.New("a record of the run could not be written to the audit
 // error stay out of the sandbox (the command's AuditError has them).
 var errNotRecorded = errors.New("the audit log could not record it")
 
-// recordOutcome writes the resource outcome and, for a run, the teardown.
-// A step's outcome is not synced: the next step's decision, or the
-// session's teardown, syncs it.
-func (e *Enforcer) recordOutcome(sc *scribe, base audit.Context, res Result, teardown bool) {
-	ctx := base
+// recordOutcome writes the command's resource outcome, lazily: a run's
+// is synced by its teardown record, which follows at once; a step's by
+// the next step's decision, or the session's teardown.
+func (a *attempt) recordOutcome() {
+	res := a.res // its copy of ExitCode is the record's
+	ctx := a.base
 	ctx.ExitCode = &res.ExitCode
 	ctx.Signal = res.Signal
 	ctx.WallMs, ctx.CPUMs, ctx.PeakMemoryBytes = res.WallMs, res.CPUMs, res.PeakMemoryBytes
@@ -108,11 +108,7 @@ func (e *Enforcer) recordOutcome(sc *scribe, base audit.Context, res Result, tea
 		ev = audit.Event{Kind: audit.KindResource, Decision: audit.DecisionKill, Context: ctx,
 			Reason: strings.TrimPrefix(res.KillReason, "killed by the "+*res.KilledBy+" cap: ")}
 	}
-	// Synced by the teardown record that follows at once.
-	_ = sc.recordLazy(ev)
-	if teardown {
-		e.recordTeardown(sc, base, "every process of the sandbox ended; its cgroup, mounts and namespaces are gone")
-	}
+	_ = a.sc.recordLazy(ev)
 }
 
 // recordTeardown writes the sandbox_torn_down record, synced.

@@ -80,7 +80,12 @@ var (
 // Interrupted is the exit status of a run or step its caller ended:
 // 128+N for a context cancelled by signal N with a grace period
 // (sandbox.Terminated; 143 for SIGTERM), else ExitInterrupted (Ctrl-C).
-func Interrupted(ctx context.Context) int { return interruptedStatus(ctx) }
+func Interrupted(ctx context.Context) int {
+	if t := sandbox.TerminationOf(ctx); t != nil {
+		return 128 + int(t.Signal)
+	}
+	return ExitInterrupted
+}
 
 // Sandbox is a sandbox of several steps with its way out: a Session runs
 // its steps in one, a Pool builds them ahead, and a plan's launch drives

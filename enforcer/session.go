@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
-	"github.com/airlock-sandbox/airlock/decision"
-	"github.com/airlock-sandbox/airlock/internal/canary"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
@@ -128,24 +126,16 @@ type Session struct {
 	e       *Enforcer
 	id      string
 	task    string
-	ss      *sandbox.Session
-	eg      *wayOut // its way out, served for its whole life
-	canary  *canary.Canary
-	canaryN int64           // the canary's accepted connections seen so far; under mu
-	canaryA string          // the canary listener's address
-	life    context.Context // ends when the session ends
-	cancel  context.CancelFunc
+	*built        // its sandbox, its way out served for its whole life
+	canaryN int64 // the canary's accepted connections seen so far; under mu
 	sc      *scribe
 	base    audit.Context
 	claim   *audit.RunClaim // the session's claim on the audit log, ended at its end
-	rootfs  string
-	ws      string // the workspace's real path, "" for none: a step's approval is bound to it
-	image   string // the pinned image, "" for none: a step's approval is bound to it too
-	fs      policy.Filesystem
+	ws      string          // the workspace's real path, "" for none: a step's approval is bound to it
+	image   string          // the pinned image, "" for none: a step's approval is bound to it too
 	caps    policy.EffectiveSession
 	receipt map[string]string
 	started time.Time
-	warm    bool // the sandbox was built ahead (Pool)
 
 	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
 
@@ -187,24 +177,14 @@ func (e *Enforcer) OpenSession(ctx context.Context, req SessionRequest) (*Sessio
 	if err != nil {
 		return nil, s.openFailed(fmt.Errorf("image integrity: %w", err))
 	}
-	s.rootfs = rootfs
-	cn, err := canary.New()
-	if err != nil {
-		return nil, s.openFailed(err)
-	}
-	probes := cn.Request()
 	// The sandbox lives until Close, not until ctx is done: ctx may stop
 	// the opening only.
-	sb, err := e.StartSandbox(ctx, SandboxRequest{ID: s.id, Task: s.task, Workspace: req.Workspace, Findings: req.Findings,
-		Rootfs: rootfs, Filesystem: s.fs, Caps: e.sessionLimits(s.caps), Life: s.caps.Wall(), Probes: &probes})
-	if err != nil {
-		cn.Close()
+	if s.built, err = e.buildSession(ctx, SandboxRequest{ID: s.id, Task: s.task, Workspace: req.Workspace, Findings: req.Findings,
+		Rootfs: rootfs}); err != nil {
 		return nil, s.openFailed(err)
 	}
-	s.ss, s.eg, s.canary, s.canaryA, s.life, s.cancel = sb.ss, sb.eg, cn, probes.CanaryAddr, sb.life, sb.cancel
-	open := e.launchedEvent(s.base, digest, fmt.Sprintf("session %s started: every start-up probe passed inside its sandbox; "+
-		"it ends after %gs, or %gs without a command", s.id, s.caps.WallSeconds, s.caps.IdleSeconds))
-	if err := s.serve(sb.files, open); err != nil {
+	s.digest = digest
+	if err := s.serve(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -229,7 +209,7 @@ func normalizeSession(req SessionRequest) (SessionRequest, error) {
 // audit log (one whose holder dies is recorded as abandoned by the log's
 // next writer), its workspace checked.
 func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
-	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(), fs: e.pol.FilesystemFor(""),
+	s := &Session{e: e, id: req.ID, task: req.Task, image: req.Image, caps: e.pol.SessionCaps(),
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.sc.alarm = s.alarmed
@@ -250,20 +230,26 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 }
 
 // serve finishes opening a session whose sandbox is up: its way out
-// serving its task inside, its receipt, the start record open (synced),
-// and its wall clock and idle timeout armed.
-func (s *Session) serve(openFiles int, open audit.Event) error {
-	if err := s.eg.Serve(s.ss.Listener(), openFiles, s.sc.egressRecorder(s.base)); err != nil {
-		s.abort()
+// serving its task inside, its receipt, its start recorded, and its wall
+// clock and idle timeout armed.
+func (s *Session) serve() error {
+	if err := s.sb.Serve(s.sc.egressRecorder(s.base)); err != nil {
+		s.built.close()
 		return s.openFailed(err)
 	}
-	s.receipt = s.ss.Receipt()
+	s.receipt = s.sb.ss.Receipt()
 	s.receipt["command"] = s.e.commandReceipt()
 	s.receipt["egress"] = egressReceipt(s.task)
+	how := ": every start-up probe passed inside its sandbox"
+	if !s.at.IsZero() {
+		how = " on a sandbox built ahead at " + s.at.UTC().Format(time.RFC3339Nano) + ", whose every start-up probe passed inside it"
+	}
+	open := s.e.launchedEvent(s.base, s.digest, fmt.Sprintf("session %s started%s; it ends after %gs, or %gs without a command",
+		s.id, how, s.caps.WallSeconds, s.caps.IdleSeconds))
 	// Lazily: nothing runs in the session before a step's decision,
 	// whose sync makes this record durable first.
 	if err := s.sc.recordLazy(open); err != nil {
-		s.abort()
+		s.built.close()
 		return err
 	}
 	// Armed once both are set: end stops both.
@@ -294,7 +280,7 @@ func (s *Session) ID() string { return s.id }
 
 // BuiltAhead reports whether the session's sandbox was built ahead, by a
 // Pool, rather than when the session opened.
-func (s *Session) BuiltAhead() bool { return s.warm }
+func (s *Session) BuiltAhead() bool { return !s.at.IsZero() }
 
 // Task returns the egress task the session's proxy serves.
 func (s *Session) Task() string { return s.task }
@@ -303,7 +289,7 @@ func (s *Session) Task() string { return s.task }
 func (s *Session) Started() time.Time { return s.started }
 
 // Pid returns the process id of the session's init on the host.
-func (s *Session) Pid() int { return s.ss.Pid() }
+func (s *Session) Pid() int { return s.sb.ss.Pid() }
 
 // Done is closed once the session has ended and is torn down: closed,
 // or ended by its wall clock, its idle timeout or an escape signal.
@@ -339,108 +325,72 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	// The session's end ends the step too, an approver's wait included.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(s.life, cancel)()
+	defer context.AfterFunc(s.sb.life, cancel)()
 	s.steps++
-	t := newTally(noticesTo(st.Notices, &st.Stdout, &st.Stderr))
-	defer t.end()
-	s.sc.cur.Store(t)
-	defer s.sc.cur.Store(nil)
 	base := s.base
-	base.Tool, base.Command, base.Args, base.Env = st.Tool, st.Command, st.Args, st.Env
-	base.Details = maps.Clone(s.base.Details)
-	if base.Details == nil {
-		base.Details = map[string]string{}
-	}
+	base.Details = map[string]string{}
+	maps.Copy(base.Details, s.base.Details)
 	base.Details["step"] = strconv.Itoa(s.steps)
-	st.Cwd = StepDir(st.Cwd)
-	recordDir(&base, st.Cwd)
-	d := s.e.cmd.Decide(st.Tool, st.Command, st.Args, st.Cwd)
-	res := newResult(s.id, s.id, s.steps, d, time.Now())
-	res.Receipt = maps.Clone(s.receipt)
-	// The decision is durable before the step runs: for an allowed
-	// command its write and fsync overlap the step's preparation, and the
-	// sandbox waits for them (Step.Ready) before it runs anything.
-	recorded, ev := make(chan error, 1), audit.FromDecision(d, base)
-	go func() { recorded <- s.sc.record(ev) }()
-	decided := sync.OnceValue(func() error { return <-recorded })
-	a := ask{scope: s.id, tool: st.Tool, argv: argv(st.Command, st.Args), approval: st.Approval, base: base}
-	if d.Verdict == decision.Deny {
-		_, err := s.e.admitted(ctx, s.sc, &res, a, d, decided)
-		s.stoppedBy(&res)
-		return res, err
+	a := s.e.newAttempt(s.sc, s, st, base)
+	a.decide(s.id, s.id, s.steps)
+	a.res.Receipt = maps.Clone(s.receipt)
+	return a.do(ctx)
+}
+
+// prepare checks that the tool's filesystem view is the session's: one
+// sandbox has one view.
+func (s *Session) prepare(_ context.Context, a *attempt) error {
+	if fs := s.e.pol.FilesystemFor(a.st.Tool); !reflect.DeepEqual(fs, s.e.pol.FilesystemFor("")) {
+		return fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
+			"give the tool the policy's top-level filesystem, or run it with airlock run", a.st.Tool)
 	}
-	// An allowed or escalated command: what it would run is worked out
-	// first, as an escalation's approval is bound to it.
-	step, caps, err := s.prepareStep(st, d)
-	if err != nil {
-		return s.e.setupFailed(s.sc, res, base, decided, err)
+	a.rootfs, a.bound.Task, a.bound.Workspace, a.bound.Image = s.rootfs, s.task, s.ws, s.image
+	return nil
+}
+
+// execute runs the step in the session's sandbox, with the tool's caps,
+// once its decision is durable (sandbox.Step.Ready); the task's budget
+// starts over.
+func (s *Session) execute(ctx context.Context, a *attempt) error {
+	s.sb.eg.ResetStep() // a task's budget holds per command
+	l := a.caps.Limits()
+	out, err := s.sb.ss.Exec(ctx, sandbox.Step{Path: a.cmd.path, Tree: a.cmd.tree, Args: a.cmd.argv, Env: a.environ(s.sb.eg), Dir: a.st.Cwd,
+		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Ready: a.decided,
+		Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}})
+	if derr := a.decided(); derr != nil {
+		return derr
 	}
-	base.Path, a.base.Path = step.Path, step.Path
-	if !d.Allowed() {
-		if a.bound, step.Stdin, err = s.e.binding(ctx, t, s.rootfs, step.Path, step.Tree, st.Env, step.Dir, st.Stdin); err != nil {
-			return s.e.setupFailed(s.sc, res, base, decided, err)
-		}
-		a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
-		if ok, err := s.e.admitted(ctx, s.sc, &res, a, d, decided); !ok {
-			s.stoppedBy(&res)
-			return res, err
-		}
-	}
-	res.Path = step.Path
-	s.eg.ResetStep() // a task's budget holds per command
-	step.Ready = decided
-	out, err := s.ss.Exec(ctx, step)
-	if derr := decided(); derr != nil {
-		return s.e.setupFailed(s.sc, res, base, decided, derr)
-	}
+	res := &a.res
 	switch {
 	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
 		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
 	case errors.Is(err, sandbox.ErrInitDied):
 		// Its integrity is not assured: an escape signal, and the end.
-		res = withOutcome(res, out, caps)
+		*res = withOutcome(*res, out, a.caps)
 		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
 	case err != nil && s.ending.Load() != nil:
-		return s.stepLost(res, base, err) // the session ended under the step
+		return s.stepLost(a, err) // the session ended under the step
 	case err != nil && ctx.Err() != nil:
-		res = withOutcome(res, out, caps)
-		res.Interrupted, res.ExitCode = true, interruptedStatus(ctx)
+		*res = withOutcome(*res, out, a.caps)
+		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
 	case err != nil:
-		return s.stepLost(res, base, err)
+		return s.stepLost(a, err)
 	default:
-		res = withOutcome(res, out, caps)
+		*res = withOutcome(*res, out, a.caps)
 	}
-	base.Path = res.Path
-	s.canaryN = s.e.checkCanary(s.sc, &res, base, s.canary, s.canaryA, s.canaryN)
-	s.e.recordOutcome(s.sc, base, res, false)
-	t.into(&res)
+	s.canaryN = a.outcome(s.canary, s.canaryN)
 	if res.EscapeSuspected != "" {
 		go s.end(EndedEscape)
 	}
-	s.stoppedBy(&res) // the stop ends the session itself, its evidence kept
-	return s.sc.finish(res)
+	return nil
 }
 
-// prepareStep resolves an allowed or escalated command (d) and works out
-// its step: the session's one filesystem view must be the tool's, and the
-// caps are the tool's, the wall clock lowered to st.Timeout.
-func (s *Session) prepareStep(st StepRequest, d decision.Decision) (sandbox.Step, policy.EffectiveCaps, error) {
-	caps := s.e.pol.CapsFor(st.Tool)
-	if fs := s.e.pol.FilesystemFor(st.Tool); !reflect.DeepEqual(fs, s.fs) {
-		return sandbox.Step{}, caps, fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
-			"give the tool the policy's top-level filesystem, or run it with airlock run", st.Tool)
-	}
-	cmd, err := s.e.commandOf(s.rootfs, d, st.Command, st.Args, st.Cwd)
-	if err != nil {
-		return sandbox.Step{}, caps, err
-	}
-	if st.Timeout > 0 && st.Timeout.Seconds() < caps.WallSeconds {
-		caps.WallSeconds = st.Timeout.Seconds()
-	}
-	l := caps.Limits()
-	return sandbox.Step{Path: cmd.path, Tree: cmd.tree, Args: cmd.argv, Env: cmd.environ(childEnv(s.e.pol.SearchPath(), s.eg.Env(), st.Env)), Dir: st.Cwd,
-		Stdin: st.Stdin, Stdout: st.Stdout, Stderr: st.Stderr, Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}}, caps, nil
-}
+// settle marks the result of a step of a session an alert stopped: the
+// stop ends the session itself, its evidence kept.
+func (s *Session) settle(res *Result) { s.stoppedBy(res) }
+
+// release: the session's sandbox outlives its steps.
+func (s *Session) release() {}
 
 // StepDir is the working directory inside the sandbox of a request's
 // Cwd: "" is /workspace, a relative one is taken from /workspace, and
@@ -468,13 +418,15 @@ func recordDir(base *audit.Context, dir string) {
 	base.Details["cwd"] = dir
 }
 
-// stepLost is the result of a step whose session ended under it: by its
-// wall clock (a kill), by Close (an interruption), or by its init dying.
-func (s *Session) stepLost(res Result, base audit.Context, err error) (Result, error) {
+// stepLost ends a step whose session ended under it: by its wall clock
+// (a kill), by Close (an interruption), by an alert's stop, or by its
+// init dying (err, airlock's failure).
+func (s *Session) stepLost(a *attempt, err error) error {
 	why := s.ending.Load()
+	res := &a.res
 	switch {
 	case s.stopped.Load() != nil:
-		s.stoppedBy(&res) // killed frozen, by the stop
+		s.stoppedBy(res) // killed frozen, by the stop
 	case why != nil && *why == EndedWall:
 		k := KilledBySession
 		res.KilledBy, res.ExitCode, res.Signal = &k, 137, 9
@@ -483,11 +435,10 @@ func (s *Session) stepLost(res Result, base audit.Context, err error) (Result, e
 		res.Interrupted, res.ExitCode = true, ExitInterrupted
 	default:
 		go s.end(EndedClosed)
-		return s.e.setupFailed(s.sc, res, base, func() error { return nil }, err)
+		return err
 	}
-	s.e.recordOutcome(s.sc, base, res, false)
-	s.sc.cur.Load().into(&res)
-	return s.sc.finish(res)
+	a.recordOutcome()
+	return nil
 }
 
 // rearm restarts the idle timer after a step.
@@ -500,7 +451,7 @@ func (s *Session) rearm() {
 // SetFindings changes the host directory that receives /findings when the
 // session ends ("" discards them).
 func (s *Session) SetFindings(dir string) error {
-	if err := s.ss.SetFindings(dir); err != nil {
+	if err := s.sb.ss.SetFindings(dir); err != nil {
 		return err
 	}
 	s.findings.Store(&dir)
@@ -533,14 +484,14 @@ func (s *Session) end(why string) {
 		s.ending.Store(&why)
 		s.wall.Stop()
 		s.idle.Stop()
-		td, err := s.ss.Close() // kills a step in flight
-		s.cancel()              // and ends an approver's wait
+		td, err := s.sb.ss.Close() // kills a step in flight
+		s.sb.cancel()              // and ends an approver's wait
 		if why == EndedEscape {
 			err = errors.Join(err, s.markUntrusted(endedWhy(why, s.caps, s.stopped.Load())))
 		}
 		s.mu.Lock() // so the step has returned now
 		defer s.mu.Unlock()
-		s.eg.Close()
+		s.sb.eg.Close()
 		s.canary.Close()
 		s.summary = SessionSummary{Session: s.id, Steps: s.steps, Ended: why, CPUMs: td.CPU.Milliseconds(),
 			PeakMemoryBytes: td.PeakMemoryBytes, FindingsSkipped: append([]string{}, td.FindingsSkipped...), Receipt: td.Receipt}
@@ -582,14 +533,6 @@ func endedWhy(why string, c policy.EffectiveSession, stopped *string) string {
 		return "an escape signal was seen"
 	}
 	return "closed"
-}
-
-// abort undoes a half-opened session.
-func (s *Session) abort() {
-	s.ss.Close()
-	s.eg.Close()
-	s.canary.Close()
-	s.cancel()
 }
 
 // openFailed records that a session could not be opened.
