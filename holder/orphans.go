@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
@@ -55,18 +56,20 @@ func (o *orphans) kill(d time.Duration) []int {
 	}
 }
 
-// boxOf reports whether name is the name of session id's private
-// directory on macOS, airlock-ID-N (os.MkdirTemp's N is digits): not
-// that of a session whose id only begins with id and a dash.
-func boxOf(name, id string) bool {
-	n, ok := strings.CutPrefix(name, "airlock-"+id+"-")
-	if !ok || n == "" {
-		return false
+// boxOf reports whether name is the name of a private directory on macOS
+// of the holder pid's: airlock-ID-N (os.MkdirTemp's N is digits) for one
+// of the sessions ids, not a session's whose id only begins with one and
+// a dash; or, a pool holder's sandbox, airlock-pool-PID-… (its id has
+// enforcer.PoolSandboxPrefix, and keeps it in its session).
+func boxOf(name string, pid int, ids []string) bool {
+	if strings.HasPrefix(name, "airlock-"+enforcer.PoolSandboxPrefix(pid)) {
+		return true
 	}
-	for _, c := range n {
-		if c < '0' || c > '9' {
-			return false
+	for _, id := range ids {
+		n, ok := strings.CutPrefix(name, "airlock-"+id+"-")
+		if ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
 		}
 	}
-	return true
+	return false
 }

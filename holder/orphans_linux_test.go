@@ -54,18 +54,23 @@ func alive(pid int) bool {
 	return slices.ContainsFunc(ps, func(p seatbelt.Proc) bool { return p.Pid == pid })
 }
 
-// TestBoxOf takes a session's private directory by its exact name only.
+// TestBoxOf takes the private directories of a dead holder's sessions,
+// by their exact names, and of its pool, and no one else's.
 func TestBoxOf(t *testing.T) {
 	for name, want := range map[string]bool{
-		"airlock-s1-12345":    true,
-		"airlock-s1-x-12345":  false, // session s1-x's
-		"airlock-s1-":         false,
-		"airlock-s1-12a":      false,
-		"airlock-s10-12345":   false,
-		"other-airlock-s1-12": false,
+		"airlock-s1-12345":         true,
+		"airlock-s2-7":             true,
+		"airlock-s1-x-12345":       false, // session s1-x's
+		"airlock-s1-":              false,
+		"airlock-s1-12a":           false,
+		"airlock-s10-12345":        false,
+		"other-airlock-s1-12":      false,
+		"airlock-pool-42-abc-123":  true,
+		"airlock-pool-421-abc-123": false, // another holder's pool
+		"airlock-" + PoolID + "-1": false,
 	} {
-		if got := boxOf(name, "s1"); got != want {
-			t.Errorf("boxOf(%q, s1) = %v, want %v", name, got, want)
+		if got := boxOf(name, 42, []string{"s1", "s2"}); got != want {
+			t.Errorf("boxOf(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

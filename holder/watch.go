@@ -120,10 +120,10 @@ func cleanup(cfg Config, pid int, ids []string) {
 			ended = append(ended, id)
 		}
 	}
+	sweepSandboxes(pid, ended)
 	if len(ended) == 0 {
 		return
 	}
-	sweepSandboxes(ended)
 	log, err := audit.Open(cfg.Audit)
 	if err != nil {
 		return

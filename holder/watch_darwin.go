@@ -65,17 +65,14 @@ func waitHolder(cmd *exec.Cmd) {
 	o.kill(time.Second)
 }
 
-// sweepSandboxes removes the private copies of the sessions ids: the
-// directories airlock-ID-N that their sandboxes made in the temporary
-// directory (package macbox).
-func sweepSandboxes(ids []string) {
-	tmp := os.TempDir()
-	for _, id := range ids {
-		dirs, _ := filepath.Glob(filepath.Join(tmp, "airlock-"+id+"-*"))
-		for _, d := range dirs {
-			if boxOf(filepath.Base(d), id) && ownDir(d) {
-				os.RemoveAll(d)
-			}
+// sweepSandboxes removes the private copies that the dead holder pid's
+// sandboxes made in the temporary directory (package macbox): those of
+// the sessions ids, and those a pool holder built (boxOf).
+func sweepSandboxes(pid int, ids []string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "airlock-*"))
+	for _, d := range dirs {
+		if boxOf(filepath.Base(d), pid, ids) && ownDir(d) {
+			os.RemoveAll(d)
 		}
 	}
 }

@@ -40,7 +40,7 @@ func waitHolder(cmd *exec.Cmd) {
 
 // sweepSandboxes removes the dead holder's cgroups (every dead airlock's:
 // their owners' locks tell them apart).
-func sweepSandboxes([]string) { limits.SweepStale() }
+func sweepSandboxes(int, []string) { limits.SweepStale() }
 
 // reapOrphans waits for the children the holder left to this subreaper
 // (its sandbox's init, killed by its parent-death signal), for at most d.
