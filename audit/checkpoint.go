@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -176,15 +175,10 @@ func (l *Log) Checkpoint() (Checkpoint, error) {
 	if l.signer == nil {
 		return Checkpoint{}, errors.New("audit: no signing key")
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return Checkpoint{}, ErrClosed
-	}
-	if err := l.lockCurrent(); err != nil {
+	if err := l.lock(); err != nil {
 		return Checkpoint{}, err
 	}
-	defer unlockFile(l.f)
+	defer l.unlock()
 	return l.checkpoint()
 }
 
@@ -288,16 +282,11 @@ func (l *Log) chain() (string, error) {
 	if l.chainID != "" {
 		return l.chainID, nil
 	}
-	lr := newLineReader(io.NewSectionReader(l.f, 0, MaxLineBytes+1), MaxLineBytes)
-	line, err := lr.next()
-	if err != nil {
-		return "", fmt.Errorf("audit: %s has no first line to name it", l.path)
-	}
-	ev, err := ParseLine(line)
-	if err != nil || !isHex(ev.Context.ChainID, chainIDLen) {
+	_, first, err := fileStart(l.f)
+	if err != nil || !isHex(first.Context.ChainID, chainIDLen) {
 		return "", fmt.Errorf("audit: the first line of %s carries no chain id", l.path)
 	}
-	l.chainID = ev.Context.ChainID
+	l.chainID = first.Context.ChainID
 	return l.chainID, nil
 }
 
@@ -310,16 +299,7 @@ func replaceFile(path string, data []byte) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := writeNew(tmp, data, 0o644, false); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)

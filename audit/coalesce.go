@@ -53,9 +53,44 @@ type runRate struct {
 
 // coalescer is a Log's coalescing state, guarded by the Log's mutex.
 type coalescer struct {
+	on      bool // WithCoalescing
 	buckets map[[32]byte]*bucket
 	rates   map[string]*runRate
 	timer   *time.Timer
+}
+
+// WithCoalescing makes the Log count a run's repeated refusals instead of
+// writing each (docs/audit.md, "Floods"). Close, or the run's End, writes
+// the last counts: a Log that coalesces must be closed.
+func WithCoalescing() Option { return func(l *Log) { l.co.on = true } }
+
+// flushCounts writes the pending count records (all of them with force,
+// else those whose second is over; only run's when run is not "").
+func (l *Log) flushCounts(force bool, run string) error {
+	_, _, err := l.do(nil, false, force, run)
+	return err
+}
+
+// arm sets the timer that writes the count records of a second that no
+// later append writes. It runs with l.mu held.
+func (l *Log) arm() {
+	if l.f == nil || l.co.timer != nil || !l.co.pending() {
+		return
+	}
+	l.co.timer = time.AfterFunc(coalesceWindow, func() {
+		l.mu.Lock()
+		l.co.timer = nil
+		l.mu.Unlock()
+		_ = l.flushCounts(false, "")
+	})
+}
+
+// stop stops the timer, when the Log closes.
+func (c *coalescer) stop() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
 }
 
 // coalescable reports whether ev is a refusal that may be coalesced: a
@@ -87,20 +122,20 @@ func overflowKey(ev *Event) [32]byte {
 	return sha256.Sum256([]byte("overflow\x00" + ev.Context.RunID + "\x00" + string(ev.Kind)))
 }
 
-// count decides what to do with a refusal at now: true when it was
-// counted (not to be written now), false when it is to be written in
-// full, its bucket (to learn its seq) returned.
-func (c *coalescer) count(ev *Event, now time.Time) (bool, *bucket) {
+// take decides what to do with ev at now: true when it is a refusal
+// that was counted (not to be written now), false when it is to be
+// written in full, with its new bucket (to learn its seq) when it is a
+// refusal.
+func (c *coalescer) take(ev *Event, now time.Time) (bool, *bucket) {
+	if !c.on || ev == nil || !coalescable(ev) {
+		return false, nil
+	}
 	if c.buckets == nil {
 		c.buckets, c.rates = map[[32]byte]*bucket{}, map[string]*runRate{}
 	}
 	key := refusalKey(ev)
 	if b := c.buckets[key]; b != nil && now.Sub(b.seen) < coalesceIdle {
-		if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
-			b.start = now
-		}
-		b.count++
-		b.seen = now
+		b.tally(now)
 		return true, nil
 	}
 	r := c.rates[ev.Context.RunID]
@@ -116,11 +151,7 @@ func (c *coalescer) count(ev *Event, now time.Time) (bool, *bucket) {
 				Context: Context{RunID: ev.Context.RunID, Tool: ev.Context.Tool, Task: ev.Context.Task, Gate: ev.Context.Gate}}}
 			c.buckets[ok] = b
 		}
-		if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
-			b.start = now
-		}
-		b.count++
-		b.seen = now
+		b.tally(now)
 		if name := subjectName(ev); len(b.names) < maxOverflowNames && !slices.Contains(b.names, name) {
 			b.names = append(b.names, name)
 		}
@@ -133,6 +164,16 @@ func (c *coalescer) count(ev *Event, now time.Time) (bool, *bucket) {
 	b := &bucket{first: *ev, start: now, seen: now}
 	c.buckets[key] = b
 	return false, b
+}
+
+// tally counts one more refusal in b at now, in a new window when b's
+// last one is over.
+func (b *bucket) tally(now time.Time) {
+	if b.count == 0 && now.Sub(b.start) >= coalesceWindow {
+		b.start = now
+	}
+	b.count++
+	b.seen = now
 }
 
 // subjectName names a refusal's subject in an overflow record.

@@ -29,6 +29,9 @@ type Hook interface {
 	Follow(ev Event) []Event
 }
 
+// WithHook makes the Log show every event to h and write what h adds.
+func WithHook(h Hook) Option { return func(l *Log) { l.hook = h } }
+
 // A Sifter is a Hook that needs only some of the events already in the
 // file: Wants reports whether a line of that kind and decision, whose
 // bytes are line, may matter to it. A line it does not want is not

@@ -41,12 +41,7 @@ func encodeLine(ev *Event) ([]byte, error) {
 	}
 	sum := sha256.Sum256(body)
 	ev.Hash = hex.EncodeToString(sum[:])
-	line := make([]byte, 0, len(body)+hashTailLen)
-	line = append(line, body[:len(body)-1]...)
-	line = append(line, hashPrefix...)
-	line = append(line, ev.Hash...)
-	line = append(line, hashSuffix...)
-	return append(line, '\n'), nil
+	return append(body[:len(body)-1], hashPrefix+ev.Hash+hashSuffix+"\n"...), nil
 }
 
 // roundTrips checks that line, ev's encoding, reads back as ev: that it

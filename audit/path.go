@@ -61,3 +61,20 @@ func globQuote(p string) string {
 	}
 	return string(out)
 }
+
+// PrivatePaths lists what a sandbox must never see of this log beyond the
+// file itself: its tree file, its checkpoint, its runs directory, and the
+// signing key's directory.
+func (l *Log) PrivatePaths() []string {
+	p := []string{l.path + sidecarSuffix, l.path + CheckpointSuffix, l.path + RunsSuffix}
+	if l.signer != nil && l.signer.dir != "" {
+		p = append(p, l.signer.dir)
+	}
+	var out []string
+	for _, x := range p {
+		if filepath.IsAbs(x) {
+			out = append(out, filepath.Clean(x))
+		}
+	}
+	return out
+}

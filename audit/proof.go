@@ -102,15 +102,10 @@ func bounded[T any](lines []T) ([]T, int) {
 
 // locked runs fn with the file locked and its size.
 func (l *Log) locked(fn func(size int64) error) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return ErrClosed
-	}
-	if err := l.lockCurrent(); err != nil {
+	if err := l.lock(); err != nil {
 		return err
 	}
-	defer unlockFile(l.f)
+	defer l.unlock()
 	fi, err := l.f.Stat()
 	if err != nil {
 		return fmt.Errorf("audit: %w", err)

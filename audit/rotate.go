@@ -40,25 +40,18 @@ func (l *Log) Rotate() (string, error) {
 	if err := l.flushCounts(true, ""); err != nil {
 		return "", err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.f == nil {
-		return "", ErrClosed
-	}
-	if err := l.lockCurrent(); err != nil {
+	if err := l.lock(); err != nil {
 		return "", err
 	}
-	old := l.f
-	defer unlockFile(old)
+	defer l.unlock()
 	rotated, err := l.rotate()
 	if err != nil {
 		return "", err
 	}
 	if l.signer != nil {
-		if err := l.lockCurrent(); err != nil {
+		if err := l.lockCurrent(); err != nil { // the new file
 			return rotated, err
 		}
-		defer unlockFile(l.f)
 		if _, err := l.checkpoint(); err != nil {
 			return rotated, fmt.Errorf("audit: the checkpoint after the rotation: %w", err)
 		}
@@ -125,7 +118,7 @@ func (l *Log) rotate() (string, error) {
 		return "", err
 	}
 	tmp := l.path + ".rotating"
-	if err := writeNew(tmp, line); err != nil {
+	if err := writeNew(tmp, line, 0o600, true); err != nil {
 		return "", fmt.Errorf("audit: rotate: %w", err)
 	}
 	if err := exchange(tmp, l.path); err != nil {
@@ -147,15 +140,49 @@ func (l *Log) rotate() (string, error) {
 	return rotated, t.flush()
 }
 
-// writeNew creates path (O_EXCL, 0600) holding data, synced.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+// lockCurrent locks the log's file, and when the file at the log's path
+// is no longer the one this Log has open (the log was rotated, see
+// Rotate), opens and locks that one instead: every writer follows a
+// rotation at its next append.
+func (l *Log) lockCurrent() error {
+	for range 16 {
+		if err := lockFile(l.f); err != nil {
+			return fmt.Errorf("audit: lock %s: %w", l.path, err)
+		}
+		mine, err := l.f.Stat()
+		if err != nil {
+			unlockFile(l.f)
+			return fmt.Errorf("audit: %w", err)
+		}
+		now, err := os.Lstat(l.path)
+		if err != nil || os.SameFile(mine, now) {
+			return nil // gone: keep the file we hold (nothing here deletes a log)
+		}
+		unlockFile(l.f)
+		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_APPEND|noFollow, 0)
+		if err != nil {
+			return fmt.Errorf("audit: reopen the rotated log: %w", err)
+		}
+		if l.unsynced {
+			_ = syncData(l.f)
+			l.unsynced = false
+		}
+		l.f.Close()
+		l.f, l.knownSize, l.seen = f, -1, -1
+	}
+	return fmt.Errorf("audit: %s keeps being replaced", l.path)
+}
+
+// writeNew creates path (O_EXCL, never through a link) holding data,
+// synced when sync; it is removed when that fails.
+func writeNew(path string, data []byte, perm os.FileMode, sync bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, perm)
 	if err != nil {
 		return err
 	}
 	_, err = f.Write(data)
-	if serr := f.Sync(); err == nil {
-		err = serr
+	if sync && err == nil {
+		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

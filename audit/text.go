@@ -166,46 +166,32 @@ type wireTail struct {
 	Tail  text `json:"tail"`
 }
 
-func toWireTails(ts []Tail) []wireTail {
-	if ts == nil {
+func (t Tail) wire() wireTail { return wireTail{text(t.Field), t.Bytes, text(t.Tail)} }
+func (t wireTail) tail() Tail { return Tail{string(t.Field), t.Bytes, string(t.Tail)} }
+
+// mapList converts each of a list with f, nil kept nil.
+func mapList[T, U any](in []T, f func(T) U) []U {
+	if in == nil {
 		return nil
 	}
-	out := make([]wireTail, len(ts))
-	for i, t := range ts {
-		out[i] = wireTail{text(t.Field), t.Bytes, text(t.Tail)}
+	out := make([]U, len(in))
+	for i, x := range in {
+		out[i] = f(x)
 	}
 	return out
 }
 
-func fromWireTails(ws []wireTail) []Tail {
-	if ws == nil {
-		return nil
-	}
-	out := make([]Tail, len(ws))
-	for i, w := range ws {
-		out[i] = Tail{string(w.Field), w.Bytes, string(w.Tail)}
-	}
-	return out
-}
+// strs converts a list between string types, nil kept nil.
+func strs[U, T ~string](in []T) []U { return mapList(in, func(s T) U { return U(s) }) }
 
-func toTexts(ss []string) []text {
-	if ss == nil {
+// strMap converts a map's values between string types, nil kept nil.
+func strMap[U, T ~string](in map[string]T) map[string]U {
+	if in == nil {
 		return nil
 	}
-	out := make([]text, len(ss))
-	for i, s := range ss {
-		out[i] = text(s)
-	}
-	return out
-}
-
-func fromTexts(ts []text) []string {
-	if ts == nil {
-		return nil
-	}
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
+	out := make(map[string]U, len(in))
+	for k, v := range in {
+		out[k] = U(v)
 	}
 	return out
 }
@@ -221,45 +207,31 @@ func (w *wireLine) event() Event {
 }
 
 func toWire(c *Context) wireContext {
-	w := wireContext{
+	return wireContext{
 		RunID: text(c.RunID), Tool: text(c.Tool), Task: text(c.Task), Gate: text(c.Gate), Rule: text(c.Rule),
-		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: toTexts(c.Args),
-		Env: toTexts(c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: toWireTails(c.Tails),
-		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: toTexts(c.Addresses),
+		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: strs[text](c.Args),
+		Env: strs[text](c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: mapList(c.Tails, Tail.wire),
+		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: strs[text](c.Addresses),
 		KilledBy: text(c.KilledBy), ExitCode: c.ExitCode, Signal: c.Signal,
 		WallMs: c.WallMs, CPUMs: c.CPUMs, PeakMemoryBytes: c.PeakMemoryBytes, PID: c.PID,
 		Alert: text(c.Alert), Count: c.Count, WindowSeconds: c.WindowSeconds, TriggerSeqs: c.TriggerSeqs,
 		ChainID: text(c.ChainID), RepairedBytes: c.RepairedBytes, RepairedSHA256: text(c.RepairedSHA256),
-		Truncated: c.Truncated,
+		Truncated: c.Truncated, Details: strMap[text](c.Details),
 	}
-	if c.Details != nil {
-		w.Details = make(map[string]text, len(c.Details))
-		for k, v := range c.Details {
-			w.Details[k] = text(v)
-		}
-	}
-	return w
 }
 
 func (w *wireContext) context() Context {
-	c := Context{
+	return Context{
 		RunID: string(w.RunID), Tool: string(w.Tool), Task: string(w.Task), Gate: decision.Gate(w.Gate),
 		Rule: string(w.Rule), Event: string(w.Event), Command: string(w.Command), Path: string(w.Path),
-		Args: fromTexts(w.Args), Env: fromTexts(w.Env), ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
-		Tails: fromWireTails(w.Tails), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
-		Addresses: fromTexts(w.Addresses), KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
+		Args: strs[string](w.Args), Env: strs[string](w.Env), ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
+		Tails: mapList(w.Tails, wireTail.tail), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
+		Addresses: strs[string](w.Addresses), KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
 		WallMs: w.WallMs, CPUMs: w.CPUMs, PeakMemoryBytes: w.PeakMemoryBytes, PID: w.PID,
 		Alert: string(w.Alert), Count: w.Count, WindowSeconds: w.WindowSeconds, TriggerSeqs: w.TriggerSeqs,
 		ChainID: string(w.ChainID), RepairedBytes: w.RepairedBytes, RepairedSHA256: string(w.RepairedSHA256),
-		Truncated: w.Truncated,
+		Truncated: w.Truncated, Details: strMap[string](w.Details),
 	}
-	if w.Details != nil {
-		c.Details = make(map[string]string, len(w.Details))
-		for k, v := range w.Details {
-			c.Details[k] = string(v)
-		}
-	}
-	return c
 }
 
 // MarshalJSON writes ev as a line holds it (without the newline), every

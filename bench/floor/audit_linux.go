@@ -31,7 +31,7 @@ type auditLog struct {
 // decide appends the decision and syncs it, in a goroutine; the channel
 // says when it is durable. Then the goroutine loads the signing key
 // (building Go's Ed25519 tables, about 1 ms of CPU), beside the run, as
-// airlock's audit.PrepareSigning does.
+// airlock's audit.PrepareSigner does.
 func (l *auditLog) decide(argv []string) <-chan error {
 	durable := make(chan error, 1)
 	l.keyed = make(chan error, 1)

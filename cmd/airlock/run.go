@@ -127,7 +127,6 @@ func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out res
 // Enforcer that prints the monitor's alerts on stderr as they are raised;
 // adjust, if given, changes its options last (airlock mcp's approver).
 func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adjust ...func(*policy.Loaded, *enforcer.Options)) (*enforcer.Enforcer, func(), error) {
-	audit.PrepareSigning() // while the policy loads and the sandbox builds
 	pol, err := loadPolicy(cmd)
 	if err != nil {
 		return nil, nil, err

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -14,25 +12,16 @@ import (
 // its airlock process holds an exclusive flock on a file named for the
 // run in the directory beside the log (RunsSuffix), as the cgroup sweep
 // and the canaries do (limits, runbook). The kernel drops the lock when
-// the process dies, however it dies. The first append of every Log
-// sweeps that directory: a file whose lock it can take belongs to a run
-// whose airlock died before it ended the run, and it writes a
-// run_abandoned record for that run, in the same write.
+// the process dies, however it dies; the next writer's sweep (sweep.go)
+// then finds the run abandoned. A claim also keeps the run's records
+// that its Log writes, for End's proofs.
 
 // RunsSuffix names the directory of a log's live runs: the log's path
 // and this.
 const RunsSuffix = ".runs"
 
-// EventRunAbandoned is the lifecycle event of a run whose airlock process
-// died before the run ended (its outcome may never have been recorded).
-const EventRunAbandoned = "run_abandoned"
-
-const (
-	claimSuffix     = ".lock"
-	maxSweep        = 256 // claims looked at per sweep, so a flood of files cannot stall a writer
-	reasonAbandoned = "the airlock process running this run stopped before it ended the run (it was killed, " +
-		"or the host went down): the run's last records may be missing, and what its command did after them is not recorded"
-)
+// claimSuffix ends a claim's file name, after the run's id.
+const claimSuffix = ".lock"
 
 // RunClaim is a live run's claim on its log: while it is held, the run is
 // not abandoned. It also keeps the records the Log writes for the run,
@@ -181,73 +170,11 @@ func (c *RunClaim) End() (*RunProof, error) {
 	return p, nil
 }
 
-// sweepRuns returns the run_abandoned records of the runs whose claims in
-// the log's runs directory are no longer held, with those claims locked.
-// It runs with the log locked; its records go into the same write, and
-// the claims are removed once it succeeded (sweptRuns).
-func (l *Log) sweepRuns() ([]Event, []*os.File) {
-	dir := l.path + RunsSuffix
-	d, err := os.OpenFile(dir, os.O_RDONLY|noFollow, 0) // never through a link
-	if err != nil {
-		return nil, nil
-	}
-	names, _ := d.Readdirnames(maxSweep)
-	d.Close()
-	var out []Event
-	var held []*os.File
-	for _, name := range names {
-		id, ok := strings.CutSuffix(name, claimSuffix)
-		if !ok || !validRunID(id) {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		f, err := os.OpenFile(path, os.O_RDWR|noFollow, 0)
-		if err != nil {
-			continue
-		}
-		if tryLock(f) != nil {
-			f.Close() // its run is live
-			continue
-		}
-		var b [64]byte
-		n, _ := f.ReadAt(b[:], 0)
-		pidText, since, _ := strings.Cut(strings.TrimSpace(string(b[:n])), " ")
-		pid, _ := strconv.Atoi(pidText)
-		ev := Event{Kind: KindLifecycle, Decision: DecisionInfo, Reason: reasonAbandoned,
-			Context: Context{RunID: id, Event: EventRunAbandoned, PID: max(pid, 0)}}
-		if _, err := time.Parse(time.RFC3339Nano, since); err == nil {
-			ev.Context.Details = map[string]string{"claimedAt": since}
-		}
-		out = append(out, ev)
-		held = append(held, f)
-	}
-	return out, held
-}
-
-// sweptRuns removes the claims that sweepRuns returned, when their
-// records were written, and releases them.
-func sweptRuns(held []*os.File, written bool) {
-	for _, f := range held {
-		if written {
-			os.Remove(f.Name())
-		}
-		f.Close()
-	}
-}
-
-// PrivatePaths lists what a sandbox must never see of this log beyond the
-// file itself: its tree file, its checkpoint, its runs directory, and the
-// signing key's directory.
-func (l *Log) PrivatePaths() []string {
-	p := []string{l.path + sidecarSuffix, l.path + CheckpointSuffix, l.path + RunsSuffix}
-	if l.signer != nil && l.signer.dir != "" {
-		p = append(p, l.signer.dir)
-	}
-	var out []string
-	for _, x := range p {
-		if filepath.IsAbs(x) {
-			out = append(out, filepath.Clean(x))
+// keepRuns has each claim keep its run's records among evs, written.
+func (l *Log) keepRuns(evs []Event) {
+	for _, ev := range evs {
+		if c := l.runs[ev.Context.RunID]; c != nil && ev.Context.RunID != "" {
+			c.seen(ev)
 		}
 	}
-	return out
 }
