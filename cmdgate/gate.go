@@ -197,8 +197,8 @@ const (
 	reasonNoScopeOf = "no scope for tool %q: deny by default (did you mean %q?)"
 	reasonNotListed = "%q is not in the allowlist of tool %q (allowlist: %s): deny by default"
 	reasonNoSig     = "%q is in the allowlist of tool %q but its arguments match no signature: deny by default"
-	reasonRelative  = "%q names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny"
-	reasonUnclean   = "%q is not a clean absolute path: deny"
+	reasonRelative  = "%q names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically; name it as %q: deny"
+	reasonUnclean   = "%q is not a clean absolute path; name it as %q: deny"
 	reasonNotNamed  = "%q is %s from the working directory, which is not in the allowlist of tool %q (allowlist: %s): deny by default"
 	reasonNUL       = "the command or an argument for tool %q has a NUL byte, which no program can receive: deny"
 	reasonDir       = "the working directory %q is not a clean absolute path, or has a NUL byte: deny"
@@ -238,7 +238,7 @@ func (g *Gate) Decide(tool, command string, args []string, dir string) decision.
 	}
 	key, refused := commandKey(command, dir)
 	if refused != "" {
-		return deny(refused, command)
+		return deny(refused, command, key)
 	}
 	var buf [1]*entry
 	entries := s.lookup(key, buf[:0])
@@ -282,20 +282,20 @@ func decideRules(list []rule, tool, command string, args []string, dir string) (
 
 // commandKey is the name a request's command is looked up by: a bare name
 // as it is, a path as a clean absolute path, a relative one taken from
-// dir. A path that is not clean is refused with its reason: the kernel
-// resolves ".." through links, the gate lexically.
+// dir. A path that is not clean is refused with its reason, and its clean
+// form as key, which the reason names: the gate reads ".." lexically.
 func commandKey(command, dir string) (key, refused string) {
 	switch {
 	case command == "" || !strings.Contains(command, "/"):
 		return command, ""
 	case path.IsAbs(command) && path.Clean(command) != command:
-		return "", reasonUnclean
+		return path.Clean(command), reasonUnclean
 	case path.IsAbs(command):
 		return command, ""
 	}
 	rel := strings.TrimPrefix(command, "./")
 	if rel == "" || path.Clean(rel) != rel || rel == ".." || strings.HasPrefix(rel, "../") {
-		return "", reasonRelative
+		return path.Join(dir, rel), reasonRelative
 	}
 	return path.Join(dir, rel), ""
 }

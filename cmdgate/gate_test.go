@@ -166,10 +166,10 @@ func TestPathNamedCommands(t *testing.T) {
 		// directory: a rule must name that absolute path.
 		{"vcs", "./pytest", nil, decision.Deny, `"./pytest" is /workspace/pytest from the working directory, which is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
 		{"vcs", "workspace/pytest", nil, decision.Deny, `"workspace/pytest" is /workspace/workspace/pytest from the working directory, which is not in the allowlist of tool "vcs" (allowlist: [/usr/bin/git, pytest]): deny by default`, ""},
-		{"vcs", "../usr/bin/git", []string{"status"}, decision.Deny, `"../usr/bin/git" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny`, ""},
-		{"vcs", "a/./pytest", nil, decision.Deny, `"a/./pytest" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny`, ""},
-		{"vcs", "/usr/bin/../bin/git", []string{"status"}, decision.Deny, `"/usr/bin/../bin/git" is not a clean absolute path: deny`, ""},
-		{"vcs", "/usr//bin/git", []string{"status"}, decision.Deny, `"/usr//bin/git" is not a clean absolute path: deny`, ""},
+		{"vcs", "../usr/bin/git", []string{"status"}, decision.Deny, `"../usr/bin/git" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically; name it as "/usr/bin/git": deny`, ""},
+		{"vcs", "a/./pytest", nil, decision.Deny, `"a/./pytest" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically; name it as "/workspace/a/pytest": deny`, ""},
+		{"vcs", "/usr/bin/../bin/git", []string{"status"}, decision.Deny, `"/usr/bin/../bin/git" is not a clean absolute path; name it as "/usr/bin/git": deny`, ""},
+		{"vcs", "/usr//bin/git", []string{"status"}, decision.Deny, `"/usr//bin/git" is not a clean absolute path; name it as "/usr/bin/git": deny`, ""},
 		{"vcs", "", nil, decision.Deny, `empty command for tool "vcs": deny`, ""},
 		{"vcs", "pytest", []string{"a\x00b"}, decision.Deny, `the command or an argument for tool "vcs" has a NUL byte, which no program can receive: deny`, ""},
 	})

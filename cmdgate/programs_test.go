@@ -31,11 +31,11 @@ func TestWorkspacePrograms(t *testing.T) {
 		{ws, "/workspace/.venv/bin/python", []string{"-c", "1"}, decision.Allow, "venv", `"/workspace/.venv/bin/python" matched allow rule "venv" of tool "dev"`},
 		{ws, ".venv/bin/python", nil, decision.Allow, "venv", `".venv/bin/python" matched allow rule "venv" of tool "dev"`},
 		{ws, "./.venv/bin/python", nil, decision.Allow, "venv", `"./.venv/bin/python" matched allow rule "venv" of tool "dev"`},
-		{sub, "../.venv/bin/python", nil, decision.Deny, "", `"../.venv/bin/python" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically: deny`},
+		{sub, "../.venv/bin/python", nil, decision.Deny, "", `"../.venv/bin/python" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically; name it as "/workspace/.venv/bin/python": deny`},
 		{sub, ".venv/bin/python", nil, decision.Deny, "", `".venv/bin/python" is /workspace/sub/.venv/bin/python from the working directory, which is not in the allowlist of tool "dev" (allowlist: [/workspace/.venv/bin/*, /workspace/node_modules/.bin/*, /workspace/gradlew, /tmp/tools/?un]): deny by default`},
 		// A glob's * does not cross a /.
 		{ws, "/workspace/.venv/bin/sub/python", nil, decision.Deny, "", `"/workspace/.venv/bin/sub/python" is not in the allowlist of tool "dev" (allowlist: [/workspace/.venv/bin/*, /workspace/node_modules/.bin/*, /workspace/gradlew, /tmp/tools/?un]): deny by default`},
-		{ws, "/workspace/.venv/bin/../bin/python", nil, decision.Deny, "", `"/workspace/.venv/bin/../bin/python" is not a clean absolute path: deny`},
+		{ws, "/workspace/.venv/bin/../bin/python", nil, decision.Deny, "", `"/workspace/.venv/bin/../bin/python" is not a clean absolute path; name it as "/workspace/.venv/bin/python": deny`},
 		// Deny and escalate rules, by path or glob, over every rule.
 		{ws, ".venv/bin/pip", []string{"install", "x"}, decision.Escalate, "pip", `"/workspace/.venv/bin/pip" matched escalate rule "pip" of tool "dev": needs human approval`},
 		{ws, ".venv/bin/pip", []string{"uninstall", "x"}, decision.Deny, "no-uninstall", `".venv/bin/pip" matched deny rule "no-uninstall" of tool "dev"`},

@@ -298,7 +298,7 @@ func (w *walker) run(at syntax.Pos, name string, args []word, raw []*syntax.Word
 	if !strings.Contains(name, "/") || path.IsAbs(name) {
 		key, refused := commandKey(name, "/")
 		if refused != "" {
-			w.record(at, name, texts(args), deny(refused, name))
+			w.record(at, name, texts(args), deny(refused, name, key))
 			return both(in)
 		}
 		w.record(at, name, texts(args), s.decideWords(tool, name, key, args, in, w.depth))
@@ -309,7 +309,7 @@ func (w *walker) run(at syntax.Pos, name string, args []word, raw []*syntax.Word
 	var d decision.Decision
 	for i, dir := range in {
 		key, refused := commandKey(name, dir)
-		di := deny(refused, name)
+		di := deny(refused, name, key)
 		if refused == "" {
 			di = s.decideWords(tool, name, key, args, []string{dir}, w.depth)
 		}

@@ -183,7 +183,7 @@ func TestScriptCommandsDecided(t *testing.T) {
 		{"git status $X", decision.Allow, "sh", ""},
 		{"/usr/bin/cat a", decision.Deny, "", `"/usr/bin/cat" is not in the allowlist`},
 		{"./cat a", decision.Deny, "", `"./cat" is /workspace/cat from the working directory`},
-		{"cd src && ../.venv/bin/pytest", decision.Deny, "", `"../.venv/bin/pytest" names a relative path that is not clean`},
+		{"cd src && ../.venv/bin/pytest", decision.Deny, "", `"../.venv/bin/pytest" names a relative path that is not clean (a '.' or '..' inside, '//', a trailing '/'): the kernel resolves '..' through links, the gate lexically; name it as "/workspace/.venv/bin/pytest": deny`},
 		{"sh -lc 'cat a'", decision.Deny, "sh", `-l at 1:1: a login shell first runs /etc/profile and ~/.profile`},
 		{"sh -c 'sh -c \"sh -c \\\"sh -c cat\\\"\"'", decision.Deny, "sh", "more than 3 shells inside one another"},
 	} {

@@ -11,15 +11,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
-// The doctor's children are this binary, re-executed: a container image
-// may hold airlock alone, with no true(1) to run.
-const (
-	childArg0 = "airlock-doctor-probe"
-	probeEnv  = "_AIRLOCK_DOCTOR_PROBE=1"
-)
+// The doctor's children are this binary, re-executed (internal/reexec): a
+// container image may hold airlock alone, with no true(1) to run.
+const childArg0 = "airlock-doctor-probe"
 
 // Exit statuses of a child's probe.
 const (
@@ -31,7 +29,7 @@ const (
 // init runs a doctor's child and exits, before anything else of the
 // binary runs but the initialisers of the packages the doctor imports.
 func init() {
-	if len(os.Args) != 2 || os.Args[0] != childArg0 || os.Getenv(strings.Split(probeEnv, "=")[0]) != "1" {
+	if !reexec.Is(childArg0) || len(os.Args) != 2 {
 		return
 	}
 	os.Exit(runChild(os.Args[1]))
@@ -77,7 +75,7 @@ func runChild(what string) int {
 func runSelf(ctx context.Context, what string, attr *syscall.SysProcAttr) error {
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
 	cmd.Args = []string{childArg0, what}
-	cmd.Env = []string{probeEnv}
+	cmd.Env = []string{reexec.Mark(childArg0)}
 	cmd.SysProcAttr = attr
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

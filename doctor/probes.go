@@ -2,13 +2,13 @@ package doctor
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"strings"
 
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 )
@@ -116,17 +116,16 @@ func (p Probes) rootFSType() (string, bool) {
 	if !ok {
 		return "", false
 	}
+	mounts, err := mountinfo.Parse([]byte(s))
+	if err != nil {
+		return "", false
+	}
 	var typ string
 	found := false
-	sc := bufio.NewScanner(bytes.NewReader([]byte(s)))
-	sc.Buffer(nil, maxRead)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		f, g := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(f) < 5 || len(g) < 1 || f[4] != "/" {
-			continue
+	for _, m := range mounts {
+		if m.Point == "/" {
+			typ, found = m.FSType, true
 		}
-		typ, found = g[0], true
 	}
 	return typ, found
 }

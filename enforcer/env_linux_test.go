@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 )
 
 // envPolicy has a shell tool, a task that reaches a loopback port through
@@ -287,7 +288,7 @@ sleep 30`, &out))
 // served (it panicked on the session's nil sandbox).
 func TestSessionOpenFailedNotStopped(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.OpenSandboxHole(t, testutil.SandboxHoles[0].Name)
+	holes.Open(t, holes.All[0].Name)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	f := newFixtureWith(t, strings.Replace(envPolicy("1"), `"metadata_access"`, `"startup_refused"`, 1), true, nil)
 	id := enforcer.NewSessionID()

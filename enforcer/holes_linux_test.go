@@ -14,19 +14,20 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 )
 
 // TestStartupProbeHoles makes the sandbox's init leave one hole open at a
-// time (testutil.SandboxHoles) and checks that "airlock run" refuses:
+// time (holes.All) and checks that "airlock run" refuses:
 // ExitSetup (125), an error matching sandbox.ErrProbe, one
 // startup_refused event (a deny) naming each probe that watches the hole,
 // no sandbox_launched, no output from the command, and nothing left on
 // the host (no init, cgroup or mount of the run, no canary).
 func TestStartupProbeHoles(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, h := range testutil.SandboxHoles {
+	for _, h := range holes.All {
 		t.Run(h.Name, func(t *testing.T) {
-			testutil.OpenSandboxHole(t, h.Name)
+			holes.Open(t, h.Name)
 			// The canary's directory goes in canaryParent: seen to change,
 			// and to be empty again at the end.
 			canaryParent := t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/sandbox"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 )
 
 // TestInitDeathIsEscape kills a run's init from the host while its
@@ -73,4 +74,32 @@ func childInit() int {
 		}
 	}
 	return 0
+}
+
+// TestInitDeathBeforeStartedIsEscape kills a run's init from the host
+// once it has forked the command and before it says so (test hole
+// init-stalls holds it there): the command may have run, so the death is
+// an escape signal as any other (ExitEscape), not a failed setup (it was
+// ExitSetup: Release took the init's silence for a start that failed).
+func TestInitDeathBeforeStartedIsEscape(t *testing.T) {
+	testutil.RequireRoot(t)
+	holes.Open(t, holes.InitStalls)
+	f := newFixture(t, nil)
+	go func() {
+		for range 400 {
+			time.Sleep(25 * time.Millisecond)
+			pid := childInit()
+			if kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children"); pid > 0 && len(bytes.TrimSpace(kids)) > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+		}
+	}()
+	res, err := f.enf.Run(context.Background(), enforcer.Request{Tool: "agent_code", Command: sandbox.SelfPath, Args: []string{"payload", "sleep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != enforcer.ExitEscape || !strings.Contains(res.EscapeSuspected, "init died of signal 9") {
+		t.Fatalf("result %+v", res)
+	}
 }

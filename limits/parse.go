@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 )
 
 // The parsers of the kernel's cgroup files. They are hand-written because
@@ -149,32 +151,18 @@ type cgroupMount struct {
 
 // parseMountinfo returns the cgroup and cgroup2 mounts of a mountinfo file.
 func parseMountinfo(b []byte) ([]cgroupMount, error) {
+	all, err := mountinfo.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errFormat, err)
+	}
 	var out []cgroupMount
-	s := bufio.NewScanner(bytes.NewReader(b))
-	s.Buffer(make([]byte, 0, 4096), maxFile)
-	for s.Scan() {
-		f := strings.Fields(s.Text())
-		// id parent major:minor root point options [optional...] - fstype source superopts
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 7 || sep < 0 || sep+3 > len(f) {
-			if len(f) == 0 {
-				continue
-			}
-			return nil, fmt.Errorf("%w: mountinfo line %q", errFormat, truncate(s.Text()))
-		}
-		fstype := f[sep+1]
-		if fstype != "cgroup" && fstype != "cgroup2" {
+	for _, mi := range all {
+		if mi.FSType != "cgroup" && mi.FSType != "cgroup2" {
 			continue
 		}
-		m := cgroupMount{point: unescapeMount(f[4]), root: unescapeMount(f[3]), v2: fstype == "cgroup2"}
-		if !m.v2 && sep+3 < len(f) {
-			for o := range strings.SplitSeq(f[sep+3], ",") {
+		m := cgroupMount{point: mi.Point, root: mi.Root, v2: mi.FSType == "cgroup2"}
+		if !m.v2 {
+			for o := range strings.SplitSeq(mi.SuperOptions, ",") {
 				switch o {
 				case "rw", "ro", "relatime", "noatime", "nosuid", "nodev", "noexec", "clone_children", "xattr", "noprefix", "cpuset_v2_mode", "favordynmods":
 				default:
@@ -186,29 +174,7 @@ func parseMountinfo(b []byte) ([]cgroupMount, error) {
 		}
 		out = append(out, m)
 	}
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", errFormat, err)
-	}
 	return out, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 func truncate(s string) string {

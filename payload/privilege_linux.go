@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 )
 
 // The privilege payloads try to gain what the sandbox took away: another
@@ -388,15 +390,18 @@ sample:
 // mountOptions returns the options of the mount that holds path, from
 // /proc/self/mountinfo (the deepest mount point that is a prefix of it).
 func mountOptions(path string) string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	mounts, err := mountinfo.Parse(b)
+	if err != nil {
+		return ""
+	}
 	best, opts := "", ""
-	for _, line := range strings.Split(readSmallN("/proc/self/mountinfo", 1<<20), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
-		}
-		mp := f[4]
-		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
-			best, opts = mp, f[5]
+	for _, m := range mounts {
+		if (path == m.Point || strings.HasPrefix(path, strings.TrimSuffix(m.Point, "/")+"/")) && len(m.Point) >= len(best) {
+			best, opts = m.Point, m.Options
 		}
 	}
 	return opts
@@ -409,13 +414,11 @@ func orNone(s string) string {
 	return s
 }
 
-func readSmall(path string) string { return readSmallN(path, 512) }
-
-// readSmallN reads at most n bytes of a small file, "" on error.
-func readSmallN(path string, n int) string {
+// readSmall reads at most 512 bytes of a small file, "" on error.
+func readSmall(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
-	return string(b[:min(len(b), n)])
+	return string(b[:min(len(b), 512)])
 }

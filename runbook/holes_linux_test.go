@@ -11,10 +11,11 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/runbook"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 )
 
 // TestStartProbeHolesInInit makes the real sandbox's init leave one hole
-// open at a time (testutil.SandboxHoles: uid 0, capabilities kept, no
+// open at a time (holes.All: uid 0, capabilities kept, no
 // no_new_privs, no seccomp filter, no Landlock, the host's network
 // namespace, the host's homes bound in) and checks that the launch
 // aborts: ExitSetup (125), startup_refused naming each probe that watches
@@ -22,9 +23,9 @@ import (
 // sandbox_launched, the step never run, and nothing left on the host.
 func TestStartProbeHolesInInit(t *testing.T) {
 	testutil.RequireRoot(t)
-	for _, h := range testutil.SandboxHoles {
+	for _, h := range holes.All {
 		t.Run(h.Name, func(t *testing.T) {
-			testutil.OpenSandboxHole(t, h.Name)
+			holes.Open(t, h.Name)
 			e := newEnv(t)
 			var tr tracker
 			tr.track(&e.opts, nil)
@@ -73,7 +74,7 @@ func TestStartProbeHolesInInit(t *testing.T) {
 
 // checkProbeDetails wants the event's "probe.NAME" details to show the
 // hole's probes failed and every other probe passed.
-func checkProbeDetails(t *testing.T, details map[string]string, h testutil.SandboxHole) {
+func checkProbeDetails(t *testing.T, details map[string]string, h holes.Hole) {
 	t.Helper()
 	n := 0
 	for k, v := range details {

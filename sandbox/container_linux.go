@@ -34,7 +34,7 @@ func (s *Sandbox) startInit(extra []*os.File, tasks int, need needs) error {
 			return s.placeAfterStart()
 		}
 	}
-	if first == nil || s.hole == initproc.HoleNetNS || !refusal(first) {
+	if first == nil || (s.hole != nil && s.hole.HostNetwork) || !refusal(first) {
 		return first
 	}
 	s.network = initproc.NetShared
@@ -108,9 +108,15 @@ func (s *Sandbox) sharedNetMode(need needs, refused error) (string, error) {
 		ErrRequirement, why, lacks, WeakerEgressUnenforced)
 }
 
+// hostNetwork reports whether the init is started in the host's network
+// namespace.
+func (s *Sandbox) hostNetwork() bool {
+	return s.network != initproc.NetOwn || (s.hole != nil && s.hole.HostNetwork)
+}
+
 // namespacesReceipt lists the namespaces the init was started in.
 func (s *Sandbox) namespacesReceipt() string {
-	if s.network != initproc.NetOwn || s.hole == initproc.HoleNetNS {
+	if s.hostNetwork() {
 		return "user, pid, mount, ipc, uts, cgroup; no network namespace: the host refuses one"
 	}
 	return "user, pid, mount, network, ipc, uts, cgroup"

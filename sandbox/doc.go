@@ -51,13 +51,13 @@
 //
 // # Test holes
 //
-// A test binary, and only a test binary (testing.Testing), can make the
-// init skip one step of its setup — stay uid 0, keep its capabilities,
-// leave no_new_privs unset, install no seccomp filter or no Landlock
-// domain, share the host's network namespace, bind the host's homes in —
-// so that the start-up probe watching that step is seen to fail and the
-// start to be refused (testutil.OpenSandboxHole; testhole_linux.go says
-// why airlock's own binary can never open one).
+// A test binary that imports package sandbox/holes can make the init
+// skip one step of its setup — stay uid 0, keep its capabilities, leave
+// no_new_privs unset, install no seccomp filter or no Landlock domain,
+// share the host's network namespace, bind the host's homes in — so that
+// the start-up probe watching that step is seen to fail and the start to
+// be refused (holes.Open). airlock's own binary links no hole, and its
+// init refuses one (initproc.Hole says why).
 //
 // # macOS
 //

@@ -10,7 +10,7 @@ import "github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 // TestMain of packages whose tests start sandboxes.
 func Init() {
 	if initproc.IsInit() {
-		initproc.Main(testBinary())
+		initproc.Main()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/airlock-sandbox/airlock/internal/hostfile"
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
@@ -104,7 +105,7 @@ func refusedInit(err error) initExe {
 // needs this binary (Init; only a test binary honours one). With BindSelf
 // the small init is passed this binary to copy in.
 func (s *Sandbox) chooseInit() error {
-	if s.hole != "" {
+	if s.hole != nil {
 		s.init = initExe{receipt: initSelf + "(a test hole needs the test binary)"}
 		return nil
 	}
@@ -186,8 +187,9 @@ func InitProgram(ctx context.Context) string {
 	}
 	defer e.close()
 	cmd := exec.CommandContext(ctx, e.path(1))
+	cmd.Args = []string{initproc.CheckArg0}
 	cmd.ExtraFiles = []*os.File{e.small}
-	cmd.Env = []string{initproc.EnvKey + "=" + initproc.CheckValue, initproc.EnvBuild + "=" + initproc.Build()}
+	cmd.Env = []string{reexec.Mark(initproc.CheckArg0), initproc.EnvBuild + "=" + initproc.Build()}
 	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {

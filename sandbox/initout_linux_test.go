@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
-	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 )
 
 // TestInitOutputNotTheTargets: what the init writes — here, a line on
@@ -18,7 +18,7 @@ func TestInitOutputNotTheTargets(t *testing.T) {
 }
 
 func testInitOutput(t *testing.T) {
-	testutil.OpenSandboxHole(t, string(initproc.HoleInitWrites))
+	holes.Open(t, holes.InitWrites)
 	cfg := shellConfig("echo target out; echo target err >&2; sleep 5")
 	res, out, errOut := run(t, cfg)
 	if res.InitDied == "" {

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,7 +57,7 @@ func (s *Sandbox) boundIPC() (string, error) {
 		return "refused: shmget, msgget and semget fail with ENOSYS (no memory cgroup)", nil
 	case os.Geteuid() != 0:
 		return "the kernel's defaults, counted by the memory cgroup: a rootless parent cannot set the IPC namespace's limits", nil
-	case s.hole == initproc.HoleUID:
+	case s.hole.ID() == 0:
 		// uid 0 is mapped inside, and so owns the namespace's files.
 		return "the kernel's defaults: test hole uid", nil
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
@@ -40,8 +41,9 @@ type Sandbox struct {
 	receipt map[string]string
 	// rootPath is Config.Root when the init reaches it by path (rootless).
 	rootPath string
-	// hole is the setup step a test asked to skip (testhole_linux.go).
-	hole initproc.Hole
+	// hole is the test hole a test binary asked for (initproc.Hole): nil
+	// in airlock's own binary.
+	hole *initproc.Hole
 	// groups, in a rootless run whose caller has supplementary groups,
 	// is how they are dropped (nil otherwise).
 	groups *idmap.Groups
@@ -95,9 +97,9 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if err != nil {
 		return nil, err
 	}
-	h, err := holeFromEnv()
+	h, err := initproc.RequestedHole()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	s := &Sandbox{cfg: cfg, session: session, finds: -1, work: -1, receipt: map[string]string{}, hole: h, torn: make(chan struct{})}
 	if cfg.Findings != "" {
@@ -320,10 +322,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if rootful {
 		hostUID, hostGID = sandboxHostIDs()
 	}
-	inside := initproc.SandboxID
-	if s.hole == initproc.HoleUID {
-		inside = 0
-	}
+	inside := s.hole.ID()
 	attr := &syscall.SysProcAttr{
 		Cloneflags: unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWNET |
 			unix.CLONE_NEWIPC | unix.CLONE_NEWUTS | unix.CLONE_NEWCGROUP,
@@ -346,7 +345,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 		attr.UidMappings, attr.GidMappings, attr.Credential = nil, nil, nil
 		attr.AmbientCaps = append(attr.AmbientCaps, unix.CAP_SETGID)
 	}
-	if s.hole == initproc.HoleNetNS || s.network != initproc.NetOwn {
+	if s.hostNetwork() {
 		attr.Cloneflags &^= unix.CLONE_NEWNET
 	}
 	if fd, ok := s.group.Dir(); ok && !s.noCloneInto {
@@ -365,9 +364,9 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	if s.init.self != nil {
 		args = append(args, initproc.SelfArg)
 	}
-	if s.hole != "" {
-		// A test hole is honoured only by an init that knows it runs
-		// in a test binary, which takes the testing package: Init.
+	if s.hole != nil {
+		// A test hole is registered after the init's package
+		// initialiser: Init.
 		args = append(args, initproc.LateArg)
 	}
 	// GOTRACEBACK=none: should the init crash all the same, its stderr
@@ -377,7 +376,7 @@ func (s *Sandbox) initCmd(extra []*os.File, tasks int) *exec.Cmd {
 	// blocking system calls and woke another thread for it, which found
 	// nothing to do (docs/sandbox.md, "Speed"); an idle second processor
 	// keeps the monitor out of a short call's way.
-	env := []string{initproc.EnvKey + "=" + initproc.EnvValue, initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=2", "GOTRACEBACK=none"}
+	env := []string{reexec.Mark(initproc.Arg0), initproc.EnvBuild + "=" + initproc.Build(), "GOMAXPROCS=2", "GOTRACEBACK=none"}
 	if raceEnv != "" {
 		env = append(env, raceEnv)
 	}
@@ -425,10 +424,7 @@ func (s *Sandbox) checkGroups() error {
 // on the setup pipe w, before the config.
 func (s *Sandbox) writeMaps(w *os.File) error {
 	pid := s.cmd.Process.Pid
-	inside := initproc.SandboxID
-	if s.hole == initproc.HoleUID {
-		inside = 0
-	}
+	inside := s.hole.ID()
 	uidMap := fmt.Sprintf("%d %d 1\n", inside, os.Getuid())
 	if err := os.WriteFile("/proc/"+strconv.Itoa(pid)+"/uid_map", []byte(uidMap), 0); err != nil {
 		return fmt.Errorf("sandbox: write the init's uid map: %w", err)
@@ -453,8 +449,10 @@ func (s *Sandbox) writeSetup(w *os.File, need needs) error {
 		Root: s.cfg.Root != "", RootPath: s.rootPath, Session: s.session,
 		Rlimits: initRlimits(s.group.Rlimits()), NeedLandlock: need.landlock, NeedSeccomp: need.seccomp,
 		NeedOwnProc: need.procfs, NoMemoryCgroup: s.noMemcg(), Network: s.network,
-		Probe:    s.cfg.Probes,
-		TestHole: string(s.hole),
+		Probe: s.cfg.Probes,
+	}
+	if s.hole != nil {
+		cfg.TestHole = s.hole.Name
 	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
@@ -548,9 +546,11 @@ func (s *Sandbox) Release() error {
 	m, fds, err := s.c.Recv()
 	initproc.CloseAll(fds)
 	switch {
-	case err != nil && s.group.KilledBy() != "":
-		// A cap tripped before the init could say the target started
-		// (output floods fast): the target ran, and Wait reports the kill.
+	case err != nil && (s.group.KilledBy() != "" || !s.killed.Load()):
+		// The init is gone before it could say the target started: a
+		// cap tripped (output floods fast), or it died on its own, maybe
+		// of what it had forked. Either way the target may have run, and
+		// Wait reports the kill, or the init's death (Result.InitDied).
 		return nil
 	case err != nil:
 		return fmt.Errorf("sandbox: release: the init died: %w", err)

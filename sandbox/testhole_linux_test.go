@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/sandbox/holes"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
@@ -36,15 +37,15 @@ func TestHolesRefused(t *testing.T) {
 
 func testHoles(t *testing.T) {
 	file, addr := canaries(t)
-	for _, h := range testutil.SandboxHoles {
+	for _, h := range holes.All {
 		t.Run(h.Name, func(t *testing.T) {
-			testutil.OpenSandboxHole(t, h.Name)
+			holes.Open(t, h.Name)
 			var out bytes.Buffer
 			cfg := shellConfig("echo ran")
 			cfg.ID = "hole-" + h.Name + "-" + strconv.Itoa(os.Getpid())
 			cfg.Stdout, cfg.Stderr = &out, &out
 			cfg.Probes = &ProbeRequest{CanaryFile: file, CanaryAddr: addr}
-			if h.Name == string(initproc.HoleNetNS) && initproc.LandlockABI() < 4 {
+			if h.Name == "netns" && initproc.LandlockABI() < 4 {
 				// Nothing would refuse the connection: canaries() fails
 				// the test on one.
 				cfg.Probes.CanaryAddr = ""
@@ -106,38 +107,12 @@ func failedProbes(t *testing.T, err error) map[string]string {
 	return out
 }
 
-// TestHoleNames keeps the sandbox's holes and the test helpers' list
-// equal, and refuses an unknown hole before anything starts.
-func TestHoleNames(t *testing.T) {
-	if holeEnv != testutil.SandboxHoleEnv {
-		t.Fatalf("holeEnv %q, testutil %q", holeEnv, testutil.SandboxHoleEnv)
-	}
-	var names []initproc.Hole
-	for _, h := range testutil.SandboxHoles {
-		names = append(names, initproc.Hole(h.Name))
-	}
-	if !slices.Equal(names, initproc.Holes) {
-		t.Errorf("testutil lists %v, the sandbox knows %v", names, initproc.Holes)
-	}
-	testutil.OpenSandboxHole(t, "seccomp-typo")
+// TestHoleUnknown refuses an unknown hole before anything starts.
+func TestHoleUnknown(t *testing.T) {
+	holes.Open(t, "seccomp-typo")
 	_, err := Start(context.Background(), shellConfig("true"))
 	if err == nil || !strings.Contains(err.Error(), `test hole "seccomp-typo" (AIRLOCK_TEST_HOLE): unknown`) {
 		t.Fatalf("Start with an unknown hole: %v", err)
-	}
-}
-
-// TestHoleOutsideTests plays a production binary (testBinary false): the
-// parent ignores the variable, whatever it names. (An init that is sent a
-// hole without being allowed to open one refuses to start: initproc's
-// TestHoleNotAllowed.)
-func TestHoleOutsideTests(t *testing.T) {
-	defer func(f func() bool) { testBinary = f }(testBinary)
-	testBinary = func() bool { return false }
-	for _, name := range []string{"uid", "no-such-hole"} {
-		testutil.OpenSandboxHole(t, name)
-		if h, err := holeFromEnv(); h != "" || err != nil {
-			t.Errorf("%s=%s outside a test binary: hole %q, error %v; want none", holeEnv, name, h, err)
-		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 )
 
 // snapshot is what the residue check compares before and after the
@@ -33,10 +35,10 @@ func takeSnapshot() snapshot {
 		s.children[pid] = true
 	}
 	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 4 {
-				s.mounts[strings.Join(f[3:], " ")] = true // without ids, which renumber
-			}
+		mounts, _ := mountinfo.Parse(b)
+		for _, m := range mounts {
+			// Without ids, which renumber.
+			s.mounts[strings.Join([]string{m.Root, m.Point, m.Options, m.FSType, m.Source, m.SuperOptions}, " ")] = true
 		}
 	}
 	return s

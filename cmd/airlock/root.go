@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-sandbox/airlock/holder/step"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
@@ -120,8 +121,12 @@ hash-chained audit stream.`,
 	root.SetErr(termtext.NewWriter(stderr))
 	// A flag error quotes the argument as typed: escape all of it, new
 	// lines too, so that it stays one line.
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return usageError{errors.New(termtext.Escape(err.Error()))}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "unknown flag: --"); ok && c.Parent() != nil && c.Parent().Name() == "session" {
+			msg = step.UnknownFlag(c.Name(), name)
+		}
+		return usageError{errors.New(termtext.Escape(msg))}
 	})
 	root.AddCommand(cmds...)
 	strictUsage(root)

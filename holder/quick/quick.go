@@ -24,11 +24,10 @@ const OptOut = "AIRLOCK_NO_QUICK"
 
 // init runs the quick client for `airlock session exec` and exits with
 // the step's status, or returns, having run nothing. Unlike the other
-// programs this binary runs from an initialiser, the sandbox's init
-// (sandbox/internal/initproc) and the doctor's probes, which airlock
-// starts itself and knows by argv[0] and an environment marker their
-// parent sets, this is the caller's own command line, known by its words,
-// and it falls through to main when it cannot hand the step over.
+// programs this binary runs from an initialiser (internal/reexec), which
+// airlock starts itself and names in their environment, this is the
+// caller's own command line, known by its words, and it falls through to
+// main when it cannot hand the step over.
 func init() {
 	a := os.Args
 	if len(a) < 3 || a[1] != "session" || a[2] != "exec" || os.Getenv(OptOut) != "" {

@@ -146,6 +146,16 @@ func Env(flags []string, lookupEnv func(string) (string, bool)) ([]string, error
 	return env, nil
 }
 
+// UnknownFlag is the error of session command cmd ("exec") for a flag
+// --name it does not have. A session's commands but start take its
+// policy, not one of their own: --policy is told so.
+func UnknownFlag(cmd, name string) string {
+	if name == "policy" {
+		return "unknown flag: --policy: session " + cmd + " runs under the policy its session started with (give --policy to session start)"
+	}
+	return "unknown flag: --" + name
+}
+
 // long parses s, a --flag, taking its value from args when it needs one;
 // the error is "" when there is none.
 func long(s string, args []string, set func(Flag, string) string) ([]string, string) {
@@ -157,7 +167,7 @@ func long(s string, args []string, set func(Flag, string) string) ([]string, str
 	f, ok := lookup(func(f Flag) bool { return f.Name == name })
 	switch {
 	case !ok:
-		return args, "unknown flag: --" + name
+		return args, UnknownFlag("exec", name)
 	case given:
 	case f.Switch:
 		value = "true"

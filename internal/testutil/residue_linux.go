@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 )
 
 // sandboxInitArg0 is the name a sandbox's init runs under (the sandbox
@@ -48,13 +50,17 @@ func CheckNoSandboxLeft(t testing.TB, id string) {
 		}
 	}
 	CheckNoCgroupLeft(t, id)
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatalf("testutil: %v", err)
 	}
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, id) {
-			t.Errorf("mount left in the host's table: %s", line)
+	mounts, err := mountinfo.Parse(b)
+	if err != nil {
+		t.Fatalf("testutil: %v", err)
+	}
+	for _, m := range mounts {
+		if strings.Contains(m.Root+" "+m.Point+" "+m.Source, id) {
+			t.Errorf("mount left in the host's table: %+v", m)
 		}
 	}
 }

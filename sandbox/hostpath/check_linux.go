@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 )
 
 // Checker checks host paths against this host's mounts, read once by
@@ -17,7 +19,7 @@ import (
 // (or a mount below it) is a refused tree's filesystem seen from
 // elsewhere.
 type Checker struct {
-	mounts []mount
+	mounts []mountinfo.Mount
 	banned []place
 }
 
@@ -44,7 +46,7 @@ func NewChecker() (*Checker, error) {
 		return nil, fmt.Errorf("hostpath: read the mount table: %w", err)
 	}
 	c := &Checker{}
-	if c.mounts, err = parseMountinfo(b); err != nil {
+	if c.mounts, err = mountinfo.Parse(b); err != nil {
 		return nil, err
 	}
 	for _, bans := range []struct {
@@ -75,10 +77,10 @@ func (c *Checker) ban(p string, tree bool) error {
 	if err != nil {
 		return fmt.Errorf("hostpath: %s: %w", p, err)
 	}
-	c.banned = append(c.banned, place{dev: m.dev, path: fsPath, tree: tree, name: p})
+	c.banned = append(c.banned, place{dev: m.Dev, path: fsPath, tree: tree, name: p})
 	if tree {
-		for _, s := range c.below(real, m.id) {
-			c.banned = append(c.banned, place{dev: s.dev, path: s.root, tree: true, name: p})
+		for _, s := range c.below(real, m.ID) {
+			c.banned = append(c.banned, place{dev: s.Dev, path: s.Root, tree: true, name: p})
 		}
 	}
 	return nil
@@ -127,9 +129,9 @@ func (c *Checker) checkFD(field, p string, fd int, rest string, view bool) error
 	if why := c.refusedMount(m, fsPath, view); why != "" {
 		return fmt.Errorf("%s %q: refusing to bind it: %s", field, p, why)
 	}
-	for _, s := range c.below(real, m.id) {
-		if why := c.refusedMount(s, s.root, view); why != "" {
-			return fmt.Errorf("%s %q: refusing to bind it: the mount at %s below it: %s", field, p, s.point, why)
+	for _, s := range c.below(real, m.ID) {
+		if why := c.refusedMount(s, s.Root, view); why != "" {
+			return fmt.Errorf("%s %q: refusing to bind it: the mount at %s below it: %s", field, p, s.Point, why)
 		}
 	}
 	return nil
@@ -137,13 +139,13 @@ func (c *Checker) checkFD(field, p string, fd int, rest string, view bool) error
 
 // refusedMount says why the tree at fsPath of mount m may not be shown,
 // "" when it may.
-func (c *Checker) refusedMount(m mount, fsPath string, view bool) string {
-	if slices.Contains(kernelFS, m.fstype) {
-		return "it is a " + m.fstype + " filesystem, a kernel interface"
+func (c *Checker) refusedMount(m mountinfo.Mount, fsPath string, view bool) string {
+	if slices.Contains(kernelFS, m.FSType) {
+		return "it is a " + m.FSType + " filesystem, a kernel interface"
 	}
 	for _, b := range c.banned {
 		switch {
-		case b.dev != m.dev:
+		case b.dev != m.Dev:
 		case b.tree && (within(fsPath, b.path) || within(b.path, fsPath)):
 			return fmt.Sprintf("it shows the host's %s (%s), mounted elsewhere", b.name, whyTree)
 		case !b.tree && view && fsPath == b.path:
@@ -154,10 +156,10 @@ func (c *Checker) refusedMount(m mount, fsPath string, view bool) string {
 }
 
 // below lists the mounts other than id whose mount point is under real.
-func (c *Checker) below(real string, id uint64) []mount {
-	var out []mount
+func (c *Checker) below(real string, id uint64) []mountinfo.Mount {
+	var out []mountinfo.Mount
 	for _, s := range c.mounts {
-		if s.id != id && s.point != real && within(s.point, real) {
+		if s.ID != id && s.Point != real && within(s.Point, real) {
 			out = append(out, s)
 		}
 	}
@@ -166,24 +168,24 @@ func (c *Checker) below(real string, id uint64) []mount {
 
 // where returns the mount fd is on, fd's path within that mount's
 // filesystem, and its real path in this mount namespace.
-func (c *Checker) where(fd int) (mount, string, string, error) {
+func (c *Checker) where(fd int) (mountinfo.Mount, string, string, error) {
 	real, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
-		return mount{}, "", "", fmt.Errorf("its real path: %w", err)
+		return mountinfo.Mount{}, "", "", fmt.Errorf("its real path: %w", err)
 	}
 	id, err := mountID(fd)
 	if err != nil {
-		return mount{}, "", "", err
+		return mountinfo.Mount{}, "", "", err
 	}
-	i := slices.IndexFunc(c.mounts, func(m mount) bool { return m.id == id })
+	i := slices.IndexFunc(c.mounts, func(m mountinfo.Mount) bool { return m.ID == id })
 	if i < 0 {
-		return mount{}, "", "", fmt.Errorf("its mount %d is not in the mount table", id)
+		return mountinfo.Mount{}, "", "", fmt.Errorf("its mount %d is not in the mount table", id)
 	}
 	m := c.mounts[i]
-	if !path.IsAbs(real) || !within(real, m.point) {
-		return mount{}, "", "", fmt.Errorf("its real path %q is not under its mount point %s", real, m.point)
+	if !path.IsAbs(real) || !within(real, m.Point) {
+		return mountinfo.Mount{}, "", "", fmt.Errorf("its real path %q is not under its mount point %s", real, m.Point)
 	}
-	return m, path.Join(m.root, strings.TrimPrefix(real, m.point)), real, nil
+	return m, path.Join(m.Root, strings.TrimPrefix(real, m.Point)), real, nil
 }
 
 // mountID returns the id of the mount fd is on: from statx (Linux 5.8),

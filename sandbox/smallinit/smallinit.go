@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
@@ -18,7 +19,7 @@ import (
 // (airlock doctor) ends here with status 0, and anything else is a person
 // running it by hand, told what it is, with status 2.
 func Main() {
-	if os.Getenv(initproc.EnvKey) == initproc.CheckValue {
+	if reexec.Is(initproc.CheckArg0) {
 		os.Exit(0) // initproc's initialiser found the same build
 	}
 	fmt.Fprintln(os.Stderr, "airlock-init: the sandbox's init, run by airlock from the directory of its binary; it has nothing to do by hand (docs/sandbox.md, \"The small init\")")

@@ -10,14 +10,16 @@
 // package once everything it imports is initialised, picking the first
 // ready one in import-path order; this package imports only the standard
 // library's lower layers, golang.org/x/sys/unix, go-landlock and airlock's
-// seccomp package (whose filter is compiled in), so a re-executed init
-// skips the rest of the binary's start-up: the command-line framework and
-// the image, cgroup, YAML and JSON Schema libraries. That is also why it
+// seccomp, hostpath, mountinfo and reexec packages (the filter is compiled
+// in; internal/reexec is how a re-executed airlock knows it is the init),
+// so a re-executed init skips the rest of the binary's start-up: the
+// command-line framework and the image, cgroup, YAML and JSON Schema
+// libraries. That is also why it
 // may not import net, os/user, archive/tar, path/filepath or testing
 // (each initialised late, or by a package that is), nor the limits
 // package: cmd/airlock's TestInitRunsEarly fails when it does.
 //
 // sandbox.Init runs the init from main instead when the parent asks for
-// it (LateArg): a test hole (testhole_linux.go) must know that it runs in
-// a test binary, which takes the testing package.
+// it (LateArg): a test hole (Hole) is registered by a package only test
+// binaries link, whose initialiser runs after this one's.
 package initproc

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 )
 
 // The init's environment marker and its fixed descriptors.
@@ -37,7 +39,8 @@ const (
 
 // LateArg, among the init's arguments, makes it wait for sandbox.Init in
 // main instead of running from this package's initialiser (see the
-// package doc): the parent passes it only with a test hole.
+// package doc): the parent passes it only with a test hole, registered
+// after this package's initialiser (Hole).
 const LateArg = "late"
 
 // init refuses an init of another build than its parent's (EnvBuild),
@@ -48,7 +51,7 @@ const LateArg = "late"
 // too. The init moves that thread into the group's cgroup v1 hierarchies
 // and forks every target from it (place_linux.go).
 func init() {
-	if _, ok := os.LookupEnv(EnvKey); ok && os.Getenv(EnvBuild) != Build() {
+	if (reexec.Is(Arg0) || reexec.Is(CheckArg0)) && os.Getenv(EnvBuild) != Build() {
 		os.Stderr.WriteString(OtherBuildMessage)
 		os.Exit(ExitOtherBuild)
 	}
@@ -62,25 +65,23 @@ func init() {
 			return
 		}
 	}
-	Main(false)
+	Main()
 }
 
 // IsInit reports whether this process is a sandbox's init.
 func IsInit() bool {
-	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == Arg0 && os.Getenv(EnvKey) == EnvValue
+	return os.Getpid() == 1 && len(os.Args) > 0 && os.Args[0] == Arg0 && reexec.Is(Arg0)
 }
 
 // Main runs the sandbox's init (re-executed by sandbox.Start into fresh
 // namespaces, as pid 1) and exits with its status; it never returns.
-// allowHoles honours a test hole the parent sends: only a test binary
-// may pass true (sandbox.Init passes testing.Testing()).
-func Main(allowHoles bool) {
+func Main() {
 	// Mount, capability and credential calls below must all come from the
 	// thread that later forks the target, and it never exits.
 	runtime.LockOSThread()
-	os.Unsetenv(EnvKey)
+	os.Unsetenv(reexec.Env)
 	os.Unsetenv(EnvBuild)
-	os.Exit(runInit(allowHoles))
+	os.Exit(runInit())
 }
 
 // initState is the init's side of one run.
@@ -88,8 +89,9 @@ type initState struct {
 	c       *Ctrl
 	cfg     Config
 	receipt map[string]string
-	// allowHoles is Main's: whether a test hole may be honoured.
-	allowHoles bool
+	// hole is the test hole the parent sent (checkHole), nil in
+	// airlock's own binary.
+	hole *Hole
 	// oom is the init's own oom_score_adj (spawnVictim).
 	oom oomAdj
 	// copied is set once a session has had its one copy-in (copyIn).
@@ -101,8 +103,8 @@ type initState struct {
 
 // runInit is the init's whole life; its return value is the init's exit
 // status (the parent reads the target's from the control socket).
-func runInit(allowHoles bool) int {
-	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, allowHoles: allowHoles, oom: oomAdj{fd: -1}}
+func runInit() int {
+	s := &initState{c: &Ctrl{fd: fdCtrl}, receipt: map[string]string{}, oom: oomAdj{fd: -1}}
 	hostProc, err := privateProc()
 	if err != nil {
 		s.fail("proc", err)

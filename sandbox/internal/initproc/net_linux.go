@@ -12,15 +12,10 @@ import (
 // and its port. A raw ioctl is enough for one flag on one link; netlink
 // would cost a library's start-up in every init.
 func (s *initState) network() (int, int, error) {
-	if s.open(HoleNetNS) {
-		// The host's lo is up, and not the init's to change.
-		s.receipt["network"] = "the host's network namespace: test hole"
-	} else if s.cfg.Network != NetOwn {
+	if s.cfg.Network != NetOwn {
 		s.sharedNetwork()
-	} else if err := linkUp("lo"); err != nil {
+	} else if err := s.control("network", s.loUp); err != nil {
 		return -1, 0, err
-	} else {
-		s.receipt["network"] = "empty network namespace, lo only"
 	}
 	if !s.cfg.Proxy {
 		return -1, 0, nil
@@ -52,6 +47,15 @@ func listenAvoiding(avoid int, listen func() (int, int, error)) (int, int, error
 	other, otherPort, err := listen()
 	unix.Close(fd)
 	return other, otherPort, err
+}
+
+// loUp brings lo up in the sandbox's own network namespace.
+func (s *initState) loUp() error {
+	if err := linkUp("lo"); err != nil {
+		return err
+	}
+	s.receipt["network"] = "empty network namespace, lo only"
+	return nil
 }
 
 // listenLoopback opens a TCP listener on 127.0.0.1 at a port the kernel

@@ -33,36 +33,42 @@ func (s *initState) dropPrivileges(port int) error {
 	if _, _, e := unix.Syscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); e != 0 && e != unix.ENOSYS {
 		return fmt.Errorf("join a new session keyring: %w", e)
 	}
-	s.receipt["user"] = "user namespace; uid and gid 65534 inside"
-	switch {
-	case s.open(HoleUID):
-		s.receipt["user"] = "user namespace; uid and gid 0 inside: test hole"
-	case s.open(HoleNoNewPrivs):
-		return s.dropWithoutNoNewPrivs(port)
-	}
-	if s.open(HoleCaps) {
-		s.receipt["capabilities"] = "kept: test hole"
-	} else {
-		if err := dropCaps(); err != nil {
-			return err
-		}
-		s.receipt["capabilities"] = allCapsDropped
-	}
+	s.receipt["user"] = fmt.Sprintf("user namespace; uid and gid %d inside", s.id())
 	// no_new_privs and Landlock go on this thread only, the one that
 	// forks the target (go-landlock's single-thread enforcement; the
 	// thread stays locked until the init exits). The seccomp filter is
 	// synchronised to every thread by the kernel (TSYNC).
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"caps", s.dropCaps},
+		{"no_new_privs", s.noNewPrivs},
+		{"landlock", func() error { return s.landlock(port) }},
+		{"seccomp", s.seccomp},
+	} {
+		if err := s.control(c.name, c.run); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// id is the uid and gid the init runs as: SandboxID but for a test hole.
+func (s *initState) id() int { return s.hole.ID() }
+
+// noNewPrivs sets no_new_privs.
+func (s *initState) noNewPrivs() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
 	}
 	s.receipt["no_new_privs"] = "set"
-	if err := s.landlock(port); err != nil {
-		return err
-	}
-	if s.open(HoleSeccomp) {
-		s.receipt["seccomp"] = "none: test hole"
-		return nil
-	}
+	return nil
+}
+
+// seccomp installs airlock's seccomp filter, and the second and third
+// where the sandbox needs them.
+func (s *initState) seccomp() error {
 	stacked := seccompFiltered()
 	desc, err := installSeccomp()
 	if err != nil {
@@ -110,9 +116,6 @@ func dropGroups() error {
 // MapsWritten is the byte by which the parent says the maps are written.
 const MapsWritten = 'M'
 
-// allCapsDropped is the receipt of the capability drop.
-const allCapsDropped = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
-
 // dropCaps empties the ambient, bounding, inheritable, permitted and
 // effective sets. Capabilities are per thread: the bounding and ambient
 // sets are emptied on this (locked) thread, the one that forks the
@@ -122,7 +125,7 @@ const allCapsDropped = "all five sets empty (bounding, permitted, effective, inh
 // capability would cost tens of milliseconds on a busy host). The
 // runtime's other threads keep a bounding set but hold no capability and
 // never fork.
-func dropCaps() error {
+func (s *initState) dropCaps() error {
 	last, err := capLast()
 	if err != nil {
 		return err
@@ -140,6 +143,7 @@ func dropCaps() error {
 	if err := psxErr(psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)); err != nil {
 		return fmt.Errorf("capset: %w", err)
 	}
+	s.receipt["capabilities"] = "all five sets empty (bounding, permitted, effective, inheritable, ambient)"
 	return nil
 }
 
@@ -192,10 +196,6 @@ func LandlockABI() int {
 // connect only to the proxy's port, no signals or abstract sockets out of
 // the domain.
 func (s *initState) landlock(port int) error {
-	if s.open(HoleLandlock) {
-		s.receipt["landlock"] = "none: test hole"
-		return nil
-	}
 	abi := LandlockABI()
 	if err := s.checkSharedLandlock(abi); err != nil {
 		return err

@@ -171,8 +171,8 @@ type Config struct {
 	// and answered with ready.
 	Probe *ProbeRequest `json:"probe,omitempty"`
 
-	// TestHole names the one setup step a test asked the init to skip
-	// (testhole_linux.go); it is sent and honoured only by test binaries.
+	// TestHole names the test hole a test binary asked for (Hole); an
+	// init whose binary has not registered it refuses to start.
 	TestHole string `json:"testHole,omitempty"`
 }
 

@@ -200,8 +200,8 @@ func (s *initState) cloneSources() ([]mountSource, error) {
 			return srcs, err
 		}
 	}
-	if s.open(HoleHomes) {
-		for _, p := range []string{"/home", "/root"} {
+	if s.hole != nil {
+		for _, p := range s.hole.HostDirs {
 			if err := add("hole", p, p, true, true, checkNone); err != nil {
 				return srcs, err
 			}

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:f18f3e6af9ae50809e2326e469e7c313d178f6fe48538ef1bcbd5e794f882ce2"
+const SourceDigest = "sha256:e50db761fdaa45bcf08574351a7368ec98e8c3635a6e3b8c6e8f237fc90f17f4"

@@ -1,15 +1,17 @@
 //go:build unix
 
 // Package launch is the first process of each command of airlock's macOS
-// sandbox: airlock's own binary, started with the marker EnvLaunch, which
+// sandbox: airlock's own binary, started as the program LaunchArg0
+// (internal/reexec), which
 // reads its Config from descriptor 3, sets the command's rlimits on
 // itself, changes to its directory and executes it (on a Mac,
 // /usr/bin/sandbox-exec with the command's profile, which then executes
 // the command). Go's os/exec cannot set a child's rlimits, and setting
 // them on airlock itself would cap airlock: hence a process of its own.
 // It runs from this package's initialiser, before main; it imports only
-// the lower standard library and x/sys/unix. The same binary, started
-// with EnvProbe, runs the start-up probes under the profile (probe.go).
+// the lower standard library, x/sys/unix and internal/reexec. The same
+// binary, started as ProbeArg0 with its request as its one argument, runs
+// the start-up probes under the profile (probe.go).
 //
 // Its input is airlock's own, written by the parent over a pipe; a
 // failure before the execution is written to descriptor 4 (closed on
@@ -27,13 +29,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
-// EnvLaunch marks a launcher; EnvProbe a probe, with its request as value.
+// The programs (internal/reexec): a launcher, and a probe.
 const (
-	EnvLaunch = "AIRLOCK_SEATBELT_LAUNCH"
-	EnvProbe  = "AIRLOCK_SEATBELT_PROBE"
+	LaunchArg0 = "airlock-seatbelt-launch"
+	ProbeArg0  = "airlock-seatbelt-probe"
 )
 
 // The launcher's descriptors: its config, and where it reports a failure.
@@ -65,12 +68,12 @@ var resources = map[string]int{
 
 func init() {
 	switch {
-	case os.Getenv(EnvLaunch) == "1":
+	case reexec.Is(LaunchArg0):
 		err := launch()
 		os.NewFile(FDError, "error").WriteString(err.Error())
 		os.Exit(127)
-	case os.Getenv(EnvProbe) != "":
-		os.Exit(probeMain(os.Getenv(EnvProbe)))
+	case reexec.Is(ProbeArg0) && len(os.Args) == 2:
+		os.Exit(probeMain(os.Args[1]))
 	}
 }
 

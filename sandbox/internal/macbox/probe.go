@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/launch"
 )
 
@@ -51,8 +52,10 @@ func (b *Box) Probe(checks []launch.Check, caps Caps) []launch.Result {
 		return []launch.Result{{Name: "probe", Detail: err.Error()}}
 	}
 	var out, errOut bytes.Buffer
-	r, err := b.Start(Command{Path: b.cfg.Platform.Self, Args: []string{b.cfg.Platform.Self},
-		Env: []string{launch.EnvProbe + "=" + string(req)}, Stdout: &limited{&out, maxProbeOutput}, Stderr: &limited{&errOut, 4096},
+	// Under sandbox-exec, which executes argv[0]: the program is named in
+	// the environment alone.
+	r, err := b.Start(Command{Path: b.cfg.Platform.Self, Args: []string{b.cfg.Platform.Self, string(req)},
+		Env: []string{reexec.Mark(launch.ProbeArg0)}, Stdout: &limited{&out, maxProbeOutput}, Stderr: &limited{&errOut, 4096},
 		Caps: caps, name: "probe", host: true})
 	if err != nil {
 		return []launch.Result{{Name: "probe", Detail: "the probe could not start: " + err.Error()}}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/reexec"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/launch"
@@ -157,8 +158,8 @@ func (r *Run) launch(conf launch.Config, c Command) error {
 	}
 	defer errR.Close()
 	cmd := &exec.Cmd{
-		Path: r.b.cfg.Platform.Self, Args: []string{"airlock-seatbelt-launch"},
-		Env:   []string{launch.EnvLaunch + "=1"},
+		Path: r.b.cfg.Platform.Self, Args: []string{launch.LaunchArg0},
+		Env:   []string{reexec.Mark(launch.LaunchArg0)},
 		Stdin: c.Stdin, Stdout: c.Stdout, Stderr: c.Stderr,
 		ExtraFiles:  []*os.File{cfgR, errW}, // descriptors 3 and 4
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
