@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package approval
 
@@ -8,7 +8,7 @@ import (
 )
 
 // runDecider refuses: the decider's process-group handling is written for
-// Linux, and a decider that cannot be contained is not run.
+// Linux and macOS, and a decider that cannot be contained is not run.
 func runDecider(context.Context, []string, []byte, time.Duration) ([]byte, string, error) {
-	return nil, "cannot be run: an external decider runs on Linux only", nil
+	return nil, "cannot be run: an external decider runs on Linux and macOS only", nil
 }

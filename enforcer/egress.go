@@ -3,6 +3,7 @@ package enforcer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -63,8 +64,12 @@ type wayOut struct {
 	env     []string // the bundle's variables and the placeholders
 	creds   []proxy.Credential
 	budgets []proxy.Budget
-	px      *proxy.Proxy
-	stop    sync.Once
+	px      proxyServer
+	// token is what the proxy requires of every request, as proxyUser's
+	// password, on a listener that is not the sandbox's own ("" on one
+	// that is).
+	token string
+	stop  sync.Once
 }
 
 // prepareEgress prepares task's way out for the sandbox cfg configures,
@@ -72,17 +77,24 @@ type wayOut struct {
 // missing, never a value) and their placeholders; the task's budget, per
 // command, and with session the session's, for its life; and, when task
 // inspects a host, a CA for life (and an hour) whose bundle cfg binds at
-// CABundlePath and over the system's bundle files of its view. Call
-// Bound once the sandbox has started (or failed to).
+// CABundlePath and over the system's bundle files of its view; where the
+// proxy's listener is not the sandbox's own, the token the proxy then
+// requires, in cfg. Call Bound once the sandbox has started (or failed
+// to).
 func (e *Enforcer) prepareEgress(task string, cfg *sandbox.Config, life time.Duration, session bool) (*wayOut, error) {
 	g, err := e.newEgress(task, session)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, err
-	case len(g.creds) > 0 && !sandbox.PrivateListener:
-		return nil, fmt.Errorf("egress: task %q has credentials, which the proxy adds to requests: here the proxy listens on the host's loopback, "+
-			"where any local process can reach it (docs/sandbox.md, \"macOS\"): refusing", task)
-	case !e.egress.Inspects(task):
+	}
+	if !sandbox.PrivateListener {
+		// The listener is on the host's loopback, where every local
+		// process can reach it: only the sandbox has the token.
+		if g.token, _, err = proxy.MintToken(); err != nil {
+			return nil, err
+		}
+		cfg.ProxyAuth = proxyUser + ":" + g.token
+	}
+	if !e.egress.Inspects(task) {
 		return g, nil
 	}
 	if g.ca, err = proxy.NewCA("airlock session CA "+cfg.ID, life+time.Hour); err != nil {
@@ -190,7 +202,21 @@ func (g *wayOut) Bound() {
 func (g *wayOut) Serve(lis net.Listener, openFiles int, rec EgressRecorder) error {
 	cfg := g.config(rec.proxyRecord())
 	cfg.Limits = proxy.SandboxLimits(openFiles)
-	px, err := proxy.New(cfg)
+	var px proxyServer
+	var err error
+	if g.token == "" {
+		px, err = proxy.New(cfg)
+	} else {
+		// A gateway of one client, the sandbox: a request without its
+		// token is refused (407, or SOCKS5's authentication failure) and
+		// recorded before any decision, and the token is never forwarded
+		// nor recorded (its fingerprint is).
+		px, err = proxy.NewGateway(proxy.GatewayConfig{
+			Clients: []proxy.Client{{Name: proxyUser, Task: g.task, TokenSHA256: sha256.Sum256([]byte(g.token))}},
+			Proxy:   func(proxy.Client) (proxy.Config, error) { return cfg, nil },
+			Limits:  cfg.Limits, Record: cfg.Record,
+		})
+	}
 	if err != nil {
 		return err
 	}
@@ -198,6 +224,18 @@ func (g *wayOut) Serve(lis net.Listener, openFiles int, rec EgressRecorder) erro
 	go func() { _ = px.Serve(lis) }()
 	return nil
 }
+
+// proxyServer is a proxy, or a gateway in front of one.
+type proxyServer interface {
+	Serve(net.Listener) error
+	ResetStep()
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// proxyUser is the user name of the sandbox's requests to a proxy that
+// requires its token.
+const proxyUser = "airlock"
 
 // EgressRecorder is how a way out records (wayOut.Serve): each event of
 // its proxy becomes an audit record over Context's context (the run, the

@@ -75,7 +75,7 @@ func killReason(killedBy string, c policy.EffectiveCaps) string {
 	case "pids":
 		return fmt.Sprintf("killed by the pids cap: the process tree reached processCount %d tasks; every process was killed", c.ProcessCount)
 	case "disk":
-		return fmt.Sprintf("killed by the disk cap: a file passed diskWriteMb %d; every process was killed", c.DiskWriteMB)
+		return fmt.Sprintf("killed by the disk cap: a file (or, on macOS, the sandbox's copies together) passed diskWriteMb %d; every process was killed", c.DiskWriteMB)
 	case "output":
 		return fmt.Sprintf("killed by the output cap: stdout and stderr passed outputMb %d together, and the output was cut there; every process was killed", c.OutputMB)
 	}

@@ -131,11 +131,7 @@ func (p *StandaloneProxy) Serve(ctx context.Context, log *audit.Log) error {
 		cfg.Metrics = metrics
 		return cfg
 	}
-	var px interface {
-		Serve(net.Listener) error
-		Shutdown(context.Context) error
-		Close() error
-	}
+	var px proxyServer
 	var err error
 	if p.req.Clients != nil {
 		px, err = proxy.NewGateway(proxy.GatewayConfig{

@@ -7,7 +7,7 @@
 //
 // Only the same user may talk to a holder: the directory is the user's
 // own and 0700, the server checks every connection's peer credentials
-// (SO_PEERCRED), and the client checks the socket's owner and the
+// (SO_PEERCRED; LOCAL_PEERCRED on macOS), and the client checks the socket's owner and the
 // holder's peer credentials, so another user can neither reach a holder
 // nor impersonate one. The sandbox has no view of the directory.
 //
@@ -25,5 +25,7 @@
 // sandbox dies with it (the init's parent-death signal) and is reaped by
 // the watchdog, which then removes what is left — the cgroups, the probe
 // canary, the socket and the lock — and records the teardown in the audit
-// stream. The contract is in docs/sessions.md.
+// stream. On macOS, with neither subreaper nor parent-death signal, the
+// watchdog follows the holder's processes in the process table and kills
+// those it left (orphans). The contract is in docs/sessions.md.
 package holder

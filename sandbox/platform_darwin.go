@@ -34,31 +34,11 @@ func darwinPlatform() (macbox.Platform, error) {
 		Wrap: func(profile string, argv []string) []string {
 			return append([]string{sandboxExec, "-f", profile}, argv...)
 		},
-		Procs:     userProcs,
+		Procs:     seatbelt.UserProcs,
 		Footprint: footprint,
 		Limits:    hostLimits,
 		Self:      self,
 	}, nil
-}
-
-// sZomb is a zombie's p_stat: dead, not reaped, nothing to kill.
-const sZomb = 5
-
-// userProcs reads the processes of this effective user from kern.proc.
-func userProcs() ([]seatbelt.Proc, error) {
-	kps, err := unix.SysctlKinfoProcSlice("kern.proc.uid", os.Geteuid())
-	if err != nil {
-		return nil, fmt.Errorf("kern.proc.uid: %w", err)
-	}
-	out := make([]seatbelt.Proc, 0, len(kps))
-	for _, kp := range kps {
-		if kp.Proc.P_stat == sZomb {
-			continue
-		}
-		start := kp.Proc.P_starttime.Sec*1_000_000 + int64(kp.Proc.P_starttime.Usec)
-		out = append(out, seatbelt.Proc{Pid: int(kp.Proc.P_pid), Ppid: int(kp.Eproc.Ppid), Pgid: int(kp.Eproc.Pgid), Start: start})
-	}
-	return out, nil
 }
 
 // proc_pid_rusage(pid, RUSAGE_INFO_V2, buf) is
@@ -94,7 +74,7 @@ func hostLimits() seatbelt.HostLimits {
 	if v, err := unix.SysctlUint32("kern.maxprocperuid"); err == nil {
 		h.MaxProcPerUID = int64(v)
 	}
-	if ps, err := userProcs(); err == nil {
+	if ps, err := seatbelt.UserProcs(); err == nil {
 		h.UserProcs = int64(len(ps))
 	}
 	return h

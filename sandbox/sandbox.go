@@ -80,6 +80,12 @@ type Config struct {
 	// the egress proxy (see Sandbox.Listener) and points the target's proxy
 	// variables at it.
 	Proxy bool
+	// ProxyAuth, "user:token", is what the proxy requires of every
+	// request where its listener is not private to the sandbox
+	// (PrivateListener false: macOS's, on the host's loopback); the proxy
+	// variables carry it as their URLs' user and password. Ignored where
+	// the listener is private.
+	ProxyAuth string
 	// Require names mechanisms that must be present ("userns", "seccomp",
 	// "landlock", "landlock-net", "cgroup", "cgroup-memory", ...); one the
 	// host lacks makes Start fail with an error matching ErrRequirement.

@@ -127,7 +127,7 @@ func (s *Sandbox) start() error {
 	}
 	s.box, err = macbox.New(macbox.Config{ID: s.cfg.ID, Workspace: s.cfg.Workspace, Original: s.session,
 		SearchPath: s.cfg.SearchPath, ReadOnly: s.cfg.ReadOnly, ReadWrite: s.cfg.ReadWrite, Hide: s.cfg.Hide,
-		Binds: darwinBinds(s.cfg.Binds, p.Self), Caps: s.cfg.Caps, ProxyPort: s.port,
+		Binds: darwinBinds(s.cfg.Binds, p.Self), Caps: s.cfg.Caps, ProxyPort: s.port, ProxyAuth: s.cfg.ProxyAuth,
 		Trustd: slices.Contains(s.cfg.Weaker, weakerTrustd), Platform: p})
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)

@@ -15,7 +15,7 @@ import (
 // could not, and nothing has run then: a command line it cannot read, a
 // holder it cannot reach, or one that did not take the step. The holder
 // is found and checked as holder.Dial and its client do
-// (holder/client_linux.go): a socket in this user's runtime directory,
+// (holder/client.go): a socket in this user's runtime directory,
 // owned by this user, served by this user (SO_PEERCRED).
 func run(args []string) (code int, ok bool) {
 	wd, _ := syscall.Getwd()

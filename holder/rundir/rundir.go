@@ -25,7 +25,9 @@ import (
 // Path is the runtime directory of uid, the first of:
 //
 //   - $XDG_RUNTIME_DIR/airlock, when XDG_RUNTIME_DIR is an absolute path
-//     to uid's own directory that no one else may enter;
+//     to uid's own directory that no one else may enter; on macOS, then
+//     $TMPDIR/airlock likewise (launchd's per-user temporary directory,
+//     /var/folders/…/T, is the user's own and 0700);
 //   - Own, when it exists: once used, always used;
 //   - Tmp, unless it is Taken (another user made it first);
 //   - Own, when there is one;
@@ -33,8 +35,10 @@ import (
 //
 // It checks none of them, and makes none.
 func Path(uid int) string {
-	if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" && x[0] == '/' && Why(x, uid) == "" {
-		return path.Join(x, "airlock")
+	for _, v := range privateVars {
+		if x := os.Getenv(v); x != "" && x[0] == '/' && Why(x, uid) == "" {
+			return path.Join(x, "airlock")
+		}
 	}
 	if own := Own(); own != "" {
 		if _, err := os.Lstat(own); err == nil || Taken(uid) != "" {

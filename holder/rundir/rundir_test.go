@@ -100,3 +100,29 @@ func TestPath(t *testing.T) {
 		t.Errorf("once the state directory's is made: Path = %q, want %q", got, stateRun)
 	}
 }
+
+// TestPathTMPDIR takes, as on macOS, TMPDIR after XDG_RUNTIME_DIR, only
+// when it is absolute and private.
+func TestPathTMPDIR(t *testing.T) {
+	defer func(v []string) { privateVars = v }(privateVars)
+	privateVars = []string{"XDG_RUNTIME_DIR", "TMPDIR"}
+	uid := os.Geteuid()
+	own, open, xdg := t.TempDir(), t.TempDir(), t.TempDir()
+	os.Chmod(own, 0o700)
+	os.Chmod(open, 0o755)
+	os.Chmod(xdg, 0o700)
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "")
+	for _, c := range []struct{ xdg, tmp, want string }{
+		{"", own, filepath.Join(own, "airlock")},
+		{xdg, own, filepath.Join(xdg, "airlock")},
+		{"", open, Tmp(uid)},
+		{"", "relative", Tmp(uid)},
+	} {
+		t.Setenv("XDG_RUNTIME_DIR", c.xdg)
+		t.Setenv("TMPDIR", c.tmp)
+		if got := Path(uid); got != c.want {
+			t.Errorf("XDG_RUNTIME_DIR=%q TMPDIR=%q: Path = %q, want %q", c.xdg, c.tmp, got, c.want)
+		}
+	}
+}

@@ -55,7 +55,8 @@ func Controls() []Control {
 		{"cgroup-cpu", "RLIMIT_CPU per process", Weak, "macOS has no group CPU accounting: each process has the CPU cap of its own"},
 		{"open-files", "RLIMIT_NOFILE", Strong, "per process, as on Linux"},
 		{"egress-proxy", "Seatbelt network-outbound to the proxy's loopback port only", Strong,
-			"a program that ignores the proxy variables cannot connect elsewhere, and has no DNS (mDNSResponder refused)"},
+			"a program that ignores the proxy variables cannot connect elsewhere, and has no DNS (mDNSResponder refused); " +
+				"the proxy listens on the host's loopback and refuses every request without the sandbox's token (407), so another local user can use neither its allowlist nor its credentials"},
 		{"procfs", "none", Missing, "macOS has no /proc"},
 	}
 }
@@ -101,7 +102,8 @@ func Receipt(caps limits.Caps, rl []Rlimit, notes map[string]string, proxyPort i
 		"macos":                 "weaker than on Linux: " + Weaker(),
 	}
 	if proxyPort > 0 {
-		r["network"] = fmt.Sprintf("Seatbelt: connections to the proxy's port %d on loopback only; no DNS", proxyPort)
+		r["network"] = fmt.Sprintf("Seatbelt: connections to the proxy's port %d on loopback only; no DNS; "+
+			"the proxy requires the sandbox's token of every request (the proxy variables carry it)", proxyPort)
 	}
 	if trustd {
 		r["mach"] += "; trustd (weaker mode " + WeakerTrustd + ": its certificate fetches bypass the proxy)"

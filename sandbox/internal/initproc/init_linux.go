@@ -215,7 +215,7 @@ func runInit() int {
 		return s.serveSession(port, fw)
 	}
 	return s.serve(target{
-		path: s.cfg.Path, argv: s.cfg.Args, env: withProxyEnv(s.cfg.Env, port), dir: s.cfg.Dir,
+		path: s.cfg.Path, argv: s.cfg.Args, env: proxyEnv(s.cfg.Env, port, ""), dir: s.cfg.Dir,
 	}, fw, prep)
 }
 

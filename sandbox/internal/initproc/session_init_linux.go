@@ -82,7 +82,7 @@ func (s *initState) runStep(r received, port int, fw *forwarder) error {
 		return s.c.Send(Message{Kind: MsgFailed, Stage: "exec", Step: step, Error: err.Error()})
 	}
 	pid, err := s.spawnStep(target{
-		path: path, argv: e.Args, env: withProxyEnv(e.Env, port), dir: e.Dir,
+		path: path, argv: e.Args, env: proxyEnv(e.Env, port, ""), dir: e.Dir,
 		stdio: [3]int{r.fds[0], r.fds[1], r.fds[2]},
 	}, r.fds[3:3+e.Groups], r.fds[3+e.Groups:], e.Rlimits)
 	CloseAll(r.fds) // the step holds its own copies

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:7252b8d159f93dda9fdde2c0b5d36917487f9b8d897c7c8cd38f27adbab29084"
+const SourceDigest = "sha256:406561a4f7ac4d8a3f5bf49b620b18d029d5058ff9fdf5a4162f193bd1c50c17"

@@ -63,6 +63,8 @@ type Config struct {
 	Caps limits.Caps
 	// ProxyPort is the proxy's port on loopback, 0 for no network.
 	ProxyPort int
+	// ProxyAuth is the user and token the proxy requires ("user:token").
+	ProxyAuth string
 	// Trustd allows trustd (seatbelt.WeakerTrustd).
 	Trustd bool
 	// Platform is the system's part.

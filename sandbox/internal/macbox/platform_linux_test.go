@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/airlock-sandbox/airlock/internal/testutil/proctable"
 	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
 )
 
@@ -20,7 +21,7 @@ func linuxPlatform() Platform {
 	}
 	return Platform{
 		Wrap:  func(_ string, argv []string) []string { return argv },
-		Procs: procs,
+		Procs: proctable.Procs,
 		Footprint: func(pid int) int64 {
 			for _, p := range mustProcs() {
 				if p.Pid == pid {
@@ -34,39 +35,8 @@ func linuxPlatform() Platform {
 	}
 }
 
-func procs() ([]seatbelt.Proc, error) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	page := int64(os.Getpagesize())
-	var out []seatbelt.Proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The fields after the command's name, which may hold spaces.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) < 22 || f[0] == "Z" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgid, _ := strconv.Atoi(f[2])
-		start, _ := strconv.ParseInt(f[19], 10, 64)
-		rss, _ := strconv.ParseInt(f[21], 10, 64)
-		out = append(out, seatbelt.Proc{Pid: pid, Ppid: ppid, Pgid: pgid, Start: start, Footprint: rss * page})
-	}
-	return out, nil
-}
-
 func mustProcs() []seatbelt.Proc {
-	ps, _ := procs()
+	ps, _ := proctable.Procs()
 	return ps
 }
 

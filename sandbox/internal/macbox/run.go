@@ -130,7 +130,7 @@ func (b *Box) Start(c Command) (*Run, error) {
 	args := append([]string{program}, c.Args[min(1, len(c.Args)):]...)
 	conf := launch.Config{
 		Argv:    b.cfg.Platform.Wrap(profile, args),
-		Env:     initproc.ProxyEnv(b.Env(c.Env), b.cfg.ProxyPort),
+		Env:     initproc.ProxyEnv(b.Env(c.Env), b.cfg.ProxyPort, b.cfg.ProxyAuth),
 		Dir:     b.Inside(dir),
 		Rlimits: rl,
 	}

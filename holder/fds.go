@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package holder
 
 import (
@@ -14,7 +16,7 @@ import (
 // for the session's whole life. The Go runtime's own descriptors are
 // all close-on-exec, and so are spared.
 func closeInherited() {
-	fds, err := os.ReadDir("/proc/self/fd")
+	fds, err := os.ReadDir(fdDir)
 	if err != nil {
 		return
 	}

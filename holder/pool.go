@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package holder
 
 import (
@@ -104,7 +106,7 @@ func (h *holder) servePool() error {
 // only: info, open a session, or stop.
 func (h *holder) handlePool(c *net.UnixConn) {
 	pl := h.pool
-	if uid, _, err := peerUID(c); err != nil || uid != os.Geteuid() {
+	if uid, err := peerUID(c); err != nil || uid != os.Geteuid() {
 		c.Close()
 		return
 	}

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package holder
 
 import (
@@ -43,7 +45,7 @@ func Start(ctx context.Context, cfg Config) (Info, error) {
 		return Info{}, fmt.Errorf("holder: %w", err)
 	}
 	defer readyR.Close()
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append(append([]string{argv0}, cfg.Self...), "watch"), Env: holderEnv(cfg), Dir: "/",
+	cmd := &exec.Cmd{Path: selfExe(), Args: append(append([]string{argv0}, cfg.Self...), "watch"), Env: holderEnv(cfg), Dir: "/",
 		Stdin: cfgR, Stdout: readyW, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	err = cmd.Start()
 	cfgR.Close()
@@ -133,7 +135,7 @@ func (c *Client) connect() (*net.UnixConn, error) {
 		}
 		return nil, fmt.Errorf("holder: session %s: %w", c.id, err)
 	}
-	uid, _, err := peerUID(conn)
+	uid, err := peerUID(conn)
 	if err != nil || uid != os.Geteuid() {
 		conn.Close()
 		return nil, fmt.Errorf("holder: session %s: its socket is served by uid %d, not this user: refusing it", c.id, uid)

@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package holder
 
 import (
@@ -9,7 +11,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -163,41 +164,13 @@ func rights(oob []byte) ([]*os.File, error) {
 	return files, nil
 }
 
-// pollable returns fd, a descriptor that came with a message, or, for a
-// pipe, a descriptor of the holder's own for it, opened anew through
-// /proc/self/fd in non-blocking mode (fd is closed then): the Go runtime
-// polls it, so a read or write that waits on the client parks its
-// goroutine, and closing the file ends it. In blocking mode, as a client
-// of its own making may pass a pipe, each such wait took a thread for as
-// long as the client kept the other end open (a step's stdin it never
-// wrote nor closed), until the runtime's thread limit ended the holder.
-// A new open file description, not O_NONBLOCK set on the client's: that
-// one may be shared (a shell's stdout), and would stay non-blocking
-// there.
-func pollable(fd int) int {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
-		return fd
-	}
-	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
-	if err != nil {
-		return fd
-	}
-	own, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), fl&unix.O_ACCMODE|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fd // a write end whose pipe has no reader: a write fails at once
-	}
-	unix.Close(fd)
-	return own
-}
-
 // kindsAre checks that every file is of one of the types modes (S_IFIFO
 // for a step's streams; a patch may be a file, a pipe or a socket), and
 // says which one is not: a directory, a device or a terminal is refused.
 func kindsAre(files []*os.File, what string, modes ...uint32) error {
 	for i, f := range files {
 		var st unix.Stat_t
-		if err := unix.Fstat(int(f.Fd()), &st); err != nil || !slices.Contains(modes, st.Mode&unix.S_IFMT) {
+		if err := unix.Fstat(int(f.Fd()), &st); err != nil || !slices.Contains(modes, uint32(st.Mode)&unix.S_IFMT) {
 			return fmt.Errorf("holder: descriptor %d is not %s", i, what)
 		}
 	}
@@ -212,21 +185,15 @@ func closeFiles(files []*os.File) {
 	}
 }
 
-// peerUID is the uid of the process at the other end of c.
-func peerUID(c *net.UnixConn) (int, int, error) {
+// control runs f on c's descriptor.
+func control(c *net.UnixConn, f func(fd int) error) error {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1, -1, err
+		return err
 	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, -1, err
+	var ferr error
+	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
 	}
-	if cerr != nil {
-		return -1, -1, cerr
-	}
-	return int(cred.Uid), int(cred.Pid), nil
+	return ferr
 }

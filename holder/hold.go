@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package holder
 
 import (
@@ -258,7 +260,7 @@ func accept(lis *net.UnixListener, conns *sync.WaitGroup, handle func(*net.UnixC
 // handle answers one connection, from this user only.
 func (hd *held) handle(c *net.UnixConn) {
 	defer c.Close()
-	if uid, _, err := peerUID(c); err != nil || uid != os.Geteuid() {
+	if uid, err := peerUID(c); err != nil || uid != os.Geteuid() {
 		return // another user: not a word
 	}
 	var req request
@@ -479,10 +481,6 @@ func (h *holder) info() Info {
 	}
 	return h.pool.info
 }
-
-// maxSocketPath is the longest path a unix socket may have (108 bytes
-// with its NUL).
-const maxSocketPath = 107
 
 // listen listens on the unix socket sock, or says why a path too long
 // for one will not do, and how to fix it.

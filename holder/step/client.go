@@ -1,3 +1,5 @@
+//go:build linux || darwin
+
 package step
 
 import (
@@ -137,7 +139,7 @@ func terminal(w io.Writer) bool {
 	errno := syscall.ENOTTY
 	rc.Control(func(fd uintptr) {
 		var t syscall.Termios
-		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+		_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, ioctlGetTermios, uintptr(unsafe.Pointer(&t)))
 	})
 	return errno == 0
 }

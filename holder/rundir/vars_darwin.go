@@ -1,0 +1,6 @@
+package rundir
+
+// privateVars name the directories, in this order, whose airlock
+// subdirectory Path takes when the directory is the user's own and
+// private: on macOS, launchd gives every user a TMPDIR of their own.
+var privateVars = []string{"XDG_RUNTIME_DIR", "TMPDIR"}
