@@ -94,6 +94,13 @@ func NewProxy(pol *policy.Loaded, req ProxyRequest, opts Options) (*StandalonePr
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
 	}
+	// A plain listener serves every local process that reaches it: one
+	// that adds credentials would lend them to any of them. A gateway's
+	// clients authenticate; a namespace's listener is its own.
+	if req.Clients == nil && req.Netns == "" && len(p.tasks[req.Task].creds) > 0 {
+		return nil, fmt.Errorf("proxy: task %q adds credentials to its requests, and a listener of its own would lend them to every local process that reaches it: "+
+			"serve it with --gateway FILE (each client authenticates with its token) or --netns PATH (a network namespace's own listener)", req.Task)
+	}
 	if slices.ContainsFunc(tasks, gate.Inspects) {
 		if p.ca, err = proxy.NewCA("airlock proxy CA, "+p.what, proxyCALife); err != nil {
 			return nil, fmt.Errorf("proxy: %w", err)

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
 	"github.com/airlock-sandbox/airlock/monitor"
+	"github.com/airlock-sandbox/airlock/proxy"
 	"github.com/airlock-sandbox/airlock/runbook"
 )
 
@@ -428,7 +429,17 @@ var entryPoints = []entryPoint{{
 	run: func(t *testing.T, f *tableFixture, c control) outcome {
 		dir := t.TempDir()
 		logFile, caFile := filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "ca.pem")
-		cmd := exec.Command(f.bin, "proxy", "--policy", f.policy, "--audit", logFile, "--task", c.task, "--listen", "127.0.0.1:0", "--ca-cert", caFile)
+		// A task that adds credentials is served only to clients that
+		// authenticate: a gateway of one client.
+		token, sum, err := proxy.MintToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw := filepath.Join(dir, "gateway.json")
+		if err := os.WriteFile(gw, fmt.Appendf(nil, `{"clients": [{"name": "table", "task": %q, "tokenSHA256": %q}]}`, c.task, sum), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(f.bin, "proxy", "--policy", f.policy, "--audit", logFile, "--gateway", gw, "--listen", "127.0.0.1:0", "--ca-cert", caFile)
 		cmd.Dir, cmd.Env = f.dir, f.env
 		stderr := &testutil.SyncBuffer{}
 		cmd.Stderr = stderr
@@ -447,7 +458,7 @@ var entryPoints = []entryPoint{{
 		// The client is the script, on the host, with the proxy and its
 		// CA as its only settings: none of airlock's environment.
 		client := exec.Command("sh", "-c", c.script)
-		client.Env = []string{"PATH=" + os.Getenv("PATH"), "HTTP_PROXY=http://" + addr, "CURL_CA_BUNDLE=" + caFile}
+		client.Env = []string{"PATH=" + os.Getenv("PATH"), "HTTP_PROXY=http://table:" + token + "@" + addr, "CURL_CA_BUNDLE=" + caFile}
 		out, err := client.Output()
 		o := outcome{out: string(out)}
 		if err != nil {
