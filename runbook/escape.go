@@ -146,8 +146,9 @@ func (l *launch) hostSignals(n int) []Signal {
 }
 
 // checkAfterStep runs every escape check after step n (1-based): the host
-// checks, the audit chain from the launch on, the watched host paths,
-// and the start-up probes again inside the sandbox.
+// checks, on macOS the step's processes left, the audit chain from the
+// launch on, the watched host paths, and the start-up probes again
+// inside the sandbox.
 func (l *launch) checkAfterStep(n int) {
 	if h := l.opts.test; h != nil && h.afterStep != nil {
 		h.afterStep(n, l.sess.Pid())
@@ -156,6 +157,9 @@ func (l *launch) checkAfterStep(n int) {
 		return
 	}
 	sigs := l.hostSignals(n)
+	if out := l.procs.afterStep(); len(out) > 0 {
+		sigs = append(sigs, Signal{Name: SignalLeftAfterStep, Step: n, Detail: strings.Join(out, "; ")})
+	}
 	if err := l.chain.check(); err != nil {
 		sigs = append(sigs, Signal{Name: SignalAuditChain, Step: n, Detail: err.Error()})
 	}

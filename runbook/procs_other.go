@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package runbook
 
@@ -11,11 +11,14 @@ type procInfo struct{}
 // sandbox, and newSandboxProcs fails closed.
 type sandboxProcs struct{}
 
+// escapeChecks is the receipt's "runbook" line: there is no launch here.
+const escapeChecks = ""
+
 func newSandboxProcs(int) (*sandboxProcs, error) {
 	return nil, errors.New("runbook: no sandbox on this system")
 }
 
-func (s *sandboxProcs) members() map[int]string { return nil }
+func (s *sandboxProcs) afterStep() []string     { return nil }
 func (s *sandboxProcs) left() map[int]string    { return nil }
 func (s *sandboxProcs) outsideCgroup() []string { return nil }
 func (s *sandboxProcs) tree() []procInfo        { return nil }

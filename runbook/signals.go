@@ -30,6 +30,11 @@ const (
 	// or the probes (sandbox.ErrInitDied): a crash, or a signal from
 	// inside that got through to it.
 	SignalInitDied = "init_died"
+	// SignalLeftAfterStep: on macOS, which has no cgroup or pid
+	// namespace to hold them, a process descended from airlock (a step's
+	// command or what it started) is alive after the step, whose watch
+	// kills its whole tree.
+	SignalLeftAfterStep = "process_left_after_step"
 )
 
 // Signal is one fired escape signal.

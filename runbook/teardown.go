@@ -56,7 +56,7 @@ func (l *launch) teardown() error {
 	}
 	l.res.Receipt["command"] = "airlock command gate (policy " + l.enf.Policy().Digest + "), every step decided before the launch"
 	l.res.Receipt["egress"] = "airlock egress proxy on the listener the sandbox's init opened (where, and what else holds egress: network), task " + l.res.Task
-	l.res.Receipt["runbook"] = "start-up probes inside the sandbox; escape checks after every step (audit chain, cgroup membership, host writes, probes again) and during it (cgroup, canary, metadata)"
+	l.res.Receipt["runbook"] = escapeChecks
 	left := l.residue()
 	if left != "" {
 		err = errors.Join(err, errors.New("runbook: teardown left "+left))
