@@ -37,6 +37,13 @@ func init() {
 	}
 }
 
+// Builtin reports whether name is a shell builtin a script's decision
+// reads (cd, export, test, ...): one that runs no program of its own.
+func Builtin(name string) bool {
+	_, ok := builtins[name]
+	return ok
+}
+
 // refusedBuiltins are the builtins a script may not run, with why.
 var refusedBuiltins = map[string]string{
 	"eval": "runs a string as commands", "source": "runs the commands of a file", ".": "runs the commands of a file",

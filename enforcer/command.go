@@ -2,6 +2,7 @@ package enforcer
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
 	"github.com/airlock-sandbox/airlock/decision"
@@ -44,10 +45,30 @@ func (e *Enforcer) commandOf(rootfs string, d decision.Decision, name string, ar
 		c.path = resolved
 	}
 	if s := d.Script; s != nil {
+		if err := e.scriptFound(rootfs, s); err != nil {
+			return c, err
+		}
 		c.shell = true
 		c.argv = cmdgate.ShellArgv(s.Shell, c.argv)
 	}
 	return c, nil
+}
+
+// scriptFound checks that every program a script's decision allowed by
+// a bare name is on the search path, where the shell (whose PATH is that
+// path) will look: a missing one fails here, as a command line's own
+// does, not as the shell's "not found" in the middle of the script. (An
+// escalated entry may be a construct, whose command is not known.)
+func (e *Enforcer) scriptFound(rootfs string, s *decision.Script) error {
+	for _, sc := range s.Commands {
+		if sc.Verdict != decision.Allow || strings.Contains(sc.Command, "/") || cmdgate.Builtin(sc.Command) {
+			continue
+		}
+		if _, err := e.Resolve(rootfs, sc.Command); err != nil {
+			return fmt.Errorf("the command gate allowed the script's %q (at %s) but it cannot be run: %w", sc.Command, sc.Pos, err)
+		}
+	}
+	return nil
 }
 
 // environ is the command's environment made of env: for a script, without

@@ -178,8 +178,11 @@ func (c *Client) call(req request, files ...*os.File) (response, error) {
 // Info asks the holder about its session.
 func (c *Client) Info() (Info, error) {
 	resp, err := c.call(request{Op: opInfo})
-	if err != nil || resp.Info == nil {
-		return Info{}, errors.Join(err, errors.New("holder: no info in the answer"))
+	switch {
+	case err != nil:
+		return Info{}, err
+	case resp.Info == nil:
+		return Info{}, errors.New("holder: no info in the answer")
 	}
 	return *resp.Info, nil
 }
@@ -213,8 +216,10 @@ func (c *Client) Changes(patch *os.File) (enforcer.Changes, error) {
 	switch {
 	case errors.Is(err, ErrAnswerLost):
 		return *resp.Changes, err
-	case err != nil || resp.Changes == nil:
-		return enforcer.Changes{}, errors.Join(err, errors.New("holder: no changes in the answer"))
+	case err != nil:
+		return enforcer.Changes{}, err
+	case resp.Changes == nil:
+		return enforcer.Changes{}, errors.New("holder: no changes in the answer")
 	}
 	return *resp.Changes, nil
 }
