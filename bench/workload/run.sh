@@ -20,6 +20,12 @@
 # own part is the session's start (0.04-0.17 s), its stop with the patch
 # (0.01-0.07 s) and about 10-20 ms a step (`session exec -- true`).
 #
+# On a quiet host (load average 1-2, two rounds, `bench/workload/run.sh 2`):
+# Python 0.92x and 0.92x, Go 0.98x and 1.04x, Node 1.06x and 1.35x: Node's
+# whole workload takes about a second, so airlock's fixed ~0.1-0.3 s (its
+# start, stop and per-step costs, npm install through the proxy) is a
+# larger share of it.
+#
 # Usage: bench/workload/run.sh [ROUNDS]   (as root; ROUNDS default 3, each
 # a direct run and a session of every workload)
 set -euo pipefail
