@@ -110,6 +110,11 @@ func (a *attempt) carry(ctx context.Context) error {
 		return err
 	}
 	a.cmd, a.base.Path = cmd, cmd.path
+	if a.t.notices != nil {
+		for _, m := range a.e.scriptMissing(a.rootfs, a.d.Script) {
+			a.t.notices.Printf("airlock: script: %s", m)
+		}
+	}
 	a.caps = a.e.pol.CapsFor(a.st.Tool)
 	if t := a.st.Timeout; t > 0 && t.Seconds() < a.caps.WallSeconds {
 		a.caps.WallSeconds = t.Seconds()

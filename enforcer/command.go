@@ -45,30 +45,32 @@ func (e *Enforcer) commandOf(rootfs string, d decision.Decision, name string, ar
 		c.path = resolved
 	}
 	if s := d.Script; s != nil {
-		if err := e.scriptFound(rootfs, s); err != nil {
-			return c, err
-		}
 		c.shell = true
 		c.argv = cmdgate.ShellArgv(s.Shell, c.argv)
 	}
 	return c, nil
 }
 
-// scriptFound checks that every program a script's decision allowed by
-// a bare name is on the search path, where the shell (whose PATH is that
-// path) will look: a missing one fails here, as a command line's own
-// does, not as the shell's "not found" in the middle of the script. (An
-// escalated entry may be a construct, whose command is not known.)
-func (e *Enforcer) scriptFound(rootfs string, s *decision.Script) error {
+// scriptMissing names every program a script's decision allowed by a
+// bare name that is not on the search path, where the shell (whose PATH
+// is that path) will look, with its place in the script: said before the
+// shell starts rather than as its "not found" halfway through. Not a
+// refusal, as the script may hold its fallback (a || b). (An escalated
+// entry may be a construct, whose command is not known.)
+func (e *Enforcer) scriptMissing(rootfs string, s *decision.Script) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
 	for _, sc := range s.Commands {
 		if sc.Verdict != decision.Allow || strings.Contains(sc.Command, "/") || cmdgate.Builtin(sc.Command) {
 			continue
 		}
 		if _, err := e.Resolve(rootfs, sc.Command); err != nil {
-			return fmt.Errorf("the command gate allowed the script's %q (at %s) but it cannot be run: %w", sc.Command, sc.Pos, err)
+			out = append(out, fmt.Sprintf("the script's %q (at %s) cannot be run: %v", sc.Command, sc.Pos, err))
 		}
 	}
-	return nil
+	return out
 }
 
 // environ is the command's environment made of env: for a script, without
