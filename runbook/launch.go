@@ -40,6 +40,7 @@ type launch struct {
 	hostTrees  []watchedTree
 	hostBefore hostSnapshot
 
+	launched atomic.Bool           // the sandbox passed its probes: records go through sess
 	step     atomic.Int64          // the step running now (1-based), 0 between steps
 	auditErr atomic.Pointer[error] // the first event the log refused
 	esc      *escape
@@ -231,10 +232,16 @@ func (l *launch) abandon(ev audit.Event) bool {
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to the enforcer's OnEvent (Enforcer.Record), keeping the first record
-// the log refused. It returns ev as written (with its seq and hash).
+// to the enforcer's OnEvent (Enforcer.Record), once the sandbox passed
+// its probes through its session (an alert that ev raises may stop the
+// launch), keeping the first record the log refused. It returns ev as
+// written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
-	w, err := l.enf.Record(ev)
+	rec := l.enf.Record
+	if l.launched.Load() {
+		rec = l.sess.Record
+	}
+	w, err := rec(ev)
 	if err != nil {
 		l.auditErr.CompareAndSwap(nil, &err)
 	}
