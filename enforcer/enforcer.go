@@ -542,8 +542,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // NewRunID returns a fresh random run id.
-func NewRunID() string {
+func NewRunID() string { return newID("run-") }
+
+// newID is prefix and 12 random hex digits.
+func newID(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return "run-" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }

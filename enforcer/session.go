@@ -3,8 +3,6 @@ package enforcer
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -614,8 +612,4 @@ func ValidSessionID(id string) bool {
 }
 
 // NewSessionID returns a fresh random session id.
-func NewSessionID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "ses-" + hex.EncodeToString(b[:])
-}
+func NewSessionID() string { return newID("ses-") }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -47,7 +48,7 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	if err != nil {
 		return l.setupFailed(err)
 	}
-	l.sess = sess
+	l.sess, l.closeSession = sess, sync.OnceValues(sess.Close)
 	// Once the session has made the findings directory, and before
 	// anything runs in it (the init's own probes aside).
 	l.hostFiles, l.hostTrees = l.sentinels()
