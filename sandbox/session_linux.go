@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -14,78 +13,6 @@ import (
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
-
-// Session is one sandbox that runs several commands, one after another
-// (StartSession). Exec, Freeze, Evidence and Close are safe for
-// concurrent use; Execs run one at a time.
-type Session struct {
-	sb *Sandbox
-
-	mu     sync.Mutex // held by Exec for a whole step, and by Close
-	fdMu   sync.Mutex // held by Evidence and by Close's teardown (the sandbox's descriptors)
-	steps  int
-	ended  atomic.Bool
-	frozen atomic.Pointer[freezeState]
-
-	closing bool // under fdMu: Close's teardown has begun
-	copied  bool // under mu: CopyIn was called
-
-	next chan stepGroup // under mu: the next step's group, made while a step runs
-	back []*os.File     // under mu: the session group's v1 tasks files
-
-	closeOnce sync.Once
-	teardown  Teardown
-	closeErr  error
-}
-
-// StartSession builds one sandbox exactly as Start does — the same
-// namespaces, filesystem view, privilege drop, cgroup and proxy listener,
-// and the start-up probes once — but runs no command: each Exec then runs
-// one step in it, until Close.
-//
-// cfg.Path, Args, Env, Dir, Stdin, Stdout and Stderr must be empty (each
-// Step brings its own). The caps apply as follows:
-//
-//   - memory and tasks are the session's and each step's: the session's
-//     cgroup holds every step, and files written to /tmp, /workspace and
-//     /findings persist from step to step and stay charged to it; each
-//     step runs in a child cgroup of its own with its StepCaps' memory
-//     and tasks (or rlimits on the step's processes where the host gives
-//     no cgroup v1 child; the step's Result.Receipt says which). A step
-//     whose process the kernel kills for memory, or that hits the tasks
-//     cap, is killed (KilledBy "memory" or "pids"); the session goes on.
-//   - disk (the writable tmpfs, which /tmp, /workspace, /findings and
-//     /dev/shm share, and RLIMIT_FSIZE) and open files (RLIMIT_NOFILE)
-//     are the session's, the same for every step.
-//   - wall clock, CPU time and output are per step: cfg.Caps.Wall,
-//     cfg.Caps.CPU and cfg.Caps.OutputBytes are each step's defaults, and
-//     a Step's own Caps replace them (no higher than the session's: every
-//     process also carries cfg.Caps.CPU as RLIMIT_CPU, the session's init
-//     too, so a session's init lives for at most that much CPU time of
-//     its own, several thousand steps). The session as a whole lasts
-//     until Close or until ctx is done.
-//
-// A step that a cap kills ends only that step (its processes, and every
-// process it left behind), unless Step.EndSessionOnKill says otherwise.
-func StartSession(ctx context.Context, cfg Config) (*Session, error) {
-	if cfg.Path != "" || cfg.Args != nil || cfg.Env != nil || cfg.Dir != "" || cfg.Stdin != nil || cfg.Stdout != nil || cfg.Stderr != nil {
-		return nil, errors.New("sandbox: session: Path, Args, Env, Dir and the streams belong to each Step, not to the session's Config")
-	}
-	cfg, err := normalizeView(cfg)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := startSandbox(ctx, cfg, true)
-	if err != nil {
-		return nil, err
-	}
-	ss := &Session{sb: sb}
-	return ss, nil
-}
-
-// Listener returns the proxy's listener inside the session's network
-// namespace, nil unless Config.Proxy. Close closes it.
-func (ss *Session) Listener() net.Listener { return ss.sb.lis }
 
 // Pid returns the session init's process id on the host.
 func (ss *Session) Pid() int { return ss.sb.cmd.Process.Pid }
@@ -104,7 +31,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	if err := ss.usable(); err != nil {
 		return res, err
 	}
-	st, caps, err := ss.normalizeStep(st)
+	st, caps, err := normalizeStep(st, ss.sb.cfg.Caps)
 	if err != nil {
 		return res, err
 	}
@@ -160,7 +87,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	res.Path = m.Path
 	started := time.Now()
-	ss.next = ss.makeStepGroup(n+1, want)
+	ss.sb.next = ss.makeStepGroup(n+1, want)
 	w.start(ctx, caps, before)
 	m, err = ss.recvStep(n)
 	w.stop()
@@ -184,16 +111,8 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	return res, nil
 }
 
-// Probe runs the start-up probes again, from the init inside the session,
-// between steps, and returns every probe's outcome: the runbook re-runs
-// them after each step, and a probe that fails after launch is a sign of
-// escape. It fails like Exec on a frozen or ended session.
-func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return nil, err
-	}
+// probe has the init run the start-up probes (Probe).
+func (ss *Session) probe(req ProbeRequest) ([]ProbeResult, error) {
 	if err := ss.sb.c.Send(initproc.Message{Kind: initproc.MsgProbe, Probe: &req}); err != nil {
 		ss.end()
 		return nil, fmt.Errorf("%w: %w", ErrSessionEnded, err)
@@ -208,22 +127,6 @@ func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
 			return m.Probes, nil
 		}
 	}
-}
-
-// usable says why no step may start now, if so.
-func (ss *Session) usable() error {
-	switch {
-	case ss.frozen.Load() != nil:
-		return ErrFrozen
-	case ss.ended.Load():
-		return ErrSessionEnded
-	}
-	return nil
-}
-
-// normalizeStep checks a step and fills in its defaults.
-func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
-	return normalizeStep(st, ss.sb.cfg.Caps)
 }
 
 // recvStep reads the init's next message about step n. A broken control
@@ -418,22 +321,9 @@ func (ss *Session) end() {
 	ss.sb.group.KillAll()
 }
 
-// Close ends the session: it kills every process (the init included),
-// copies /findings out to Config.Findings, removes the cgroup, and closes
-// the listener; the mounts and namespaces go with the init. It returns the
-// same result to every caller. A frozen session is killed frozen.
-func (ss *Session) Close() (Teardown, error) {
-	ss.closeOnce.Do(func() {
-		ss.end()
-		ss.mu.Lock() // an Exec in flight has returned: its init is dead
-		defer ss.mu.Unlock()
-		ss.dropNextGroup()
-		ss.teardown, ss.closeErr = ss.close()
-	})
-	return ss.teardown, ss.closeErr
-}
-
+// close is Close's teardown, every process dead.
 func (ss *Session) close() (Teardown, error) {
+	ss.dropNextGroup()
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
 	ss.closing = true
@@ -470,30 +360,8 @@ func (ss *Session) close() (Teardown, error) {
 	return td, errors.Join(errs...)
 }
 
-// CopyIn copies the host directory dir into the session's /workspace, as
-// Config.Workspace does at the start, for a session started without one:
-// a sandbox built ahead gets its workspace when it is handed out
-// (docs/sandbox.md, "Sandboxes built ahead"). It may come only before the
-// first step, once. The original is kept for Changes as Config.Workspace's
-// is. A failure ends the session (its /workspace may be half filled).
-func (ss *Session) CopyIn(dir string) error {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return err
-	}
-	s := ss.sb
-	if ss.steps > 0 || s.cfg.Workspace != "" || ss.copied {
-		return errors.New("sandbox: copy-in: the session has its workspace already, or has run a step")
-	}
-	ss.copied = true
-	if err := ss.copyIn(dir); err != nil {
-		ss.end()
-		return fmt.Errorf("sandbox: copy-in: %w", err)
-	}
-	return nil
-}
-
+// copyIn sends dir to the init as the workspace, keeping the stream as
+// the original (CopyIn).
 func (ss *Session) copyIn(dir string) error {
 	s := ss.sb
 	orig, err := openOriginal()
