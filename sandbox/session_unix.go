@@ -24,7 +24,7 @@ type Session struct {
 	sb *Sandbox
 
 	mu     sync.Mutex // held by Exec for a whole step, and by Close
-	fdMu   sync.Mutex // held by Evidence, SetFindings and by Close's teardown (the sandbox's descriptors, the findings destination)
+	fdMu   sync.Mutex // held by Receipt, SetFindings, Close's teardown and, on Linux, Evidence, Changes and FindingsNow (the sandbox's descriptors, the findings destination)
 	steps  int
 	ended  atomic.Bool
 	frozen atomic.Pointer[freezeState]
