@@ -34,30 +34,13 @@ func (ss *Session) Pid() int {
 	return os.Getpid()
 }
 
-// Exec runs one step and waits for it and every process it left: its
-// result, or an error when it could not run (ErrStepStart: the session
-// goes on; ErrSessionEnded or ErrFrozen: it does not). When ctx is done
-// the step is killed (for a Terminated cause, signalled first) and Exec
-// returns its result with ctx's error.
-func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+// exec runs step n as a command of its own in the box (Exec); it
+// reports whether ctx ended it.
+func (ss *Session) exec(ctx context.Context, st Step, caps StepCaps, n int) (Result, bool, error) {
 	res := Result{ExitCode: -1}
-	if err := ss.usable(); err != nil {
-		return res, err
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return res, err
-	}
-	st, caps, err := normalizeStep(st, ss.sb.cfg.Caps)
-	if err != nil {
-		return res, err
-	}
-	ss.steps++
-	n := ss.steps
 	if st.Ready != nil {
 		if err := st.Ready(); err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
 	s := ss.sb
@@ -71,7 +54,7 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	s.mu.Unlock()
 	if err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	var ctxDone atomic.Bool
 	stop := context.AfterFunc(ctx, func() {
@@ -93,15 +76,9 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	res.Receipt["session"] = sessionReceipt
 	if res.InitDied != "" {
 		ss.end()
-		return res, fmt.Errorf("%w: %w: step %d: %s", ErrSessionEnded, ErrInitDied, n, res.InitDied)
+		return res, false, fmt.Errorf("%w: %w: step %d: %s", ErrSessionEnded, ErrInitDied, n, res.InitDied)
 	}
-	if res.KilledBy != "" && st.EndSessionOnKill {
-		ss.end()
-	}
-	if ctxDone.Load() {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return res, ctxDone.Load(), nil
 }
 
 // probe runs the start-up probes under a step's profile (Probe).

@@ -17,50 +17,34 @@ import (
 // Pid returns the session init's process id on the host.
 func (ss *Session) Pid() int { return ss.sb.cmd.Process.Pid }
 
-// Exec runs one step and waits for it: its result, or an error when it
-// could not run (ErrStepStart: the session goes on; ErrSessionEnded or
-// ErrFrozen: it does not). When ctx is done the step is killed and Exec
-// returns its result with ctx's error.
-func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+// exec runs step n in a cgroup of its own, through the init (Exec); it
+// reports whether ctx ended it.
+func (ss *Session) exec(ctx context.Context, st Step, caps StepCaps, n int) (Result, bool, error) {
 	res := Result{ExitCode: -1}
-	if err := ss.usable(); err != nil {
-		return res, err // without waiting for a step in flight
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return res, err
-	}
-	st, caps, err := normalizeStep(st, ss.sb.cfg.Caps)
-	if err != nil {
-		return res, err
-	}
-	ss.steps++
-	n := ss.steps
 	sg := ss.takeStepGroup(n)
 	if sg.err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
 	}
 	want := limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}
 	defer func() { go sg.release() }() // not on the way of the step's result
 	child := sg.child
 	if err := child.Limit(want); err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	place, err := ss.placeFiles(sg)
 	if err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	w := ss.newStepWatch(n, child)
 	sio, err := newStepIO(st, newOutputCap(caps.OutputBytes, func() { w.kill(limits.KilledByOutput) }))
 	if err != nil {
-		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
+		return res, false, fmt.Errorf("sandbox: step %d: %w", n, err)
 	}
 	defer sio.close()
 	before, _ := ss.sb.group.Stats()
 	if st.Ready != nil {
 		if err := st.Ready(); err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
 	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Tree: st.Tree, Args: st.Args, Env: st.Env, Dir: st.Dir,
@@ -71,19 +55,19 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	if err := ss.sb.c.Send(req, fds...); err != nil {
 		ss.end()
-		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
+		return res, false, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
 	sio.start()
 	m, err := ss.recvStep(n)
 	switch {
 	case err != nil:
-		return res, err
+		return res, false, err
 	case m.Kind == initproc.MsgFailed:
 		sio.wait()
-		return res, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
+		return res, false, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
 	case m.Kind != initproc.MsgStarted:
 		ss.end()
-		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
+		return res, false, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
 	res.Path = m.Path
 	started := time.Now()
@@ -94,21 +78,15 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	res.Wall = time.Since(started)
 	sio.wait()
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	if m.Kind != initproc.MsgExited || m.Status == nil {
 		ss.end()
-		return res, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
+		return res, false, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
 	}
 	ss.stepResult(&res, *m.Status, w, before, caps)
 	res.Receipt = ss.stepReceipt(child)
-	if res.KilledBy != "" && st.EndSessionOnKill {
-		ss.end()
-	}
-	if w.ctxErr.Load() {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return res, w.ctxErr.Load(), nil
 }
 
 // probe has the init run the start-up probes (Probe).
@@ -117,28 +95,28 @@ func (ss *Session) probe(req ProbeRequest) ([]ProbeResult, error) {
 		ss.end()
 		return nil, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
-	for {
-		m, fds, err := ss.sb.c.Recv()
-		initproc.CloseAll(fds)
-		if err != nil {
-			return nil, ss.initGone("probes", err)
-		}
-		if m.Kind == initproc.MsgProbed {
-			return m.Probes, nil
-		}
+	m, err := ss.recv("probes", func(m initproc.Message) bool { return m.Kind == initproc.MsgProbed })
+	if err != nil {
+		return nil, err
 	}
+	return m.Probes, nil
 }
 
-// recvStep reads the init's next message about step n. A broken control
-// socket means the init is gone: the session has ended.
+// recvStep reads the init's next message about step n.
 func (ss *Session) recvStep(n int) (initproc.Message, error) {
+	return ss.recv(fmt.Sprintf("step %d", n), func(m initproc.Message) bool { return m.Step == n })
+}
+
+// recv reads the init's messages until one that want takes, during what.
+// A broken control socket means the init is gone: the session has ended.
+func (ss *Session) recv(what string, want func(initproc.Message) bool) (initproc.Message, error) {
 	for {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			return m, ss.initGone(fmt.Sprintf("step %d", n), err)
+			return m, ss.initGone(what, err)
 		}
-		if m.Step == n {
+		if want(m) {
 			return m, nil
 		}
 	}

@@ -91,6 +91,38 @@ func StartSession(ctx context.Context, cfg Config) (*Session, error) {
 // Close closes it.
 func (ss *Session) Listener() net.Listener { return ss.sb.lis }
 
+// Exec runs one step and waits for it and every process it left: its
+// result, or an error when it could not run (ErrStepStart: the session
+// goes on; ErrSessionEnded or ErrFrozen: it does not). When ctx is done
+// the step is killed (for a Terminated cause, signalled first) and Exec
+// returns its result with ctx's error.
+func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+	if err := ss.usable(); err != nil {
+		return Result{ExitCode: -1}, err // without waiting for a step in flight
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if err := ss.usable(); err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	st, caps, err := normalizeStep(st, ss.sb.cfg.Caps)
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	ss.steps++
+	res, ctxDone, err := ss.exec(ctx, st, caps, ss.steps)
+	if err != nil {
+		return res, err
+	}
+	if res.KilledBy != "" && st.EndSessionOnKill {
+		ss.end()
+	}
+	if ctxDone {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
 // usable says why no step may start now, if so.
 func (ss *Session) usable() error {
 	switch {
