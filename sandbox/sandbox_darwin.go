@@ -226,12 +226,10 @@ func (s *Sandbox) kill(k limits.KilledBy) {
 	}
 }
 
-// Kill ends the run now, then tears down as Wait.
-func (s *Sandbox) Kill() error {
+// killAll kills the current command's tree on airlock's own behalf.
+func (s *Sandbox) killAll() {
 	s.killed.Store(true)
 	s.kill("")
-	_, err := s.Wait()
-	return err
 }
 
 // end ends the sandbox when its context is done: at once, or for a
@@ -250,8 +248,7 @@ func (s *Sandbox) end(ctx context.Context) {
 		case <-grace.C:
 		}
 	}
-	s.killed.Store(true)
-	s.kill("")
+	s.killAll()
 }
 
 func (s *Sandbox) finish() (Result, error) {

@@ -549,13 +549,11 @@ func (s *Sandbox) Release() error {
 	return nil
 }
 
-// Kill ends the run now: it kills the init (and with it the pid
-// namespace) and every process of the group, then tears down as Wait.
-func (s *Sandbox) Kill() error {
+// killAll kills the init (and with it the pid namespace) on airlock's
+// own behalf, and every process of the group.
+func (s *Sandbox) killAll() {
 	s.killInit()
 	s.group.KillAll()
-	_, err := s.Wait()
-	return err
 }
 
 // signal sends sig to the init, which forwards SIGTERM, SIGINT, SIGHUP,

@@ -37,6 +37,15 @@ func (s *Sandbox) Wait() (Result, error) {
 	return s.result, s.err
 }
 
+// Kill ends the run now: on Linux it kills the init (and with it the
+// pid namespace) and every process of the group, on macOS the command's
+// tree; then it tears down as Wait.
+func (s *Sandbox) Kill() error {
+	s.killAll()
+	_, err := s.Wait()
+	return err
+}
+
 // outputReceipt says how the output cap holds: per run, or per step of a
 // session.
 func (s *Sandbox) outputReceipt() string {

@@ -86,12 +86,6 @@ func (ss *Session) probe(req ProbeRequest) ([]ProbeResult, error) {
 	return ss.sb.probe(req), nil
 }
 
-// end kills whatever runs; Exec then fails with ErrSessionEnded.
-func (ss *Session) end() {
-	ss.ended.Store(true)
-	ss.sb.kill("")
-}
-
 // close is Close's teardown: the findings copied out, the box removed.
 func (ss *Session) close() (Teardown, error) {
 	s := ss.sb

@@ -291,14 +291,6 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 // sessionReceipt is how a session's caps hold, for its receipt.
 const sessionReceipt = "one init runs each step in turn; memory and tasks per step (the step's own cgroup, else rlimits) and per session; disk the session's; wall clock and CPU per step"
 
-// end kills the session's every process, the init included; Exec then
-// fails with ErrSessionEnded, and Close tears down.
-func (ss *Session) end() {
-	ss.ended.Store(true)
-	ss.sb.killInit()
-	ss.sb.group.KillAll()
-}
-
 // close is Close's teardown, every process dead.
 func (ss *Session) close() (Teardown, error) {
 	ss.dropNextGroup()

@@ -134,6 +134,13 @@ func (ss *Session) usable() error {
 	return nil
 }
 
+// end kills the session's every process, on Linux the init included;
+// Exec then fails with ErrSessionEnded, and Close tears down.
+func (ss *Session) end() {
+	ss.ended.Store(true)
+	ss.sb.killAll()
+}
+
 // Probe runs the start-up probes again, between steps (on Linux from the
 // init inside the session, on macOS under a step's profile), and returns
 // every probe's outcome: the runbook re-runs them after each step, and a
