@@ -99,14 +99,20 @@ func (p *Proxy) connectInline(c net.Conn, br *bufio.Reader, req *http.Request) {
 		writeRaw(c, http.StatusServiceUnavailable, "the proxy is shutting down")
 		return
 	}
+	p.establish(&ev, c, up, buffered(br))
+}
+
+// establish answers a decided CONNECT whose connections c and up are
+// tracked, then tunnels them, and untracks them once done.
+func (p *Proxy) establish(ev *Event, c, up net.Conn, buffered []byte) {
 	defer p.untrack(c, up)
 	if _, err := io.WriteString(c, connectEstablished); err != nil {
 		c.Close()
 		up.Close()
-		p.finish(&ev, err)
+		p.finish(ev, err)
 		return
 	}
-	p.finish(&ev, p.tunnel(&ev, c, buffered(br), up))
+	p.finish(ev, p.tunnel(ev, c, buffered, up))
 }
 
 // decideConnect takes the static decision on a CONNECT request's
@@ -161,12 +167,5 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, ErrClosed)
 		return
 	}
-	defer p.untrack(conn, up)
-	if _, err := io.WriteString(conn, connectEstablished); err != nil {
-		conn.Close()
-		up.Close()
-		p.finish(&ev, err)
-		return
-	}
-	p.finish(&ev, p.tunnel(&ev, conn, buffered(brw.Reader), up))
+	p.establish(&ev, conn, up, buffered(brw.Reader))
 }

@@ -111,7 +111,7 @@ func (p *Proxy) relayClient(ev *Event, up, client net.Conn, prefix []byte, abort
 			return p.relayRequests(ev, up, client, f.data, abort)
 		}
 	}
-	n, err := p.send(ev.use, up, f.data, true)
+	n, err := send(ev.use, up, f.data, true)
 	if err != nil {
 		abort(ignoreClosed(err))
 		return n
@@ -137,8 +137,8 @@ func ignoreClosed(err error) error {
 }
 
 // send writes b to dst, as much of it as u's budgets grant (out: to the
-// destination); a budget that runs out ends the tunnel.
-func (p *Proxy) send(u *budgetUse, dst net.Conn, b []byte, out bool) (int64, error) {
+// destination); a budget that runs out ends the transfer.
+func send(u *budgetUse, dst io.Writer, b []byte, out bool) (int64, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -164,7 +164,7 @@ func (p *Proxy) pass(dst, src net.Conn, u *budgetUse, out bool, abort func(error
 	var n int64
 	for {
 		m, rerr := src.Read(buf)
-		w, werr := p.send(u, dst, buf[:m], out)
+		w, werr := send(u, dst, buf[:m], out)
 		n += w
 		switch {
 		case werr != nil:
@@ -189,10 +189,8 @@ func relay(dst, src net.Conn, abort func(error)) int64 {
 	if err == nil {
 		err = closeWrite(dst)
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		abort(err)
-	} else if err != nil {
-		abort(nil) // closed by the other direction's abort or by Close
+	if err != nil {
+		abort(ignoreClosed(err))
 	}
 	return n
 }
