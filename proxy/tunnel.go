@@ -158,7 +158,14 @@ func send(u *budgetUse, dst io.Writer, b []byte, out bool) (int64, error) {
 // dst; on an error it aborts the whole tunnel.
 func (p *Proxy) pass(dst, src net.Conn, u *budgetUse, out bool, abort func(error)) int64 {
 	if !u.bytesCapped() {
-		return relay(dst, src, abort)
+		n, err := io.Copy(dst, src) // splice(2) between bare TCP connections
+		if err == nil {
+			err = closeWrite(dst)
+		}
+		if err != nil {
+			abort(ignoreClosed(err))
+		}
+		return n
 	}
 	buf := make([]byte, 32<<10)
 	var n int64
@@ -180,19 +187,6 @@ func (p *Proxy) pass(dst, src net.Conn, u *budgetUse, out bool, abort func(error
 			return n
 		}
 	}
-}
-
-// relay copies src to dst. When src ends cleanly it half-closes dst; on an
-// error it aborts the whole tunnel.
-func relay(dst, src net.Conn, abort func(error)) int64 {
-	n, err := io.Copy(dst, src)
-	if err == nil {
-		err = closeWrite(dst)
-	}
-	if err != nil {
-		abort(ignoreClosed(err))
-	}
-	return n
 }
 
 // closeWrite half-closes c, or closes it when it cannot half-close.
