@@ -70,12 +70,7 @@ func Compile(cfg Config) (*Gate, error) {
 			g.block.addrs.insert(e.prefix, b)
 		}
 	}
-	tasks := make([]string, 0, len(cfg.TaskAllowlist))
-	for task := range cfg.TaskAllowlist {
-		tasks = append(tasks, task)
-	}
-	slices.Sort(tasks)
-	for _, task := range tasks {
+	for _, task := range slices.Sorted(maps.Keys(cfg.TaskAllowlist)) {
 		if strings.TrimSpace(task) == "" {
 			errs = append(errs, fmt.Errorf("egress: task %q: empty task name", task))
 			continue

@@ -167,13 +167,13 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	default:
 		ev.Decision = deny(reasonScheme, r.URL.Host, r.URL.Scheme)
 		_ = p.emit(ev)
-		refuseHTTP(w, ev.Decision, false)
+		writeReason(w, http.StatusForbidden, ev.Decision.Why(), false)
 		return
 	}
 	if r.URL.User != nil {
 		ev.Decision = deny(reasonUserinfo, r.URL.Host)
 		_ = p.emit(ev)
-		refuseHTTP(w, ev.Decision, false)
+		writeReason(w, http.StatusForbidden, ev.Decision.Why(), false)
 		return
 	}
 	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, defaultPort)
