@@ -127,7 +127,8 @@ func NewVerifier(head string) *Verifier {
 // VerifyOptions are what a log is checked against beyond its own lines.
 type VerifyOptions struct {
 	// Head, when not "", is a head hash recorded earlier: the log must
-	// still hold a line with it (see VerifyHead).
+	// still hold a line with it, which proves that no line up to it was
+	// cut from the end since.
 	Head string
 	// Checkpoints are signed checkpoints of this log, checked already
 	// against their key (ParseCheckpoint): the log must be of their
@@ -143,36 +144,37 @@ func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
 	}
 	v := NewVerifier(opts.Head)
 	v.cps = slices.SortedFunc(slices.Values(opts.Checkpoints), func(a, b Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
+	return v.read(r, func(Event) error { return nil })
+}
+
+// read checks the whole log r, calling each with every valid event in
+// turn, and ends the check at its end. It stops at the first error, of
+// the log, of r or of each.
+func (v *Verifier) read(r io.Reader, each func(Event) error) (Report, error) {
 	lr := newLineReader(r, MaxLineBytes)
 	for {
 		line, err := lr.next()
 		switch {
-		case err == nil:
-			if _, _, err := v.Line(line); err != nil {
-				return v.Report(), err
-			}
-			continue
 		case errors.Is(err, io.EOF):
 			return v.End(line)
 		case errors.Is(err, ErrLineTooLong):
 			return v.Report(), v.TooLong()
+		case err != nil:
+			return v.Report(), fmt.Errorf("audit: read: %w", err)
 		}
-		return v.Report(), fmt.Errorf("audit: read: %w", err)
+		ev, ok, err := v.Line(line)
+		if err == nil && ok {
+			err = each(ev)
+		}
+		if err != nil {
+			return v.Report(), err
+		}
 	}
 }
 
 // Verify reads a whole log and checks its chain. It returns a *Error
 // naming the first bad line, or another error when r fails.
-func Verify(r io.Reader) (Report, error) {
-	return VerifyHead(r, "")
-}
-
-// VerifyHead is Verify that also fails unless the log still holds a line
-// whose hash is head: a head hash recorded earlier, which proves that no
-// line up to it was cut from the end since.
-func VerifyHead(r io.Reader, head string) (Report, error) {
-	return VerifyWith(r, VerifyOptions{Head: head})
-}
+func Verify(r io.Reader) (Report, error) { return VerifyWith(r, VerifyOptions{}) }
 
 // Report returns what has been verified so far.
 func (v *Verifier) Report() Report {
