@@ -139,7 +139,7 @@ type VerifyOptions struct {
 
 // VerifyWith is Verify against opts.
 func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
-	if opts.Head != "" && !isHash(opts.Head) {
+	if opts.Head != "" && !IsHash(opts.Head) {
 		return Report{}, errors.New("audit: the head must be a 64-digit lower-case hex hash")
 	}
 	v := NewVerifier(opts.Head)
@@ -315,8 +315,7 @@ func (v *Verifier) leaf(n int, line []byte, ev *Event) error {
 		cp := v.cps[0]
 		v.cps = v.cps[1:]
 		if OriginChain(cp.Origin) != v.rep.ChainID {
-			return v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
-				shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
+			return v.otherLog(cp)
 		}
 		if root, err := v.tree.root(); err != nil || root != cp.Root {
 			return v.fail(n, fmt.Sprintf("the first %d records do not have the root of the checkpoint signed at that size: "+
@@ -364,8 +363,7 @@ func (v *Verifier) End(partial []byte) (Report, error) {
 	if len(v.cps) > 0 {
 		cp := v.cps[0]
 		if v.rep.ChainID != "" && OriginChain(cp.Origin) != v.rep.ChainID {
-			return v.rep, v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
-				shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
+			return v.rep, v.otherLog(cp)
 		}
 		return v.rep, v.fail(0, fmt.Sprintf("the log holds %d records, fewer than the %d of the checkpoint signed earlier: "+
 			"records were cut from its end, or it was rewound or rewritten", v.rep.TreeSize, cp.Size))
@@ -375,6 +373,12 @@ func (v *Verifier) End(partial []byte) (Report, error) {
 			"lines were removed from its end, or this is another log")
 	}
 	return v.rep, nil
+}
+
+// otherLog fails the check for the checkpoint cp of another log.
+func (v *Verifier) otherLog(cp Checkpoint) error {
+	return v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
+		shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
 }
 
 func (v *Verifier) fail(line int, reason string) error {
