@@ -153,9 +153,7 @@ its first line carrying on the chain and the tree of the files before it.`,
 			if len(files) > 1 {
 				var e *audit.Error
 				if errors.As(verr, &e) && e.Line > 0 {
-					var name string
-					name, e.Line = r.locate(e.Line)
-					file = name
+					file, e.Line = r.locate(e.Line)
 				}
 			}
 			if asJSON {
