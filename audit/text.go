@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/internal/rawtext"
@@ -24,9 +25,9 @@ type text = rawtext.String
 var errNotText = rawtext.ErrNotText
 
 // plainContext is Context without its JSON methods, and plainBody and
-// plainLine the line's members with plain strings: a line's first,
-// lenient read, which succeeds for the common line, whose every string is
-// a JSON string.
+// plainLine the line's members with plain strings: the fast path for the
+// common event, whose every string is valid UTF-8, which encoding/json
+// then writes exactly as the text encoding does.
 type plainContext Context
 
 type plainBody struct {
@@ -45,7 +46,13 @@ type plainLine struct {
 }
 
 // encodeBody encodes ev without its hash: the bytes that are hashed.
-func encodeBody(ev *Event) ([]byte, error) { return json.Marshal(toWireBody(ev)) }
+func encodeBody(ev *Event) ([]byte, error) {
+	if allUTF8(ev) {
+		return json.Marshal(plainBody{Seq: ev.Seq, TS: ev.TS, Kind: ev.Kind, Decision: ev.Decision,
+			Reason: ev.Reason, Context: plainContext(ev.Context), Prev: ev.Prev})
+	}
+	return json.Marshal(toWireBody(ev))
+}
 
 // decodeLine decodes a line's JSON, leniently (ParseLine checks it).
 func decodeLine(line []byte) (Event, error) {
@@ -65,6 +72,36 @@ func decodeLine(line []byte) (Event, error) {
 		return Event{}, err
 	}
 	return w.event(), nil
+}
+
+// allUTF8 reports whether every string of ev is valid UTF-8.
+func allUTF8(ev *Event) bool {
+	c := &ev.Context
+	for _, s := range [...]string{string(ev.Kind), ev.Decision, ev.Reason, ev.Prev, c.RunID, c.Tool, c.Task,
+		string(c.Gate), c.Rule, c.Event, c.Command, c.Path, c.Host, c.Protocol, c.KilledBy, c.Alert, c.ChainID,
+		c.RepairedSHA256, c.ArgvSHA256, c.EnvSHA256} {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	for _, t := range c.Tails {
+		if !utf8.ValidString(t.Field) || !utf8.ValidString(t.Tail) {
+			return false
+		}
+	}
+	for _, l := range [...][]string{c.Args, c.Env, c.Addresses} {
+		for _, s := range l {
+			if !utf8.ValidString(s) {
+				return false
+			}
+		}
+	}
+	for k, v := range c.Details {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return false
+		}
+	}
+	return true
 }
 
 // wireBody is a line without its hash member: the bytes that are hashed.
