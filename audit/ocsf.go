@@ -292,7 +292,7 @@ func orDash(s string) string {
 func ExportOCSF(w io.Writer, r io.Reader, f Filter, src OCSFSource) (Report, int, error) {
 	v := NewVerifier("")
 	n := 0
-	rep, err := v.read(r, func(ev Event) error {
+	rep, err := v.ReadAll(r, func(ev Event) error {
 		if !f.Match(ev) {
 			return nil
 		}

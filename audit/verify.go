@@ -95,8 +95,9 @@ type damaged struct {
 	reason string
 }
 
-// Verifier checks a log line by line; Verify drives one over a reader, and
-// the timeline uses one to check what it shows.
+// Verifier checks a log line by line; ReadAll drives one over a whole
+// log (Verify, the OCSF export), and the timeline uses one to check what
+// it shows.
 type Verifier struct {
 	head       string // the anchored head hash, or ""
 	headSeen   bool
@@ -144,13 +145,13 @@ func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
 	}
 	v := NewVerifier(opts.Head)
 	v.cps = slices.SortedFunc(slices.Values(opts.Checkpoints), func(a, b Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
-	return v.read(r, func(Event) error { return nil })
+	return v.ReadAll(r, func(Event) error { return nil })
 }
 
-// read checks the whole log r, calling each with every valid event in
+// ReadAll checks the whole log r, calling each with every valid event in
 // turn, and ends the check at its end. It stops at the first error, of
 // the log, of r or of each.
-func (v *Verifier) read(r io.Reader, each func(Event) error) (Report, error) {
+func (v *Verifier) ReadAll(r io.Reader, each func(Event) error) (Report, error) {
 	lr := newLineReader(r, MaxLineBytes)
 	for {
 		line, err := lr.next()
