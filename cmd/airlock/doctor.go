@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -131,7 +132,7 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 	if h.Container != "" {
 		who += ", inside a container: " + h.Container
 	}
-	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, orDash(h.Kernel), who)
+	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, cmp.Or(h.Kernel, "-"), who)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTROL\tSTRENGTH\tMECHANISM")
@@ -196,13 +197,6 @@ func policyOrigin(i policy.Info) string {
 		return "named by $AIRLOCK_POLICY, real path " + i.Path
 	}
 	return "no --policy or $AIRLOCK_POLICY given"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // buildLine is doctor's word on a build kind.

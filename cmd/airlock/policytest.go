@@ -94,14 +94,9 @@ func nonNilOutcomes(outs []authoring.Outcome) []authoring.Outcome {
 // readCases reads and parses a cases file, opened without blocking (a
 // FIFO is refused).
 func readCases(name string, p *policy.Policy) ([]authoring.Case, error) {
-	f, _, err := hostfile.Open(name)
+	data, err := hostfile.ReadFile(name, authoring.MaxCasesSize)
 	if err != nil {
 		return nil, fmt.Errorf("policy test: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, authoring.MaxCasesSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("policy test: %s: %w", name, err)
 	}
 	return authoring.ParseCases(name, data, p)
 }
