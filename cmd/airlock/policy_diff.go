@@ -61,11 +61,12 @@ a file does not load.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
+				d.Widens, d.Narrows = orEmpty(d.Widens), orEmpty(d.Narrows)
 				err = termtext.WriteJSON(w, struct {
 					Old policy.Info `json:"old"`
 					New policy.Info `json:"new"`
 					*authoring.Difference
-				}{old.Info(), new.Info(), nonNil(d)}, "")
+				}{old.Info(), new.Info(), d}, "")
 			} else {
 				err = printDiff(w, d)
 			}
@@ -80,16 +81,6 @@ a file does not load.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"old","new","widens","narrows"} as one JSON object`)
 	return cmd
-}
-
-func nonNil(d *authoring.Difference) *authoring.Difference {
-	if d.Widens == nil {
-		d.Widens = []authoring.Change{}
-	}
-	if d.Narrows == nil {
-		d.Narrows = []authoring.Change{}
-	}
-	return d
 }
 
 // readPolicyData reads and parses a policy file as data, or stdin for

@@ -68,7 +68,7 @@ the policy or the cases file will not load.`,
 					Outcomes []authoring.Outcome `json:"outcomes"`
 					Passed   int                 `json:"passed"`
 					Failed   int                 `json:"failed"`
-				}{l.Info(), nonNilOutcomes(outs), len(outs) - failed, failed}, ""); err != nil {
+				}{l.Info(), orEmpty(outs), len(outs) - failed, failed}, ""); err != nil {
 					return err
 				}
 			} else if err := printOutcomes(w, outs, failed); err != nil {
@@ -82,13 +82,6 @@ the policy or the cases file will not load.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"policy","outcomes","passed","failed"} as one JSON object`)
 	return cmd
-}
-
-func nonNilOutcomes(outs []authoring.Outcome) []authoring.Outcome {
-	if outs == nil {
-		return []authoring.Outcome{}
-	}
-	return outs
 }
 
 // readCases reads and parses a cases file, opened without blocking (a

@@ -152,6 +152,25 @@ func flush(w io.Writer) {
 	}
 }
 
+// noArgs refuses any argument, as a usage error of format (which quotes
+// the first with %q).
+func noArgs(format string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf(format, args[0])}
+		}
+		return nil
+	}
+}
+
+// orEmpty is s, or an empty slice for nil: [] in JSON rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // cmdPath is the command's path without the leading "airlock".
 func cmdPath(c *cobra.Command) string {
 	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")

@@ -509,10 +509,7 @@ func newSessionListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if infos == nil {
-					infos = []holder.Info{}
-				}
-				return termtext.WriteJSON(cmd.OutOrStdout(), infos, "")
+				return termtext.WriteJSON(cmd.OutOrStdout(), orEmpty(infos), "")
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")
