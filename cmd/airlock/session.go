@@ -393,8 +393,12 @@ func patchShort(w io.Writer, what string, ch *enforcer.Changes, err error) bool 
 }
 
 // lostPatch is the part of Stop's error under holder.ErrNoPatch or
-// holder.ErrAnswerLost (Stop joins it with an audit error).
+// holder.ErrAnswerLost (Stop joins it with an audit error); nil when
+// there is none.
 func lostPatch(err error) error {
+	if !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) {
+		return nil
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
 			if errors.Is(e, holder.ErrNoPatch) || errors.Is(e, holder.ErrAnswerLost) {
@@ -448,7 +452,8 @@ was stopped (no such session).`,
 			if derr := done(); err == nil {
 				err = derr
 			}
-			if err != nil && !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) && !errors.Is(err, enforcer.ErrAudit) {
+			short := lostPatch(err)
+			if err != nil && short == nil && !errors.Is(err, enforcer.ErrAudit) {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
 			// Stopped: say so, then what was lost.
@@ -467,10 +472,6 @@ was stopped (no such session).`,
 				}
 			}
 			code := exitOK
-			var short error
-			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
-				short = lostPatch(err)
-			}
 			if patchShort(cmd.ErrOrStderr(), "session stop", ch, short) {
 				code = exitPatchShort
 			}
