@@ -109,7 +109,7 @@ func printOutcomes(w io.Writer, outs []authoring.Outcome, failed int) error {
 			t.add(plain("", "", "", "", "", "reason: "+o.Reason))
 		}
 	}
-	if err := t.write(w, 2, useColour(termtext.Raw(w))); err != nil {
+	if err := t.write(w, 2, useColour(w)); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d passed, %d failed\n", len(outs)-failed, failed)

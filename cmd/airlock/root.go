@@ -139,7 +139,7 @@ hash-chained audit stream.`,
 // pipe or a file byte for byte (the output is data). Flush it at the end.
 func childOutput(w io.Writer) io.Writer {
 	raw := termtext.Raw(w)
-	if f, ok := raw.(*os.File); ok && isTerminal(f) {
+	if isTerminal(raw) {
 		return termtext.NewWriter(raw)
 	}
 	return raw
