@@ -116,9 +116,7 @@ func ifHostHas(path string, a attempt) attempt {
 	real := a.plan
 	a.plan = func(fx *fixtures) (*plan, error) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
-				return skipped("the host's kernel has no " + path + " (built without it): nothing to reach")
-			}}, nil
+			return settled(skipped("the host's kernel has no " + path + " (built without it): nothing to reach")), nil
 		}
 		return real(fx)
 	}

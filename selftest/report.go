@@ -161,5 +161,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-
-func itoa(n int) string { return fmt.Sprint(n) }
