@@ -112,7 +112,7 @@ func queuedInfo(sig int) siginfo {
 func sigqueue(sig int) error {
 	info := queuedInfo(sig)
 	_, _, e := unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, 1, uintptr(sig), uintptr(unsafe.Pointer(&info)))
-	return errnoOrNil(e)
+	return errnoErr(e)
 }
 
 func pidfdSignal(sig int) error {
@@ -123,7 +123,7 @@ func pidfdSignal(sig int) error {
 	defer unix.Close(fd)
 	info := queuedInfo(sig)
 	_, _, e := unix.Syscall6(unix.SYS_PIDFD_SEND_SIGNAL, uintptr(fd), uintptr(sig), uintptr(unsafe.Pointer(&info)), 0, 0, 0)
-	return errnoOrNil(e)
+	return errnoErr(e)
 }
 
 // sigio makes pid 1 the owner of a pipe's read end with sig as its
@@ -150,11 +150,4 @@ func sigio(sig int) error {
 	}
 	_, err = unix.Write(p[1], []byte{0})
 	return err
-}
-
-func errnoOrNil(e unix.Errno) error {
-	if e == 0 {
-		return nil
-	}
-	return e
 }
