@@ -2,8 +2,10 @@ package payload
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,10 +40,7 @@ var signalWays = map[string]func(sig int) error{
 func signalInit(args []string) int {
 	ways := args
 	if len(ways) == 0 {
-		for w := range signalWays {
-			ways = append(ways, w)
-		}
-		sort.Strings(ways)
+		ways = slices.Sorted(maps.Keys(signalWays))
 	}
 	for _, w := range ways {
 		if signalWays[w] == nil {

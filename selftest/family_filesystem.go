@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -210,15 +211,10 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 // name: airlock's own minimal set (sandbox.BaseEnv), the proxy
 // variables, and the battery's token.
 func allowedEnv(name string) bool {
-	if name == envToken || sandbox.IsProxyVar(name) {
-		return true
-	}
-	for _, kv := range sandbox.BaseEnv(nil) {
-		if n, _, _ := strings.Cut(kv, "="); n == name {
-			return true
-		}
-	}
-	return false
+	return name == envToken || sandbox.IsProxyVar(name) || slices.ContainsFunc(sandbox.BaseEnv(nil), func(kv string) bool {
+		n, _, _ := strings.Cut(kv, "=")
+		return n == name
+	})
 }
 
 // judgeEnviron: nothing of the caller's environment reached the run.
