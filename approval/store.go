@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,21 +47,32 @@ type Store struct {
 // no one else. Nothing in it may ever be bound into a sandbox.
 func DefaultDir() (string, error) {
 	base, err := privstate.Base()
+	if err == nil {
+		base, err = privstate.Dirs(base, "airlock", "approvals")
+	}
 	if err != nil {
 		return "", fmt.Errorf("approval: %w", err)
 	}
-	return privateDirs(base, "airlock", "approvals")
+	return base, nil
 }
 
 // OpenStore opens the store in dir, a private directory of the caller's
-// (see DefaultDir), creating its key (0600, in dir) on first use.
+// (see DefaultDir), creating its key (0600, in dir) on first use. The
+// store's files are airlock's private state: the checks of its directory
+// and files are internal/privstate's, shared with the audit log's signing
+// key.
 func OpenStore(dir string) (*Store, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("approval: store %s: %w", dir, err)
 	}
-	if err := checkDir(dir); err != nil {
-		return nil, err
+	err = privstate.CheckDir(dir)
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("approval: store %s: %w", dir, pe.Err)
+	case err != nil:
+		return nil, fmt.Errorf("approval: store: %w", err)
 	}
 	key, err := loadKey(dir)
 	if err != nil {
@@ -76,14 +88,14 @@ const keyName, keySize = "key", 32
 // both use that one.
 func loadKey(dir string) ([]byte, error) {
 	path := filepath.Join(dir, keyName)
-	key, err := readPrivate(path, keySize)
+	key, err := privstate.ReadPrivate(path, keySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		fresh := make([]byte, keySize)
 		rand.Read(fresh)
-		if err := writeOnce(dir, keyName, fresh); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := privstate.WriteOnce(dir, keyName, fresh); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("approval: creating the store's key: %w", err)
 		}
-		key, err = readPrivate(path, keySize)
+		key, err = privstate.ReadPrivate(path, keySize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approval: the store's key: %w", err)
@@ -93,11 +105,6 @@ func loadKey(dir string) ([]byte, error) {
 	}
 	return key, nil
 }
-
-// writeOnce writes data to dir/name, complete or not at all, never
-// replacing what is there (fs.ErrExist): link, not rename, because rename
-// would replace an existing answer (privstate.WriteOnce).
-func writeOnce(dir, name string, data []byte) error { return privstate.WriteOnce(dir, name, data) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -146,7 +153,7 @@ func (s *Store) path(id, suffix string) string { return filepath.Join(s.dir, id+
 
 // read reads and unseals one record of id; a missing one is fs.ErrNotExist.
 func (s *Store) read(id string, kind byte, suffix string) (*decoder, error) {
-	data, err := readPrivate(s.path(id, suffix), maxRecord)
+	data, err := privstate.ReadPrivate(s.path(id, suffix), maxRecord)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err

@@ -348,15 +348,8 @@ func refuseUnmatched(s *scope, tool, command, key string, entries []*entry) deci
 }
 
 func hasNUL(command string, args []string) bool {
-	if strings.IndexByte(command, 0) >= 0 {
-		return true
-	}
-	for _, a := range args {
-		if strings.IndexByte(a, 0) >= 0 {
-			return true
-		}
-	}
-	return false
+	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	return nul(command) || slices.ContainsFunc(args, nul)
 }
 
 func deny(format string, a ...any) decision.Decision {
@@ -369,16 +362,22 @@ func deny(format string, a ...any) decision.Decision {
 // argument equals a signature's element when it is the same string, or,
 // for a rule that compares paths, names the same path from dir.
 func (r *rule) matches(args []string, dir string) bool {
+	return r.matchesBy(len(args), func(i int, a string) bool { return args[i] == a || r.paths && samePath(args[i], a, dir) })
+}
+
+// matchesBy is the signature semantics of matches over n arguments, eq
+// comparing the i-th with a signature's element a.
+func (r *rule) matchesBy(n int, eq func(i int, a string) bool) bool {
 	if r.isEmptySig {
-		return r.extra || len(args) == 0
+		return r.extra || n == 0
 	}
 	for _, sig := range r.sigs {
-		if len(args) < len(sig) || !r.extra && len(args) != len(sig) {
+		if n < len(sig) || !r.extra && n != len(sig) {
 			continue
 		}
 		ok := true
 		for i, a := range sig {
-			if args[i] != a && !(r.paths && samePath(args[i], a, dir)) {
+			if !eq(i, a) {
 				ok = false
 				break
 			}

@@ -127,25 +127,7 @@ func (r *rule) mayMatchSig(words []word, sig []string, dir string) bool {
 // must be known and equal to it, and, unless extra arguments are allowed,
 // there must be no other word.
 func (r *rule) surelyMatches(words []word) bool {
-	if r.isEmptySig {
-		return r.extra || len(words) == 0
-	}
-	for _, sig := range r.sigs {
-		if len(words) < len(sig) || !r.extra && len(words) != len(sig) {
-			continue
-		}
-		ok := true
-		for i, a := range sig {
-			if !words[i].known || words[i].text != a {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+	return r.matchesBy(len(words), func(i int, a string) bool { return words[i].known && words[i].text == a })
 }
 
 // reasonUnknownArgs is the refusal of a script's command whose arguments

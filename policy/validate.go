@@ -2,8 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -46,14 +47,7 @@ func validate(p *Policy) Errors {
 	return errs
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func checkToolNames(p *Policy) []*Error {
 	var errs []*Error
@@ -135,23 +129,17 @@ var capRange = []struct {
 	get  func(*Caps) (float64, bool)
 	max  float64
 }{
-	{"wallSeconds", func(c *Caps) (float64, bool) { return fget(c.WallSeconds) }, 86400},
-	{"cpuSeconds", func(c *Caps) (float64, bool) { return fget(c.CPUSeconds) }, 86400},
-	{"memoryMb", func(c *Caps) (float64, bool) { return iget(c.MemoryMB) }, 1 << 20},
-	{"processCount", func(c *Caps) (float64, bool) { return iget(c.ProcessCount) }, 1 << 16},
-	{"diskWriteMb", func(c *Caps) (float64, bool) { return iget(c.DiskWriteMB) }, 1 << 20},
-	{"openFiles", func(c *Caps) (float64, bool) { return iget(c.OpenFiles) }, 1 << 20},
-	{"outputMb", func(c *Caps) (float64, bool) { return iget(c.OutputMB) }, 1 << 20},
+	{"wallSeconds", func(c *Caps) (float64, bool) { return num(c.WallSeconds) }, 86400},
+	{"cpuSeconds", func(c *Caps) (float64, bool) { return num(c.CPUSeconds) }, 86400},
+	{"memoryMb", func(c *Caps) (float64, bool) { return num(c.MemoryMB) }, 1 << 20},
+	{"processCount", func(c *Caps) (float64, bool) { return num(c.ProcessCount) }, 1 << 16},
+	{"diskWriteMb", func(c *Caps) (float64, bool) { return num(c.DiskWriteMB) }, 1 << 20},
+	{"openFiles", func(c *Caps) (float64, bool) { return num(c.OpenFiles) }, 1 << 20},
+	{"outputMb", func(c *Caps) (float64, bool) { return num(c.OutputMB) }, 1 << 20},
 }
 
-func fget(v *float64) (float64, bool) {
-	if v == nil {
-		return 0, false
-	}
-	return *v, true
-}
-
-func iget(v *int64) (float64, bool) {
+// num is a field's value as a float64, and whether it is set.
+func num[T int64 | float64](v *T) (float64, bool) {
 	if v == nil {
 		return 0, false
 	}
