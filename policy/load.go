@@ -112,7 +112,7 @@ func Load(path string) (*Loaded, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer f.Close()
-	real, err := trusted(path, fi)
+	real, err := Trusted(path, fi)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %s: %w", path, err)
 	}

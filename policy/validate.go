@@ -63,29 +63,37 @@ func checkToolNames(p *Policy) []*Error {
 	return errs
 }
 
-func checkRules(p *Policy) []*Error {
-	var errs []*Error
+// EachRule calls f on each command rule of p, with its tool, its list
+// ("deny", "escalate" or "allow") and its field's path
+// ("toolScopes.ci.allow[0]"): tool by tool in name order, and each tool's
+// deny, escalate and allow rules in order.
+func (p *Policy) EachRule(f func(tool, list, at string, r CommandPattern)) {
 	for _, tool := range sortedKeys(p.ToolScopes) {
 		scope := p.ToolScopes[tool]
-		base := strict.Field("toolScopes", tool)
-		seen := map[string]string{}
 		for _, list := range []struct {
 			name  string
 			rules []CommandPattern
 		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}, {"allow", scope.Allow}} {
 			for i, r := range list.rules {
-				at := strict.Index(base+"."+list.name, i)
-				errs = append(errs, checkRule(at, r)...)
-				errs = append(errs, checkShellRule(at, list.name, r)...)
-				if prev, dup := seen[r.Name]; dup && r.Name != "" {
-					errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
-						"rule names identify decisions in the audit stream; make each unique within its tool"))
-				} else {
-					seen[r.Name] = at
-				}
+				f(tool, list.name, strict.Index(strict.Field("toolScopes", tool)+"."+list.name, i), r)
 			}
 		}
 	}
+}
+
+func checkRules(p *Policy) []*Error {
+	var errs []*Error
+	seen := map[[2]string]string{} // a tool's rule name: where it is
+	p.EachRule(func(tool, list, at string, r CommandPattern) {
+		errs = append(errs, checkRule(at, r)...)
+		errs = append(errs, checkShellRule(at, list, r)...)
+		if prev, dup := seen[[2]string{tool, r.Name}]; dup && r.Name != "" {
+			errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
+				"rule names identify decisions in the audit stream; make each unique within its tool"))
+		} else {
+			seen[[2]string{tool, r.Name}] = at
+		}
+	})
 	return errs
 }
 
