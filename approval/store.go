@@ -151,56 +151,51 @@ func checkID(id string) error {
 
 func (s *Store) path(id, suffix string) string { return filepath.Join(s.dir, id+suffix) }
 
-// read reads and unseals one record of id; a missing one is fs.ErrNotExist.
-func (s *Store) read(id string, kind byte, suffix string) (*decoder, error) {
-	data, err := privstate.ReadPrivate(s.path(id, suffix), maxRecord)
+// read reads, unseals and decodes the record of id whose file ends in
+// "."+name; a missing one is fs.ErrNotExist.
+func read[T any](s *Store, id string, kind byte, name string, decode func(*decoder) (T, error)) (T, error) {
+	var none T
+	data, err := privstate.ReadPrivate(s.path(id, "."+name), maxRecord)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return none, err
 		}
-		return nil, refuse(ErrTampered, "%s: the stored record cannot be trusted: %v", id, err)
+		return none, refuse(ErrTampered, "%s: the stored record cannot be trusted: %v", id, err)
 	}
 	d, err := unseal(s.key, data, kind, id)
 	if errors.Is(err, errOutdated) {
-		return nil, refuse(ErrOutdated, "%s was made by an older airlock, whose approvals bound only the command, tool, session and policy, "+
+		return none, refuse(ErrOutdated, "%s was made by an older airlock, whose approvals bound only the command, tool, session and policy, "+
 			"not the program, environment, working directory or stdin: it can be neither answered nor redeemed; ask for the command again to make a new request", id)
 	}
 	if err != nil {
-		return nil, refuse(ErrTampered, "%s: the stored %s record was altered or was not written by this store: %v", id, strings.TrimPrefix(suffix, "."), err)
+		return none, refuse(ErrTampered, "%s: the stored %s record was altered or was not written by this store: %v", id, name, err)
 	}
-	return d, nil
+	v, err := decode(d)
+	if err != nil {
+		return none, refuse(ErrTampered, "%s: the stored %s has a valid seal but %v", id, name, err)
+	}
+	return v, nil
 }
 
 func (s *Store) request(id string) (Request, error) {
 	if err := checkID(id); err != nil {
 		return Request{}, err
 	}
-	d, err := s.read(id, kindRequest, ".request")
+	r, err := read(s, id, kindRequest, "request", func(d *decoder) (Request, error) { return decodeRequest(d, id) })
 	if errors.Is(err, fs.ErrNotExist) {
 		return Request{}, refuse(ErrUnknown, "no request %s was minted by this store (or it expired over %v ago and was swept): it may be mistyped, forged, or from another user's store", id, sweepAfter)
 	}
-	if err != nil {
-		return Request{}, err
-	}
-	r, err := decodeRequest(d, id)
-	if err != nil {
-		return Request{}, refuse(ErrTampered, "%s: the stored request has a valid seal but %v", id, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // answer returns id's answer, or nil when there is none yet.
 func (s *Store) answer(id string) (*Answer, error) {
-	d, err := s.read(id, kindAnswer, ".answer")
-	if errors.Is(err, fs.ErrNotExist) {
+	a, err := read(s, id, kindAnswer, "answer", decodeAnswer)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	a, err := decodeAnswer(d)
-	if err != nil {
-		return nil, refuse(ErrTampered, "%s: the stored answer has a valid seal but %v", id, err)
 	}
 	return &a, nil
 }

@@ -144,18 +144,18 @@ func (s *scope) decideWords(tool, command, key string, words []word, dirs []stri
 	if len(entries) == 0 {
 		return refuseUnlisted(s, tool, command, key)
 	}
-	for _, kind := range ruleKinds[:2] { // deny, escalate
+	for kind := range allowRules { // deny, escalate
 		for _, e := range entries {
-			for i := range kind(e) {
-				if r := &kind(e)[i]; r.mayMatch(words, dirs) {
+			for i := range e.rules[kind] {
+				if r := &e.rules[kind][i]; r.mayMatch(words, dirs) {
 					return r.decision(tool, command)
 				}
 			}
 		}
 	}
 	for _, e := range entries {
-		for i := range e.allow {
-			r := &e.allow[i]
+		for i := range e.rules[allowRules] {
+			r := &e.rules[allowRules][i]
 			if r.shell == nil {
 				if r.surelyMatches(words) {
 					return r.decision(tool, command)
