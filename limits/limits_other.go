@@ -36,8 +36,8 @@ func Detect() HostInfo {
 // ApplyRlimits refuses off Linux.
 func ApplyRlimits([]Rlimit) error { return errNotLinux }
 
-// sweepStale has nothing to sweep off Linux.
-func sweepStale() {}
+// SweepStale has nothing to sweep off Linux.
+func SweepStale() {}
 
 // sysChild is empty off Linux; NewChild never returns a Child there.
 type sysChild struct{}
