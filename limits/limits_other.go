@@ -33,9 +33,6 @@ func Detect() HostInfo {
 	return HostInfo{Mode: ModeNone, Euid: os.Geteuid(), Notes: []string{"not Linux: no cgroups"}}
 }
 
-// ApplyRlimits refuses off Linux.
-func ApplyRlimits([]Rlimit) error { return errNotLinux }
-
 // SweepStale has nothing to sweep off Linux.
 func SweepStale() {}
 
