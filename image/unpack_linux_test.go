@@ -168,11 +168,11 @@ func TestVerifyThenUnpack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := Unpack(context.Background(), v, t.TempDir(), Options{})
+	p, err := unpack(context.Background(), v, t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTwoLayerTree(t, root)
+	wantTwoLayerTree(t, p.Rootfs)
 }
 
 // A blob swapped after Verify is caught while unpacking, and nothing
@@ -188,7 +188,7 @@ func TestUnpackCatchesLayerChangedAfterVerify(t *testing.T) {
 	flipByte(t, blobPath(dir, ld))
 	tampered, _ := os.ReadFile(blobPath(dir, ld))
 	cache := t.TempDir()
-	_, err = Unpack(context.Background(), v, cache, Options{})
+	_, err = unpack(context.Background(), v, cache, Options{})
 	wantMismatch(t, err, "layer", ld, sha256Of(tampered))
 	assertNoEntry(t, cache)
 }
