@@ -12,7 +12,6 @@ import (
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 // v1Group is a group's directories in the v1 hierarchies. containerd's
@@ -184,27 +183,11 @@ func (g *v1Group) procs() ([]int, error) {
 // uninterruptible sleep would hang the monitor forever; this one gives up
 // freezing after freezeTimeout and kills anyway.
 func (g *v1Group) kill() error {
-	fz, hasFreezer := g.dirs["freezer"]
-	if hasFreezer {
-		if err := writeFile(fz, "freezer.state", "FROZEN"); err != nil {
-			hasFreezer = false
-		} else {
-			waitFor(freezeTimeout, func() bool {
-				b, err := readBounded(filepath.Join(fz, "freezer.state"))
-				return err != nil || string(b) == "FROZEN\n"
-			})
-		}
-	}
-	pids, err := g.procs()
-	for _, p := range pids {
-		_ = unix.Kill(p, unix.SIGKILL) // ESRCH: already gone
-	}
-	if hasFreezer {
-		if terr := writeFile(fz, "freezer.state", "THAWED"); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	return err
+	fz := g.dirs["freezer"]
+	return freezeKill(fz, "freezer.state", "FROZEN", "THAWED", func() bool {
+		b, err := readBounded(filepath.Join(fz, "freezer.state"))
+		return err != nil || string(b) == "FROZEN\n"
+	}, g.procs)
 }
 
 // counters reads what the watch needs: CPU time, OOM kills, refused forks.
