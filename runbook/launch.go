@@ -231,8 +231,8 @@ func (l *launch) abandon(ev audit.Event) bool {
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to the enforcer's OnEvent (Enforcer.Record), once the sandbox passed
-// its probes through its session (an alert that ev raises may stop the
+// to the enforcer's OnEvent (Enforcer.Record; once the sandbox passed its
+// probes, Session.Record, so that an alert ev raises may stop the
 // launch), keeping the first record the log refused. It returns ev as
 // written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
