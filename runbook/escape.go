@@ -110,9 +110,8 @@ func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
 // see; the returned function stops the watch.
 func (l *launch) watchDuring(n int) func() {
 	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		t := time.NewTicker(duringStepPoll)
 		defer t.Stop()
 		for {
@@ -126,10 +125,10 @@ func (l *launch) watchDuring(n int) func() {
 				l.signal(l.hostSignals(n)...)
 			}
 		}
-	}()
+	})
 	return func() {
 		close(done)
-		<-stopped
+		wg.Wait()
 	}
 }
 

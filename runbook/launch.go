@@ -147,11 +147,8 @@ func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) 
 // run is Launch's body; each stage returns false when the launch ends
 // there, with l.res filled in.
 func (l *launch) run(ctx context.Context) (Result, error) {
-	if !l.decide() {
-		return l.finish(l.setupErr())
-	}
 	defer l.closeCanary()
-	for _, stage := range []func(context.Context) bool{l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
+	for _, stage := range []func(context.Context) bool{l.decide, l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
 		if !stage(ctx) {
 			return l.finish(l.setupErr())
 		}
