@@ -47,11 +47,6 @@ func (d *decider) commandIn(tool string, argv []string, dir string) decision.Dec
 	return d.cmd.Decide(tool, argv[0], argv[1:], dir)
 }
 
-// host is the egress gate's decision on task reaching hostport.
-func (d *decider) host(task, hostport string, defaultPort uint16) (decision.Decision, egress.Target) {
-	return d.eg.CheckHostPort(task, hostport, defaultPort)
-}
-
 // resolved is the egress gate's decision on task reaching host:port once
 // the name resolved to addrs (none: the static decision).
 func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) decision.Decision {
@@ -69,7 +64,7 @@ func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) d
 // the destination's decision and the request's (the destination's again
 // for a destination example, or when the destination is refused).
 func (d *decider) request(task string, x policy.EntryExample) (host, req decision.Decision) {
-	host, t := d.host(task, x.HostPort, x.DefaultPort())
+	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
 	if !host.Allowed() || x.URL == nil {
 		return host, host
 	}
@@ -91,7 +86,7 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 // credential names the credential the proxy would add to the request
 // x of task, "" for none.
 func (d *decider) credential(task string, x policy.EntryExample) string {
-	host, t := d.host(task, x.HostPort, x.DefaultPort())
+	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
 	if !host.Allowed() || x.URL == nil {
 		return ""
 	}

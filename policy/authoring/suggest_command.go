@@ -102,8 +102,8 @@ func (s *suggester) commandSuggestions() []*Suggestion {
 			seen[key] = sg
 			sigs = append(sigs, sg)
 		}
-		generalise := !s.opts.Exact && !isShell(k.command) && !slices.Contains(interpreters, base(k.command)) &&
-			!slices.Contains(launchers, base(k.command))
+		generalise := !s.opts.Exact && !isShell(k.command) && !slices.Contains(interpreters, path.Base(k.command)) &&
+			!slices.Contains(launchers, path.Base(k.command))
 		clusters := map[string][]*signature{}
 		var firsts []string
 		if generalise {
@@ -173,7 +173,7 @@ func (s *suggester) commandSuggestion(k commandKey, sigs []*signature, prefix []
 	sortRecords(recs)
 	r := &policy.CommandPattern{Command: k.command, Examples: &policy.CommandExamples{Match: argvs},
 		Justification: "suggested by airlock policy suggest from audit records " + recs.String()}
-	nameBase := "suggested-" + slug(base(k.command))
+	nameBase := "suggested-" + slug(path.Base(k.command))
 	var shown []string
 	if prefix != nil {
 		r.ArgPatterns, r.AllowExtraArgs = [][]string{prefix}, true
