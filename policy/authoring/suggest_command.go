@@ -104,22 +104,18 @@ func (s *suggester) commandSuggestions() []*Suggestion {
 		}
 		generalise := !s.opts.Exact && !isShell(k.command) && !slices.Contains(interpreters, path.Base(k.command)) &&
 			!slices.Contains(launchers, path.Base(k.command))
-		clusters := map[string][]*signature{}
-		var firsts []string
+		var clusters groups[string, *signature] // by first argument
 		if generalise {
 			for _, sg := range sigs {
 				if len(sg.args) > 0 {
-					if _, ok := clusters[sg.args[0]]; !ok {
-						firsts = append(firsts, sg.args[0])
-					}
-					clusters[sg.args[0]] = append(clusters[sg.args[0]], sg)
+					clusters.add(sg.args[0], sg)
 				}
 			}
 		}
 		var exact []*signature
 		prefixed := map[*signature]bool{}
-		for _, first := range firsts {
-			if cl := clusters[first]; len(cl) >= minShared {
+		for _, first := range clusters.keys {
+			if cl := clusters.m[first]; len(cl) >= minShared {
 				out = append(out, s.commandSuggestion(k, cl, commonPrefix(cl)))
 				for _, sg := range cl {
 					prefixed[sg] = true
