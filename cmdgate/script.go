@@ -55,7 +55,7 @@ func (w *walker) script(src string, dirs []string) {
 }
 
 // pos is p as "line:col".
-func pos(p syntax.Pos) string { return posString(p.Line(), p.Col()) }
+func pos(p syntax.Pos) string { return fmt.Sprintf("%d:%d", p.Line(), p.Col()) }
 
 // add records one entry found at p, unless the script already has too
 // many.

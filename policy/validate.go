@@ -37,9 +37,7 @@ var checks = []check{
 
 // Validate checks p as loading does (Parse), without the positions of a
 // file: for a policy built in memory, before it is written out.
-func (p *Policy) Validate() Errors { return validate(p) }
-
-func validate(p *Policy) Errors {
+func (p *Policy) Validate() Errors {
 	var errs Errors
 	for _, c := range checks {
 		errs = append(errs, c(p)...)
