@@ -62,7 +62,8 @@ func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) d
 // request, the request itself as the proxy decides one to an inspected
 // entry (an entry that is not inspected carries it unread). It returns
 // the destination's decision and the request's (the destination's again
-// for a destination example, or when the destination is refused).
+// for a destination example, or when the destination is refused; the
+// entry's name as its rule when the entry allows it without one).
 func (d *decider) request(task string, x policy.EntryExample) (host, req decision.Decision) {
 	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
 	if !host.Allowed() || x.URL == nil {
@@ -79,6 +80,8 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 	}
 	if why := egress.PlainCredentialRefusal(t, d.eg.Credential(task, t, q), x.URL.Scheme == "https"); why != "" {
 		req = decision.Decision{Gate: decision.GateEgress, Rule: req.Rule, Reason: why}
+	} else if req.Rule == "" {
+		req.Rule = host.Rule
 	}
 	return host, req
 }
