@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -163,10 +164,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 func demoPolicy() (*policy.Loaded, error) {
 	pol := policy.Default()
 	p := *pol.Policy
-	p.ToolScopes = map[string]policy.ToolScope{}
-	for k, v := range pol.ToolScopes {
-		p.ToolScopes[k] = v
-	}
+	p.ToolScopes = maps.Clone(pol.ToolScopes)
 	p.ToolScopes[PayloadTool] = policy.ToolScope{Allow: []policy.CommandPattern{{
 		Name: "payload", Command: sandbox.SelfPath, ArgPatterns: [][]string{{"payload"}}, AllowExtraArgs: true,
 	}}}

@@ -74,6 +74,17 @@ func (l *launch) signal(sigs ...Signal) {
 	})
 }
 
+// alerted is the alert stop of the launch's session: an alert of the
+// policy's session.onAlert that one of the launch's records raised is an
+// escape signal; one raised once the procedure is under way (by its
+// escape_suspected, say) is its consequence, not another signal.
+func (l *launch) alerted(_ audit.Event, why string) {
+	if l.esc.fired() {
+		return
+	}
+	l.signal(Signal{Name: SignalAlert, Step: int(l.step.Load()), Detail: why})
+}
+
 // suspect is the suspected-escape procedure (enforcer.Suspect): freeze
 // the sandbox where it stands, record escape_suspected durably, snapshot
 // the evidence (the sandbox's processes, mounts, network and workspace,

@@ -83,13 +83,16 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 			}
 			req.Cwd, req.Timeout = out.cwd, out.timeoutDuration()
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
-			capture := out.report().Capture(&req.Stdout, &req.Stderr)
-			req.Notices = out.report().Notices(cmd.ErrOrStderr())
+			rep := out.report()
+			capture := rep.Capture(&req.Stdout, &req.Stderr)
+			req.Notices = rep.Notices(cmd.ErrOrStderr())
 			res, err := runOnce(cmd, req, auditFile, out)
 			flush(req.Stdout)
 			flush(req.Stderr)
 			capture(&res)
-			return finishResult(cmd, out, res, err)
+			// The result where the flags say, the stderr line of a refusal,
+			// kill or failure, and the result's status.
+			return &exitError{Code: rep.Tell(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, err)}
 		},
 	}
 	f := cmd.Flags()
@@ -108,12 +111,9 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 // runOnce loads the policy and the audit log and runs req. Ctrl-C ends
 // the sandbox at once, SIGTERM after the command's grace period.
 func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out resultFlags) (enforcer.Result, error) {
-	fail := func(err error) (enforcer.Result, error) {
-		return enforcer.SetupResult(req.RunID, "", 1, err), err
-	}
 	e, closeLog, err := newEnforcer(cmd, auditFile, req.Workspace, req.Findings)
 	if err != nil {
-		return fail(err)
+		return enforcer.SetupResult(req.RunID, "", 1, err), err
 	}
 	defer closeLog()
 	warnTask(cmd, e.Policy().Policy, req.Task)
