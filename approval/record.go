@@ -200,9 +200,15 @@ func (d *decoder) byte() byte {
 
 // uvarint and int accept only the shortest encoding of a number, so that
 // one record has one encoding.
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 || n != len(binary.AppendUvarint(nil, v)) {
+func (d *decoder) uvarint() uint64 { return number(d, binary.Uvarint, binary.AppendUvarint) }
+
+func (d *decoder) int() int64 { return number(d, binary.Varint, binary.AppendVarint) }
+
+// number reads a number with decode, if encode writes it back in as many
+// bytes.
+func number[T uint64 | int64](d *decoder, decode func([]byte) (T, int), encode func([]byte, T) []byte) T {
+	v, n := decode(d.b)
+	if n <= 0 || n != len(encode(nil, v)) {
 		d.fail()
 		return 0
 	}
@@ -230,16 +236,6 @@ func (d *decoder) strs() []string {
 		ss[i] = d.str()
 	}
 	return ss
-}
-
-func (d *decoder) int() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 || n != len(binary.AppendVarint(nil, v)) {
-		d.fail()
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
 }
 
 func (d *decoder) time() time.Time {

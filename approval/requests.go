@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/airlock-sandbox/airlock/internal/privstate"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
 
@@ -31,7 +32,7 @@ func (s *Store) Create(r Request, ttl time.Duration) (Request, error) {
 	now := s.now().UTC()
 	r.ID, r.Created, r.Expires = "apr-"+randomHex(16), now, now.Add(ttl)
 	r.Argv, r.Env = slices.Clone(r.Argv), append([]string{}, r.Env...)
-	if err := writeOnce(s.dir, r.ID+".request", seal(s.key, encodeRequest(r))); err != nil {
+	if err := privstate.WriteOnce(s.dir, r.ID+".request", seal(s.key, encodeRequest(r))); err != nil {
 		return Request{}, fmt.Errorf("approval: storing request %s: %w", r.ID, err)
 	}
 	return r, nil
@@ -102,7 +103,7 @@ func (s *Store) Answer(id string, a Answer) error {
 		a.At = now
 	}
 	a.At = a.At.UTC()
-	err = writeOnce(s.dir, id+".answer", seal(s.key, encodeAnswer(id, a)))
+	err = privstate.WriteOnce(s.dir, id+".answer", seal(s.key, encodeAnswer(id, a)))
 	if errors.Is(err, fs.ErrExist) {
 		prev, perr := s.answer(id)
 		if perr != nil {
@@ -187,7 +188,7 @@ func (s *Store) Redeem(id string, want Request) (Request, Answer, error) {
 		}
 		return Request{}, Answer{}, refuse(ErrDenied, "%s was denied by %s%s", id, termtext.Clip(a.By, 200), why)
 	}
-	err = writeOnce(s.dir, id+".used", seal(s.key, encodeUsed(id, now)))
+	err = privstate.WriteOnce(s.dir, id+".used", seal(s.key, encodeUsed(id, now)))
 	if errors.Is(err, fs.ErrExist) {
 		return Request{}, Answer{}, refuse(ErrUsed, "%s was already used once (a replay): an approval runs its command once; run the command again to get a new request", id)
 	}

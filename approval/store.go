@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -46,21 +47,32 @@ type Store struct {
 // no one else. Nothing in it may ever be bound into a sandbox.
 func DefaultDir() (string, error) {
 	base, err := privstate.Base()
+	if err == nil {
+		base, err = privstate.Dirs(base, "airlock", "approvals")
+	}
 	if err != nil {
 		return "", fmt.Errorf("approval: %w", err)
 	}
-	return privateDirs(base, "airlock", "approvals")
+	return base, nil
 }
 
 // OpenStore opens the store in dir, a private directory of the caller's
-// (see DefaultDir), creating its key (0600, in dir) on first use.
+// (see DefaultDir), creating its key (0600, in dir) on first use. The
+// store's files are airlock's private state: the checks of its directory
+// and files are internal/privstate's, shared with the audit log's signing
+// key.
 func OpenStore(dir string) (*Store, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("approval: store %s: %w", dir, err)
 	}
-	if err := checkDir(dir); err != nil {
-		return nil, err
+	err = privstate.CheckDir(dir)
+	var pe *os.PathError
+	switch {
+	case errors.As(err, &pe):
+		return nil, fmt.Errorf("approval: store %s: %w", dir, pe.Err)
+	case err != nil:
+		return nil, fmt.Errorf("approval: store: %w", err)
 	}
 	key, err := loadKey(dir)
 	if err != nil {
@@ -76,14 +88,14 @@ const keyName, keySize = "key", 32
 // both use that one.
 func loadKey(dir string) ([]byte, error) {
 	path := filepath.Join(dir, keyName)
-	key, err := readPrivate(path, keySize)
+	key, err := privstate.ReadPrivate(path, keySize)
 	if errors.Is(err, fs.ErrNotExist) {
 		fresh := make([]byte, keySize)
 		rand.Read(fresh)
-		if err := writeOnce(dir, keyName, fresh); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := privstate.WriteOnce(dir, keyName, fresh); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("approval: creating the store's key: %w", err)
 		}
-		key, err = readPrivate(path, keySize)
+		key, err = privstate.ReadPrivate(path, keySize)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approval: the store's key: %w", err)
@@ -93,11 +105,6 @@ func loadKey(dir string) ([]byte, error) {
 	}
 	return key, nil
 }
-
-// writeOnce writes data to dir/name, complete or not at all, never
-// replacing what is there (fs.ErrExist): link, not rename, because rename
-// would replace an existing answer (privstate.WriteOnce).
-func writeOnce(dir, name string, data []byte) error { return privstate.WriteOnce(dir, name, data) }
 
 func randomHex(n int) string {
 	b := make([]byte, n)
@@ -144,56 +151,51 @@ func checkID(id string) error {
 
 func (s *Store) path(id, suffix string) string { return filepath.Join(s.dir, id+suffix) }
 
-// read reads and unseals one record of id; a missing one is fs.ErrNotExist.
-func (s *Store) read(id string, kind byte, suffix string) (*decoder, error) {
-	data, err := readPrivate(s.path(id, suffix), maxRecord)
+// read reads, unseals and decodes the record of id whose file ends in
+// "."+name; a missing one is fs.ErrNotExist.
+func read[T any](s *Store, id string, kind byte, name string, decode func(*decoder) (T, error)) (T, error) {
+	var none T
+	data, err := privstate.ReadPrivate(s.path(id, "."+name), maxRecord)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return none, err
 		}
-		return nil, refuse(ErrTampered, "%s: the stored record cannot be trusted: %v", id, err)
+		return none, refuse(ErrTampered, "%s: the stored record cannot be trusted: %v", id, err)
 	}
 	d, err := unseal(s.key, data, kind, id)
 	if errors.Is(err, errOutdated) {
-		return nil, refuse(ErrOutdated, "%s was made by an older airlock, whose approvals bound only the command, tool, session and policy, "+
+		return none, refuse(ErrOutdated, "%s was made by an older airlock, whose approvals bound only the command, tool, session and policy, "+
 			"not the program, environment, working directory or stdin: it can be neither answered nor redeemed; ask for the command again to make a new request", id)
 	}
 	if err != nil {
-		return nil, refuse(ErrTampered, "%s: the stored %s record was altered or was not written by this store: %v", id, strings.TrimPrefix(suffix, "."), err)
+		return none, refuse(ErrTampered, "%s: the stored %s record was altered or was not written by this store: %v", id, name, err)
 	}
-	return d, nil
+	v, err := decode(d)
+	if err != nil {
+		return none, refuse(ErrTampered, "%s: the stored %s has a valid seal but %v", id, name, err)
+	}
+	return v, nil
 }
 
 func (s *Store) request(id string) (Request, error) {
 	if err := checkID(id); err != nil {
 		return Request{}, err
 	}
-	d, err := s.read(id, kindRequest, ".request")
+	r, err := read(s, id, kindRequest, "request", func(d *decoder) (Request, error) { return decodeRequest(d, id) })
 	if errors.Is(err, fs.ErrNotExist) {
 		return Request{}, refuse(ErrUnknown, "no request %s was minted by this store (or it expired over %v ago and was swept): it may be mistyped, forged, or from another user's store", id, sweepAfter)
 	}
-	if err != nil {
-		return Request{}, err
-	}
-	r, err := decodeRequest(d, id)
-	if err != nil {
-		return Request{}, refuse(ErrTampered, "%s: the stored request has a valid seal but %v", id, err)
-	}
-	return r, nil
+	return r, err
 }
 
 // answer returns id's answer, or nil when there is none yet.
 func (s *Store) answer(id string) (*Answer, error) {
-	d, err := s.read(id, kindAnswer, ".answer")
-	if errors.Is(err, fs.ErrNotExist) {
+	a, err := read(s, id, kindAnswer, "answer", decodeAnswer)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	a, err := decodeAnswer(d)
-	if err != nil {
-		return nil, refuse(ErrTampered, "%s: the stored answer has a valid seal but %v", id, err)
 	}
 	return &a, nil
 }

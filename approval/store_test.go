@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-sandbox/airlock/internal/privstate"
 )
 
 // clock is a settable clock for a Store.
@@ -368,7 +370,7 @@ func TestOutdatedRecord(t *testing.T) {
 	e.time(c.now())
 	e.time(c.now().Add(DefaultTTL))
 	p := s.path(id, ".request")
-	if err := writeOnce(s.dir, id+".request", seal(s.key, e.b)); err != nil {
+	if err := privstate.WriteOnce(s.dir, id+".request", seal(s.key, e.b)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chtimes(p, time.Time{}, c.now()); err != nil { // written now, by the store's clock

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -140,9 +141,5 @@ func checkNew(ev *Event) error {
 // (err): "the egress allow record was not written: …", naming the record
 // by its kind and its lifecycle event or decision, never by its contents.
 func NotWritten(ev Event, err error) error {
-	name := ev.Context.Event
-	if name == "" {
-		name = ev.Decision
-	}
-	return fmt.Errorf("the %s %s record was not written: %w", ev.Kind, name, err)
+	return fmt.Errorf("the %s %s record was not written: %w", ev.Kind, cmp.Or(ev.Context.Event, ev.Decision), err)
 }

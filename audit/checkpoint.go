@@ -115,7 +115,7 @@ func (s *Signer) last(chainID string) (*lastSigned, error) {
 		return nil, fmt.Errorf("audit: the last checkpoint signed: %w", err)
 	}
 	var ls lastSigned
-	if err := json.Unmarshal(b, &ls); err != nil || !isHash(ls.Head) || ls.Offset < 0 {
+	if err := json.Unmarshal(b, &ls); err != nil || !IsHash(ls.Head) || ls.Offset < 0 {
 		return nil, fmt.Errorf("audit: the last checkpoint signed (%s) is damaged", lastName(chainID))
 	}
 	if err := s.Check(); err != nil {

@@ -88,19 +88,16 @@ func claimFile(dir, id string) (*os.File, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := tryLock(f); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, "", err
-	}
-	fmt.Fprintf(f, "%d %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339Nano))
 	final := filepath.Join(dir, id+claimSuffix)
-	if _, err := os.Lstat(final); err == nil {
-		f.Close()
-		os.Remove(tmp)
-		return nil, "", errors.New("the run is live in another airlock process")
+	if err = tryLock(f); err == nil {
+		fmt.Fprintf(f, "%d %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339Nano))
+		if _, lerr := os.Lstat(final); lerr == nil {
+			err = errors.New("the run is live in another airlock process")
+		} else {
+			err = os.Rename(tmp, final)
+		}
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return nil, "", err

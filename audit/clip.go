@@ -165,14 +165,10 @@ func tailString(s string, n int) string {
 func rawSize(ev *Event) int {
 	c := &ev.Context
 	n := len(ev.Reason) + len(c.Command) + len(c.Path) + len(c.Host)
-	for _, a := range c.Args {
-		n += len(a)
-	}
-	for _, a := range c.Env {
-		n += len(a)
-	}
-	for _, a := range c.Addresses {
-		n += len(a)
+	for _, list := range [...][]string{c.Args, c.Env, c.Addresses} {
+		for _, a := range list {
+			n += len(a)
+		}
 	}
 	for k, v := range c.Details {
 		n += len(k) + len(v)

@@ -228,11 +228,7 @@ func FromDecision(d decision.Decision, ctx Context) Event {
 func scriptLines(s *decision.Script) string {
 	lines := make([]string, len(s.Commands))
 	for i, c := range s.Commands {
-		rule := c.Rule
-		if rule == "" {
-			rule = "-"
-		}
-		lines[i] = fmt.Sprintf("%s %s %s: %s", c.Pos, c.Verdict, rule, termtext.Argv(append([]string{c.Command}, c.Args...)))
+		lines[i] = fmt.Sprintf("%s %s %s: %s", c.Pos, c.Verdict, orDash(c.Rule), termtext.Argv(append([]string{c.Command}, c.Args...)))
 	}
 	return strings.Join(lines, "\n")
 }

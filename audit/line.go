@@ -225,14 +225,15 @@ func checkFields(ev *Event) error {
 		return fmt.Errorf("unknown decision %s", shown(ev.Decision))
 	case ev.Reason == "":
 		return errors.New(reasonNoReason)
-	case !isHash(ev.Prev):
+	case !IsHash(ev.Prev):
 		return errors.New(reasonBadPrev)
 	}
 	return nil
 }
 
-// isHash reports whether s is 64 lower-case hex digits.
-func isHash(s string) bool { return isHex(s, sha256.Size*2) }
+// IsHash reports whether s is spelled as a line's hash is: 64 lower-case
+// hex digits (as a head given to VerifyWith must be).
+func IsHash(s string) bool { return isHex(s, sha256.Size*2) }
 
 // isHex reports whether s is n lower-case hex digits.
 func isHex(s string, n int) bool {

@@ -1,8 +1,8 @@
 package audit
 
 import (
+	"cmp"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -291,40 +291,25 @@ func orDash(s string) string {
 // first bad line with its *Error, having written only verified events.
 func ExportOCSF(w io.Writer, r io.Reader, f Filter, src OCSFSource) (Report, int, error) {
 	v := NewVerifier("")
-	lr := newLineReader(r, MaxLineBytes)
 	n := 0
-	for {
-		line, err := lr.next()
-		switch {
-		case errors.Is(err, io.EOF):
-			rep, err := v.End(line)
-			return rep, n, err
-		case errors.Is(err, ErrLineTooLong):
-			return v.Report(), n, v.TooLong()
-		case err != nil:
-			return v.Report(), n, fmt.Errorf("audit: read: %w", err)
+	rep, err := v.ReadAll(r, func(ev Event) error {
+		if !f.Match(ev) {
+			return nil
 		}
-		ev, ok, err := v.Line(line)
-		if err != nil {
-			return v.Report(), n, err
-		}
-		if !ok || !f.Match(ev) {
-			continue
-		}
-		if src.ChainID == "" {
-			src.ChainID = v.rep.ChainID
-		}
+		src.ChainID = cmp.Or(src.ChainID, v.rep.ChainID)
 		o, ok := OCSF(ev, src)
 		if !ok {
-			continue
+			return nil
 		}
 		b, err := termtext.JSON(o, "")
 		if err != nil {
-			return v.Report(), n, err
+			return err
 		}
 		if _, err := w.Write(b); err != nil {
-			return v.Report(), n, err
+			return err
 		}
 		n++
-	}
+		return nil
+	})
+	return rep, n, err
 }

@@ -213,7 +213,7 @@ func continuedFrontier(ev *Event) (map[int64]tlog.Hash, error) {
 	}
 	m := make(map[int64]tlog.Hash, len(idx))
 	for i, p := range parts {
-		if !isHash(p) {
+		if !IsHash(p) {
 			return nil, fmt.Errorf("the continuation at seq %d carries a frontier hash that is not one", ev.Seq)
 		}
 		m[idx[i]] = parseHexHash(p)

@@ -132,15 +132,15 @@ type wireContext struct {
 	Event           text            `json:"event,omitempty"`
 	Command         text            `json:"command,omitempty"`
 	Path            text            `json:"path,omitempty"`
-	Args            []text          `json:"args,omitempty"`
-	Env             []text          `json:"env,omitempty"`
+	Args            rawtext.Strings `json:"args,omitempty"`
+	Env             rawtext.Strings `json:"env,omitempty"`
 	ArgvSHA256      text            `json:"argvSha256,omitempty"`
 	EnvSHA256       text            `json:"envSha256,omitempty"`
 	Tails           []wireTail      `json:"tails,omitempty"`
 	Host            text            `json:"host,omitempty"`
 	Port            uint16          `json:"port,omitempty"`
 	Protocol        text            `json:"protocol,omitempty"`
-	Addresses       []text          `json:"addresses,omitempty"`
+	Addresses       rawtext.Strings `json:"addresses,omitempty"`
 	KilledBy        text            `json:"killedBy,omitempty"`
 	ExitCode        *int            `json:"exitCode,omitempty"`
 	Signal          int             `json:"signal,omitempty"`
@@ -181,9 +181,6 @@ func mapList[T, U any](in []T, f func(T) U) []U {
 	return out
 }
 
-// strs converts a list between string types, nil kept nil.
-func strs[U, T ~string](in []T) []U { return mapList(in, func(s T) U { return U(s) }) }
-
 // strMap converts a map's values between string types, nil kept nil.
 func strMap[U, T ~string](in map[string]T) map[string]U {
 	if in == nil {
@@ -209,9 +206,9 @@ func (w *wireLine) event() Event {
 func toWire(c *Context) wireContext {
 	return wireContext{
 		RunID: text(c.RunID), Tool: text(c.Tool), Task: text(c.Task), Gate: text(c.Gate), Rule: text(c.Rule),
-		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: strs[text](c.Args),
-		Env: strs[text](c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: mapList(c.Tails, Tail.wire),
-		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: strs[text](c.Addresses),
+		Event: text(c.Event), Command: text(c.Command), Path: text(c.Path), Args: rawtext.Strings(c.Args),
+		Env: rawtext.Strings(c.Env), ArgvSHA256: text(c.ArgvSHA256), EnvSHA256: text(c.EnvSHA256), Tails: mapList(c.Tails, Tail.wire),
+		Host: text(c.Host), Port: c.Port, Protocol: text(c.Protocol), Addresses: rawtext.Strings(c.Addresses),
 		KilledBy: text(c.KilledBy), ExitCode: c.ExitCode, Signal: c.Signal,
 		WallMs: c.WallMs, CPUMs: c.CPUMs, PeakMemoryBytes: c.PeakMemoryBytes, PID: c.PID,
 		Alert: text(c.Alert), Count: c.Count, WindowSeconds: c.WindowSeconds, TriggerSeqs: c.TriggerSeqs,
@@ -224,9 +221,9 @@ func (w *wireContext) context() Context {
 	return Context{
 		RunID: string(w.RunID), Tool: string(w.Tool), Task: string(w.Task), Gate: decision.Gate(w.Gate),
 		Rule: string(w.Rule), Event: string(w.Event), Command: string(w.Command), Path: string(w.Path),
-		Args: strs[string](w.Args), Env: strs[string](w.Env), ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
+		Args: w.Args, Env: w.Env, ArgvSHA256: string(w.ArgvSHA256), EnvSHA256: string(w.EnvSHA256),
 		Tails: mapList(w.Tails, wireTail.tail), Host: string(w.Host), Port: w.Port, Protocol: string(w.Protocol),
-		Addresses: strs[string](w.Addresses), KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
+		Addresses: w.Addresses, KilledBy: string(w.KilledBy), ExitCode: w.ExitCode, Signal: w.Signal,
 		WallMs: w.WallMs, CPUMs: w.CPUMs, PeakMemoryBytes: w.PeakMemoryBytes, PID: w.PID,
 		Alert: string(w.Alert), Count: w.Count, WindowSeconds: w.WindowSeconds, TriggerSeqs: w.TriggerSeqs,
 		ChainID: string(w.ChainID), RepairedBytes: w.RepairedBytes, RepairedSHA256: string(w.RepairedSHA256),

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -234,19 +235,9 @@ func FormatEvent(ev Event, loc *time.Location) string {
 		loc = time.Local
 	}
 	c := &ev.Context
-	who := c.Tool
-	if who == "" {
-		who = c.Task
-	}
-	if who == "" {
-		who = "-"
-	}
-	run := c.RunID
-	if run == "" {
-		run = "-"
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-16s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), termtext.Clip(run, 32), termtext.Clip(who, 24))
+	fmt.Fprintf(&b, "%s %-16s %-12s ", ev.TS.In(loc).Format(time.TimeOnly), termtext.Clip(orDash(c.RunID), 32),
+		termtext.Clip(orDash(cmp.Or(c.Tool, c.Task)), 24))
 	b.WriteString(termtext.Clip(subject(ev), 72))
 	if v := verdict(ev); v != "" {
 		b.WriteString(" " + v)
@@ -286,10 +277,7 @@ func subject(ev Event) string {
 
 // verdict says what was decided and where.
 func verdict(ev Event) string {
-	gate := string(ev.Context.Gate)
-	if gate == "" {
-		gate = string(ev.Kind)
-	}
+	gate := cmp.Or(string(ev.Context.Gate), string(ev.Kind))
 	switch ev.Decision {
 	case DecisionAllow:
 		return "allowed at the " + gate + " gate"
@@ -313,11 +301,7 @@ func verdict(ev Event) string {
 // commandLine renders a command and its arguments, quoting an argument
 // only where a shell reader would need it.
 func commandLine(c *Context) string {
-	name := c.Command
-	if name == "" {
-		name = c.Path
-	}
-	parts := []string{name}
+	parts := []string{cmp.Or(c.Command, c.Path)}
 	for _, a := range c.Args {
 		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`;&|<>(){}*?[]#~") {
 			a = strconv.Quote(a)

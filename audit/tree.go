@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -122,7 +123,7 @@ func openSideTree(path, chainID string) (*sideTree, error) {
 	t := &sideTree{f: f, path: path, chainID: chainID}
 	var h [sidecarHeader]byte
 	if _, err := f.ReadAt(h[:], 0); err == nil && string(h[:16]) == sidecarMagic {
-		t.n, t.off = int64(be64(h[16:])), int64(be64(h[24:]))
+		t.n, t.off = int64(binary.BigEndian.Uint64(h[16:])), int64(binary.BigEndian.Uint64(h[24:]))
 		copy(t.head[:], h[32:])
 		fi, err := f.Stat()
 		if err != nil || t.n < 0 || t.off < 0 || fi.Size() < sidecarHeader+32*tlog.StoredHashCount(t.n) {
@@ -196,8 +197,8 @@ func (t *sideTree) flush() error {
 	}
 	var h [sidecarHeader]byte
 	copy(h[:], sidecarMagic)
-	put64(h[16:], uint64(t.n))
-	put64(h[24:], uint64(t.off))
+	binary.BigEndian.PutUint64(h[16:], uint64(t.n))
+	binary.BigEndian.PutUint64(h[24:], uint64(t.off))
 	copy(h[32:], t.head[:])
 	if _, err := t.f.WriteAt(h[:], 0); err != nil {
 		return fmt.Errorf("audit: tree: write: %w", err)
@@ -311,9 +312,7 @@ func (t *sideTree) extend(f *os.File, size int64) error {
 				return fmt.Errorf("audit: tree: %w: %w", errLogChanged, err)
 			}
 		}
-		if t.chainID == "" {
-			t.chainID = v.rep.ChainID
-		}
+		t.chainID = cmp.Or(t.chainID, v.rep.ChainID)
 		if int64(ev.Seq) != t.n+1 {
 			return fmt.Errorf("audit: tree: %w: seq %d follows leaf %d", errLogChanged, ev.Seq, t.n)
 		}
@@ -362,6 +361,3 @@ func parseHexHash(s string) tlog.Hash {
 	hex.Decode(h[:], []byte(s))
 	return h
 }
-
-func be64(b []byte) uint64     { return binary.BigEndian.Uint64(b) }
-func put64(b []byte, v uint64) { binary.BigEndian.PutUint64(b, v) }

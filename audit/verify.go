@@ -95,8 +95,9 @@ type damaged struct {
 	reason string
 }
 
-// Verifier checks a log line by line; Verify drives one over a reader, and
-// the timeline uses one to check what it shows.
+// Verifier checks a log line by line; ReadAll drives one over a whole
+// log (Verify, the OCSF export), and the timeline uses one to check what
+// it shows.
 type Verifier struct {
 	head       string // the anchored head hash, or ""
 	headSeen   bool
@@ -127,7 +128,8 @@ func NewVerifier(head string) *Verifier {
 // VerifyOptions are what a log is checked against beyond its own lines.
 type VerifyOptions struct {
 	// Head, when not "", is a head hash recorded earlier: the log must
-	// still hold a line with it (see VerifyHead).
+	// still hold a line with it, which proves that no line up to it was
+	// cut from the end since.
 	Head string
 	// Checkpoints are signed checkpoints of this log, checked already
 	// against their key (ParseCheckpoint): the log must be of their
@@ -138,41 +140,42 @@ type VerifyOptions struct {
 
 // VerifyWith is Verify against opts.
 func VerifyWith(r io.Reader, opts VerifyOptions) (Report, error) {
-	if opts.Head != "" && !isHash(opts.Head) {
+	if opts.Head != "" && !IsHash(opts.Head) {
 		return Report{}, errors.New("audit: the head must be a 64-digit lower-case hex hash")
 	}
 	v := NewVerifier(opts.Head)
 	v.cps = slices.SortedFunc(slices.Values(opts.Checkpoints), func(a, b Checkpoint) int { return cmp.Compare(a.Size, b.Size) })
+	return v.ReadAll(r, func(Event) error { return nil })
+}
+
+// ReadAll checks the whole log r, calling each with every valid event in
+// turn, and ends the check at its end. It stops at the first error, of
+// the log, of r or of each.
+func (v *Verifier) ReadAll(r io.Reader, each func(Event) error) (Report, error) {
 	lr := newLineReader(r, MaxLineBytes)
 	for {
 		line, err := lr.next()
 		switch {
-		case err == nil:
-			if _, _, err := v.Line(line); err != nil {
-				return v.Report(), err
-			}
-			continue
 		case errors.Is(err, io.EOF):
 			return v.End(line)
 		case errors.Is(err, ErrLineTooLong):
 			return v.Report(), v.TooLong()
+		case err != nil:
+			return v.Report(), fmt.Errorf("audit: read: %w", err)
 		}
-		return v.Report(), fmt.Errorf("audit: read: %w", err)
+		ev, ok, err := v.Line(line)
+		if err == nil && ok {
+			err = each(ev)
+		}
+		if err != nil {
+			return v.Report(), err
+		}
 	}
 }
 
 // Verify reads a whole log and checks its chain. It returns a *Error
 // naming the first bad line, or another error when r fails.
-func Verify(r io.Reader) (Report, error) {
-	return VerifyHead(r, "")
-}
-
-// VerifyHead is Verify that also fails unless the log still holds a line
-// whose hash is head: a head hash recorded earlier, which proves that no
-// line up to it was cut from the end since.
-func VerifyHead(r io.Reader, head string) (Report, error) {
-	return VerifyWith(r, VerifyOptions{Head: head})
-}
+func Verify(r io.Reader) (Report, error) { return VerifyWith(r, VerifyOptions{}) }
 
 // Report returns what has been verified so far.
 func (v *Verifier) Report() Report {
@@ -313,8 +316,7 @@ func (v *Verifier) leaf(n int, line []byte, ev *Event) error {
 		cp := v.cps[0]
 		v.cps = v.cps[1:]
 		if OriginChain(cp.Origin) != v.rep.ChainID {
-			return v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
-				shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
+			return v.otherLog(cp)
 		}
 		if root, err := v.tree.root(); err != nil || root != cp.Root {
 			return v.fail(n, fmt.Sprintf("the first %d records do not have the root of the checkpoint signed at that size: "+
@@ -362,8 +364,7 @@ func (v *Verifier) End(partial []byte) (Report, error) {
 	if len(v.cps) > 0 {
 		cp := v.cps[0]
 		if v.rep.ChainID != "" && OriginChain(cp.Origin) != v.rep.ChainID {
-			return v.rep, v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
-				shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
+			return v.rep, v.otherLog(cp)
 		}
 		return v.rep, v.fail(0, fmt.Sprintf("the log holds %d records, fewer than the %d of the checkpoint signed earlier: "+
 			"records were cut from its end, or it was rewound or rewritten", v.rep.TreeSize, cp.Size))
@@ -373,6 +374,12 @@ func (v *Verifier) End(partial []byte) (Report, error) {
 			"lines were removed from its end, or this is another log")
 	}
 	return v.rep, nil
+}
+
+// otherLog fails the check for the checkpoint cp of another log.
+func (v *Verifier) otherLog(cp Checkpoint) error {
+	return v.fail(0, fmt.Sprintf("the checkpoint of %s is of another log (chain %s), not of this one (chain %s)",
+		shown(cp.Origin), shown(OriginChain(cp.Origin)), v.rep.ChainID))
 }
 
 func (v *Verifier) fail(line int, reason string) error {

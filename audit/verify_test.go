@@ -106,16 +106,16 @@ func TestVerifyHeadDetectsCutEnd(t *testing.T) {
 	if _, verr := verifyBytes(t, cut); verr != nil {
 		t.Fatalf("a log cut at a line end should verify on its own (a chain cannot see it): %v", verr)
 	}
-	if _, err := VerifyHead(bytes.NewReader(cut), head.Hash); err == nil ||
+	if _, err := VerifyWith(bytes.NewReader(cut), VerifyOptions{Head: head.Hash}); err == nil ||
 		!strings.Contains(err.Error(), "holds no line with the given head hash") {
-		t.Errorf("VerifyHead of a cut log = %v, want the missing head", err)
+		t.Errorf("VerifyWith(Head) of a cut log = %v, want the missing head", err)
 	}
-	rep, err := VerifyHead(bytes.NewReader(join(lines)), head.Hash)
+	rep, err := VerifyWith(bytes.NewReader(join(lines)), VerifyOptions{Head: head.Hash})
 	if err != nil || rep.Events != 9 {
-		t.Errorf("VerifyHead of the whole log = %+v, %v", rep, err)
+		t.Errorf("VerifyWith(Head) of the whole log = %+v, %v", rep, err)
 	}
-	if _, err := VerifyHead(bytes.NewReader(cut), "XYZ"); err == nil {
-		t.Error("VerifyHead accepted a malformed head")
+	if _, err := VerifyWith(bytes.NewReader(cut), VerifyOptions{Head: "XYZ"}); err == nil {
+		t.Error("VerifyWith accepted a malformed head")
 	}
 }
 

@@ -29,11 +29,10 @@ func (f FileChange) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (f *FileChange) UnmarshalJSON(b []byte) error {
-	var j fileChangeJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*f = FileChange(j.fileChangeFields)
-	f.Path, f.OldPath, f.Omitted = string(j.Path), string(j.OldPath), string(j.Omitted)
-	return nil
+	return json.Unmarshal(b, &struct {
+		Path    *rawtext.String `json:"path"`
+		OldPath *rawtext.String `json:"oldPath,omitempty"`
+		*fileChangeFields
+		Omitted *rawtext.String `json:"omitted,omitempty"`
+	}{(*rawtext.String)(&f.Path), (*rawtext.String)(&f.OldPath), (*fileChangeFields)(f), (*rawtext.String)(&f.Omitted)})
 }

@@ -2,6 +2,7 @@ package changes
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -52,4 +53,38 @@ func FuzzManifestJSON(f *testing.F) {
 			t.Fatalf("%q: round trip %+v, %v", b, out, err)
 		}
 	})
+}
+
+// TestOmissionExclusionBytesExact: an omission's and an exclusion's
+// paths reach the manifest byte for byte, and read back as they were.
+func TestOmissionExclusionBytesExact(t *testing.T) {
+	o := Omission{Class: OmitLarge, Count: 2, First: "big\xff"}
+	b, err := json.Marshal(o)
+	if want := `{"class":"large","count":2,"first":{"base64":"Ymln/w=="}}`; err != nil || string(b) != want {
+		t.Errorf("omission: got %s, %v; want %s", b, err, want)
+	}
+	var o2 Omission
+	if err := json.Unmarshal(b, &o2); err != nil || o2 != o {
+		t.Errorf("omission: read back %+v, %v", o2, err)
+	}
+	for _, e := range []Exclusion{
+		{Class: ExcludePolicy, Paths: 3, Dirs: 1, First: []string{"a\xfe", "b <c>"}, Unused: "why"},
+		{Class: ExcludeGitignore},
+	} {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"class":"gitignore","paths":0,"dirs":0}`
+		if e.First != nil {
+			want = `{"class":"policy","paths":3,"dirs":1,"unused":"why","first":[{"base64":"Yf4="},"b \u003cc\u003e"]}`
+		}
+		if string(b) != want {
+			t.Errorf("exclusion: got %s, want %s", b, want)
+		}
+		var e2 Exclusion
+		if err := json.Unmarshal(b, &e2); err != nil || !reflect.DeepEqual(e2, e) {
+			t.Errorf("exclusion: read back %#v, %v", e2, err)
+		}
+	}
 }

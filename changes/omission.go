@@ -88,16 +88,10 @@ func (o Omission) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads what MarshalJSON writes.
 func (o *Omission) UnmarshalJSON(b []byte) error {
 	type fields Omission
-	var j struct {
-		fields
-		First rawtext.String `json:"first"`
-	}
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*o = Omission(j.fields)
-	o.First = string(j.First)
-	return nil
+	return json.Unmarshal(b, &struct {
+		*fields
+		First *rawtext.String `json:"first"`
+	}{(*fields)(o), (*rawtext.String)(&o.First)})
 }
 
 // ExcludeClass is which rules left changes out.
@@ -162,30 +156,17 @@ func (e Exclusion) String() string {
 // MarshalJSON writes First byte for byte, as FileChange's paths.
 func (e Exclusion) MarshalJSON() ([]byte, error) {
 	type fields Exclusion
-	first := make([]rawtext.String, len(e.First))
-	for i, p := range e.First {
-		first[i] = rawtext.String(p)
-	}
 	return json.Marshal(struct {
 		fields
-		First []rawtext.String `json:"first,omitempty"`
-	}{fields(e), first})
+		First rawtext.Strings `json:"first,omitempty"`
+	}{fields(e), e.First})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
 func (e *Exclusion) UnmarshalJSON(b []byte) error {
 	type fields Exclusion
-	var j struct {
-		fields
-		First []rawtext.String `json:"first,omitempty"`
-	}
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*e = Exclusion(j.fields)
-	e.First = nil
-	for _, p := range j.First {
-		e.First = append(e.First, string(p))
-	}
-	return nil
+	return json.Unmarshal(b, &struct {
+		*fields
+		First *rawtext.Strings `json:"first,omitempty"`
+	}{(*fields)(e), (*rawtext.Strings)(&e.First)})
 }

@@ -11,6 +11,10 @@ import (
 // quotes, with \a \b \t \n \v \f \r \" \\ and three-digit octal escapes
 // for the rest. strconv.Quote differs (\x and \u escapes, UTF-8 kept).
 
+// cEscaped are the bytes git writes as a backslash and the letter of
+// cEscapes at the same index; any other byte it quotes is octal.
+const cEscaped, cEscapes = "\a\b\t\n\v\f\r\"\\", `abtnvfr"\`
+
 // needsQuote reports whether git quotes s.
 func needsQuote(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -40,34 +44,16 @@ func quotePrefixed(prefix, p string, force bool) string {
 	b.WriteString(prefix)
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		switch c {
-		case '\a':
-			b.WriteString(`\a`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\v':
-			b.WriteString(`\v`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		default:
-			if c < 0x20 || c >= 0x7f {
-				b.WriteByte('\\')
-				b.WriteByte('0' + c>>6)
-				b.WriteByte('0' + c>>3&7)
-				b.WriteByte('0' + c&7)
-			} else {
-				b.WriteByte(c)
-			}
+		if e := strings.IndexByte(cEscaped, c); e >= 0 {
+			b.WriteByte('\\')
+			b.WriteByte(cEscapes[e])
+		} else if c < 0x20 || c >= 0x7f {
+			b.WriteByte('\\')
+			b.WriteByte('0' + c>>6)
+			b.WriteByte('0' + c>>3&7)
+			b.WriteByte('0' + c&7)
+		} else {
+			b.WriteByte(c)
 		}
 	}
 	b.WriteByte('"')

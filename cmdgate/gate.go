@@ -58,12 +58,19 @@ type glob struct {
 	e       *entry
 }
 
-// entry holds the rules for one command of one tool, by kind, and the
-// signatures its allow rules accept (for refusals).
+// entry holds the rules for one command of one tool, by kind (of
+// ruleKinds), and the signatures its allow rules accept (for refusals).
 type entry struct {
-	deny, escalate, allow []rule
-	signatures            []Signature
+	rules      [len(ruleKinds)][]rule
+	signatures []Signature
 }
+
+// ruleKinds are the verdicts of an entry's rules, in the order the kinds
+// are tried.
+var ruleKinds = [...]decision.Verdict{decision.Deny, decision.Escalate, decision.Allow}
+
+// allowRules is the kind of the allow rules.
+const allowRules = 2
 
 // Signature is one argument signature that an allow rule accepts: the
 // arguments must start with Args, and equal them unless ExtraArgs.
@@ -105,7 +112,8 @@ func Compile(p *policy.Policy) *Gate {
 	g := &Gate{tools: make(map[string]*scope, len(p.ToolScopes))}
 	for tool, ts := range p.ToolScopes {
 		s := &scope{commands: map[string]*entry{}, writable: writableTrees(p.FilesystemFor(tool))}
-		add := func(v decision.Verdict, list []policy.CommandPattern) {
+		for kind, list := range [len(ruleKinds)][]policy.CommandPattern{ts.Deny, ts.Escalate, ts.Allow} {
+			v := ruleKinds[kind]
 			for _, cp := range list {
 				e := s.entryFor(cp.Command)
 				r := rule{sigs: cp.ArgPatterns, extra: cp.AllowExtraArgs, paths: v != decision.Allow, isEmptySig: len(cp.ArgPatterns) == 0,
@@ -115,20 +123,12 @@ func Compile(p *policy.Policy) *Gate {
 					r.shell = newShellRule(cp, tool, s)
 				}
 				r.glob = policy.IsGlob(cp.Command)
-				switch v {
-				case decision.Deny:
-					e.deny = append(e.deny, r)
-				case decision.Escalate:
-					e.escalate = append(e.escalate, r)
-				default:
-					e.allow = append(e.allow, r)
+				e.rules[kind] = append(e.rules[kind], r)
+				if kind == allowRules {
 					e.signatures = append(e.signatures, signaturesOf(cp)...)
 				}
 			}
 		}
-		add(decision.Deny, ts.Deny)
-		add(decision.Escalate, ts.Escalate)
-		add(decision.Allow, ts.Allow)
 		var names []string
 		seen := map[string]bool{}
 		for _, cp := range ts.Allow {
@@ -245,21 +245,14 @@ func (g *Gate) Decide(tool, command string, args []string, dir string) decision.
 	if len(entries) == 0 {
 		return refuseUnlisted(s, tool, command, key)
 	}
-	for _, kind := range ruleKinds {
+	for kind := range ruleKinds {
 		for _, e := range entries {
-			if d, ok := decideRules(kind(e), tool, command, args, dir); ok {
+			if d, ok := decideRules(e.rules[kind], tool, command, args, dir); ok {
 				return d
 			}
 		}
 	}
 	return refuseUnmatched(s, tool, command, key, entries)
-}
-
-// ruleKinds are an entry's rules in the order they are tried.
-var ruleKinds = [...]func(*entry) []rule{
-	func(e *entry) []rule { return e.deny },
-	func(e *entry) []rule { return e.escalate },
-	func(e *entry) []rule { return e.allow },
 }
 
 // decideRules returns the decision of the first rule of list that matches
@@ -334,7 +327,7 @@ func refuseUnlisted(s *scope, tool, command, key string) decision.Decision {
 func refuseUnmatched(s *scope, tool, command, key string, entries []*entry) decision.Decision {
 	allowed := false
 	for _, e := range entries {
-		for _, r := range e.allow {
+		for _, r := range e.rules[allowRules] {
 			if r.shell != nil {
 				return deny(reasonShellForm, command, tool, r.decided.Rule)
 			}
@@ -348,15 +341,8 @@ func refuseUnmatched(s *scope, tool, command, key string, entries []*entry) deci
 }
 
 func hasNUL(command string, args []string) bool {
-	if strings.IndexByte(command, 0) >= 0 {
-		return true
-	}
-	for _, a := range args {
-		if strings.IndexByte(a, 0) >= 0 {
-			return true
-		}
-	}
-	return false
+	nul := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	return nul(command) || slices.ContainsFunc(args, nul)
 }
 
 func deny(format string, a ...any) decision.Decision {
@@ -369,16 +355,22 @@ func deny(format string, a ...any) decision.Decision {
 // argument equals a signature's element when it is the same string, or,
 // for a rule that compares paths, names the same path from dir.
 func (r *rule) matches(args []string, dir string) bool {
+	return r.matchesBy(len(args), func(i int, a string) bool { return args[i] == a || r.paths && samePath(args[i], a, dir) })
+}
+
+// matchesBy is the signature semantics of matches over n arguments, eq
+// comparing the i-th with a signature's element a.
+func (r *rule) matchesBy(n int, eq func(i int, a string) bool) bool {
 	if r.isEmptySig {
-		return r.extra || len(args) == 0
+		return r.extra || n == 0
 	}
 	for _, sig := range r.sigs {
-		if len(args) < len(sig) || !r.extra && len(args) != len(sig) {
+		if n < len(sig) || !r.extra && n != len(sig) {
 			continue
 		}
 		ok := true
 		for i, a := range sig {
-			if args[i] != a && !(r.paths && samePath(args[i], a, dir)) {
+			if !eq(i, a) {
 				ok = false
 				break
 			}

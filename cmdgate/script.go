@@ -313,7 +313,7 @@ func (w *walker) run(at syntax.Pos, name string, args []word, raw []*syntax.Word
 		if refused == "" {
 			di = s.decideWords(tool, name, key, args, []string{dir}, w.depth)
 		}
-		if i == 0 || severity(di.Verdict) > severity(d.Verdict) {
+		if i == 0 || di.Verdict.Rank() < d.Verdict.Rank() {
 			d = di
 		}
 	}
@@ -384,8 +384,7 @@ func (w *walker) decl(c *syntax.DeclClause) {
 		}
 		w.assign(a)
 	}
-	w.add(c.Pos(), decision.ScriptCommand{Pos: pos(c.Pos()), Command: "export", Args: []string{}, Verdict: decision.Allow,
-		Reason: reasonBuiltin}, "")
+	recordBuiltin(w, c.Pos(), "export", nil)
 }
 
 // redirects checks a statement's redirections: into files under the

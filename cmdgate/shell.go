@@ -135,17 +135,6 @@ func (sr *shellRule) decide(tool, command string, args []string, dirs []string, 
 	return w.decision(command), true
 }
 
-// severity orders verdicts: deny over escalate over allow.
-func severity(v decision.Verdict) int {
-	switch v {
-	case decision.Deny:
-		return 2
-	case decision.Escalate:
-		return 1
-	}
-	return 0
-}
-
 // decision is the script's decision: allowed when every command found is,
 // else the first refusal of the gravest kind, with its rule.
 func (w *walker) decision(command string) decision.Decision {
@@ -153,9 +142,9 @@ func (w *walker) decision(command string) decision.Decision {
 	found, why := w.sorted()
 	d := decision.Decision{Gate: decision.GateCommand, Verdict: decision.Allow, Rule: sr.name, Justification: sr.justification,
 		Script: &decision.Script{Shell: sr.dialect, Commands: found}}
-	worst := -1
+	worst := -1 // the gravest: deny over escalate
 	for i, c := range found {
-		if c.Verdict != decision.Allow && (worst < 0 || severity(c.Verdict) > severity(found[worst].Verdict)) {
+		if c.Verdict != decision.Allow && (worst < 0 || c.Verdict.Rank() < found[worst].Verdict.Rank()) {
 			worst = i
 		}
 	}

@@ -127,25 +127,7 @@ func (r *rule) mayMatchSig(words []word, sig []string, dir string) bool {
 // must be known and equal to it, and, unless extra arguments are allowed,
 // there must be no other word.
 func (r *rule) surelyMatches(words []word) bool {
-	if r.isEmptySig {
-		return r.extra || len(words) == 0
-	}
-	for _, sig := range r.sigs {
-		if len(words) < len(sig) || !r.extra && len(words) != len(sig) {
-			continue
-		}
-		ok := true
-		for i, a := range sig {
-			if !words[i].known || words[i].text != a {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-	}
-	return false
+	return r.matchesBy(len(words), func(i int, a string) bool { return words[i].known && words[i].text == a })
 }
 
 // reasonUnknownArgs is the refusal of a script's command whose arguments
@@ -162,18 +144,18 @@ func (s *scope) decideWords(tool, command, key string, words []word, dirs []stri
 	if len(entries) == 0 {
 		return refuseUnlisted(s, tool, command, key)
 	}
-	for _, kind := range ruleKinds[:2] { // deny, escalate
+	for kind := range allowRules { // deny, escalate
 		for _, e := range entries {
-			for i := range kind(e) {
-				if r := &kind(e)[i]; r.mayMatch(words, dirs) {
+			for i := range e.rules[kind] {
+				if r := &e.rules[kind][i]; r.mayMatch(words, dirs) {
 					return r.decision(tool, command)
 				}
 			}
 		}
 	}
 	for _, e := range entries {
-		for i := range e.allow {
-			r := &e.allow[i]
+		for i := range e.rules[allowRules] {
+			r := &e.rules[allowRules][i]
 			if r.shell == nil {
 				if r.surelyMatches(words) {
 					return r.decision(tool, command)

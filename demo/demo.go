@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -163,10 +164,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 func demoPolicy() (*policy.Loaded, error) {
 	pol := policy.Default()
 	p := *pol.Policy
-	p.ToolScopes = map[string]policy.ToolScope{}
-	for k, v := range pol.ToolScopes {
-		p.ToolScopes[k] = v
-	}
+	p.ToolScopes = maps.Clone(pol.ToolScopes)
 	p.ToolScopes[PayloadTool] = policy.ToolScope{Allow: []policy.CommandPattern{{
 		Name: "payload", Command: sandbox.SelfPath, ArgPatterns: [][]string{{"payload"}}, AllowExtraArgs: true,
 	}}}
@@ -277,14 +275,7 @@ func (r *runner) run(ctx context.Context, a attempt) outcome {
 	req := enforcer.Request{Tool: a.tool, Task: a.task, Command: a.command, Args: a.args,
 		Stdout: &stdout, Stderr: &stderr, RunID: enforcer.NewRunID()}
 	res, err := r.enf.Run(ctx, req)
-	o := outcome{res: res, err: err, stderr: stderr.String(), events: r.eventsOf(req.RunID)}
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		var rep payload.Report
-		if json.Unmarshal([]byte(line), &rep) == nil && rep.Attempt != "" {
-			o.reports = append(o.reports, rep)
-		}
-	}
-	return o
+	return outcome{res: res, err: err, reports: payload.Parse(stdout.Bytes()), stderr: stderr.String(), events: r.eventsOf(req.RunID)}
 }
 
 // offlineResolver answers no lookup: the demo's allowlisted host then

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/limits"
@@ -28,10 +29,8 @@ func cgroups(p Probes) []Control {
 	info := p.Cgroups()
 	mode := cgroupMode(info)
 	find := func(name string) *limits.Controller {
-		for i := range info.Controllers {
-			if info.Controllers[i].Name == name {
-				return &info.Controllers[i]
-			}
+		if i := slices.IndexFunc(info.Controllers, func(c limits.Controller) bool { return c.Name == name }); i >= 0 {
+			return &info.Controllers[i]
 		}
 		return nil
 	}
@@ -59,10 +58,7 @@ func cgroups(p Probes) []Control {
 // the teardown reach every process (double-forked daemons included).
 func cgroupTree(p Probes, info limits.HostInfo, freezer *limits.Controller, mode string) Control {
 	c := Control{Name: RequireCgroup, Strength: Strong}
-	usable := false
-	for _, ctl := range info.Controllers {
-		usable = usable || ctl.Usable
-	}
+	usable := slices.ContainsFunc(info.Controllers, func(c limits.Controller) bool { return c.Usable })
 	switch {
 	case usable && info.CgroupKill && (p.Euid == 0 || info.Delegated):
 		c.Mechanism = "cgroup of the run's own, killed with cgroup v2 cgroup.kill"

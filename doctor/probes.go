@@ -6,11 +6,14 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
+	"runtime"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/internal/mountinfo"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/sandbox/idmap"
+	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
 // Probes are the host readings Check makes. HostProbes returns the real
@@ -59,6 +62,22 @@ type Probes struct {
 	// Seatbelt runs a program under a profile airlock generates, with
 	// sandbox-exec, and returns nil when it ran (macOS).
 	Seatbelt func(ctx context.Context) error
+}
+
+// HostProbes returns the probes of the real host: those every system
+// has, and this system's own (hostProbes).
+func HostProbes() Probes {
+	exe, _ := os.Executable()
+	return hostProbes(Probes{
+		OS:                       runtime.GOOS,
+		Arch:                     runtime.GOARCH,
+		Euid:                     os.Geteuid(),
+		Executable:               exe,
+		SeccompFilter:            seccomp.Available,
+		SeccompFilterDescription: seccomp.Describe(),
+		Cgroups:                  limits.Detect,
+		Groups:                   idmap.Inspect,
+	})
 }
 
 // maxRead caps every file the doctor reads; mountinfo on a busy host is

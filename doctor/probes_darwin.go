@@ -3,42 +3,23 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/sandbox/idmap"
 	"github.com/airlock-sandbox/airlock/sandbox/seatbelt"
-	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
-// HostProbes returns the probes of this Mac: the open-files limit, the
+// hostProbes adds the Mac's probes to p: the open-files limit, the
 // system's version, and a run of /usr/bin/true under a profile airlock
 // generates.
-func HostProbes() Probes {
-	exe, _ := os.Executable()
-	return Probes{
-		OS:                       runtime.GOOS,
-		Arch:                     runtime.GOARCH,
-		Euid:                     os.Geteuid(),
-		Executable:               exe,
-		SeccompFilter:            seccomp.Available,
-		SeccompFilterDescription: seccomp.Describe(),
-		Cgroups:                  limits.Detect,
-		Groups:                   idmap.Inspect,
-		NoFile: func() (uint64, uint64, error) {
-			var r unix.Rlimit
-			err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r)
-			return r.Cur, r.Max, err
-		},
-		Kernel:   macVersion(),
-		Seatbelt: seatbeltProbe,
-	}
+func hostProbes(p Probes) Probes {
+	p.NoFile = noFile
+	p.Kernel = macVersion()
+	p.Seatbelt = seatbeltProbe
+	return p
 }
 
 // macVersion is "macOS 14.5 (Darwin 23.5.0)", or what of it is known.

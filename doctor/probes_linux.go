@@ -3,39 +3,21 @@ package doctor
 import (
 	"context"
 	"os"
-	"runtime"
 
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
-
-	"github.com/airlock-sandbox/airlock/limits"
-	"github.com/airlock-sandbox/airlock/sandbox/idmap"
-	"github.com/airlock-sandbox/airlock/seccomp"
 )
 
-// HostProbes returns the probes of the real host.
-func HostProbes() Probes {
-	exe, _ := os.Executable()
-	return Probes{
-		OS:                       runtime.GOOS,
-		Arch:                     runtime.GOARCH,
-		Euid:                     os.Geteuid(),
-		Executable:               exe,
-		FS:                       os.DirFS("/"),
-		Spawn:                    spawn,
-		LandlockABI:              llsyscall.LandlockGetABIVersion,
-		SeccompFilter:            seccomp.Available,
-		SeccompFilterDescription: seccomp.Describe(),
-		Cgroups:                  limits.Detect,
-		Groups:                   idmap.Inspect,
-		Proc:                     procProbe,
-		SeccompStack:             seccompProbe,
-		NoFile: func() (uint64, uint64, error) {
-			var r unix.Rlimit
-			err := unix.Getrlimit(unix.RLIMIT_NOFILE, &r)
-			return r.Cur, r.Max, err
-		},
-	}
+// hostProbes adds Linux's probes to p: /proc and /sys, children in new
+// namespaces, Landlock, a fresh proc and seccomp's stacked filters.
+func hostProbes(p Probes) Probes {
+	p.FS = os.DirFS("/")
+	p.Spawn = spawn
+	p.LandlockABI = llsyscall.LandlockGetABIVersion
+	p.Proc = procProbe
+	p.SeccompStack = seccompProbe
+	p.NoFile = noFile
+	return p
 }
 
 // cloneFlags maps /proc/self/ns names to CLONE_NEW* flags.

@@ -1,9 +1,6 @@
 package egress
 
-import (
-	"net/netip"
-	"slices"
-)
+import "net/netip"
 
 // addrClass is what a special-purpose range is, for reasons.
 type addrClass struct {
@@ -67,40 +64,21 @@ var specialPurpose = []struct {
 	// 6to4 2002::/16 (RFC 3056) falls under 2000::/3: judged by its IPv4.
 }
 
-// classList is specialPurpose parsed, per family, longest prefix first:
-// the first prefix that contains an address is its longest match.
-var classList = func() [2][]classEntry {
-	var l [2][]classEntry
+// classTable is specialPurpose parsed.
+var classTable = func() *prefixTable[addrClass] {
+	t := &prefixTable[addrClass]{}
 	for _, s := range specialPurpose {
-		p := netip.MustParsePrefix(s.prefix)
-		f := familyIndex(p.Addr())
-		l[f] = append(l[f], classEntry{p, s.class})
+		t.insert(netip.MustParsePrefix(s.prefix), s.class)
 	}
-	for f := range l {
-		slices.SortStableFunc(l[f], func(a, b classEntry) int { return b.prefix.Bits() - a.prefix.Bits() })
-	}
-	return l
+	return t
 }()
-
-type classEntry struct {
-	prefix netip.Prefix
-	class  addrClass
-}
 
 var publicClass = addrClass{"public", true}
 
 // classOf returns the class of the longest special-purpose prefix that
 // contains a; false when none does.
 func classOf(a netip.Addr) (addrClass, bool) {
-	if !a.IsValid() {
-		return addrClass{}, false
-	}
-	for _, e := range classList[familyIndex(a)] {
-		if e.prefix.Contains(a) {
-			return e.class, true
-		}
-	}
-	return addrClass{}, false
+	return classTable.lookup(a)
 }
 
 // nonPublic says why an address is not public: the class of the first

@@ -74,27 +74,22 @@ func parseEntry(s string) (entry, error) {
 		}
 		e.kind, e.prefix = kindPrefix, p
 		return e, nil
-	case strings.IndexByte(host, ':') >= 0:
-		a, err := parseEntryAddr(host)
+	case strings.IndexByte(host, ':') < 0:
+		name, err := normaliseName(host)
 		if err != nil {
-			return e, err
+			return e, errors.New(causeOf(err))
 		}
-		e.kind, e.prefix = kindPrefix, netip.PrefixFrom(a, a.BitLen())
-		return e, nil
+		if !endsInNumber(name) {
+			e.kind, e.name = kindExact, name
+			return e, nil
+		}
 	}
-	name, err := normaliseName(host)
+	// An IPv6 address, or a name that is an IPv4 address.
+	a, err := parseEntryAddr(host)
 	if err != nil {
-		return e, errors.New(causeOf(err))
+		return e, err
 	}
-	if endsInNumber(name) {
-		a, err := parseEntryAddr(host)
-		if err != nil {
-			return e, err
-		}
-		e.kind, e.prefix = kindPrefix, netip.PrefixFrom(a, a.BitLen())
-		return e, nil
-	}
-	e.kind, e.name = kindExact, name
+	e.kind, e.prefix = kindPrefix, netip.PrefixFrom(a, a.BitLen())
 	return e, nil
 }
 

@@ -33,15 +33,16 @@ func (e *HostError) Is(target error) bool {
 	return target == ErrMalformed || (e.zone && target == ErrZone)
 }
 
-// maxShownHost bounds how much of a refused host is echoed in errors and
-// reasons.
-const maxShownHost = 256
+// maxShown bounds how much of a refused host, or of a request's path or
+// header name, is echoed in errors and reasons.
+const maxShown = 256
 
-func shownHost(h string) string {
-	if len(h) > maxShownHost {
-		return h[:maxShownHost] + "..."
+// clipped is s cut to maxShown bytes, "..." marking the cut.
+func clipped(s string) string {
+	if len(s) > maxShown {
+		return s[:maxShown] + "..."
 	}
-	return h
+	return s
 }
 
 func malformed(format string, args ...any) error {
@@ -65,7 +66,7 @@ func causeOf(err error) string {
 func withHost(err error, host string) error {
 	var he *HostError
 	if errors.As(err, &he) && he.Host == "" {
-		he.Host = shownHost(host)
+		he.Host = clipped(host)
 	}
 	return err
 }

@@ -70,12 +70,7 @@ func Compile(cfg Config) (*Gate, error) {
 			g.block.addrs.insert(e.prefix, b)
 		}
 	}
-	tasks := make([]string, 0, len(cfg.TaskAllowlist))
-	for task := range cfg.TaskAllowlist {
-		tasks = append(tasks, task)
-	}
-	slices.Sort(tasks)
-	for _, task := range tasks {
+	for _, task := range slices.Sorted(maps.Keys(cfg.TaskAllowlist)) {
 		if strings.TrimSpace(task) == "" {
 			errs = append(errs, fmt.Errorf("egress: task %q: empty task name", task))
 			continue
@@ -166,16 +161,6 @@ func (g *Gate) decide(task string, t *Target, v *verdict) {
 			return
 		}
 		*t = nt
-	}
-	g.decideNormal(task, t, v)
-}
-
-// decideNormal is decide on a target that ParseTarget or SplitHostPort
-// returned, or that decide has checked is canonical.
-func (g *Gate) decideNormal(task string, t *Target, v *verdict) {
-	if g == nil || g.block == nil || g.tasks == nil {
-		v.path = pathNoGate
-		return
 	}
 	if t.Name != "" {
 		if b, ok := g.block.name(t.Name); ok {
@@ -314,25 +299,25 @@ func (g *Gate) Check(task string, t Target) decision.Decision {
 // host is denied with a reason saying why.
 func (g *Gate) CheckHost(task, host string, port uint16) (decision.Decision, Target) {
 	t, err := ParseTarget(host, port)
-	if err != nil {
-		return verdict{path: pathMalformed, cause: causeOf(err)}.decision(task, Target{Name: host}), Target{}
-	}
-	var v verdict
-	nt := t
-	g.decideNormal(task, &nt, &v)
-	return v.decision(task, nt), t
+	return g.checkParsed(task, host, t, err)
 }
 
 // CheckHostPort splits and parses hostport as SplitHostPort does and
 // checks it; a malformed host is denied with a reason saying why.
 func (g *Gate) CheckHostPort(task, hostport string, defaultPort uint16) (decision.Decision, Target) {
 	t, err := SplitHostPort(hostport, defaultPort)
+	return g.checkParsed(task, hostport, t, err)
+}
+
+// checkParsed checks t, what raw parsed to; a raw that did not parse
+// (err) is denied with a reason saying why.
+func (g *Gate) checkParsed(task, raw string, t Target, err error) (decision.Decision, Target) {
 	if err != nil {
-		return verdict{path: pathMalformed, cause: causeOf(err)}.decision(task, Target{Name: hostport}), Target{}
+		return verdict{path: pathMalformed, cause: causeOf(err)}.decision(task, Target{Name: raw}), Target{}
 	}
 	var v verdict
 	nt := t
-	g.decideNormal(task, &nt, &v)
+	g.decide(task, &nt, &v)
 	return v.decision(task, nt), t
 }
 

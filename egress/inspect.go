@@ -158,14 +158,10 @@ func compileEntry(task, raw string, c EntryConfig) (*Entry, error) {
 // in the policy (the Rule of the gate's allow); nil when the entry has
 // none, which is an opaque tunnel with ProtocolAuto.
 func (g *Gate) Entry(task, entry string) *Entry {
-	if g == nil || g.tasks == nil {
+	if g == nil || g.tasks[task] == nil {
 		return nil
 	}
-	al := g.tasks[task]
-	if al == nil {
-		return nil
-	}
-	return al.entries[entry]
+	return g.tasks[task].entries[entry]
 }
 
 // Inspects reports whether any entry of task is inspected, so that its

@@ -49,27 +49,18 @@ func isHex(c byte) bool {
 // anything after a space, and a host with a space is refused before this.
 func parseInetAton(s string) (netip.Addr, error) {
 	var parts [4]uint64
-	n := 0
-	for {
-		i := strings.IndexByte(s, '.')
-		part := s
-		if i >= 0 {
-			part = s[:i]
-		}
-		if n == 4 {
+	fields := strings.Split(s, ".")
+	for i, f := range fields {
+		if i == 4 {
 			return netip.Addr{}, malformed("IPv4 address with more than four parts")
 		}
-		v, err := parseAtonNumber(part)
+		v, err := parseAtonNumber(f)
 		if err != nil {
 			return netip.Addr{}, err
 		}
-		parts[n] = v
-		n++
-		if i < 0 {
-			break
-		}
-		s = s[i+1:]
+		parts[i] = v
 	}
+	n := len(fields)
 	for i := range n - 1 {
 		if parts[i] > 0xff {
 			return netip.Addr{}, malformed("IPv4 address part %d out of range", i+1)

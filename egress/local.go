@@ -118,8 +118,8 @@ func specialUse(name string) (why, hint string) {
 // "127.0.0.0/8", "8.0.0.0/7" and "2001:db8::/32" are not.
 func isCatchAll(p netip.Prefix) bool {
 	p = p.Masked()
-	for _, e := range classList[familyIndex(p.Addr())] {
-		if e.prefix.Bits() > p.Bits() && p.Contains(e.prefix.Addr()) {
+	for e := range classTable.m {
+		if e.Bits() > p.Bits() && p.Contains(e.Addr()) {
 			return true
 		}
 	}

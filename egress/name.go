@@ -148,25 +148,8 @@ func validName(s string) error {
 }
 
 // isCanonicalName reports whether s is already what normaliseName returns
-// for a name that is not an IPv4 literal. It allocates nothing.
+// for a name that is not an IPv4 literal: validName's rules, which allocate
+// nothing for a valid name.
 func isCanonicalName(s string) bool {
-	if len(s) == 0 || len(s) > maxNameLen || endsInNumber(s) {
-		return false
-	}
-	start := 0
-	for i := 0; i <= len(s); i++ {
-		if i < len(s) && s[i] != '.' {
-			c := s[i]
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-			continue
-		}
-		n := i - start
-		if n == 0 || n > maxLabelLen || s[start] == '-' || s[i-1] == '-' {
-			return false
-		}
-		start = i + 1
-	}
-	return true
+	return !endsInNumber(s) && validName(s) == nil
 }

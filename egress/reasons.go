@@ -54,7 +54,7 @@ func reasonEmpty(task string) string {
 }
 
 func reasonMalformed(task, host, cause string) string {
-	return fmt.Sprintf("task %q: host %q is malformed (%s): deny", task, shownHost(host), cause)
+	return fmt.Sprintf("task %q: host %q is malformed (%s): deny", task, clipped(host), cause)
 }
 
 func reasonBlockedName(task string, t Target, r blockRule) string {

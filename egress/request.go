@@ -32,16 +32,9 @@ type Request struct {
 	Upgrade string
 }
 
-// maxShownPath bounds how much of a path a reason quotes.
-const maxShownPath = 256
-
 // head is the request's method and path as a reason quotes them.
 func (q *Request) head() string {
-	p := q.Path
-	if len(p) > maxShownPath {
-		p = p[:maxShownPath] + "..."
-	}
-	return fmt.Sprintf("%+q", q.Method+" "+p)
+	return fmt.Sprintf("%+q", q.Method+" "+clipped(q.Path))
 }
 
 // CheckRequest decides one request to an entry the gate allowed: deny
@@ -145,10 +138,7 @@ func readForm(q *Request) (form, error) {
 
 // shown is s quoted and bounded for a reason.
 func shown(s string) string {
-	if len(s) > maxShownPath {
-		s = s[:maxShownPath] + "..."
-	}
-	return fmt.Sprintf("%+q", s)
+	return fmt.Sprintf("%+q", clipped(s))
 }
 
 // CanonicalPath decodes an escaped request path for matching, refusing

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // httpRule is a compiled RuleConfig.
@@ -109,7 +111,7 @@ func conditions(what string, m map[string][]string, header bool) (map[string][]s
 // destination never sees).
 func ValidateRuleHeader(name string) error {
 	switch {
-	case !validToken(name):
+	case !httpguts.ValidHeaderFieldName(name): // an HTTP token (RFC 9110, 5.6.2)
 		return fmt.Errorf("header name %q is not an HTTP token", name)
 	case FoldHeaderName(name) == "host" || slices.ContainsFunc(hopByHop, func(h string) bool { return FoldHeaderName(h) == FoldHeaderName(name) }):
 		return fmt.Errorf("header %q is not forwarded as the client sent it (the proxy removes or sets it), so no rule can decide on it", name)
@@ -123,20 +125,6 @@ func ValidateRuleHeader(name string) error {
 // reading that joins them.
 func FoldHeaderName(name string) string {
 	return strings.ToLower(strings.ReplaceAll(name, "_", "-"))
-}
-
-// validToken reports whether s is an HTTP token (RFC 9110, 5.6.2).
-func validToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // globExpr turns a path glob into a regular expression: "/**/" matches

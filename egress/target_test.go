@@ -108,7 +108,7 @@ func TestParseTargetMalformed(t *testing.T) {
 			t.Errorf("ParseTarget(%q): %v does not match ErrMalformed", c.in, err)
 		}
 		var he *HostError
-		if !errors.As(err, &he) || he.Host != shownHost(c.in) {
+		if !errors.As(err, &he) || he.Host != clipped(c.in) {
 			t.Errorf("ParseTarget(%q): error %v does not carry the host", c.in, err)
 			continue
 		}

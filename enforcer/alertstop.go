@@ -19,7 +19,9 @@ import (
 // session ended as on any escape signal (EndedEscape), which kills the
 // step in flight. That step's result, and every later step's, says why
 // (Result.EscapeSuspected) and exits ExitEscape; the findings are marked
-// untrusted when they are copied out.
+// untrusted when they are copied out. A session opened on its caller's
+// sandbox (SessionOn: a plan's launch) calls its caller's stop instead,
+// which follows the same procedure with its own evidence.
 
 // alarmed takes the events of one append of the session's records.
 func (s *Session) alarmed(all []audit.Event) {
@@ -30,11 +32,9 @@ func (s *Session) alarmed(all []audit.Event) {
 		if ev.Kind != audit.KindBehavioral || ev.Context.RunID != s.id || !s.e.pol.StopsSession(ev.Context.Alert) {
 			continue
 		}
-		s.stopOnce.Do(func() {
-			why := fmt.Sprintf("alert %s (session.onAlert): %s", ev.Context.Alert, ev.Reason)
-			s.stopped.Store(&why)
-			go s.stopForAlert(ev, why)
-		})
+		if s.alerted.CompareAndSwap(false, true) {
+			s.stop(ev, fmt.Sprintf("alert %s (session.onAlert): %s", ev.Context.Alert, ev.Reason))
+		}
 		return
 	}
 }

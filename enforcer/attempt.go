@@ -12,8 +12,9 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// attempt carries one command, a run's, a session's or a plan's step, from the
-// command gate's decision (decide) to its Result (do): refused, or
+// attempt carries one command, a run's or a session's step (a plan's
+// among them), from the command gate's decision (decide) to its Result
+// (do): refused, or
 // resolved, approved when escalated, and run in its way, its outcome
 // recorded. Every error on the way ends in fail.
 type attempt struct {
@@ -36,8 +37,7 @@ type attempt struct {
 }
 
 // way is where an attempt's command runs: a sandbox of its own (fresh)
-// or its session's (Session), or a plan's sandbox, its decision taken
-// before (planStep).
+// or its session's (Session).
 type way interface {
 	// prepare sets, before the command is resolved, the attempt's rootfs
 	// and the task, workspace and image an approval is bound to.

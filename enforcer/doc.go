@@ -22,7 +22,8 @@
 // here, for a run, a session and a plan's launch alike: a Sandbox
 // (StartSandbox) is a sandbox of several steps with its way out, which a
 // Session runs its steps in, a Pool builds ahead, and a plan's launch
-// (runbook) drives step by step with its own decisions and records.
+// (runbook) starts and probes itself, then runs its steps in as a
+// Session's (SessionOn), with the decisions it took and recorded first.
 // NewProxy serves the same proxy on its own, for one task or a shared
 // gateway's clients (airlock proxy).
 //

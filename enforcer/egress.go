@@ -429,8 +429,7 @@ func budgetsFor(pol *policy.Loaded, task string, session bool) []proxy.Budget {
 }
 
 func proxyBudget(name string, b policy.Budget, perStep bool) proxy.Budget {
-	pb := proxy.Budget{Name: name, PerStep: perStep,
-		All: limitsOf(policy.BudgetLimits{BytesOut: b.BytesOut, BytesIn: b.BytesIn, Requests: b.Requests, Connections: b.Connections, ConcurrentConnections: b.ConcurrentConnections})}
+	pb := proxy.Budget{Name: name, PerStep: perStep, All: limitsOf(b.Limits())}
 	for h, l := range b.Hosts {
 		if pb.Hosts == nil {
 			pb.Hosts = map[string]proxy.BudgetLimits{}

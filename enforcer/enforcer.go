@@ -151,9 +151,18 @@ func (e *Enforcer) Log() *audit.Log { return e.log }
 // refused. It is for an embedder that writes records of its own beside
 // the Enforcer's: a plan's launch (runbook).
 func (e *Enforcer) Record(ev audit.Event) (audit.Event, error) {
+	return e.record(ev, nil)
+}
+
+// record is Record, passing what the append wrote to alarm too when it
+// is not nil (a session's, alertstop.go).
+func (e *Enforcer) record(ev audit.Event, alarm func([]audit.Event)) (audit.Event, error) {
 	w, all, err := e.log.AppendAll(ev)
 	if err != nil {
 		return w, audit.NotWritten(ev, err)
+	}
+	if alarm != nil {
+		alarm(all)
 	}
 	if e.opts.OnEvent != nil {
 		for _, x := range all {
@@ -533,8 +542,11 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // NewRunID returns a fresh random run id.
-func NewRunID() string {
+func NewRunID() string { return newID("run-") }
+
+// newID is prefix and 12 random hex digits.
+func newID(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return "run-" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }

@@ -46,9 +46,9 @@ type Pool struct {
 	stop   context.CancelFunc
 	done   chan struct{} // the builder has returned
 
-	mu   sync.Mutex
-	err  error // the last build's failure, nil once one succeeds
-	shut bool
+	mu        sync.Mutex
+	err       error // the last build's failure, nil once one succeeds
+	closeOnce sync.Once
 }
 
 // built is a session's sandbox, built for it or ahead by a Pool, with
@@ -237,21 +237,16 @@ func (p *Pool) Err() error {
 // sessions opened from the pool live on. Later OpenSession calls open
 // sessions as Enforcer.OpenSession does.
 func (p *Pool) Close() {
-	p.mu.Lock()
-	shut := p.shut
-	p.shut = true
-	p.mu.Unlock()
-	if shut {
-		return
-	}
-	p.stop()
-	<-p.done
-	for {
-		select {
-		case b := <-p.ready:
-			b.close()
-		default:
-			return
+	p.closeOnce.Do(func() {
+		p.stop()
+		<-p.done
+		for {
+			select {
+			case b := <-p.ready:
+				b.close()
+			default:
+				return
+			}
 		}
-	}
+	})
 }

@@ -3,10 +3,8 @@ package enforcer
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
-	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/limits"
 	"github.com/airlock-sandbox/airlock/policy"
@@ -47,7 +45,7 @@ type SandboxRequest struct {
 	Adjust func(*SandboxConfig)
 }
 
-// The sandbox's types, for the callers that drive a Sandbox step by step
+// The sandbox's types, for the callers that start and probe a Sandbox
 // (a plan's launch) without the sandbox package.
 type (
 	// SandboxConfig is a sandbox's configuration (SandboxRequest.Adjust).
@@ -88,9 +86,10 @@ func Interrupted(ctx context.Context) int {
 }
 
 // Sandbox is a sandbox of several steps with its way out: a Session runs
-// its steps in one, a Pool builds them ahead, and a plan's launch drives
-// one step by step, deciding and recording each itself. Its methods are
-// safe for concurrent use as sandbox.Session's are.
+// its steps in one, a Pool builds them ahead, and a plan's launch starts
+// and probes one itself, then runs its steps in a Session opened on it
+// (SessionOn). Its methods are safe for concurrent use as
+// sandbox.Session's are.
 type Sandbox struct {
 	e      *Enforcer
 	ss     *sandbox.Session
@@ -148,60 +147,6 @@ func (e *Enforcer) Locate(rootfs string, d decision.Decision, command string) (s
 	c, err := e.commandOf(rootfs, d, command, nil, sandbox.WorkspaceDir)
 	return c.path, err
 }
-
-// Step runs st in the sandbox as a session's step runs: its program
-// found as Locate finds it (a shell rule's script with the shell's own
-// environment), run in its working directory under its tool's wall-clock,
-// CPU and output caps with the sandbox's environment and way out's
-// variables (the task's budget starts over), its outcome recorded under
-// base (the step's run, task and details) and told in the Result, with
-// Run's exit statuses. d is the command gate's decision, which the caller
-// took and recorded before the sandbox started (a plan's preflight
-// approves the plan as a whole); it allowed st. The error is airlock's
-// failure to run the step, or the sandbox's end under it.
-func (sb *Sandbox) Step(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
-	a := sb.e.newAttempt(sb.e.newScribe(nil), planStep{sb}, st, base)
-	n, _ := strconv.Atoi(base.Details["step"])
-	a.rootfs, a.d, a.res = sb.rootfs, d, newResult(base.RunID, base.RunID, n, d, time.Now())
-	a.decided = func() error { return nil } // by the caller, before the sandbox started
-	return a.do(ctx)
-}
-
-// planStep is the way of a Sandbox's step (attempt.go).
-type planStep struct{ sb *Sandbox }
-
-func (planStep) prepare(context.Context, *attempt) error { return nil }
-
-// execute runs the step under its tool's wall-clock, CPU and output caps.
-func (p planStep) execute(ctx context.Context, a *attempt) error {
-	p.sb.eg.ResetStep() // a task's budget holds per step
-	c := a.caps.Limits()
-	out, err := p.sb.ss.Exec(ctx, sandbox.Step{Path: a.cmd.path, Tree: a.cmd.tree, Args: a.cmd.argv, Env: a.environ(p.sb.eg), Dir: a.st.Cwd,
-		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Caps: &sandbox.StepCaps{Wall: c.Wall, CPU: c.CPU, OutputBytes: c.OutputBytes}})
-	res := &a.res
-	switch {
-	case errors.Is(err, sandbox.ErrStepStart): // nothing was executed
-		res.ExitCode, res.Error, res.Path = ExitCannotExec, err.Error(), ""
-	case errors.Is(err, sandbox.ErrInitDied):
-		// Its integrity is not assured: an escape signal.
-		*res = withOutcome(*res, out, a.caps)
-		res.EscapeSuspected, res.ExitCode = err.Error(), ExitEscape
-	case err != nil && ctx.Err() != nil:
-		*res = withOutcome(*res, out, a.caps)
-		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
-	case err != nil: // the sandbox ended, or was frozen, under the step
-		*res = withOutcome(*res, out, a.caps)
-		res.Error, a.err = err.Error(), err
-	default:
-		*res = withOutcome(*res, out, a.caps)
-	}
-	a.base.Path = res.Path
-	a.recordOutcome()
-	return nil
-}
-
-func (planStep) settle(*Result) {}
-func (planStep) release()       {}
 
 // Probe runs the start-up probes again inside the sandbox, from its
 // init, and returns every probe's outcome.

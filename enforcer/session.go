@@ -3,8 +3,6 @@ package enforcer
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
+	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/policy"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -120,8 +119,9 @@ var ErrSessionEnded = errors.New("enforcer: the session has ended")
 // wall clock.
 const KilledBySession = "session-wall"
 
-// Session is one gated sandbox across an agent's commands (OpenSession).
-// Exec runs one step at a time; every method is safe for concurrent use.
+// Session is one gated sandbox across an agent's commands (OpenSession),
+// or across a plan's steps (SessionOn). Exec and ExecDecided run one step
+// at a time; every method is safe for concurrent use.
 type Session struct {
 	e       *Enforcer
 	id      string
@@ -139,9 +139,16 @@ type Session struct {
 
 	afterStep func() // called after the next step (a Pool's refill), or nil; under mu
 
+	// hosted: opened on its caller's sandbox (SessionOn), whose start,
+	// probes, escape checks and end are the caller's.
+	hosted bool
+	// stop is called once, by the first alert of session.onAlert
+	// (alertstop.go): the session's own stop, or its caller's.
+	stop func(alert audit.Event, why string)
+
 	findings atomic.Pointer[string] // the host directory the findings go to
 	serving  atomic.Bool            // opened: an alert may stop it from now on
-	stopOnce sync.Once
+	alerted  atomic.Bool            // an alert has called stop
 	stopped  atomic.Pointer[string] // why an alert stopped the session, once one has (alertstop.go)
 	evidence atomic.Pointer[string] // where the stop kept its evidence
 
@@ -213,6 +220,10 @@ func (e *Enforcer) newSession(req SessionRequest) (*Session, error) {
 		started: time.Now(), done: make(chan struct{})}
 	s.sc = e.newScribe(nil)
 	s.sc.alarm = s.alarmed
+	s.stop = func(alert audit.Event, why string) {
+		s.stopped.Store(&why) // for its steps, before the stop runs
+		go s.stopForAlert(alert, why)
+	}
 	s.findings.Store(&req.Findings)
 	s.base = audit.Context{RunID: s.id, Task: s.task, Details: maps.Clone(req.Details)}
 	if err := e.signingReady(); err != nil {
@@ -320,26 +331,79 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 	return a.do(ctx)
 }
 
+// SessionOn opens a session on sb, a sandbox its caller started
+// (StartSandbox), probed and serves (Sandbox.Serve): a plan's launch,
+// which decides and records every step before the sandbox starts
+// (ExecDecided) and writes its own records through the session (Record).
+// The session claims nothing on the audit log, records neither its start
+// nor its end, arms no wall clock or idle timer and has no canary of its
+// own: those are the caller's, as is sb's end (Sandbox.Close). Its id is
+// the runId of the records it watches: the first alert of the policy's
+// session.onAlert that one of them raises calls stop, once, with the
+// alert and why, where an opened session would stop itself
+// (alertstop.go); stop must not wait for the session's step.
+func (e *Enforcer) SessionOn(sb *Sandbox, id string, stop func(alert audit.Event, why string)) *Session {
+	s := &Session{e: e, id: id, built: &built{sb: sb, rootfs: sb.rootfs}, hosted: true, stop: stop}
+	s.sc = e.newScribe(nil)
+	s.sc.alarm = s.alarmed
+	s.serving.Store(true)
+	return s
+}
+
+// ExecDecided runs st in the session's sandbox as Exec does, with d, the
+// command gate's decision on it, which the caller took and recorded
+// before the sandbox started (a plan's preflight approves the plan as a
+// whole); d allowed st. Its outcome is recorded under base (the step's
+// run, task and details, its number under "step") and told in the
+// Result, with Run's exit statuses. The error is airlock's failure to
+// run the step, or the sandbox's end under it.
+func (s *Session) ExecDecided(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.e.newAttempt(s.sc, s, st, base)
+	n, _ := strconv.Atoi(base.Details["step"])
+	a.d, a.res = d, newResult(base.RunID, base.RunID, n, d, time.Now())
+	a.decided = func() error { return nil } // by the caller, before the sandbox started
+	return a.do(ctx)
+}
+
+// Record appends ev, a record of the session's caller (a plan's launch),
+// as Enforcer.Record does, and passes what the append wrote to the
+// session's alert stop, as its own records' are.
+func (s *Session) Record(ev audit.Event) (audit.Event, error) {
+	return s.e.record(ev, s.alarmed)
+}
+
 // prepare checks that the tool's filesystem view is the session's: one
-// sandbox has one view.
+// sandbox has one view (a hosted session's caller chose it).
 func (s *Session) prepare(_ context.Context, a *attempt) error {
+	a.rootfs = s.rootfs
+	if s.hosted {
+		return nil
+	}
 	if fs := s.e.pol.FilesystemFor(a.st.Tool); !reflect.DeepEqual(fs, s.e.pol.FilesystemFor("")) {
 		return fmt.Errorf("tool %q has another filesystem view than the session's, and one sandbox has one view; "+
 			"give the tool the policy's top-level filesystem, or run it with airlock run", a.st.Tool)
 	}
-	a.rootfs, a.bound.Task, a.bound.Workspace, a.bound.Image = s.rootfs, s.task, s.ws, s.image
+	a.bound.Task, a.bound.Workspace, a.bound.Image = s.task, s.ws, s.image
 	return nil
 }
 
 // execute runs the step in the session's sandbox, with the tool's caps,
 // once its decision is durable (sandbox.Step.Ready); the task's budget
-// starts over.
+// starts over. A hosted session's caller handles the sandbox's end under
+// a step, and checks its own canary.
 func (s *Session) execute(ctx context.Context, a *attempt) error {
 	s.sb.eg.ResetStep() // a task's budget holds per command
 	l := a.caps.Limits()
+	caps := &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}
+	if s.hosted {
+		// A plan's sandbox has the largest caps of its steps' tools:
+		// each step gets its own tool's output cap under them.
+		caps = &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, OutputBytes: l.OutputBytes}
+	}
 	out, err := s.sb.ss.Exec(ctx, sandbox.Step{Path: a.cmd.path, Tree: a.cmd.tree, Args: a.cmd.argv, Env: a.environ(s.sb.eg), Dir: a.st.Cwd,
-		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Ready: a.decided,
-		Caps: &sandbox.StepCaps{Wall: l.Wall, CPU: l.CPU, MemoryBytes: l.MemoryBytes, Tasks: l.Tasks}})
+		Stdin: a.st.Stdin, Stdout: a.st.Stdout, Stderr: a.st.Stderr, Ready: a.decided, Caps: caps})
 	if derr := a.decided(); derr != nil {
 		return derr
 	}
@@ -354,10 +418,18 @@ func (s *Session) execute(ctx context.Context, a *attempt) error {
 	case err != nil && s.ending.Load() == nil && ctx.Err() != nil:
 		*res = withOutcome(*res, out, a.caps)
 		res.Interrupted, res.ExitCode = true, Interrupted(ctx)
+	case err != nil && s.hosted: // the sandbox ended, or was frozen, under the step
+		*res = withOutcome(*res, out, a.caps)
+		res.Error, a.err = err.Error(), err
 	case err != nil:
 		return s.stepLost(a, err) // the session ended under the step, or its init died
 	default:
 		*res = withOutcome(*res, out, a.caps)
+	}
+	if s.hosted {
+		a.base.Path = res.Path
+		a.recordOutcome()
+		return nil
 	}
 	s.canaryN = a.outcome(s.canary, s.canaryN)
 	if res.EscapeSuspected != "" {
@@ -538,8 +610,4 @@ func ValidSessionID(id string) bool {
 }
 
 // NewSessionID returns a fresh random session id.
-func NewSessionID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "ses-" + hex.EncodeToString(b[:])
-}
+func NewSessionID() string { return newID("ses-") }

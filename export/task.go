@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ type Task struct {
 // command.
 func Resolve(pol *policy.Loaded, req Request) (*Task, error) {
 	if _, ok := pol.ToolScopes[req.Tool]; !ok {
-		return nil, fmt.Errorf("export: tool %q is not in the policy (it has: %s)", req.Tool, strings.Join(toolNames(pol), ", "))
+		return nil, fmt.Errorf("export: tool %q is not in the policy (it has: %s)", req.Tool, strings.Join(slices.Sorted(maps.Keys(pol.ToolScopes)), ", "))
 	}
 	cfg := pol.EgressConfig()
 	raw, ok := cfg.TaskAllowlist[req.Task]
@@ -119,15 +120,6 @@ func PinnedImage(ref string) (name.Digest, error) {
 		return name.Digest{}, fmt.Errorf("export: image %q: the digest must be sha256", ref)
 	}
 	return d, nil
-}
-
-func toolNames(pol *policy.Loaded) []string {
-	var out []string
-	for n := range pol.ToolScopes {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // CPUs is the processor rate that lets the command use its CPU time

@@ -123,9 +123,6 @@ func dial(dir, id string) (*Client, error) {
 	return &Client{id: id, path: p}, nil
 }
 
-// ID is the session's id.
-func (c *Client) ID() string { return c.id }
-
 // connect dials the holder and checks that it runs as this user.
 func (c *Client) connect() (*net.UnixConn, error) {
 	conn, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: c.path, Net: "unix"})
@@ -310,19 +307,25 @@ func sweepDead(dir, id string) {
 // socket, as one a holder of its own holds. A session id is minted when
 // req has none.
 func OpenPooled(dir string, req enforcer.SessionRequest, policy string) (Info, error) {
+	if req.ID == "" {
+		req.ID = enforcer.NewSessionID()
+	}
+	return callPool(dir, request{Op: opOpen, Open: &openRequest{Session: toWireSession(req), Policy: policy}}, "no session in the answer")
+}
+
+// callPool sends r to the pool holder in dir and returns the Info it
+// answers with; missing says what an answer without one lacks.
+func callPool(dir string, r request, missing string) (Info, error) {
 	c, err := dial(dir, PoolID)
 	if err != nil {
 		return Info{}, noPool(err)
 	}
-	if req.ID == "" {
-		req.ID = enforcer.NewSessionID()
-	}
-	resp, err := c.call(request{Op: opOpen, Open: &openRequest{Session: toWireSession(req), Policy: policy}})
+	resp, err := c.call(r)
 	if err != nil {
 		return Info{}, noPool(err)
 	}
 	if resp.Info == nil {
-		return Info{}, errors.New("holder: pool: no session in the answer")
+		return Info{}, errors.New("holder: pool: " + missing)
 	}
 	return *resp.Info, nil
 }
@@ -337,29 +340,9 @@ func noPool(err error) error {
 	return err
 }
 
-// PoolInfo asks the pool holder in dir about its pool.
-func PoolInfo(dir string) (Info, error) {
-	c, err := dial(dir, PoolID)
-	if err != nil {
-		return Info{}, err
-	}
-	return c.Info()
-}
-
 // StopPool stops the pool holder in dir: it closes every session it
 // holds, tears down the sandboxes it built and removes its socket, then
 // answers, so that StopPool returns once the pool is gone.
 func StopPool(dir string) (Info, error) {
-	c, err := dial(dir, PoolID)
-	if err != nil {
-		return Info{}, noPool(err)
-	}
-	resp, err := c.call(request{Op: opStop})
-	if err != nil {
-		return Info{}, noPool(err)
-	}
-	if resp.Info == nil {
-		return Info{}, errors.New("holder: pool: no answer to stop")
-	}
-	return *resp.Info, nil
+	return callPool(dir, request{Op: opStop}, "no answer to stop")
 }

@@ -23,3 +23,12 @@ func RawStep(c *net.UnixConn, id, script string, files ...*os.File) (string, err
 	_, err := readMsg(c, &a, maxResponse)
 	return a.Error, err
 }
+
+// PoolInfo asks the pool holder in dir about its pool.
+func PoolInfo(dir string) (Info, error) {
+	c, err := dial(dir, PoolID)
+	if err != nil {
+		return Info{}, err
+	}
+	return c.Info()
+}

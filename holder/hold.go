@@ -93,11 +93,10 @@ type holder struct {
 // held is one session a holder holds: its socket's listener, its lock and
 // the connections being answered.
 type held struct {
-	h     *holder
-	info  Info
-	sess  *enforcer.Session
-	lis   *net.UnixListener
-	lock  *os.File
+	h    *holder
+	info Info
+	sess *enforcer.Session
+	socket
 	conns sync.WaitGroup
 	once  sync.Once // shutdown's: the socket and lock it removes may be another holder's after
 }
@@ -153,24 +152,13 @@ func open(cfg Config, adjust func(*enforcer.Options) error) (*holder, error) {
 // the pool's sandboxes, with one).
 func (h *holder) hold(ctx context.Context, req enforcer.SessionRequest, p *enforcer.Pool) (*held, error) {
 	hd := &held{h: h}
-	lock, err := takeLock(lockPath(h.cfg.Dir, req.ID))
-	if err != nil {
-		return nil, err
-	}
-	hd.lock = lock
 	fail := func(err error) (*held, error) {
 		hd.shutdown()
 		return nil, err
 	}
-	sock := socketPath(h.cfg.Dir, req.ID)
-	os.Remove(sock) // a dead holder's, whose lock we now hold
-	hd.lis, err = listen(sock)
+	err := hd.bind(h.cfg.Dir, req.ID)
 	if err != nil {
 		return fail(err)
-	}
-	hd.lis.SetUnlinkOnClose(false)
-	if err := os.Chmod(sock, 0o600); err != nil {
-		return fail(fmt.Errorf("holder: socket: %w", err))
 	}
 	if p != nil {
 		hd.sess, err = p.OpenSession(ctx, req)
@@ -181,7 +169,7 @@ func (h *holder) hold(ctx context.Context, req enforcer.SessionRequest, p *enfor
 		return fail(err)
 	}
 	hd.info = Info{ID: hd.sess.ID(), Task: hd.sess.Task(), Pid: os.Getpid(), Init: hd.sess.Pid(), Watchdog: os.Getppid(),
-		Started: hd.sess.Started().UTC(), Policy: h.digest, Audit: h.cfg.Audit, Socket: sock, BuiltAhead: hd.sess.BuiltAhead()}
+		Started: hd.sess.Started().UTC(), Policy: h.digest, Audit: h.cfg.Audit, Socket: hd.lis.Addr().String(), BuiltAhead: hd.sess.BuiltAhead()}
 	return hd, nil
 }
 
@@ -432,16 +420,47 @@ func (hd *held) stop(req request, resp response) response {
 // shutdown releases the session's socket and lock, once; the watchdog,
 // seeing them gone, has nothing to sweep.
 func (hd *held) shutdown() {
-	hd.once.Do(func() {
-		if hd.lis != nil {
-			hd.lis.Close()
-			os.Remove(hd.lis.Addr().String())
-		}
-		if hd.lock != nil {
-			os.Remove(hd.lock.Name())
-			hd.lock.Close()
-		}
-	})
+	hd.once.Do(hd.socket.close)
+}
+
+// socket is a holder's socket, a session's or the pool's, and the lock
+// under which the holder serves it.
+type socket struct {
+	lis  *net.UnixListener
+	lock *os.File
+}
+
+// bind takes id's lock in the runtime directory dir, then listens on
+// id's socket there, mode 0600 (a dead holder's, whose lock it now
+// holds, removed first). What it took stays for close, on error too.
+func (s *socket) bind(dir, id string) error {
+	lock, err := takeLock(lockPath(dir, id))
+	if err != nil {
+		return err
+	}
+	s.lock = lock
+	sock := socketPath(dir, id)
+	os.Remove(sock)
+	if s.lis, err = listen(sock); err != nil {
+		return err
+	}
+	s.lis.SetUnlinkOnClose(false)
+	if err := os.Chmod(sock, 0o600); err != nil {
+		return fmt.Errorf("holder: socket: %w", err)
+	}
+	return nil
+}
+
+// close closes the listener and removes the socket, then the lock.
+func (s *socket) close() {
+	if s.lis != nil {
+		s.lis.Close()
+		os.Remove(s.lis.Addr().String())
+	}
+	if s.lock != nil {
+		os.Remove(s.lock.Name())
+		s.lock.Close()
+	}
 }
 
 // shutdown releases what the holder process holds.

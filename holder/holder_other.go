@@ -39,9 +39,6 @@ func Dial(dir, id string) (*Client, error) { return nil, errUnsupported }
 // List fails closed.
 func List(dir string) ([]Info, error) { return nil, errUnsupported }
 
-// ID returns "".
-func (c *Client) ID() string { return "" }
-
 // Info fails closed.
 func (c *Client) Info() (Info, error) { return Info{}, errUnsupported }
 
@@ -65,6 +62,3 @@ func OpenPooled(string, enforcer.SessionRequest, string) (Info, error) { return 
 
 // StopPool fails closed.
 func StopPool(string) (Info, error) { return Info{}, errUnsupported }
-
-// PoolInfo fails closed.
-func PoolInfo(string) (Info, error) { return Info{}, errUnsupported }

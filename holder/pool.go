@@ -21,8 +21,7 @@ import (
 type pooled struct {
 	info Info
 	p    *enforcer.Pool
-	lis  *net.UnixListener
-	lock *os.File
+	socket
 
 	mu     sync.Mutex
 	held   map[*held]bool
@@ -36,19 +35,9 @@ type pooled struct {
 func (h *holder) openPool() (*pooled, error) {
 	spec := h.cfg.Pool
 	pl := &pooled{held: map[*held]bool{}}
-	lock, err := takeLock(lockPath(h.cfg.Dir, PoolID))
+	err := pl.bind(h.cfg.Dir, PoolID)
 	if errors.Is(err, errHeld) {
 		return nil, errors.New("holder: a session pool is running already (airlock session pool --stop ends it)")
-	}
-	if err != nil {
-		return nil, err
-	}
-	pl.lock = lock
-	sock := socketPath(h.cfg.Dir, PoolID)
-	os.Remove(sock)
-	if pl.lis, err = listen(sock); err == nil {
-		pl.lis.SetUnlinkOnClose(false)
-		err = os.Chmod(sock, 0o600)
 	}
 	if err == nil {
 		pl.p, err = h.e.NewPool(context.Background(), enforcer.PoolRequest{Size: spec.Size, Task: spec.Task, Image: spec.Image, ImageCache: spec.ImageCache})
@@ -57,10 +46,10 @@ func (h *holder) openPool() (*pooled, error) {
 		err = waitBuilt(pl.p, spec.Size)
 	}
 	if err != nil {
-		pl.shutdown()
+		pl.close()
 		return nil, fmt.Errorf("holder: pool: %w", err)
 	}
-	pl.info = Info{ID: PoolID, Task: spec.Task, Pid: os.Getpid(), Watchdog: os.Getppid(), Policy: h.digest, Audit: h.cfg.Audit, Socket: sock}
+	pl.info = Info{ID: PoolID, Task: spec.Task, Pid: os.Getpid(), Watchdog: os.Getppid(), Policy: h.digest, Audit: h.cfg.Audit, Socket: pl.lis.Addr().String()}
 	return pl, nil
 }
 
@@ -92,7 +81,7 @@ func (h *holder) servePool() error {
 	}
 	pl.wg.Wait()
 	pl.p.Close()
-	pl.shutdown()
+	pl.close()
 	h.shutdown()
 	info := pl.info
 	for _, c := range pl.stops {
@@ -173,17 +162,6 @@ func (h *holder) openPooled(x openRequest) response {
 	}()
 	info := hd.info
 	return response{Info: &info}
-}
-
-func (pl *pooled) shutdown() {
-	if pl.lis != nil {
-		pl.lis.Close()
-		os.Remove(pl.lis.Addr().String())
-	}
-	if pl.lock != nil {
-		os.Remove(pl.lock.Name())
-		pl.lock.Close()
-	}
 }
 
 // waitBuilt waits until p has its n sandboxes built: the pool is ready

@@ -77,17 +77,9 @@ func Prepare(ctx context.Context, ref Ref, cacheDir string, opts Options) (*Prep
 	return unpack(ctx, v, cacheDir, opts)
 }
 
-// Unpack returns the rootfs of a verified image from cacheDir ("" for
+// unpack prepares the rootfs of a verified image in cacheDir ("" for
 // DefaultCacheDir), unpacking it there if it is not cached. The layers are
 // hashed again as they are read, so a blob changed since Verify is caught.
-func Unpack(ctx context.Context, v *Verified, cacheDir string, opts Options) (string, error) {
-	p, err := unpack(ctx, v, cacheDir, opts)
-	if err != nil {
-		return "", err
-	}
-	return p.Rootfs, nil
-}
-
 func unpack(ctx context.Context, v *Verified, cacheDir string, opts Options) (*Prepared, error) {
 	if v == nil || v.Config == nil {
 		return nil, errors.New("image: unpack of an image that was not verified")

@@ -41,7 +41,7 @@ type IDRange struct {
 	ContainerID, HostID, Size uint32
 }
 
-// Options tune Unpack and Prepare. The zero value is safe: user ownership,
+// Options tune Prepare. The zero value is safe: user ownership,
 // default caps, the cache trusted.
 type Options struct {
 	// Ownership of the unpacked files; see the Ownership constants.

@@ -85,14 +85,16 @@ func compareTrees(cached, fresh string) error {
 	if err != nil {
 		return fmt.Errorf("walk fresh unpack: %w", err)
 	}
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		x, y := a[i], b[j]
+	// Both are in lexical order: the first index where they differ names
+	// the first difference.
+	for i := range max(len(a), len(b)) {
 		switch {
-		case x.path < y.path:
-			return fmt.Errorf("%q is in the cache but not in the image", x.path)
-		case x.path > y.path:
-			return fmt.Errorf("%q is in the image but missing from the cache", y.path)
+		case i == len(b) || i < len(a) && a[i].path < b[i].path:
+			return fmt.Errorf("%q is in the cache but not in the image", a[i].path)
+		case i == len(a) || a[i].path > b[i].path:
+			return fmt.Errorf("%q is in the image but missing from the cache", b[i].path)
+		}
+		switch x, y := a[i], b[i]; {
 		case x.mode != y.mode:
 			return fmt.Errorf("%q has mode %v in the cache, %v in the image", x.path, x.mode, y.mode)
 		case x.uid != y.uid || x.gid != y.gid:
@@ -102,13 +104,6 @@ func compareTrees(cached, fresh string) error {
 		case x.link != y.link:
 			return fmt.Errorf("%q links to %q in the cache, %q in the image", x.path, x.link, y.link)
 		}
-		i, j = i+1, j+1
-	}
-	if i < len(a) {
-		return fmt.Errorf("%q is in the cache but not in the image", a[i].path)
-	}
-	if j < len(b) {
-		return fmt.Errorf("%q is in the image but missing from the cache", b[j].path)
 	}
 	return nil
 }

@@ -168,11 +168,11 @@ func TestVerifyThenUnpack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := Unpack(context.Background(), v, t.TempDir(), Options{})
+	p, err := unpack(context.Background(), v, t.TempDir(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTwoLayerTree(t, root)
+	wantTwoLayerTree(t, p.Rootfs)
 }
 
 // A blob swapped after Verify is caught while unpacking, and nothing
@@ -188,7 +188,7 @@ func TestUnpackCatchesLayerChangedAfterVerify(t *testing.T) {
 	flipByte(t, blobPath(dir, ld))
 	tampered, _ := os.ReadFile(blobPath(dir, ld))
 	cache := t.TempDir()
-	_, err = Unpack(context.Background(), v, cache, Options{})
+	_, err = unpack(context.Background(), v, cache, Options{})
 	wantMismatch(t, err, "layer", ld, sha256Of(tampered))
 	assertNoEntry(t, cache)
 }
@@ -358,6 +358,7 @@ func TestPrepareReverify(t *testing.T) {
 		{"content", func(r string) { os.WriteFile(filepath.Join(r, "etc/hostname"), []byte("evil"), 0o644) }, `"etc/hostname" has different content`},
 		{"added", func(r string) { os.WriteFile(filepath.Join(r, "etc/ld.so.preload"), []byte("/evil.so"), 0o644) }, `"etc/ld.so.preload" is in the cache but not in the image`},
 		{"removed", func(r string) { os.Remove(filepath.Join(r, "usr/bin/tool")) }, `"usr/bin/tool" is in the image but missing from the cache`},
+		{"added last", func(r string) { os.WriteFile(filepath.Join(r, "zzz"), nil, 0o644) }, `"zzz" is in the cache but not in the image`},
 		{"mode", func(r string) { os.Chmod(filepath.Join(r, "usr/bin/tool"), 0o4777) }, `"usr/bin/tool" has mode`},
 		{"symlink", func(r string) { os.Remove(filepath.Join(r, "bin")); os.Symlink("/tmp", filepath.Join(r, "bin")) }, `"bin" links to "/tmp"`},
 	} {

@@ -24,7 +24,7 @@ const (
 // Verified is an image whose manifest and config were read and checked
 // against the pinned digest. Layers are pinned by the manifest (or, in a
 // legacy docker-archive, by the config's diff_ids); they are hashed by
-// Verify and again by Unpack as it streams them, so a blob swapped between
+// Verify and again by the unpacking as it streams them, so a blob swapped between
 // the two is still caught.
 type Verified struct {
 	// Ref is the reference that was verified.
@@ -45,7 +45,7 @@ type Verified struct {
 	// working directory.
 	Config *v1.ConfigFile
 	// LayersVerified is true once every layer's stored bytes were hashed
-	// and matched (by Verify, or by an Unpack that extracted them).
+	// and matched (by Verify, or by an unpacking that extracted them).
 	LayersVerified bool
 
 	layers []layer
@@ -55,7 +55,7 @@ type Verified struct {
 // index, then the manifest it selects for linux/GOARCH), the config, and
 // every layer's digest and size (a legacy docker-archive's layers against
 // the config's diff_ids). The first mismatch aborts with a *MismatchError
-// naming the expected and the actual digest. Unpack checks the diff_ids of
+// naming the expected and the actual digest. Unpacking checks the diff_ids of
 // the other formats as it decompresses.
 func Verify(ctx context.Context, ref Ref) (*Verified, error) {
 	v, err := resolve(ctx, ref)

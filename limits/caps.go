@@ -200,7 +200,7 @@ func (e *RequireError) Error() string {
 func (e *RequireError) Is(target error) bool { return target == ErrUnavailable }
 
 // Rlimit is one resource limit for the sandbox's init to set on itself just
-// before it executes the target (see ApplyRlimits).
+// before it executes the target (Group.Rlimits).
 type Rlimit struct {
 	// Resource is the RLIMIT_* number (golang.org/x/sys/unix).
 	Resource int

@@ -55,7 +55,7 @@ func (g *Group) NewChild(name string) (*Child, error) {
 		dir := filepath.Join(parent, "airlock-"+name)
 		if !slices.Contains(slices.Collect(maps.Values(c.sys.dirs)), dir) { // else co-mounted: one directory
 			if err := os.Mkdir(dir, 0o755); err != nil {
-				c.sys.remove()
+				_ = c.Delete()
 				return nil, fmt.Errorf("limits: child: cgroup v1 %s: %w", ctl, err)
 			}
 		}
@@ -238,16 +238,18 @@ func (c *Child) Stats() Stats {
 
 // Delete kills whatever is left in the child and removes its directories.
 // It is safe to call again.
-func (c *Child) Delete() error { return c.sys.remove() }
+func (c *Child) Delete() error { return removeDirs(c.sys.dirs, "limits: child: cgroup v1") }
 
-func (s *sysChild) remove() error {
+// removeDirs removes each directory of dirs (controller to directory) and
+// forgets those it removed; what leads each error, before the controller.
+func removeDirs(dirs map[string]string, what string) error {
 	var errs []error
-	for _, ctl := range slices.Sorted(maps.Keys(s.dirs)) {
-		if err := removeDir(s.dirs[ctl]); err != nil {
-			errs = append(errs, fmt.Errorf("limits: child: cgroup v1 %s: %w", ctl, err))
+	for _, ctl := range slices.Sorted(maps.Keys(dirs)) {
+		if err := removeDir(dirs[ctl]); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, ctl, err))
 			continue
 		}
-		delete(s.dirs, ctl)
+		delete(dirs, ctl)
 	}
 	return errors.Join(errs...)
 }

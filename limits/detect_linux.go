@@ -85,12 +85,8 @@ func detectController(l layout, name string, v2cands []string) Controller {
 			whys = append(whys, fmt.Sprintf("%s: %v", dir, err))
 			continue
 		}
-		if name == "cpu" || name == "freezer" {
-			// cpu.stat and cgroup.freeze are core files of every group.
-			c.Usable = true
-			return c
-		}
-		if v2Enabled(dir, name) {
+		// cpu.stat and cgroup.freeze are core files of every group.
+		if name == "cpu" || name == "freezer" || v2Enabled(dir, name) {
 			c.Usable = true
 			return c
 		}

@@ -26,7 +26,7 @@
 //	fd, ok := g.Dir()               // if ok: SysProcAttr.UseCgroupFD/CgroupFD
 //	// start the init, which waits on a pipe
 //	g.Place(initPid)                // before the init executes the target
-//	// the init calls limits.ApplyRlimits(g.Rlimits()) just before execve
+//	// the init sets g.Rlimits() on itself just before execve
 //	go g.Watch(ctx, onKill)         // wall clock, CPU, OOM and tasks caps
 //	// wait for the init; cancel ctx; wait for Watch to return
 //	g.KilledBy()                    // else limits.SignalCause(signal, cpu, caps.CPU)

@@ -39,7 +39,7 @@ func Example() {
 		_ = cmd.Process.Kill() // not contained: never let it run
 		return
 	}
-	// ... hand g.Rlimits() to the init (it calls limits.ApplyRlimits just
+	// ... hand g.Rlimits() to the init (it sets them on itself just
 	// before execve), then open its gate.
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,7 +1,6 @@
 package limits
 
 import (
-	"context"
 	"maps"
 	"sync"
 	"sync/atomic"
@@ -136,15 +135,4 @@ func (g *Group) Delete() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.sys.remove()
-}
-
-// Watch enforces the caps that need watching, until ctx is done or a cap
-// trips: the wall clock (counted from the call), the group's total CPU
-// time, an OOM kill and the tasks cap being hit. When one trips, Watch
-// records it (KilledBy), kills the whole group, calls onKill (if not nil)
-// and returns. When ctx is done, Watch checks the counters once more, so
-// that a cap that tripped just before the run ended (an OOM kill of the
-// last process) is still attributed, and returns.
-func (g *Group) Watch(ctx context.Context, onKill func(KilledBy)) {
-	g.watch(ctx, onKill)
 }

@@ -39,7 +39,7 @@ func newGroup(caps Caps, opts Options, l *layout) (*Group, error) {
 	rootless := opts.Rootless || os.Geteuid() != 0
 	hostGroups := host && !rootless
 	if hostGroups {
-		sweepStale()
+		SweepStale()
 	}
 	g := &Group{caps: caps, name: name}
 	why := map[string]string{}

@@ -93,3 +93,24 @@ func (s *sysGroup) killPlaced() error {
 	}
 	return nil
 }
+
+// freezeKill is one kill round under a freezer: it writes freeze to the
+// file of dir ("" for none) and waits, at most freezeTimeout, until
+// frozen holds; SIGKILLs every process pids lists; and, if the freeze was
+// written, writes thaw. A freezer that cannot be written is left out.
+func freezeKill(dir, file, freeze, thaw string, frozen func() bool, pids func() ([]int, error)) error {
+	fz := dir != "" && writeFile(dir, file, freeze) == nil
+	if fz {
+		waitFor(freezeTimeout, frozen)
+	}
+	list, err := pids()
+	for _, p := range list {
+		_ = unix.Kill(p, unix.SIGKILL) // ESRCH: already gone
+	}
+	if fz {
+		if terr := writeFile(dir, file, thaw); terr != nil && err == nil {
+			err = terr
+		}
+	}
+	return err
+}

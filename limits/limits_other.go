@@ -33,11 +33,8 @@ func Detect() HostInfo {
 	return HostInfo{Mode: ModeNone, Euid: os.Geteuid(), Notes: []string{"not Linux: no cgroups"}}
 }
 
-// ApplyRlimits refuses off Linux.
-func ApplyRlimits([]Rlimit) error { return errNotLinux }
-
-// sweepStale has nothing to sweep off Linux.
-func sweepStale() {}
+// SweepStale has nothing to sweep off Linux.
+func SweepStale() {}
 
 // sysChild is empty off Linux; NewChild never returns a Child there.
 type sysChild struct{}

@@ -59,9 +59,11 @@ func runPayload(name string, args []string) int {
 			fmt.Fprintln(os.Stderr, "payload:", err)
 			return 101
 		}
-		if err := ApplyRlimits(rl); err != nil {
-			fmt.Fprintln(os.Stderr, "payload:", err)
-			return 102
+		for _, r := range rl { // as the sandbox's init sets them
+			if err := syscall.Setrlimit(r.Resource, &syscall.Rlimit{Cur: r.Cur, Max: r.Max}); err != nil {
+				fmt.Fprintln(os.Stderr, "payload: setrlimit", r.Name, err)
+				return 102
+			}
 		}
 	}
 	f, ok := payloads[name]

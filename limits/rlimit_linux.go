@@ -48,18 +48,3 @@ func buildRlimits(caps Caps, provides map[string]bool, receipt map[string]string
 	}
 	return rl
 }
-
-// ApplyRlimits sets rl on the calling process. The sandbox's init calls it
-// just before execve, after its own setup, so that RLIMIT_NOFILE and
-// RLIMIT_FSIZE do not hinder the setup. It uses setrlimit(2) through the
-// syscall package, which also stops Go's os/exec and syscall.Exec from
-// restoring the original RLIMIT_NOFILE in the executed program.
-func ApplyRlimits(rl []Rlimit) error {
-	for _, r := range rl {
-		lim := unix.Rlimit{Cur: r.Cur, Max: r.Max}
-		if err := unix.Setrlimit(r.Resource, &lim); err != nil {
-			return fmt.Errorf("limits: setrlimit %s %d/%d: %w", r.Name, r.Cur, r.Max, err)
-		}
-	}
-	return nil
-}

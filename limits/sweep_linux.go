@@ -63,11 +63,13 @@ func (o *owner) release() {
 	o.f.Close()
 }
 
-// sweepStale removes the directories of groups whose owner died without
-// deleting them: it kills whatever is still inside (the processes of a
-// dead airlock's sandbox) and removes the directories. Only files it can
-// lock are touched, so live groups of other airlock processes are safe.
-func sweepStale() {
+// SweepStale removes the cgroup directories of groups whose owning airlock
+// process died without removing them, killing what is still inside
+// (New does this first too). A session's watchdog calls it when the
+// session's holder dies, so that nothing of its sandbox is left. Only
+// files it can lock are touched, so live groups of other airlock
+// processes are safe.
+func SweepStale() {
 	locks, _ := filepath.Glob(filepath.Join(ownersDir, "*.lock"))
 	for _, p := range locks {
 		f, err := os.OpenFile(p, os.O_RDWR|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)

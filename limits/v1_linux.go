@@ -12,7 +12,6 @@ import (
 
 	"github.com/containerd/cgroups/v3/cgroup1"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"golang.org/x/sys/unix"
 )
 
 // v1Group is a group's directories in the v1 hierarchies. containerd's
@@ -75,7 +74,7 @@ func newV1Group(l layout, parent, dir string, caps Caps) (*v1Group, error) {
 		// MkdirAll): an existing one is another run's, never ours, and a
 		// missing parent is the caller's mistake.
 		if err := os.Mkdir(abs, 0o755); err != nil {
-			g.removeDirs()
+			g.remove()
 			return nil, classify(fmt.Errorf("limits: cgroup v1 %s: %w", name, err))
 		}
 		g.dirs[name] = abs
@@ -104,7 +103,7 @@ func newV1Group(l layout, parent, dir string, caps Caps) (*v1Group, error) {
 		return nil
 	})
 	if err != nil {
-		g.removeDirs()
+		g.remove()
 		return nil, fmt.Errorf("limits: cgroup v1: write limits: %w", err)
 	}
 	g.cg = cg
@@ -114,7 +113,7 @@ func newV1Group(l layout, parent, dir string, caps Caps) (*v1Group, error) {
 		// library writes memsw only when asked and fails on a host
 		// without swap accounting, hence the check and the write here.
 		if err := writeFile(mem, "memory.memsw.limit_in_bytes", strconv.FormatInt(caps.MemoryBytes, 10)); err != nil {
-			g.removeDirs()
+			g.remove()
 			return nil, fmt.Errorf("limits: cgroup v1 memory: %w", err)
 		}
 	}
@@ -126,7 +125,7 @@ func newV1Group(l layout, parent, dir string, caps Caps) (*v1Group, error) {
 		// every socket the group makes (UDP's too) to a counter of their
 		// own, bounded here.
 		if err := writeFile(mem, tcpLimitFile, strconv.FormatInt(SocketBytes(caps.MemoryBytes), 10)); err != nil {
-			g.removeDirs()
+			g.remove()
 			return nil, fmt.Errorf("limits: cgroup v1 memory: %w", err)
 		}
 	}
@@ -184,27 +183,11 @@ func (g *v1Group) procs() ([]int, error) {
 // uninterruptible sleep would hang the monitor forever; this one gives up
 // freezing after freezeTimeout and kills anyway.
 func (g *v1Group) kill() error {
-	fz, hasFreezer := g.dirs["freezer"]
-	if hasFreezer {
-		if err := writeFile(fz, "freezer.state", "FROZEN"); err != nil {
-			hasFreezer = false
-		} else {
-			waitFor(freezeTimeout, func() bool {
-				b, err := readBounded(filepath.Join(fz, "freezer.state"))
-				return err != nil || string(b) == "FROZEN\n"
-			})
-		}
-	}
-	pids, err := g.procs()
-	for _, p := range pids {
-		_ = unix.Kill(p, unix.SIGKILL) // ESRCH: already gone
-	}
-	if hasFreezer {
-		if terr := writeFile(fz, "freezer.state", "THAWED"); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	return err
+	fz := g.dirs["freezer"]
+	return freezeKill(fz, "freezer.state", "FROZEN", "THAWED", func() bool {
+		b, err := readBounded(filepath.Join(fz, "freezer.state"))
+		return err != nil || string(b) == "FROZEN\n"
+	}, g.procs)
 }
 
 // counters reads what the watch needs: CPU time, OOM kills, refused forks.
@@ -240,23 +223,9 @@ func (g *v1Group) stats(s *Stats) {
 	}
 }
 
-// remove deletes the directories; the group must be empty. It is an rmdir
-// of each, not the library's Delete: that walks and stats every file of
-// every directory to check for processes first, which the kernel's rmdir
-// checks anyway (EBUSY), and took most of Delete's time.
-func (g *v1Group) remove() error {
-	return g.removeDirs()
-}
-
-// removeDirs removes every directory that is left.
-func (g *v1Group) removeDirs() error {
-	var errs []error
-	for name, dir := range g.dirs {
-		if err := removeDir(dir); err != nil {
-			errs = append(errs, fmt.Errorf("limits: cgroup v1 %s: %w", name, err))
-			continue
-		}
-		delete(g.dirs, name)
-	}
-	return errors.Join(errs...)
-}
+// remove deletes the directories that are left; the group must be
+// empty. It is an rmdir of each, not the library's Delete: that walks and
+// stats every file of every directory to check for processes first,
+// which the kernel's rmdir checks anyway (EBUSY), and took most of
+// Delete's time.
+func (g *v1Group) remove() error { return removeDirs(g.dirs, "limits: cgroup v1") }

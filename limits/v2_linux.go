@@ -166,23 +166,10 @@ func (g *v2Group) kill() error {
 			return nil
 		}
 	}
-	frozen := writeFile(g.dir, "cgroup.freeze", "1") == nil
-	if frozen {
-		waitFor(freezeTimeout, func() bool {
-			kv, err := readKV(g.dir, "cgroup.events")
-			return err != nil || kv["frozen"] == 1
-		})
-	}
-	pids, err := readPids(g.dir)
-	for _, p := range pids {
-		_ = unix.Kill(p, unix.SIGKILL)
-	}
-	if frozen {
-		if terr := writeFile(g.dir, "cgroup.freeze", "0"); terr != nil && err == nil {
-			err = terr
-		}
-	}
-	return err
+	return freezeKill(g.dir, "cgroup.freeze", "1", "0", func() bool {
+		kv, err := readKV(g.dir, "cgroup.events")
+		return err != nil || kv["frozen"] == 1
+	}, func() ([]int, error) { return readPids(g.dir) })
 }
 
 // counters reads the CPU time (cpu.stat is there without the cpu

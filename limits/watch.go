@@ -17,7 +17,14 @@ type counters struct {
 	pidsHits int64
 }
 
-func (g *Group) watch(ctx context.Context, onKill func(KilledBy)) {
+// Watch enforces the caps that need watching, until ctx is done or a cap
+// trips: the wall clock (counted from the call), the group's total CPU
+// time, an OOM kill and the tasks cap being hit. When one trips, Watch
+// records it (KilledBy), kills the whole group, calls onKill (if not nil)
+// and returns. When ctx is done, Watch checks the counters once more, so
+// that a cap that tripped just before the run ended (an OOM kill of the
+// last process) is still attributed, and returns.
+func (g *Group) Watch(ctx context.Context, onKill func(KilledBy)) {
 	wall := time.NewTimer(g.caps.Wall)
 	defer wall.Stop()
 	tick := time.NewTicker(pollInterval)

@@ -25,15 +25,16 @@ func init() {
 }
 
 // openTunnel sends CONNECT target through $HTTPS_PROXY and returns the
-// tunnel, or the proxy's refusal as a report.
-func openTunnel(name, target string) (net.Conn, *Report, error) {
+// tunnel; without one it has reported the proxy's refusal, or the broken
+// attempt, and returns nil and the payload's exit status.
+func openTunnel(name, target string) (net.Conn, int) {
 	c, err := dialProxy("HTTPS_PROXY", "https_proxy")
 	if err != nil {
-		return nil, nil, err
+		return nil, broken(name, err)
 	}
 	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n"); err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, broken(name, err)
 	}
 	// Read the answer byte by byte, so that nothing of the tunnel is read
 	// into a buffer.
@@ -42,22 +43,21 @@ func openTunnel(name, target string) (net.Conn, *Report, error) {
 		var b [1]byte
 		if _, err := c.Read(b[:]); err != nil {
 			c.Close()
-			return nil, nil, fmt.Errorf("read the proxy's answer: %w", err)
+			return nil, broken(name, fmt.Errorf("read the proxy's answer: %w", err))
 		}
 		head = append(head, b[0])
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(head)), &http.Request{Method: http.MethodConnect})
 	if err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, broken(name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		c.Close()
-		r := httpReport(name, resp, nil)
-		return nil, &r, nil
+		return nil, report(httpReport(name, resp, nil))
 	}
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return c, nil, nil
+	return c, 0
 }
 
 // tls-front HOST:PORT SNI: a TLS handshake naming SNI through a tunnel
@@ -68,16 +68,13 @@ func tlsFront(args []string) int {
 	if len(args) != 2 {
 		return usage("tls-front", "HOST:PORT SNI")
 	}
-	c, refused, err := openTunnel("tls-front", args[0])
-	if err != nil {
-		return broken("tls-front", err)
-	}
-	if refused != nil {
-		return report(*refused)
+	c, status := openTunnel("tls-front", args[0])
+	if c == nil {
+		return status
 	}
 	defer c.Close()
 	tc := tls.Client(c, &tls.Config{ServerName: args[1], InsecureSkipVerify: true})
-	err = tc.Handshake()
+	err := tc.Handshake()
 	r := Report{Attempt: "tls-front", Succeeded: err == nil, Detail: map[string]string{"sni": args[1]}}
 	if err != nil {
 		r.Evidence, r.Detail["error"] = "the handshake failed: "+err.Error(), err.Error()
@@ -96,12 +93,9 @@ func tunnelSend(args []string) int {
 	if len(args) != 2 || err != nil || n < 0 {
 		return usage("tunnel-send", "HOST:PORT N")
 	}
-	c, refused, err := openTunnel("tunnel-send", args[0])
-	if err != nil {
-		return broken("tunnel-send", err)
-	}
-	if refused != nil {
-		return report(*refused)
+	c, status := openTunnel("tunnel-send", args[0])
+	if c == nil {
+		return status
 	}
 	defer c.Close()
 	buf := bytes.Repeat([]byte("x"), 4096)
@@ -141,12 +135,9 @@ func pipeline(args []string) int {
 	if len(args) != 3 {
 		return usage("pipeline", `HOST:PORT "METHOD PATH" "METHOD PATH"`)
 	}
-	c, refused, err := openTunnel("pipeline", args[0])
-	if err != nil {
-		return broken("pipeline", err)
-	}
-	if refused != nil {
-		return report(*refused)
+	c, status := openTunnel("pipeline", args[0])
+	if c == nil {
+		return status
 	}
 	defer c.Close()
 	host, _, _ := net.SplitHostPort(args[0])

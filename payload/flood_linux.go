@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 )
@@ -53,6 +54,12 @@ func floodOnce(target string) int {
 		return 0
 	}
 	defer c.Close()
+	return connectStatus(c, target)
+}
+
+// connectStatus sends CONNECT target on c and returns the proxy's status,
+// 0 when it gave none.
+func connectStatus(c net.Conn, target string) int {
 	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n"); err != nil {
 		return 0
 	}

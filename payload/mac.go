@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -198,57 +197,33 @@ func macExec(args []string) int {
 // mac-forkbomb [N]: start copies of this binary that wait, up to N
 // (default 2000), as fast as the system allows.
 func macForkbomb(args []string) int {
-	limit := 2000
-	if len(args) > 0 {
-		if n, err := strconv.Atoi(args[0]); err == nil {
-			limit = n
-		}
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return report(macOutcome("mac-forkbomb", err, ""))
 	}
 	runtime.GOMAXPROCS(1)
-	deadline := time.Now().Add(20 * time.Second)
-	n, refusals := 0, 0
-	var last error
-	for n < limit && time.Now().Before(deadline) {
-		cmd := exec.Command(self, "payload", "mac-hold")
-		if err := cmd.Start(); err != nil {
-			last = err
-			refusals++
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		n++
-	}
-	r := Report{Attempt: "mac-forkbomb", Succeeded: n >= limit, Errno: macErrno(last),
-		Detail: map[string]string{"processes": strconv.Itoa(n), "refusals": strconv.Itoa(refusals)}}
-	r.Evidence = fmt.Sprintf("started %d processes; %d refused (last: %v)", n, refusals, last)
-	return report(r)
+	return forkUntil("mac-forkbomb", macCount(args, 2000), macErrno, func() error { return exec.Command(self, "payload", "mac-hold").Start() })
 }
 
 // mac-membomb [MiB]: touch up to MiB (default 4096) of memory.
 func macMembomb(args []string) int {
-	limit := 4096
-	if len(args) > 0 {
-		if n, err := strconv.Atoi(args[0]); err == nil {
-			limit = n
-		}
-	}
-	debug.SetGCPercent(-1)
-	var keep [][]byte
-	for got := 0; got < limit; got += 16 {
-		b := make([]byte, 16<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		keep = append(keep, b)
-	}
+	limit := macCount(args, 4096)
+	keep := touchMemory(int64(limit))
 	// Held a while: the watch reads every 100 ms.
 	time.Sleep(2 * time.Second)
 	runtime.KeepAlive(keep)
 	return report(Report{Attempt: "mac-membomb", Succeeded: true, Evidence: fmt.Sprintf("touched %d MiB without being stopped", limit)})
+}
+
+// macCount parses the optional count at args[0], any integer; def when
+// there is none or it is not one.
+func macCount(args []string, def int) int {
+	if len(args) > 0 {
+		if n, err := strconv.Atoi(args[0]); err == nil {
+			return n
+		}
+	}
+	return def
 }
 
 // mac-hold: wait for an hour.

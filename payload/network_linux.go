@@ -280,11 +280,8 @@ var socketFamilies = map[string][3]int{
 // socket packet|netlink|vsock|alg: open a socket of a family the sandbox
 // has no use for.
 func socketFamily(args []string) int {
-	if len(args) != 1 {
-		return usage("socket", "packet|netlink|vsock|alg")
-	}
-	f, ok := socketFamilies[args[0]]
-	if !ok {
+	f, ok := socketFamilies[safeArg(args, 0)]
+	if len(args) != 1 || !ok {
 		return usage("socket", "packet|netlink|vsock|alg")
 	}
 	fd, err := unix.Socket(f[0], f[1]|unix.SOCK_CLOEXEC, f[2])

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 )
 
 // Func is a payload's body. It returns the process exit status.
@@ -29,16 +28,6 @@ func Register(name string, f Func) {
 		panic("payload: duplicate payload " + name)
 	}
 	registry[name] = f
-}
-
-// Names lists the registered payloads, sorted.
-func Names() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // Run runs the payload called name with args and returns its exit status;

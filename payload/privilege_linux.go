@@ -110,9 +110,7 @@ func ptraceChild([]string) int {
 	if err == nil {
 		_ = unix.PtraceDetach(cmd.Process.Pid)
 	}
-	r := outcome("ptrace-child", err, "attached to a child process with ptrace")
-	r.Detail["kernelWould"] = "allow (own child, same uid)"
-	return report(r)
+	return report(kernelWould(outcome("ptrace-child", err, "attached to a child process with ptrace"), "allow (own child, same uid)"))
 }
 
 // vm-readv-child: read a child's memory with process_vm_readv at an
@@ -127,9 +125,7 @@ func vmReadvChild([]string) int {
 	local := []unix.Iovec{{Base: &buf[0], Len: 8}}
 	remote := []unix.RemoteIovec{{Base: 0x1000, Len: 8}}
 	_, err = unix.ProcessVMReadv(cmd.Process.Pid, local, remote, 0)
-	r := outcome("vm-readv-child", err, "read a child's memory")
-	r.Detail["kernelWould"] = "EFAULT (unmapped address)"
-	return report(r)
+	return report(kernelWould(outcome("vm-readv-child", err, "read a child's memory"), "EFAULT (unmapped address)"))
 }
 
 // mount: mount a tmpfs over /tmp.
@@ -153,9 +149,7 @@ func cloneNewuser([]string) int {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWUSER}
 	cmd.Stdout = io.Discard
 	err := cmd.Run()
-	r := outcome("clone-newuser", err, "started a child in a new user namespace")
-	r.Detail["kernelWould"] = "ENOSPC (user.max_user_namespaces=0 inside) or allow"
-	return report(r)
+	return report(kernelWould(outcome("clone-newuser", err, "started a child in a new user namespace"), "ENOSPC (user.max_user_namespaces=0 inside) or allow"))
 }
 
 // setns: join a network namespace (our own: the call is what is tested).
@@ -180,17 +174,13 @@ func chroot([]string) int {
 // keyctl: join a named session keyring (the kernel would allow it).
 func keyctl([]string) int {
 	_, err := unix.KeyctlJoinSessionKeyring("airlock-payload")
-	r := outcome("keyctl", err, "joined a session keyring")
-	r.Detail["kernelWould"] = "allow"
-	return report(r)
+	return report(kernelWould(outcome("keyctl", err, "joined a session keyring"), "allow"))
 }
 
 // add-key: add a key to the process keyring (the kernel would allow it).
 func addKey([]string) int {
 	_, err := unix.AddKey("user", "airlock-payload", []byte("secret"), unix.KEY_SPEC_PROCESS_KEYRING)
-	r := outcome("add-key", err, "added a key to a keyring")
-	r.Detail["kernelWould"] = "allow"
-	return report(r)
+	return report(kernelWould(outcome("add-key", err, "added a key to a keyring"), "allow"))
 }
 
 // bpf: create an eBPF array map.
@@ -213,9 +203,7 @@ func perf([]string) int {
 	if err == nil {
 		unix.Close(fd)
 	}
-	r := outcome("perf", err, "opened a perf event")
-	r.Detail["kernelWould"] = "allow, or EACCES under perf_event_paranoid 3"
-	return report(r)
+	return report(kernelWould(outcome("perf", err, "opened a perf event"), "allow, or EACCES under perf_event_paranoid 3"))
 }
 
 // io-uring: set up a ring.
@@ -225,9 +213,7 @@ func ioUring([]string) int {
 	if e == 0 {
 		unix.Close(int(fd))
 	}
-	r := outcome("io-uring", errnoErr(e), "set up an io_uring")
-	r.Detail["kernelWould"] = "allow, or EPERM when kernel.io_uring_disabled is set"
-	return report(r)
+	return report(kernelWould(outcome("io-uring", errnoErr(e), "set up an io_uring"), "allow, or EPERM when kernel.io_uring_disabled is set"))
 }
 
 // userfaultfd: user-mode-only fault handling, which the kernel allows
@@ -238,27 +224,21 @@ func userfaultfd([]string) int {
 	if e == 0 {
 		unix.Close(int(fd))
 	}
-	r := outcome("userfaultfd", errnoErr(e), "opened a userfaultfd")
-	r.Detail["kernelWould"] = "allow (UFFD_USER_MODE_ONLY)"
-	return report(r)
+	return report(kernelWould(outcome("userfaultfd", errnoErr(e), "opened a userfaultfd"), "allow (UFFD_USER_MODE_ONLY)"))
 }
 
 // clone3: whose flags sit behind a pointer no seccomp filter can read.
 // With no arguments the kernel answers EINVAL.
 func clone3([]string) int {
 	_, _, e := unix.RawSyscall(unix.SYS_CLONE3, 0, 0, 0)
-	r := outcome("clone3", errnoErr(e), "clone3 ran")
-	r.Detail["kernelWould"] = "EINVAL (no clone_args)"
-	return report(r)
+	return report(kernelWould(outcome("clone3", errnoErr(e), "clone3 ran"), "EINVAL (no clone_args)"))
 }
 
 // personality: turn address-space randomisation off.
 func personality([]string) int {
 	const addrNoRandomize = 0x0040000
 	_, _, e := unix.Syscall(unix.SYS_PERSONALITY, addrNoRandomize, 0, 0)
-	r := outcome("personality", errnoErr(e), "set ADDR_NO_RANDOMIZE")
-	r.Detail["kernelWould"] = "allow"
-	return report(r)
+	return report(kernelWould(outcome("personality", errnoErr(e), "set ADDR_NO_RANDOMIZE"), "allow"))
 }
 
 // tiocsti: push a character into the input queue of our standard input
@@ -267,9 +247,7 @@ func personality([]string) int {
 func tiocsti([]string) int {
 	c := byte('x')
 	_, _, e := unix.Syscall(unix.SYS_IOCTL, 0, unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
-	r := outcome("tiocsti", errnoErr(e), "pushed input into a terminal")
-	r.Detail["kernelWould"] = "ENOTTY (stdin is a pipe)"
-	return report(r)
+	return report(kernelWould(outcome("tiocsti", errnoErr(e), "pushed input into a terminal"), "ENOTTY (stdin is a pipe)"))
 }
 
 // setuid-root: become uid 0.

@@ -60,3 +60,11 @@ func withProbe(r Report, name string) Report {
 	r.Detail["probeKernel"] = p.Kernel
 	return r
 }
+
+// kernelWould adds to r what the kernel itself would answer the call
+// (Detail "kernelWould"), where the kernel would let it through and no
+// probe is needed.
+func kernelWould(r Report, answer string) Report {
+	r.Detail["kernelWould"] = answer
+	return r
+}

@@ -1,7 +1,6 @@
 package payload
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -89,13 +88,5 @@ func tunnelAndLeave(addr, target string) (bool, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c, "CONNECT "+target+" HTTP/1.1\r\nHost: "+target+"\r\n\r\n"); err != nil {
-		return false, nil
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-	if err != nil {
-		return false, nil
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK, nil
+	return connectStatus(c, target) == http.StatusOK, nil
 }

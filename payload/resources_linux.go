@@ -2,7 +2,6 @@ package payload
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -103,16 +102,7 @@ func spinThreads(args []string) int {
 func membomb(args []string) int {
 	limit := argInt(args, 0, 4096)
 	started("membomb", fmt.Sprintf("touching up to %d MiB", limit))
-	debug.SetGCPercent(-1)
-	var keep [][]byte
-	for got := int64(0); got < limit; got += 16 {
-		b := make([]byte, 16<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		keep = append(keep, b)
-	}
-	runtime.KeepAlive(keep)
+	runtime.KeepAlive(touchMemory(limit))
 	return report(Report{Attempt: "membomb", Succeeded: true,
 		Evidence: fmt.Sprintf("touched %d MiB without being stopped", limit)})
 }
@@ -128,23 +118,7 @@ func forkbomb(args []string) int {
 	runtime.GOMAXPROCS(1)
 	spareThreads(4)
 	started("forkbomb", fmt.Sprintf("starting up to %d processes", limit))
-	deadline := time.Now().Add(20 * time.Second)
-	n, refusals := 0, 0
-	var last error
-	for n < limit && time.Now().Before(deadline) {
-		cmd := self("hold", "forkbomb")
-		if err := cmd.Start(); err != nil {
-			last = err
-			refusals++
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		n++
-	}
-	r := Report{Attempt: "forkbomb", Succeeded: n >= limit, Errno: errnoName(last),
-		Detail: map[string]string{"processes": strconv.Itoa(n), "refusals": strconv.Itoa(refusals)}}
-	r.Evidence = fmt.Sprintf("started %d processes; %d refused (last: %v)", n, refusals, last)
-	return report(r)
+	return forkUntil("forkbomb", limit, errnoName, func() error { return self("hold", "forkbomb").Start() })
 }
 
 // spareThreads makes n OS threads and leaves them idle, for the runtime
@@ -219,10 +193,7 @@ func bigFile(args []string) int {
 	var n int64
 	for ; n < limit; n++ {
 		if _, err := f.Write(buf); err != nil {
-			r := outcome("big-file", err, "")
-			r.Detail["mib"] = strconv.FormatInt(n, 10)
-			r.Evidence = fmt.Sprintf("wrote %d MiB, then: %v", n, err)
-			return report(r)
+			return steps("big-file", "mib", n, err, fmt.Sprintf("wrote %d MiB", n))
 		}
 	}
 	return report(Report{Attempt: "big-file", Succeeded: true, Detail: map[string]string{"mib": strconv.FormatInt(n, 10)},
@@ -238,17 +209,13 @@ func fill(args []string) int {
 	limit := argInt(args, 1, 1024)
 	buf := make([]byte, 1<<20)
 	var n int64
+	var err error
 	for ; n < limit; n++ {
-		err := os.WriteFile(filepath.Join(args[0], fmt.Sprintf("fill-%d", n)), buf, 0o644)
-		if err != nil {
-			r := outcome("fill", errors.Unwrap(err), "")
-			r.Detail["mib"] = strconv.FormatInt(n, 10)
-			r.Evidence = fmt.Sprintf("wrote %d MiB in %s, then: %v", n, args[0], err)
-			return report(r)
+		if err = os.WriteFile(filepath.Join(args[0], fmt.Sprintf("fill-%d", n)), buf, 0o644); err != nil {
+			break
 		}
 	}
-	return report(Report{Attempt: "fill", Succeeded: true, Detail: map[string]string{"mib": strconv.FormatInt(n, 10)},
-		Evidence: fmt.Sprintf("wrote %d MiB in %s", n, args[0])})
+	return steps("fill", "mib", n, err, fmt.Sprintf("wrote %d MiB in %s", n, args[0]))
 }
 
 // fill-all [MiB]: fill /tmp, /workspace, /findings and /dev/shm in turn
@@ -284,18 +251,15 @@ func touch(args []string) int {
 	}
 	limit := argInt(args, 1, 1000000)
 	var n int64
+	var err error
 	for ; n < limit; n++ {
-		fd, err := unix.Open(filepath.Join(args[0], fmt.Sprintf("e%d", n)), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			r := outcome("touch", err, "")
-			r.Detail["files"] = strconv.FormatInt(n, 10)
-			r.Evidence = fmt.Sprintf("made %d empty files in %s, then: %v", n, args[0], err)
-			return report(r)
+		var fd int
+		if fd, err = unix.Open(filepath.Join(args[0], fmt.Sprintf("e%d", n)), unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o644); err != nil {
+			break
 		}
 		unix.Close(fd)
 	}
-	return report(Report{Attempt: "touch", Succeeded: true, Detail: map[string]string{"files": strconv.FormatInt(n, 10)},
-		Evidence: fmt.Sprintf("made %d empty files in %s", n, args[0])})
+	return steps("touch", "files", n, err, fmt.Sprintf("made %d empty files in %s", n, args[0]))
 }
 
 // flood [MiB]: write to stdout and stderr in turn as fast as the pipes
@@ -317,14 +281,23 @@ func flood(args []string) int {
 func fds(args []string) int {
 	limit := argInt(args, 0, 1<<20)
 	var n int64
+	var err error
 	for ; n < limit; n++ {
-		if _, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err != nil {
-			r := outcome("fds", err, "")
-			r.Detail["opened"] = strconv.FormatInt(n, 10)
-			r.Evidence = fmt.Sprintf("opened %d descriptors, then: %v", n, err)
-			return report(r)
+		if _, err = unix.Open("/dev/null", unix.O_RDONLY, 0); err != nil {
+			break
 		}
 	}
-	return report(Report{Attempt: "fds", Succeeded: true, Detail: map[string]string{"opened": strconv.FormatInt(n, 10)},
-		Evidence: fmt.Sprintf("opened %d descriptors", n)})
+	return steps("fds", "opened", n, err, fmt.Sprintf("opened %d descriptors", n))
+}
+
+// steps reports a loop that made n steps, then was refused the next with
+// err, or made all it was allowed to (err nil): key counts the steps in
+// Detail, and did says what they did.
+func steps(name, key string, n int64, err error, did string) int {
+	r := outcome(name, err, did)
+	r.Detail[key] = strconv.FormatInt(n, 10)
+	if err != nil {
+		r.Evidence = fmt.Sprintf("%s, then: %v", did, err)
+	}
+	return report(r)
 }

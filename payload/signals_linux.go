@@ -2,8 +2,10 @@ package payload
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,10 +40,7 @@ var signalWays = map[string]func(sig int) error{
 func signalInit(args []string) int {
 	ways := args
 	if len(ways) == 0 {
-		for w := range signalWays {
-			ways = append(ways, w)
-		}
-		sort.Strings(ways)
+		ways = slices.Sorted(maps.Keys(signalWays))
 	}
 	for _, w := range ways {
 		if signalWays[w] == nil {
@@ -112,7 +111,7 @@ func queuedInfo(sig int) siginfo {
 func sigqueue(sig int) error {
 	info := queuedInfo(sig)
 	_, _, e := unix.Syscall(unix.SYS_RT_SIGQUEUEINFO, 1, uintptr(sig), uintptr(unsafe.Pointer(&info)))
-	return errnoOrNil(e)
+	return errnoErr(e)
 }
 
 func pidfdSignal(sig int) error {
@@ -123,7 +122,7 @@ func pidfdSignal(sig int) error {
 	defer unix.Close(fd)
 	info := queuedInfo(sig)
 	_, _, e := unix.Syscall6(unix.SYS_PIDFD_SEND_SIGNAL, uintptr(fd), uintptr(sig), uintptr(unsafe.Pointer(&info)), 0, 0, 0)
-	return errnoOrNil(e)
+	return errnoErr(e)
 }
 
 // sigio makes pid 1 the owner of a pipe's read end with sig as its
@@ -150,11 +149,4 @@ func sigio(sig int) error {
 	}
 	_, err = unix.Write(p[1], []byte{0})
 	return err
-}
-
-func errnoOrNil(e unix.Errno) error {
-	if e == 0 {
-		return nil
-	}
-	return e
 }

@@ -63,13 +63,13 @@ func (p *Policy) CapsFor(tool string) EffectiveCaps {
 		if layer == nil {
 			continue
 		}
-		setF(&wall, layer.WallSeconds)
-		setF(&c.CPUSeconds, layer.CPUSeconds)
-		setI(&c.MemoryMB, layer.MemoryMB)
-		setI(&c.ProcessCount, layer.ProcessCount)
-		setI(&c.DiskWriteMB, layer.DiskWriteMB)
-		setI(&c.OpenFiles, layer.OpenFiles)
-		setI(&c.OutputMB, layer.OutputMB)
+		set(&wall, layer.WallSeconds)
+		set(&c.CPUSeconds, layer.CPUSeconds)
+		set(&c.MemoryMB, layer.MemoryMB)
+		set(&c.ProcessCount, layer.ProcessCount)
+		set(&c.DiskWriteMB, layer.DiskWriteMB)
+		set(&c.OpenFiles, layer.OpenFiles)
+		set(&c.OutputMB, layer.OutputMB)
 	}
 	c.WallSeconds = wall
 	if wall == 0 {
@@ -109,20 +109,15 @@ type EffectiveMonitor struct {
 func (p *Policy) MonitorConfig() EffectiveMonitor {
 	m := EffectiveMonitor{DefaultEgressDenyBurst, DefaultCommandDenyRepeat, DefaultWindowSeconds}
 	if p.Monitor != nil {
-		setI(&m.EgressDenyBurst, p.Monitor.EgressDenyBurst)
-		setI(&m.CommandDenyRepeat, p.Monitor.CommandDenyRepeat)
-		setF(&m.WindowSeconds, p.Monitor.WindowSeconds)
+		set(&m.EgressDenyBurst, p.Monitor.EgressDenyBurst)
+		set(&m.CommandDenyRepeat, p.Monitor.CommandDenyRepeat)
+		set(&m.WindowSeconds, p.Monitor.WindowSeconds)
 	}
 	return m
 }
 
-func setF(dst *float64, v *float64) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-func setI(dst *int64, v *int64) {
+// set sets *dst to *v when the field v is set.
+func set[T any](dst *T, v *T) {
 	if v != nil {
 		*dst = *v
 	}
@@ -161,30 +156,27 @@ func (p *Policy) EgressConfig() egress.Config {
 // CredentialFiles lists the files credentials' values are read from:
 // no sandbox may see them (nor a workspace hold one, since it is copied).
 func (p *Policy) CredentialFiles() []string {
-	var files []string
-	if p.Egress != nil {
-		for _, c := range p.Egress.Credentials {
-			if c.FromFile != "" {
-				files = append(files, c.FromFile)
-			}
-		}
-	}
-	return files
+	return p.credentialSources(func(c Credential) string { return c.FromFile })
 }
 
 // CredentialEnv lists the variables the credentials' values are read
 // from (fromEnv): a process that reads them for airlock, a session's
 // holder, needs these of its caller's environment.
 func (p *Policy) CredentialEnv() []string {
-	var names []string
+	return p.credentialSources(func(c Credential) string { return c.FromEnv })
+}
+
+// credentialSources lists what source gives of each credential, but "".
+func (p *Policy) credentialSources(source func(Credential) string) []string {
+	var out []string
 	if p.Egress != nil {
 		for _, c := range p.Egress.Credentials {
-			if c.FromEnv != "" {
-				names = append(names, c.FromEnv)
+			if s := source(c); s != "" {
+				out = append(out, s)
 			}
 		}
 	}
-	return names
+	return out
 }
 
 // config is e's options in the egress gate's terms.

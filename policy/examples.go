@@ -90,21 +90,12 @@ func ParseEntryExample(s string) (EntryExample, error) {
 // on them is package policy/authoring's to check.
 func checkExamples(p *Policy) []*Error {
 	var errs []*Error
-	for _, tool := range sortedKeys(p.ToolScopes) {
-		scope := p.ToolScopes[tool]
-		for _, list := range []struct {
-			name  string
-			rules []CommandPattern
-		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}, {"allow", scope.Allow}} {
-			for i, r := range list.rules {
-				if r.Examples != nil {
-					at := strict.Index(strict.Field("toolScopes", tool)+"."+list.name, i) + ".examples"
-					errs = append(errs, checkCommandExamples(at+".match", r.Examples.Match)...)
-					errs = append(errs, checkCommandExamples(at+".notMatch", r.Examples.NotMatch)...)
-				}
-			}
+	p.EachRule(func(_, _, at string, r CommandPattern) {
+		if r.Examples != nil {
+			errs = append(errs, checkCommandExamples(at+".examples.match", r.Examples.Match)...)
+			errs = append(errs, checkCommandExamples(at+".examples.notMatch", r.Examples.NotMatch)...)
 		}
-	}
+	})
 	if p.Egress == nil {
 		return errs
 	}

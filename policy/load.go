@@ -24,12 +24,11 @@ const MaxSize = 8 << 20
 // reported in errors and audit events.
 const EmbeddedName = "<embedded default>"
 
+// defaultJSON is the embedded default policy: the seed lab's
+// policy.json (phases 1.2 and 3.1 merged), byte for byte.
+//
 //go:embed default.json
 var defaultJSON []byte
-
-// DefaultJSON returns the embedded default policy: the seed lab's
-// policy.json (phases 1.2 and 3.1 merged), byte for byte.
-func DefaultJSON() []byte { return bytes.Clone(defaultJSON) }
 
 // Error is a problem in a policy file, located by line and column: Parse
 // returns one for a file that does not parse.
@@ -113,7 +112,7 @@ func Load(path string) (*Loaded, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	defer f.Close()
-	real, err := trusted(path, fi)
+	real, err := Trusted(path, fi)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %s: %w", path, err)
 	}

@@ -44,7 +44,7 @@ const seedJSON = `{
 `
 
 func TestSeedPolicyLoadsUnchanged(t *testing.T) {
-	if string(policy.DefaultJSON()) != seedJSON {
+	if string(policy.Default().Data) != seedJSON {
 		t.Fatal("the embedded default is not the seed's policy byte for byte")
 	}
 	path := filepath.Join(t.TempDir(), "policy.json")

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/internal/strict"
@@ -28,12 +29,10 @@ func ProgramTree(p string) string {
 // sandboxTree returns the tree of the sandbox's writable tmpfs that holds
 // p (or is p), or "".
 func sandboxTree(p string) string {
-	for _, t := range sandboxTrees {
-		if p == t || strings.HasPrefix(p, t+"/") {
-			return t
-		}
+	if slices.Contains(sandboxTrees, p) {
+		return p
 	}
-	return ""
+	return under(p, sandboxTrees)
 }
 
 // under returns the tree of trees strictly above p, or "".

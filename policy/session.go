@@ -43,11 +43,11 @@ func (p *Policy) SessionCaps() EffectiveSession {
 	s := EffectiveSession{DefaultSessionMemoryMB, DefaultSessionProcessCount, DefaultSessionDiskWriteMB,
 		DefaultSessionWallSeconds, DefaultSessionIdleSeconds}
 	if c := p.Session; c != nil {
-		setI(&s.MemoryMB, c.MemoryMB)
-		setI(&s.ProcessCount, c.ProcessCount)
-		setI(&s.DiskWriteMB, c.DiskWriteMB)
-		setF(&s.WallSeconds, c.WallSeconds)
-		setF(&s.IdleSeconds, c.IdleSeconds)
+		set(&s.MemoryMB, c.MemoryMB)
+		set(&s.ProcessCount, c.ProcessCount)
+		set(&s.DiskWriteMB, c.DiskWriteMB)
+		set(&s.WallSeconds, c.WallSeconds)
+		set(&s.IdleSeconds, c.IdleSeconds)
 	}
 	return s
 }

@@ -12,10 +12,8 @@ import (
 // of policy files (docs/policy.md, "Where the policy comes from"), and
 // returns its real path. Other files airlock trusts as it trusts its
 // policy (a shared gateway's clients, docs/egress.md) are held to it
-// too. Where airlock cannot tell who may write a file, it fails.
-func Trusted(path string, fi fs.FileInfo) (string, error) { return trusted(path, fi) }
-
-// trusted is the rule of internal/hostfile, for the caller.
-func trusted(path string, fi fs.FileInfo) (string, error) {
+// too. Where airlock cannot tell who may write a file, it fails. It is
+// the rule of internal/hostfile, for the caller.
+func Trusted(path string, fi fs.FileInfo) (string, error) {
 	return hostfile.Trusted(path, fi, uint32(os.Geteuid()), "you")
 }

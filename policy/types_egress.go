@@ -122,6 +122,11 @@ type Budget struct {
 	Hosts map[string]BudgetLimits `json:"hosts,omitempty"`
 }
 
+// Limits returns b's caps for all its hosts together, without Hosts.
+func (b Budget) Limits() BudgetLimits {
+	return BudgetLimits{b.BytesOut, b.BytesIn, b.Requests, b.Connections, b.ConcurrentConnections}
+}
+
 // BudgetLimits are a budget's caps for one host.
 type BudgetLimits struct {
 	// BytesOut caps bytes sent to the host.

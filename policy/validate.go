@@ -2,8 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -46,14 +47,7 @@ func validate(p *Policy) Errors {
 	return errs
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func checkToolNames(p *Policy) []*Error {
 	var errs []*Error
@@ -69,29 +63,37 @@ func checkToolNames(p *Policy) []*Error {
 	return errs
 }
 
-func checkRules(p *Policy) []*Error {
-	var errs []*Error
+// EachRule calls f on each command rule of p, with its tool, its list
+// ("deny", "escalate" or "allow") and its field's path
+// ("toolScopes.ci.allow[0]"): tool by tool in name order, and each tool's
+// deny, escalate and allow rules in order.
+func (p *Policy) EachRule(f func(tool, list, at string, r CommandPattern)) {
 	for _, tool := range sortedKeys(p.ToolScopes) {
 		scope := p.ToolScopes[tool]
-		base := strict.Field("toolScopes", tool)
-		seen := map[string]string{}
 		for _, list := range []struct {
 			name  string
 			rules []CommandPattern
 		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}, {"allow", scope.Allow}} {
 			for i, r := range list.rules {
-				at := strict.Index(base+"."+list.name, i)
-				errs = append(errs, checkRule(at, r)...)
-				errs = append(errs, checkShellRule(at, list.name, r)...)
-				if prev, dup := seen[r.Name]; dup && r.Name != "" {
-					errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
-						"rule names identify decisions in the audit stream; make each unique within its tool"))
-				} else {
-					seen[r.Name] = at
-				}
+				f(tool, list.name, strict.Index(strict.Field("toolScopes", tool)+"."+list.name, i), r)
 			}
 		}
 	}
+}
+
+func checkRules(p *Policy) []*Error {
+	var errs []*Error
+	seen := map[[2]string]string{} // a tool's rule name: where it is
+	p.EachRule(func(tool, list, at string, r CommandPattern) {
+		errs = append(errs, checkRule(at, r)...)
+		errs = append(errs, checkShellRule(at, list, r)...)
+		if prev, dup := seen[[2]string{tool, r.Name}]; dup && r.Name != "" {
+			errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("duplicate rule name %q in tool %q (also %s)", r.Name, tool, prev),
+				"rule names identify decisions in the audit stream; make each unique within its tool"))
+		} else {
+			seen[[2]string{tool, r.Name}] = at
+		}
+	})
 	return errs
 }
 
@@ -135,23 +137,17 @@ var capRange = []struct {
 	get  func(*Caps) (float64, bool)
 	max  float64
 }{
-	{"wallSeconds", func(c *Caps) (float64, bool) { return fget(c.WallSeconds) }, 86400},
-	{"cpuSeconds", func(c *Caps) (float64, bool) { return fget(c.CPUSeconds) }, 86400},
-	{"memoryMb", func(c *Caps) (float64, bool) { return iget(c.MemoryMB) }, 1 << 20},
-	{"processCount", func(c *Caps) (float64, bool) { return iget(c.ProcessCount) }, 1 << 16},
-	{"diskWriteMb", func(c *Caps) (float64, bool) { return iget(c.DiskWriteMB) }, 1 << 20},
-	{"openFiles", func(c *Caps) (float64, bool) { return iget(c.OpenFiles) }, 1 << 20},
-	{"outputMb", func(c *Caps) (float64, bool) { return iget(c.OutputMB) }, 1 << 20},
+	{"wallSeconds", func(c *Caps) (float64, bool) { return num(c.WallSeconds) }, 86400},
+	{"cpuSeconds", func(c *Caps) (float64, bool) { return num(c.CPUSeconds) }, 86400},
+	{"memoryMb", func(c *Caps) (float64, bool) { return num(c.MemoryMB) }, 1 << 20},
+	{"processCount", func(c *Caps) (float64, bool) { return num(c.ProcessCount) }, 1 << 16},
+	{"diskWriteMb", func(c *Caps) (float64, bool) { return num(c.DiskWriteMB) }, 1 << 20},
+	{"openFiles", func(c *Caps) (float64, bool) { return num(c.OpenFiles) }, 1 << 20},
+	{"outputMb", func(c *Caps) (float64, bool) { return num(c.OutputMB) }, 1 << 20},
 }
 
-func fget(v *float64) (float64, bool) {
-	if v == nil {
-		return 0, false
-	}
-	return *v, true
-}
-
-func iget(v *int64) (float64, bool) {
+// num is a field's value as a float64, and whether it is set.
+func num[T int64 | float64](v *T) (float64, bool) {
 	if v == nil {
 		return 0, false
 	}

@@ -182,7 +182,7 @@ func checkBudgets(p *Policy) []*Error {
 
 // checkBudget checks one budget; with g, its hosts must be allowed by task.
 func checkBudget(at string, b Budget, g *egress.Gate, task string) []*Error {
-	errs := checkLimits(at, BudgetLimits{b.BytesOut, b.BytesIn, b.Requests, b.Connections, b.ConcurrentConnections})
+	errs := checkLimits(at, b.Limits())
 	for _, h := range sortedKeys(b.Hosts) {
 		hat := strict.Field(at+".hosts", h)
 		t, err := egress.ParseTarget(h, 0)

@@ -28,25 +28,16 @@ func warn(p *Policy) Errors {
 // and paths"). The file system view is what keeps a file away.
 func warnPathArgs(p *Policy) []*Error {
 	var ws []*Error
-	for _, tool := range sortedKeys(p.ToolScopes) {
-		scope := p.ToolScopes[tool]
-		for _, list := range []struct {
-			name  string
-			rules []CommandPattern
-		}{{"deny", scope.Deny}, {"escalate", scope.Escalate}} {
-			for i, r := range list.rules {
-				at := strict.Index(strict.Field("toolScopes", tool)+"."+list.name, i)
-				if j, k, ok := pathArg(r.ArgPatterns); ok {
-					ws = append(ws, strict.Problem(fmt.Sprintf("%s.argPatterns[%d][%d]", at, j, k),
-						fmt.Sprintf("%s rule %q names a path, %q: it holds for every spelling of that path, "+
-							"not for a link to the file, the path at another place in the arguments, "+
-							"an option with it attached (-f.env) or another program reading the file", list.name, r.Name, r.ArgPatterns[j][k]),
-						"to keep a file from the sandbox, leave it out of the workspace and of filesystem.readOnly and readWrite "+
-							`(docs/policy.md, "Arguments and paths")`))
-				}
-			}
+	p.EachRule(func(_, list, at string, r CommandPattern) {
+		if j, k, ok := pathArg(r.ArgPatterns); ok && list != "allow" {
+			ws = append(ws, strict.Problem(fmt.Sprintf("%s.argPatterns[%d][%d]", at, j, k),
+				fmt.Sprintf("%s rule %q names a path, %q: it holds for every spelling of that path, "+
+					"not for a link to the file, the path at another place in the arguments, "+
+					"an option with it attached (-f.env) or another program reading the file", list, r.Name, r.ArgPatterns[j][k]),
+				"to keep a file from the sandbox, leave it out of the workspace and of filesystem.readOnly and readWrite "+
+					`(docs/policy.md, "Arguments and paths")`))
 		}
-	}
+	})
 	return ws
 }
 

@@ -3,6 +3,8 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -110,17 +112,17 @@ func (g *budgets) countersFor(host string) []*counter {
 // report and the connections to end; g.mu is held.
 func (c *counter) reach(capName string, limit int64) (budgetCrossing, []*budgetUse) {
 	c.reached = capName
-	where := "all destinations"
-	if c.host != "" {
-		where = fmt.Sprintf("%+q", c.host)
-	}
 	x := budgetCrossing{budget: c.scope.b.Name, host: c.host, cap: capName, limit: limit,
-		reason: fmt.Sprintf("budget %s reached: %s of %d for %s used up; new requests are refused and open tunnels ended", c.scope.b.Name, capName, limit, where)}
-	var ends []*budgetUse
-	for u := range c.open {
-		ends = append(ends, u)
+		reason: fmt.Sprintf("budget %s reached: %s of %d for %s used up; new requests are refused and open tunnels ended", c.scope.b.Name, capName, limit, c.where())}
+	return x, slices.Collect(maps.Keys(c.open))
+}
+
+// where names what c counts, for reasons.
+func (c *counter) where() string {
+	if c.host == "" {
+		return "all destinations"
 	}
-	return x, ends
+	return fmt.Sprintf("%+q", c.host)
 }
 
 // settle reports crossings and ends connections, outside g.mu.
@@ -150,11 +152,7 @@ func (c *counter) refusal() string {
 	if c.reached == "" {
 		return ""
 	}
-	where := "all destinations"
-	if c.host != "" {
-		where = fmt.Sprintf("%+q", c.host)
-	}
-	return fmt.Sprintf("budget %s reached: %s of %d for %s used up", c.scope.b.Name, c.reached, c.capOf(c.reached), where)
+	return fmt.Sprintf("budget %s reached: %s of %d for %s used up", c.scope.b.Name, c.reached, c.capOf(c.reached), c.where())
 }
 
 func (c *counter) capOf(name string) int64 {
@@ -198,12 +196,8 @@ func (g *budgets) admit(host string, request, conn bool) (*budgetUse, error) {
 		case conn && c.caps.Connections > 0 && c.conns >= c.caps.Connections:
 			capName, limit = "connections", c.caps.Connections
 		case conn && c.caps.Concurrent > 0 && c.concurrent >= c.caps.Concurrent:
-			where := "all destinations"
-			if c.host != "" {
-				where = fmt.Sprintf("%+q", c.host)
-			}
 			x := budgetCrossing{budget: c.scope.b.Name, host: c.host, cap: "concurrentConnections", limit: c.caps.Concurrent,
-				reason: fmt.Sprintf("budget %s: concurrentConnections of %d for %s are open; this one is refused", c.scope.b.Name, c.caps.Concurrent, where)}
+				reason: fmt.Sprintf("budget %s: concurrentConnections of %d for %s are open; this one is refused", c.scope.b.Name, c.caps.Concurrent, c.where())}
 			xs = append(xs, x)
 			err = &budgetError{x.reason, c.scope.b.Name}
 		}
@@ -226,8 +220,6 @@ func (g *budgets) admit(host string, request, conn bool) (*budgetUse, error) {
 			if conn {
 				c.conns++
 				c.concurrent++
-			}
-			if conn {
 				c.open[u] = struct{}{}
 			}
 		}
@@ -325,16 +317,8 @@ func (g *budgets) resetStep() {
 		if !s.b.PerStep {
 			continue
 		}
-		for _, c := range append([]*counter{s.all}, mapValues(s.hosts)...) {
+		for _, c := range append([]*counter{s.all}, slices.Collect(maps.Values(s.hosts))...) {
 			c.out, c.in, c.requests, c.conns, c.reached = 0, 0, 0, 0, ""
 		}
 	}
-}
-
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/netip"
 	"sync"
 	"time"
@@ -52,8 +51,7 @@ func NewCA(name string, life time.Duration) (*CA, error) {
 		return nil, fmt.Errorf("proxy: CA leaf key: %w", err)
 	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+	tmpl := &x509.Certificate{ // no SerialNumber: CreateCertificate draws a random one
 		Subject:               pkix.Name{CommonName: name, Organization: []string{"airlock"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(life),
@@ -72,14 +70,6 @@ func NewCA(name string, life time.Duration) (*CA, error) {
 	}
 	return &CA{cert: cert, key: key, leafKey: leafKey, notAfter: tmpl.NotAfter, leaves: map[string]*tls.Certificate{},
 		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
-}
-
-// serial is a random 128-bit certificate serial number.
-func serial() *big.Int {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[0] &= 0x7f
-	return new(big.Int).SetBytes(b)
 }
 
 // CertPEM returns the CA's certificate in PEM: what the sandbox trusts.
@@ -107,13 +97,12 @@ func (ca *CA) leaf(host string) (*tls.Certificate, error) {
 	if c := ca.leaves[host]; c != nil {
 		return c, nil
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: host},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     ca.notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	tmpl := &x509.Certificate{ // a random serial, as the CA's
+		Subject:     pkix.Name{CommonName: host},
+		NotBefore:   time.Now().Add(-time.Hour),
+		NotAfter:    ca.notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		tmpl.IPAddresses = append(tmpl.IPAddresses, a.AsSlice())

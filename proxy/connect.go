@@ -99,14 +99,21 @@ func (p *Proxy) connectInline(c net.Conn, br *bufio.Reader, req *http.Request) {
 		writeRaw(c, http.StatusServiceUnavailable, "the proxy is shutting down")
 		return
 	}
+	p.establish(&ev, c, up, []byte(connectEstablished), buffered(br))
+}
+
+// establish answers a decided CONNECT or SOCKS5 request, whose
+// connections c and up are tracked, with reply, then tunnels them, and
+// untracks them once done.
+func (p *Proxy) establish(ev *Event, c, up net.Conn, reply, buffered []byte) {
 	defer p.untrack(c, up)
-	if _, err := io.WriteString(c, connectEstablished); err != nil {
+	if _, err := c.Write(reply); err != nil {
 		c.Close()
 		up.Close()
-		p.finish(&ev, err)
+		p.finish(ev, err)
 		return
 	}
-	p.finish(&ev, p.tunnel(&ev, c, buffered(br), up))
+	p.finish(ev, p.tunnel(ev, c, buffered, up))
 }
 
 // decideConnect takes the static decision on a CONNECT request's
@@ -161,12 +168,5 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		p.finish(&ev, ErrClosed)
 		return
 	}
-	defer p.untrack(conn, up)
-	if _, err := io.WriteString(conn, connectEstablished); err != nil {
-		conn.Close()
-		up.Close()
-		p.finish(&ev, err)
-		return
-	}
-	p.finish(&ev, p.tunnel(&ev, conn, buffered(brw.Reader), up))
+	p.establish(&ev, conn, up, []byte(connectEstablished), buffered(brw.Reader))
 }

@@ -130,7 +130,7 @@ func (p *Proxy) open(ctx context.Context, ev *Event) (net.Conn, error) {
 		ev.use.done()
 		return nil, err
 	}
-	sl, err := p.acquire(ev.client)
+	sl, err := p.tunnelShare.slot(ev.client)
 	if err != nil {
 		ev.use.done()
 		return nil, err

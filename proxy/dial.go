@@ -11,15 +11,6 @@ import (
 	"time"
 )
 
-// acquire takes one of c's tunnel slots, or fails at once when none is
-// free (a *limitError).
-func (p *Proxy) acquire(c client) (*slot, error) {
-	if err := p.tunnelShare.take(c); err != nil {
-		return nil, err
-	}
-	return &slot{s: p.tunnelShare, c: c}, nil
-}
-
 // dial connects to the first of addrs that answers on port. It dials the
 // checked address itself, never a name, so nothing is looked up again.
 func (p *Proxy) dial(ctx context.Context, addrs []netip.Addr, port uint16) (net.Conn, netip.AddrPort, error) {

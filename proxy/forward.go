@@ -167,13 +167,13 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	default:
 		ev.Decision = deny(reasonScheme, r.URL.Host, r.URL.Scheme)
 		_ = p.emit(ev)
-		refuseHTTP(w, ev.Decision, false)
+		writeReason(w, http.StatusForbidden, ev.Decision.Why(), false)
 		return
 	}
 	if r.URL.User != nil {
 		ev.Decision = deny(reasonUserinfo, r.URL.Host)
 		_ = p.emit(ev)
-		refuseHTTP(w, ev.Decision, false)
+		writeReason(w, http.StatusForbidden, ev.Decision.Why(), false)
 		return
 	}
 	ev.Decision, ev.Target = p.gate.CheckHostPort(p.task, host, defaultPort)
@@ -201,7 +201,7 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		ev.tunnel, err = p.acquire(ev.client) // released by finish, in forward
+		ev.tunnel, err = p.tunnelShare.slot(ev.client) // released by finish, in forward
 	}
 	if err != nil {
 		failHTTP(w, err, false)
@@ -282,16 +282,9 @@ type countingWriter struct {
 
 func (w *countingWriter) Write(b []byte) (int, error) {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.idle))
-	grant, settle := w.use.take(false, int64(len(b)))
-	n, err := w.ResponseWriter.Write(b[:grant])
-	w.n += int64(n)
-	if settle != nil {
-		settle()
-		if err == nil {
-			err = errBudgetBytes
-		}
-	}
-	return n, err
+	n, err := send(w.use, w.ResponseWriter, b, false)
+	w.n += n
+	return int(n), err
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.

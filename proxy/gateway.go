@@ -148,7 +148,7 @@ const reasonClientConns = "connection of client %q refused once authenticated: %
 // t's client, or records why not: each client's connections are bounded
 // by its identity, whatever address it shares with others.
 func (p *Proxy) admit(t *tenant, c net.Conn, proto Protocol) (*slot, string) {
-	sl, err := t.p.takeShare(c.RemoteAddr().String())
+	sl, err := t.p.connShare.slot(clientOf(c.RemoteAddr().String()))
 	if err != nil {
 		why := fmt.Sprintf(reasonClientConns, t.client.Name, err)
 		p.reject(rejectShare, proto, c.RemoteAddr().String(), "", why)

@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-
-	"github.com/airlock-sandbox/airlock/decision"
 )
 
 // ReasonHeader carries the reason of every refusal and failure the proxy
@@ -96,11 +94,6 @@ func (p *Proxy) serveRequest(w http.ResponseWriter, r *http.Request) {
 		p.reject(rejectHTTP, ProtocolHTTP, r.RemoteAddr, r.Method+" "+r.RequestURI, reasonNotProxy)
 		writeReason(w, http.StatusBadRequest, reasonNotProxy, false)
 	}
-}
-
-// refuseHTTP answers a refusal: 403 with the reason.
-func refuseHTTP(w http.ResponseWriter, d decision.Decision, closeConn bool) {
-	writeReason(w, http.StatusForbidden, d.Why(), closeConn)
 }
 
 // failHTTP answers an upstream failure after an allow.

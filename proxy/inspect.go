@@ -90,7 +90,7 @@ func (p *Proxy) inspect(ev *Event, client net.Conn, buffered []byte, up net.Conn
 	}
 	p.inspections.Store(conn, ins)
 	defer p.inspections.Delete(conn)
-	p.startInspection()
+	p.startServer(&p.inspecting, p.is, p.iln)
 	if !p.iln.push(conn) {
 		conn.Close()
 		return ErrClosed
@@ -184,7 +184,7 @@ func (ins *inspection) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 		return c, nil
 	}
 	p, ev := ins.p, ins.ev
-	sl, err := p.acquire(ev.client)
+	sl, err := p.tunnelShare.slot(ev.client)
 	if err != nil {
 		return nil, err
 	}
@@ -205,37 +205,17 @@ func (ins *inspection) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 // end marks the inspection over: its client connection has closed.
 func (ins *inspection) end() { ins.once.Do(func() { close(ins.done) }) }
 
-// startInspection starts the inspection server on the first inspected
-// tunnel.
-func (p *Proxy) startInspection() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.inspecting || p.closing {
-		return
-	}
-	p.inspecting = true
-	go func() { _ = p.is.Serve(p.iln) }()
-}
-
 // newInspectionServer is the server of inspected tunnels' requests, over
 // TLS (HTTP/2 or HTTP/1.1, as the client's ALPN chooses) or plain HTTP.
 func (p *Proxy) newInspectionServer() *http.Server {
-	return &http.Server{
-		Handler:           http.HandlerFunc(p.serveInspected),
-		ReadHeaderTimeout: p.limits.HandshakeTimeout,
-		IdleTimeout:       p.limits.IdleTimeout,
-		MaxHeaderBytes:    p.limits.MaxHeaderBytes,
-		ErrorLog:          log.New(io.Discard, "", 0),
-		BaseContext:       func(net.Listener) context.Context { return p.ctx },
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if ins, ok := p.inspections.Load(c); ok {
-				return context.WithValue(ctx, inspKey{}, ins)
-			}
-			return ctx
-		},
-		HTTP2:                        &http.HTTP2Config{MaxConcurrentStreams: 32},
-		DisableGeneralOptionsHandler: true,
-	}
+	s := p.newServer(p.serveInspected, func(ctx context.Context, c net.Conn) context.Context {
+		if ins, ok := p.inspections.Load(c); ok {
+			return context.WithValue(ctx, inspKey{}, ins)
+		}
+		return ctx
+	})
+	s.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 32}
+	return s
 }
 
 // serveInspected decides one request of an inspected tunnel and forwards

@@ -139,25 +139,31 @@ func newProxy(cfg Config) (*Proxy, error) {
 	p.fwd = p.newForwarder()
 	p.is = p.newInspectionServer()
 	p.budget = newBudgets(cfg.Budgets, p.budgetReached)
-	p.hs = &http.Server{
-		Handler:           http.HandlerFunc(p.serveHTTP),
-		ReadHeaderTimeout: limits.HandshakeTimeout,
-		IdleTimeout:       limits.IdleTimeout,
-		MaxHeaderBytes:    limits.MaxHeaderBytes,
+	p.hs = p.newServer(p.serveHTTP, func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	})
+	p.hs.ConnState = func(c net.Conn, st http.ConnState) {
+		if pc, ok := c.(*prefixConn); ok && st == http.StateClosed {
+			pc.closed()
+		}
+	}
+	return p, nil
+}
+
+// newServer is one of the proxy's two http.Servers: its limits and
+// timeouts, its connections' contexts made by connContext.
+func (p *Proxy) newServer(h http.HandlerFunc, connContext func(context.Context, net.Conn) context.Context) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: p.limits.HandshakeTimeout,
+		IdleTimeout:       p.limits.IdleTimeout,
+		MaxHeaderBytes:    p.limits.MaxHeaderBytes,
 		ErrorLog:          log.New(io.Discard, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return p.ctx },
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, connKey{}, c)
-		},
-		ConnState: func(c net.Conn, st http.ConnState) {
-			if pc, ok := c.(*prefixConn); ok && st == http.StateClosed {
-				pc.closed()
-			}
-		},
+		ConnContext:       connContext,
 		// The proxy answers "OPTIONS *" like any other non-proxy request.
 		DisableGeneralOptionsHandler: true,
 	}
-	return p, nil
 }
 
 // Serve accepts connections on ln and serves them until Shutdown or
@@ -262,7 +268,7 @@ func (p *Proxy) serveConn(c net.Conn, sl *slot) {
 	// applies its own header limit and timeout.
 	p.forget(c)
 	conn := &prefixConn{Conn: c, first: firstLine(br), prefix: buffered(br), p: p, slot: sl}
-	p.startHTTP()
+	p.startServer(&p.serving, p.hs, p.hln)
 	if !p.hln.push(conn) {
 		conn.Close()
 		return
@@ -273,7 +279,7 @@ func (p *Proxy) serveConn(c net.Conn, sl *slot) {
 // takeConn takes a slot of the connection share for the client at
 // remote, counted in the metrics.
 func (p *Proxy) takeConn(remote string) (*slot, error) {
-	sl, err := p.takeShare(remote)
+	sl, err := p.connShare.slot(clientOf(remote))
 	if err == nil {
 		p.metrics.connOpened()
 		sl.m = p.metrics
@@ -281,25 +287,16 @@ func (p *Proxy) takeConn(remote string) (*slot, error) {
 	return sl, err
 }
 
-// takeShare takes a slot of the connection share for the client at
-// remote.
-func (p *Proxy) takeShare(remote string) (*slot, error) {
-	c := clientOf(remote)
-	if err := p.connShare.take(c); err != nil {
-		return nil, err
-	}
-	return &slot{s: p.connShare, c: c}, nil
-}
-
-// startHTTP starts the http.Server on the first HTTP connection.
-func (p *Proxy) startHTTP() {
+// startServer starts srv on ln, on the first connection handed to it;
+// started, under p.mu, says it has been.
+func (p *Proxy) startServer(started *bool, srv *http.Server, ln *connListener) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.serving || p.closing {
+	if *started || p.closing {
 		return
 	}
-	p.serving = true
-	go func() { _ = p.hs.Serve(p.hln) }()
+	*started = true
+	go func() { _ = srv.Serve(ln) }()
 }
 
 // Shutdown stops accepting connections, closes the ones still in their

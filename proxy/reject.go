@@ -60,9 +60,7 @@ func newRejects(emit func(Event)) *rejects {
 // add reports ev, a refusal of kind k, or holds it for the window's end.
 func (r *rejects) add(k rejectKind, ev Event) {
 	ev.Stage, ev.Count = StageRejected, 1
-	if len(ev.Requested) > maxRequestedBytes {
-		ev.Requested = ev.Requested[:maxRequestedBytes]
-	}
+	ev.Requested = clip(ev.Requested)
 	r.mu.Lock()
 	now := time.Now()
 	if r.timer == nil && now.Sub(r.start) >= r.window {

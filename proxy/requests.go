@@ -49,7 +49,7 @@ func (p *Proxy) relayRequests(ev *Event, up, client net.Conn, first []byte, abor
 	var n int64
 	flush := func() error {
 		k := len(t.pending) - br.Buffered()
-		w, err := p.send(ev.use, up, t.pending[:k], true)
+		w, err := send(ev.use, up, t.pending[:k], true)
 		n += w
 		t.pending = append(t.pending[:0], t.pending[k:]...)
 		return err
@@ -107,7 +107,7 @@ func (p *Proxy) relayRequests(ev *Event, up, client net.Conn, first []byte, abor
 		}
 		if req.Header.Get("Upgrade") != "" {
 			// What was read ahead of the parser goes first, then the rest.
-			w, err := p.send(ev.use, up, t.pending, true)
+			w, err := send(ev.use, up, t.pending, true)
 			n += w
 			if err != nil {
 				abort(ignoreClosed(err))

@@ -71,6 +71,15 @@ func (s *share) take(c client) error {
 	return nil
 }
 
+// slot takes one for c, as a slot to give back, or returns why not (a
+// *limitError).
+func (s *share) slot(c client) (*slot, error) {
+	if err := s.take(c); err != nil {
+		return nil, err
+	}
+	return &slot{s: s, c: c}, nil
+}
+
 // give undoes one take for c.
 func (s *share) give(c client) {
 	s.mu.Lock()
@@ -103,11 +112,4 @@ func (sl *slot) release() {
 			sl.m.connClosed()
 		})
 	}
-}
-
-// counts returns how many are held in all, and by c.
-func (s *share) counts(c client) (total, ofClient int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.total, s.per[c]
 }

@@ -157,3 +157,10 @@ func TestClientOf(t *testing.T) {
 		}
 	}
 }
+
+// counts returns how many s holds in all, and for c.
+func (s *share) counts(c client) (total, ofClient int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total, s.per[c]
+}

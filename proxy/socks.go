@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 )
 
 // socksFailure maps an upstream failure to its reply code.
@@ -99,7 +98,7 @@ func (p *Proxy) serveSOCKSRequest(c net.Conn, br *bufio.Reader) {
 	req, err := readRequest(br)
 	var se *socksError
 	if errors.As(err, &se) {
-		_, _ = c.Write(socksReply(se.rep, netip.AddrPort{}))
+		_, _ = c.Write(socksReply(se.rep))
 	}
 	if err != nil {
 		p.refuseHandshake(c, err)
@@ -173,7 +172,7 @@ func (p *Proxy) socksGreet(c net.Conn, br *bufio.Reader) (*Proxy, *slot, error) 
 
 // refuseSOCKS sends a failure reply and closes the connection.
 func (p *Proxy) refuseSOCKS(c net.Conn, rep byte) {
-	_, _ = c.Write(socksReply(rep, netip.AddrPort{}))
+	_, _ = c.Write(socksReply(rep))
 	p.forget(c)
 	lingerClose(c)
 }
@@ -196,14 +195,5 @@ func (p *Proxy) connectSOCKS(c net.Conn, br *bufio.Reader, ev *Event) {
 		p.refuseSOCKS(c, repGeneralFailure)
 		return
 	}
-	defer p.untrack(c, up)
-	// The bound address is left zero: clients ignore it, and the proxy's
-	// own address on the host is not the sandbox's business.
-	if _, err := c.Write(socksReply(repSucceeded, netip.AddrPort{})); err != nil {
-		c.Close()
-		up.Close()
-		p.finish(ev, err)
-		return
-	}
-	p.finish(ev, p.tunnel(ev, c, buffered(br), up))
+	p.establish(ev, c, up, socksReply(repSucceeded), buffered(br))
 }

@@ -194,21 +194,11 @@ func readSOCKS4(br *bufio.Reader) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// socksReply encodes a reply carrying the bound address.
-func socksReply(rep byte, bound netip.AddrPort) []byte {
-	a := bound.Addr().Unmap()
-	b := []byte{socks5Version, rep, 0}
-	switch {
-	case a.Is4():
-		b = append(b, atypIPv4)
-	case a.Is6():
-		b = append(b, atypIPv6)
-	default:
-		a = netip.IPv4Unspecified()
-		b = append(b, atypIPv4)
-	}
-	b = append(b, a.AsSlice()...)
-	return binary.BigEndian.AppendUint16(b, bound.Port())
+// socksReply encodes a reply. The bound address is left zero (0.0.0.0:0):
+// clients ignore it, and the proxy's own address on the host is not the
+// sandbox's business.
+func socksReply(rep byte) []byte {
+	return []byte{socks5Version, rep, 0, atypIPv4, 0, 0, 0, 0, 0, 0}
 }
 
 // socksCommandName names a SOCKS5 command for reasons.

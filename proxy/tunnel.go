@@ -111,7 +111,7 @@ func (p *Proxy) relayClient(ev *Event, up, client net.Conn, prefix []byte, abort
 			return p.relayRequests(ev, up, client, f.data, abort)
 		}
 	}
-	n, err := p.send(ev.use, up, f.data, true)
+	n, err := send(ev.use, up, f.data, true)
 	if err != nil {
 		abort(ignoreClosed(err))
 		return n
@@ -137,8 +137,8 @@ func ignoreClosed(err error) error {
 }
 
 // send writes b to dst, as much of it as u's budgets grant (out: to the
-// destination); a budget that runs out ends the tunnel.
-func (p *Proxy) send(u *budgetUse, dst net.Conn, b []byte, out bool) (int64, error) {
+// destination); a budget that runs out ends the transfer.
+func send(u *budgetUse, dst io.Writer, b []byte, out bool) (int64, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
@@ -158,13 +158,20 @@ func (p *Proxy) send(u *budgetUse, dst net.Conn, b []byte, out bool) (int64, err
 // dst; on an error it aborts the whole tunnel.
 func (p *Proxy) pass(dst, src net.Conn, u *budgetUse, out bool, abort func(error)) int64 {
 	if !u.bytesCapped() {
-		return relay(dst, src, abort)
+		n, err := io.Copy(dst, src) // splice(2) between bare TCP connections
+		if err == nil {
+			err = closeWrite(dst)
+		}
+		if err != nil {
+			abort(ignoreClosed(err))
+		}
+		return n
 	}
 	buf := make([]byte, 32<<10)
 	var n int64
 	for {
 		m, rerr := src.Read(buf)
-		w, werr := p.send(u, dst, buf[:m], out)
+		w, werr := send(u, dst, buf[:m], out)
 		n += w
 		switch {
 		case werr != nil:
@@ -180,21 +187,6 @@ func (p *Proxy) pass(dst, src net.Conn, u *budgetUse, out bool, abort func(error
 			return n
 		}
 	}
-}
-
-// relay copies src to dst. When src ends cleanly it half-closes dst; on an
-// error it aborts the whole tunnel.
-func relay(dst, src net.Conn, abort func(error)) int64 {
-	n, err := io.Copy(dst, src)
-	if err == nil {
-		err = closeWrite(dst)
-	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		abort(err)
-	} else if err != nil {
-		abort(nil) // closed by the other direction's abort or by Close
-	}
-	return n
 }
 
 // closeWrite half-closes c, or closes it when it cannot half-close.

@@ -36,10 +36,14 @@
 // the sandbox's network namespace — enforcer's, as airlock run's: the
 // task's CA and the sandbox's bundle of it, its credentials and its
 // budgets (the task's per step, the session's for the plan) — and the
-// steps run in order in the same workspace, each as a session's step
-// runs (enforcer.Sandbox.Step, with the decision the launch recorded
-// first: its outcome recorded, its result told with run's exit
-// statuses). The sandbox's configuration
+// steps run in order in the same workspace, as the steps of an
+// enforcer.Session opened on the sandbox (Enforcer.SessionOn;
+// Session.ExecDecided, with the decision the launch recorded first: its
+// outcome recorded, its result told with run's exit statuses). From
+// sandbox_launched on, the launch's records go through that session
+// (Session.Record), so that an alert of the policy's session.onAlert
+// that one raises stops the launch as it stops a session (SignalAlert).
+// The sandbox's configuration
 // is enforcer's too: every file no sandbox may see (the policy, the audit
 // log, the signing key's directory, the credentials' files) is hidden,
 // and the plan. A failing step halts the plan unless it
@@ -64,8 +68,9 @@
 // call), a refused request for a cloud metadata or other always-blocked
 // destination, a start-up probe that fails when re-run, a write to a
 // watched host path (airlock's own binary, the account databases, the
-// policy, the plan, the host's findings and workspace directories), and a
-// connection to the canary listener. On the first, it halts the plan and
+// policy, the plan, the host's findings and workspace directories), a
+// connection to the canary listener, and an alert of session.onAlert.
+// On the first, it halts the plan and
 // follows the suspected-escape procedure of every sandbox
 // (enforcer.Suspect, as a session stopped by its alerts does): it
 // freezes the sandbox (cgroup freezer, else SIGSTOP), writes

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/internal/testutil"
+	"github.com/airlock-sandbox/airlock/monitor"
 	"github.com/airlock-sandbox/airlock/runbook"
 	"github.com/airlock-sandbox/airlock/sandbox"
 	"github.com/airlock-sandbox/airlock/sandbox/evidence"
@@ -346,4 +347,62 @@ func TestSignalsToInitHeld(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(e.findings, "after.txt")); err != nil || string(b) != "after\n" {
 		t.Errorf("the step after the signals: %q %v", b, err)
 	}
+}
+
+// TestLaunchStoppedByAlert: under session.onAlert ["resource_kill"], a
+// step killed by its wall cap raises the alert through the launch's
+// session, and the launch stops as on any escape signal: ExitEscape, the
+// signal naming the alert, escape_suspected recorded with the evidence
+// kept, the findings marked untrusted, and the later step, which says
+// continueOnFailure for the first, never run.
+func TestLaunchStoppedByAlert(t *testing.T) {
+	testutil.RequireRoot(t)
+	e := newEnv(t)
+	e.pol = parsePolicy(t, strings.Replace(strings.Replace(testPolicy, `"wallSeconds": 20`, `"wallSeconds": 1`, 1),
+		`"egress":`, `"session": {"onAlert": ["resource_kill"]}, "egress":`, 1))
+	// The log with the monitor, as airlock launch opens it.
+	e.auditPath = filepath.Join(e.dir, "monitored.jsonl")
+	log, err := audit.Open(e.auditPath, audit.WithHook(monitor.New(monitor.ThresholdsFor(e.pol.Policy))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	e.log = log
+	killed := sh("killed", "echo kept > /findings/report.txt; sleep 10")
+	killed.ContinueOnFailure = true
+	res, err := e.launch(t, context.Background(), plan("T-alert", killed, sh("never", "echo ran > /findings/never.txt")))
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if res.ExitCode != runbook.ExitEscape || res.Outcome != runbook.OutcomeEscape || len(res.Signals) != 1 ||
+		res.Signals[0].Name != runbook.SignalAlert || res.Signals[0].Step != 1 ||
+		!strings.HasPrefix(res.Signals[0].Detail, "alert resource_kill (session.onAlert): ") {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Steps[0].KilledBy == nil || *res.Steps[0].KilledBy != "wall" || res.Steps[1].Status != runbook.StepNotRun {
+		t.Errorf("steps %+v", res.Steps)
+	}
+	if _, err := os.Stat(filepath.Join(e.findings, "never.txt")); err == nil {
+		t.Error("a step ran after the alert")
+	}
+	if mark, err := os.ReadFile(filepath.Join(e.findings, runbook.UntrustedMarker)); err != nil || !strings.Contains(string(mark), runbook.SignalAlert) {
+		t.Errorf("UNTRUSTED marker: %q %v", mark, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.findings, "report.txt")); err != nil || string(b) != "kept\n" {
+		t.Errorf("findings: %q %v", b, err)
+	}
+	if res.Evidence != filepath.Join(e.evidence, e.opts.RunID) || !res.Untrusted {
+		t.Fatalf("evidence in %q, untrusted %v", res.Evidence, res.Untrusted)
+	}
+	for _, f := range []string{"summary.json", "sandbox/processes.json", "sandbox/workspace/input.txt"} {
+		if _, err := os.Stat(filepath.Join(res.Evidence, f)); err != nil {
+			t.Errorf("evidence lacks %s: %v", f, err)
+		}
+	}
+	esc := lifecycle(e.events(t), audit.EventEscapeSuspected)
+	if len(esc) != 1 || esc[0].Context.Details["signal"] != runbook.SignalAlert || esc[0].Context.Details["evidence"] != res.Evidence ||
+		!strings.Contains(esc[0].Context.Details["detail"], "resource_kill") {
+		t.Fatalf("escape_suspected events: %+v", esc)
+	}
+	testutil.CheckNoSandboxLeft(t, res.RunID)
 }

@@ -35,9 +35,10 @@ func SetConfig(o *Options, f func(cfg *sandbox.Config, canaryDir, canaryAddr str
 	hooks(o).config = func(cfg *sandbox.Config, c *canary.Canary) { f(cfg, c.Dir(), c.Request().CanaryAddr) }
 }
 
-// SetStart replaces enforcer.StartSandbox: f starts the sandbox of req
-// (e.StartSandbox), or fakes one.
-func SetStart(o *Options, f func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (Session, error)) {
+// SetStart replaces the start of the sandbox of req and its session: f
+// starts them (open), or fakes them.
+func SetStart(o *Options, f func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest,
+	open func(context.Context, enforcer.SandboxRequest) (Session, error)) (Session, error)) {
 	hooks(o).start = f
 }
 

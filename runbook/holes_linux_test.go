@@ -29,8 +29,9 @@ func TestStartProbeHolesInInit(t *testing.T) {
 			e := newEnv(t)
 			var tr tracker
 			tr.track(&e.opts, nil)
-			runbook.SetStart(&e.opts, func(ctx context.Context, enf *enforcer.Enforcer, req enforcer.SandboxRequest) (runbook.Session, error) {
-				ss, err := enf.StartSandbox(ctx, req)
+			runbook.SetStart(&e.opts, func(ctx context.Context, _ *enforcer.Enforcer, req enforcer.SandboxRequest,
+				open func(context.Context, enforcer.SandboxRequest) (runbook.Session, error)) (runbook.Session, error) {
+				ss, err := open(ctx, req)
 				if err != nil {
 					return nil, err
 				}

@@ -2,11 +2,9 @@ package runbook
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
+	"strings"
 	"sync/atomic"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -40,14 +38,16 @@ type launch struct {
 	hostTrees  []watchedTree
 	hostBefore hostSnapshot
 
+	launched atomic.Bool           // the sandbox passed its probes: records go through sess
 	step     atomic.Int64          // the step running now (1-based), 0 between steps
 	auditErr atomic.Pointer[error] // the first event the log refused
 	esc      *escape
 	tornDown atomic.Bool
 
-	closeOnce sync.Once
-	td        enforcer.Teardown
-	tdErr     error
+	// closeSession ends the sandbox, once: every process killed,
+	// /findings copied out, the cgroup removed, the listener closed (the
+	// mounts and namespaces go with the init).
+	closeSession func() (enforcer.Teardown, error)
 }
 
 // Launch runs plan in one sandbox, as the runbook says:
@@ -132,7 +132,7 @@ func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) 
 		return nil, fmt.Errorf("runbook: invalid plan: %w", errs)
 	}
 	if opts.RunID == "" {
-		opts.RunID = newRunID()
+		opts.RunID = "plan-" + strings.TrimPrefix(enforcer.NewRunID(), "run-")
 	}
 	if !enforcer.ValidSessionID(opts.RunID) {
 		return nil, fmt.Errorf("runbook: run id %q: use 1 to 48 letters, digits, '.', '_' or '-', not first '.' or '-' (it names the cgroup and the evidence directory)", opts.RunID)
@@ -147,11 +147,8 @@ func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) 
 // run is Launch's body; each stage returns false when the launch ends
 // there, with l.res filled in.
 func (l *launch) run(ctx context.Context) (Result, error) {
-	if !l.decide() {
-		return l.finish(l.setupErr())
-	}
 	defer l.closeCanary()
-	for _, stage := range []func(context.Context) bool{l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
+	for _, stage := range []func(context.Context) bool{l.decide, l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
 		if !stage(ctx) {
 			return l.finish(l.setupErr())
 		}
@@ -231,10 +228,16 @@ func (l *launch) abandon(ev audit.Event) bool {
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to the enforcer's OnEvent (Enforcer.Record), keeping the first record
-// the log refused. It returns ev as written (with its seq and hash).
+// to the enforcer's OnEvent (Enforcer.Record; once the sandbox passed its
+// probes, Session.Record, so that an alert ev raises may stop the
+// launch), keeping the first record the log refused. It returns ev as
+// written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {
-	w, err := l.enf.Record(ev)
+	rec := l.enf.Record
+	if l.launched.Load() {
+		rec = l.sess.Record
+	}
+	w, err := rec(ev)
 	if err != nil {
 		l.auditErr.CompareAndSwap(nil, &err)
 	}
@@ -248,21 +251,6 @@ func (l *launch) stepContext(i int) audit.Context {
 	ctx.Tool, ctx.Command, ctx.Args = s.Tool, s.Command, s.Args
 	ctx.Details = map[string]string{"testId": l.plan.TestID, "step": fmt.Sprint(i + 1), "stepName": s.Label(i)}
 	return ctx
-}
-
-func newRunID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "plan-" + hex.EncodeToString(b[:])
-}
-
-// nonNil returns args, or an empty slice for nil (JSON [] rather than
-// null).
-func nonNil(args []string) []string {
-	if args == nil {
-		return []string{}
-	}
-	return args
 }
 
 // quoteStep names step i in reasons: `step 2 ("tests")`.

@@ -66,8 +66,10 @@ type testHooks struct {
 	// config changes the sandbox's configuration before it starts (a
 	// test binds a directory over /home, or the canary's directory).
 	config func(cfg *enforcer.SandboxConfig, c *canary.Canary)
-	// start replaces enforcer.StartSandbox (a fake session).
-	start func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error)
+	// start replaces the start of the sandbox and its session: a fake,
+	// or a wrapper of open, the launch's own.
+	start func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest,
+		open func(context.Context, enforcer.SandboxRequest) (session, error)) (session, error)
 	// canaryParent and canaryMode make the canary directory elsewhere
 	// than in the system's temporary directory, and with another mode
 	// than 0700 (a test binds it into the sandbox).

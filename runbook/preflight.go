@@ -18,13 +18,13 @@ import (
 // escalated, nothing starts (a plan that would stop half-way for a
 // refusal is refused before it can leave a half-done workspace), and
 // every refused step is named.
-func (l *launch) decide() bool {
+func (l *launch) decide(context.Context) bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
 		d := l.enf.Decide(enforcer.Request{Tool: s.Tool, Command: s.Command, Args: s.Args})
 		l.decisions = append(l.decisions, d)
 		l.res.Steps = append(l.res.Steps, StepResult{
-			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: nonNil(s.Args),
+			Index: i + 1, Name: s.Label(i), Tool: s.Tool, Command: s.Command, Args: append([]string{}, s.Args...), // [] in JSON, never null
 			Decision: d.Verdict, Reason: d.Why(), Rule: d.Rule, Status: StepNotRun,
 		})
 		if _, err := l.record(audit.FromDecision(d, l.stepContext(i))); err != nil {
@@ -41,6 +41,7 @@ func (l *launch) decide() bool {
 	first := refused[0]
 	l.res.ExitCode, l.res.Outcome = ExitEscalated, OutcomeDenied
 	for _, i := range refused {
+		l.res.Steps[i].Status = StepDenied
 		if l.decisions[i].Verdict != decision.Escalate {
 			l.res.ExitCode = ExitDenied
 		}
@@ -48,9 +49,6 @@ func (l *launch) decide() bool {
 	l.res.Reason = fmt.Sprintf("the command gate refused %s, so no step was run: %s", l.quoteStep(first), l.decisions[first].Why())
 	if len(refused) > 1 {
 		l.res.Reason += fmt.Sprintf(" (and %d more refused steps)", len(refused)-1)
-	}
-	for _, i := range refused {
-		l.res.Steps[i].Status = StepDenied
 	}
 	return false
 }

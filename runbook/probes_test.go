@@ -55,9 +55,13 @@ type fakeSession struct {
 	closed bool
 }
 
-func (f *fakeSession) Step(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
+func (f *fakeSession) ExecDecided(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
 	f.t.Error("a step ran in a sandbox whose probes failed")
 	return enforcer.Result{ExitCode: -1, Error: "fake"}, errors.New("fake")
+}
+func (f *fakeSession) Record(ev audit.Event) (audit.Event, error) {
+	f.t.Error("a record of a sandbox whose probes failed went through its session")
+	return ev, errors.New("fake")
 }
 func (f *fakeSession) Serve(enforcer.EgressRecorder) error { return nil }
 func (f *fakeSession) ProxyAddr() string                   { return "" }
@@ -98,7 +102,7 @@ func TestStartProbeFailureAborts(t *testing.T) {
 			probes := allProbes()
 			probes[i].OK, probes[i].Detail = false, p.Name+" is open"
 			fake := &fakeSession{t: t, probes: probes}
-			runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+			runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest, func(context.Context, enforcer.SandboxRequest) (runbook.Session, error)) (runbook.Session, error) {
 				return fake, nil
 			})
 			res, err := e.launch(t, context.Background(), plan("T-probe", sh("never", "true")))
@@ -132,7 +136,7 @@ func TestStartProbeFailureAborts(t *testing.T) {
 // recorded and the refused step named.
 func TestLaunchDenied(t *testing.T) {
 	e := newEnv(t)
-	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest, func(context.Context, enforcer.SandboxRequest) (runbook.Session, error)) (runbook.Session, error) {
 		t.Error("a sandbox started for a refused plan")
 		return nil, errors.New("no")
 	})
@@ -196,7 +200,7 @@ func TestLaunchNotInstalled(t *testing.T) {
 	e := newEnv(t)
 	pol := strings.Replace(testPolicy, `{"name": "cat", "command": "cat"`, `{"name": "cat", "command": "airlock-no-such-command"`, 1)
 	e.pol = parsePolicy(t, pol)
-	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest, func(context.Context, enforcer.SandboxRequest) (runbook.Session, error)) (runbook.Session, error) {
 		t.Error("a sandbox started for a plan whose command is missing")
 		return nil, errors.New("no")
 	})
@@ -232,21 +236,23 @@ func TestLaunchBadRunID(t *testing.T) {
 // had gone during the first step.
 type stepFake struct {
 	t      *testing.T
+	enf    *enforcer.Enforcer // records as the session would
 	lis    net.Listener
 	probes int
 	frozen bool
 }
 
-func (f *stepFake) Step(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
+func (f *stepFake) ExecDecided(context.Context, audit.Context, enforcer.StepRequest, decision.Decision) (enforcer.Result, error) {
 	if f.frozen {
 		return enforcer.Result{ExitCode: -1, Error: sandbox.ErrFrozen.Error()}, sandbox.ErrFrozen
 	}
 	return enforcer.Result{}, nil
 }
-func (f *stepFake) Serve(enforcer.EgressRecorder) error { return nil }
-func (f *stepFake) ProxyAddr() string                   { return f.lis.Addr().String() }
-func (f *stepFake) Pid() int                            { return os.Getpid() }
-func (f *stepFake) Freeze() (string, error)             { f.frozen = true; return "fake freezer", nil }
+func (f *stepFake) Record(ev audit.Event) (audit.Event, error) { return f.enf.Record(ev) }
+func (f *stepFake) Serve(enforcer.EgressRecorder) error        { return nil }
+func (f *stepFake) ProxyAddr() string                          { return f.lis.Addr().String() }
+func (f *stepFake) Pid() int                                   { return os.Getpid() }
+func (f *stepFake) Freeze() (string, error)                    { f.frozen = true; return "fake freezer", nil }
 func (f *stepFake) Evidence(dir string) (evidence.Record, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return evidence.Record{}, err
@@ -276,7 +282,8 @@ func TestReprobeSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	fake := &stepFake{t: t, lis: lis}
-	runbook.SetStart(&e.opts, func(context.Context, *enforcer.Enforcer, enforcer.SandboxRequest) (runbook.Session, error) {
+	runbook.SetStart(&e.opts, func(_ context.Context, enf *enforcer.Enforcer, _ enforcer.SandboxRequest, _ func(context.Context, enforcer.SandboxRequest) (runbook.Session, error)) (runbook.Session, error) {
+		fake.enf = enf
 		return fake, nil
 	})
 	res, err := e.launch(t, context.Background(), plan("T-reprobe", sh("one", "true"), sh("two", "true")))

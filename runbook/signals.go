@@ -35,6 +35,10 @@ const (
 	// command or what it started) is alive after the step, whose watch
 	// kills its whole tree.
 	SignalLeftAfterStep = "process_left_after_step"
+	// SignalAlert: a record of the launch raised an alert that the
+	// policy's session.onAlert names (docs/policy.md), as it stops a
+	// session.
+	SignalAlert = "session_alert"
 )
 
 // Signal is one fired escape signal.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -32,30 +33,38 @@ func (l *launch) startSandbox(ctx context.Context) bool {
 	// the launch's to run (startProbes), and to record.
 	req := enforcer.SandboxRequest{ID: l.opts.RunID, Task: l.res.Task, Workspace: l.opts.Workspace, Findings: l.opts.Findings,
 		Rootfs: l.rootfs, Filesystem: l.fs, Caps: l.caps, Life: l.caps.Wall * time.Duration(len(l.plan.Steps)), Hide: []string{l.opts.PlanFile}}
-	start := func(ctx context.Context, e *enforcer.Enforcer, req enforcer.SandboxRequest) (session, error) {
-		return e.StartSandbox(ctx, req) // its error checked before its sandbox is used
+	var sess session
+	if h := l.opts.test; h != nil && h.config != nil {
+		req.Adjust = func(cfg *enforcer.SandboxConfig) { h.config(cfg, c) }
 	}
-	if h := l.opts.test; h != nil {
-		if h.config != nil {
-			req.Adjust = func(cfg *enforcer.SandboxConfig) { h.config(cfg, c) }
-		}
-		if h.start != nil {
-			start = h.start
-		}
+	if h := l.opts.test; h != nil && h.start != nil {
+		sess, err = h.start(ctx, l.enf, req, l.open)
+	} else {
+		sess, err = l.open(ctx, req)
 	}
-	sess, err := start(ctx, l.enf, req)
 	if errors.Is(err, enforcer.ErrProbe) {
 		return l.refuse(err.Error(), nil)
 	}
 	if err != nil {
 		return l.setupFailed(err)
 	}
-	l.sess = sess
+	l.sess, l.closeSession = sess, sync.OnceValues(sess.Close)
 	// Once the session has made the findings directory, and before
 	// anything runs in it (the init's own probes aside).
 	l.hostFiles, l.hostTrees = l.sentinels()
 	l.hostBefore = snapshotHost(l.hostFiles, l.hostTrees, l.unwatched())
 	return true
+}
+
+// open starts the plan's sandbox, and the enforcer.Session on it that
+// runs the steps: an alert of the policy's session.onAlert that one of
+// the launch's records raises is an escape signal (alerted).
+func (l *launch) open(ctx context.Context, req enforcer.SandboxRequest) (session, error) {
+	sb, err := l.enf.StartSandbox(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return onSandbox{sb, l.enf.SessionOn(sb, l.opts.RunID, l.alerted)}, nil
 }
 
 // startRequest is the start-up probes' request: the canary.
@@ -87,8 +96,9 @@ func (l *launch) startProbes(context.Context) bool {
 // announce starts the egress proxy (the task's gate, CA, credentials
 // and budgets, as every entry point's) inside the sandbox's network namespace
 // and writes sandbox_launched, the point from which the audit chain is
-// watched.
+// watched and the launch's records go through its session.
 func (l *launch) announce(context.Context) bool {
+	l.launched.Store(true)
 	procs, err := newSandboxProcs(l.sess.Pid())
 	if err != nil {
 		return l.setupFailed(err)

@@ -64,16 +64,16 @@ func (l *launch) count(status string) int {
 	return n
 }
 
-// execStep runs step i (0-based) as a session's step runs
-// (enforcer.Sandbox.Step: its outcome recorded), with the decision the
-// preflight recorded. ok says it passed; goOn that the sandbox can run
-// another step.
+// execStep runs step i (0-based) as a step of the launch's session
+// (enforcer.Session.ExecDecided: its outcome recorded), with the
+// decision the preflight recorded. ok says it passed; goOn that the
+// sandbox can run another step.
 func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	s := l.plan.Steps[i]
 	st := enforcer.StepRequest{Tool: s.Tool, Command: s.Command, Args: s.Args, Stdout: l.opts.Stdout, Stderr: l.opts.Stderr}
 	l.step.Store(int64(i + 1))
 	stop := l.watchDuring(i + 1)
-	out, err := l.sess.Step(ctx, l.stepContext(i), st, l.decisions[i])
+	out, err := l.sess.ExecDecided(ctx, l.stepContext(i), st, l.decisions[i])
 	stop()
 	l.step.Store(0)
 	if out.AuditError != "" {

@@ -14,16 +14,6 @@ import (
 // reasonTornDown is the fixed reason of sandbox_torn_down.
 const reasonTornDown = "sandbox torn down: every process ended, cgroup and mounts removed, workspace copy deleted, findings copied out"
 
-// closeSession ends the sandbox once: every process killed, /findings
-// copied out, the cgroup removed, the listener closed (the mounts and
-// namespaces go with the init).
-func (l *launch) closeSession() (enforcer.Teardown, error) {
-	l.closeOnce.Do(func() {
-		l.td, l.tdErr = l.sess.Close()
-	})
-	return l.td, l.tdErr
-}
-
 // closeCanary removes the canary after the launch.
 func (l *launch) closeCanary() {
 	if l.canary != nil {
@@ -119,23 +109,12 @@ func (l *launch) finishEscape() {
 	l.res.Untrusted = true
 	l.res.Outcome, l.res.ExitCode = OutcomeEscape, ExitEscape
 	l.res.Reason = "escape suspected (" + strings.Join(names, ", ") + "): the plan was halted, the sandbox frozen and its evidence kept; every artifact of this run is untrusted"
-	for i := range l.res.Steps {
-		if l.res.Steps[i].Status == StepNotRun && int(l.step.Load()) == i+1 {
-			l.res.Steps[i].Status = StepHalted
-		}
+	if n := int(l.step.Load()); n > 0 && l.res.Steps[n-1].Status == StepNotRun {
+		l.res.Steps[n-1].Status = StepHalted
 	}
 	if l.opts.Findings != "" {
-		if err := markUntrusted(l.opts.Findings, l.res.Reason, l.res.Evidence); err != nil {
-			l.res.Error = err.Error()
+		if err := enforcer.MarkUntrusted(l.opts.Findings, "in which an escape was suspected", l.res.Reason, l.res.Evidence); err != nil {
+			l.res.Error = "runbook: mark the findings untrusted: " + err.Error()
 		}
 	}
-}
-
-// markUntrusted writes UntrustedMarker into the host findings directory
-// (enforcer.MarkUntrusted).
-func markUntrusted(dir, reason, evidence string) error {
-	if err := enforcer.MarkUntrusted(dir, "in which an escape was suspected", reason, evidence); err != nil {
-		return fmt.Errorf("runbook: mark the findings untrusted: %w", err)
-	}
-	return nil
 }

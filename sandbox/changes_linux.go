@@ -13,45 +13,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Changes compares the session's /workspace as it is now with the
-// workspace as it was copied in (Config.Workspace; an empty tree without
-// one) and returns the patch and its manifest, within opt's limits and
-// leaving out what its patterns and the original's ignore files exclude
-// (package changes; docs/changes.md).
-//
-// The original is the workspace stream exactly as the init received it,
-// kept since StartSession in a private file (unnamed, mode 0600, gone
-// with the session even if airlock is killed), not the host directory as
-// it may be by now. The current tree is read from the host through the
-// descriptor of the sandbox's /workspace, every path resolved beneath it
-// without following a link, a fifo or device never opened, within lim.
-//
-// Changes runs between steps: it waits for a step in flight to end and
-// holds the next one back, and a step ends only when every process it
-// left is dead, so nothing inside changes the tree while it is read. On
-// a frozen session it reads at once: nothing runs. It works on an ended
-// session until Close, which discards the workspace. The patch is
-// untrusted: airlock never applies it.
-func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
-	if ss.frozen.Load() == nil {
-		ss.mu.Lock()
-		defer ss.mu.Unlock()
-	}
+// changes diffs the original kept in a private file with /workspace,
+// read by its descriptor (Changes).
+func (ss *Session) changes(opt changes.Options) (changes.Patch, error) {
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
 	s := ss.sb
 	if s.work < 0 {
-		return changes.Patch{}, fmt.Errorf("sandbox: changes: %w", ErrSessionEnded)
+		return changes.Patch{}, ErrSessionEnded
 	}
 	old := changes.Empty
 	if s.orig != nil {
 		old = &streamTree{f: s.orig}
 	}
-	p, err := changes.Diff(old, workTree{root: s.work}, opt)
-	if err != nil {
-		return p, fmt.Errorf("sandbox: changes: %w", err)
-	}
-	return p, nil
+	return changes.Diff(old, workTree{root: s.work}, opt)
 }
 
 // openOriginal makes the private file that keeps a session's workspace

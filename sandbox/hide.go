@@ -24,23 +24,7 @@ import (
 // Start then refuses a view that would reach a hidden file other than by
 // its own path (checkPrivate).
 func (c *Config) HideFiles(files ...string) {
-	type tree struct{ host, inside string }
-	var trees []tree
-	ro := c.ReadOnly
-	if ro == nil && c.Root == "" {
-		ro = defaultReadOnly
-	}
-	for _, p := range append(slices.Clone(ro), c.ReadWrite...) {
-		trees = append(trees, tree{p, path.Clean(p)})
-	}
-	for _, b := range c.Binds {
-		if b.Host != initproc.SelfExe {
-			trees = append(trees, tree{b.Host, b.Inside})
-		}
-	}
-	if c.Root != "" {
-		trees = append(trees, tree{c.Root, "/"})
-	}
+	trees := c.viewTrees()
 	for i := range trees {
 		real, err := hostfile.Real(trees[i].host)
 		if err != nil {
@@ -72,6 +56,39 @@ func (c *Config) HideFiles(files ...string) {
 	c.Hide = slices.Compact(c.Hide)
 }
 
+// viewTree is a host tree the sandbox shows, where it shows it, and
+// whether the sandbox may write it.
+type viewTree struct {
+	host, inside string
+	writable     bool
+}
+
+// viewTrees are the trees c's view shows, in this order: ReadOnly (or
+// defaultReadOnly when that is nil and there is no Root), ReadWrite,
+// Binds but airlock's own binary, and Root at "/".
+func (c *Config) viewTrees() []viewTree {
+	ro := c.ReadOnly
+	if ro == nil && c.Root == "" {
+		ro = defaultReadOnly
+	}
+	var trees []viewTree
+	for _, p := range ro {
+		trees = append(trees, viewTree{p, path.Clean(p), false})
+	}
+	for _, p := range c.ReadWrite {
+		trees = append(trees, viewTree{p, path.Clean(p), true})
+	}
+	for _, b := range c.Binds {
+		if b.Host != initproc.SelfExe {
+			trees = append(trees, viewTree{b.Host, b.Inside, false})
+		}
+	}
+	if c.Root != "" {
+		trees = append(trees, viewTree{c.Root, "/", false})
+	}
+	return trees
+}
+
 // checkPrivate refuses a view through which the sandbox could reach a
 // file that HideFiles hid other than at its own path, where it is masked:
 //
@@ -88,42 +105,18 @@ func checkPrivate(c Config) error {
 	if len(c.private) == 0 {
 		return nil
 	}
-	type tree struct {
-		name, real string
-		writable   bool
-	}
-	var trees []tree
-	add := func(name string, writable bool) {
-		if real, err := hostfile.Real(name); err == nil {
-			trees = append(trees, tree{name, real, writable})
+	for _, t := range c.viewTrees() {
+		real, err := hostfile.Real(t.host)
+		if err != nil {
+			continue
 		}
-	}
-	ro := c.ReadOnly
-	if ro == nil && c.Root == "" {
-		ro = defaultReadOnly
-	}
-	for _, p := range ro {
-		add(p, false)
-	}
-	for _, p := range c.ReadWrite {
-		add(p, true)
-	}
-	for _, b := range c.Binds {
-		if b.Host != initproc.SelfExe {
-			add(b.Host, false)
-		}
-	}
-	if c.Root != "" {
-		add(c.Root, false)
-	}
-	for _, t := range trees {
 		for _, h := range c.private {
 			switch {
-			case t.real != h && hostfile.Within(t.real, h):
-				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", findings.Quote(t.name), findings.Quote(h))
-			case t.writable && (hostfile.Within(h, t.real) || hostfile.Within(filepath.Dir(h), t.real)):
+			case real != h && hostfile.Within(real, h):
+				return fmt.Errorf("%s lies inside %s, which no sandbox may see: bind another tree", findings.Quote(t.host), findings.Quote(h))
+			case t.writable && (hostfile.Within(h, real) || hostfile.Within(filepath.Dir(h), real)):
 				return fmt.Errorf("readWrite %s holds %s or its directory, which no sandbox may write: the sandbox could replace it "+
-					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", findings.Quote(t.name), findings.Quote(h))
+					"or plant files beside it; bind a narrower tree, or keep the file elsewhere", findings.Quote(t.host), findings.Quote(h))
 			}
 		}
 	}

@@ -60,18 +60,6 @@ type Sandbox struct {
 	err    error
 }
 
-// Start prepares the sandbox for cfg: the box and its workspace copy,
-// the findings directory, the proxy's listener on loopback and the
-// start-up probes, run under the command's profile. The command is not
-// run until Release. On error nothing is left behind.
-func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
-	cfg, err := normalize(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return startSandbox(ctx, cfg, false)
-}
-
 // startSandbox is Start's body, shared with StartSession.
 func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, error) {
 	if err := darwinRefuses(cfg); err != nil {
@@ -80,7 +68,8 @@ func startSandbox(ctx context.Context, cfg Config, session bool) (*Sandbox, erro
 	if _, err := checkRequire(cfg.Require, cfg.Proxy); err != nil {
 		return nil, err
 	}
-	s := &Sandbox{cfg: cfg, session: session, torn: make(chan struct{})}
+	// A session runs steps, never a Release.
+	s := &Sandbox{cfg: cfg, session: session, released: session, torn: make(chan struct{})}
 	if err := s.start(); err != nil {
 		s.teardown()
 		if s.dst != nil {
@@ -164,11 +153,6 @@ func (s *Sandbox) probe(req ProbeRequest) []ProbeResult {
 	return out
 }
 
-// Listener returns the proxy's listener on loopback, nil unless
-// Config.Proxy; the profile lets the command connect to it alone. The
-// sandbox closes it at teardown.
-func (s *Sandbox) Listener() net.Listener { return s.lis }
-
 // pid returns the command's process id (its process group's), 0 before
 // Release.
 func (s *Sandbox) pid() int {
@@ -242,20 +226,10 @@ func (s *Sandbox) kill(k limits.KilledBy) {
 	}
 }
 
-// Wait waits until the command and every process it left are dead, then
-// copies the findings out and tears down. It returns the same result to
-// every caller.
-func (s *Sandbox) Wait() (Result, error) {
-	s.once.Do(func() { s.result, s.err = s.finish() })
-	return s.result, s.err
-}
-
-// Kill ends the run now, then tears down as Wait.
-func (s *Sandbox) Kill() error {
+// killAll kills the current command's tree on airlock's own behalf.
+func (s *Sandbox) killAll() {
 	s.killed.Store(true)
 	s.kill("")
-	_, err := s.Wait()
-	return err
 }
 
 // end ends the sandbox when its context is done: at once, or for a
@@ -274,8 +248,7 @@ func (s *Sandbox) end(ctx context.Context) {
 		case <-grace.C:
 		}
 	}
-	s.killed.Store(true)
-	s.kill("")
+	s.killAll()
 }
 
 func (s *Sandbox) finish() (Result, error) {
@@ -337,14 +310,14 @@ func (s *Sandbox) receipt(run *macbox.Run) map[string]string {
 	r := seatbelt.Receipt(s.cfg.Caps, rl, notes, s.port, slices.Contains(s.cfg.Weaker, weakerTrustd),
 		fmt.Sprintf("the session's copies watched every %v (killed past %d bytes together: no volume of a fixed size); RLIMIT_FSIZE for any one file",
 			macbox.Poll*5, s.cfg.Caps.DiskWriteBytes))
-	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
-	if s.session {
-		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
-	}
+	r["output"] = s.outputReceipt()
 	r["init"] = InitProgram(context.Background())
 	r["probes"] = "run before the command from airlock's own binary, under the command's profile with that binary allowed"
 	return r
 }
+
+// fullReceipt names each control's mechanism between commands.
+func (s *Sandbox) fullReceipt() map[string]string { return s.receipt(nil) }
 
 // teardown releases what the sandbox holds.
 func (s *Sandbox) teardown() {

@@ -60,6 +60,11 @@ type Sandbox struct {
 	// the single run's target's streams.
 	initOut initOutput
 	sio     *stepIO
+	// next and back, under Session.mu, are a session's step groups
+	// (step_group_linux.go): the next step's group, made while a step
+	// runs, and the session group's v1 tasks files.
+	next chan stepGroup
+	back []*os.File
 
 	mu        sync.Mutex
 	released  time.Time
@@ -78,18 +83,6 @@ type Sandbox struct {
 	once   sync.Once
 	result Result
 	err    error
-}
-
-// Start builds the sandbox for cfg: the group of caps, the init in its
-// namespaces, the filesystem view, lo and the proxy listener, and the
-// privilege drop. The target is not run until Release. On error nothing
-// is left behind.
-func Start(ctx context.Context, cfg Config) (*Sandbox, error) {
-	cfg, err := normalize(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return startSandbox(ctx, cfg, false)
 }
 
 // startSandbox is Start's body, shared with StartSession.
@@ -507,10 +500,6 @@ func (s *Sandbox) takeReady(m initproc.Message, fds []int) error {
 	return nil
 }
 
-// Listener returns the proxy's listener inside the sandbox's network
-// namespace, nil unless Config.Proxy. The sandbox closes it at teardown.
-func (s *Sandbox) Listener() net.Listener { return s.lis }
-
 // Release lets the init execute the target, and starts the caps' watch
 // (the wall clock counts from here).
 func (s *Sandbox) Release() error {
@@ -560,21 +549,11 @@ func (s *Sandbox) Release() error {
 	return nil
 }
 
-// Wait waits until the target has exited and every process of the tree is
-// dead, then tears the sandbox down (cgroup, mounts, namespaces) and
-// copies /findings out. It returns the same result to every caller.
-func (s *Sandbox) Wait() (Result, error) {
-	s.once.Do(func() { s.result, s.err = s.finish() })
-	return s.result, s.err
-}
-
-// Kill ends the run now: it kills the init (and with it the pid
-// namespace) and every process of the group, then tears down as Wait.
-func (s *Sandbox) Kill() error {
+// killAll kills the init (and with it the pid namespace) on airlock's
+// own behalf, and every process of the group.
+func (s *Sandbox) killAll() {
 	s.killInit()
 	s.group.KillAll()
-	_, err := s.Wait()
-	return err
 }
 
 // signal sends sig to the init, which forwards SIGTERM, SIGINT, SIGHUP,
@@ -721,10 +700,7 @@ func (s *Sandbox) fullReceipt() map[string]string {
 		r[k] = v
 	}
 	r["namespaces"] = s.namespacesReceipt()
-	r["output"] = fmt.Sprintf("counted by airlock as it forwards stdout and stderr: %d bytes together, then cut and killed", s.cfg.Caps.OutputBytes)
-	if s.session {
-		r["output"] = fmt.Sprintf("counted by airlock as it forwards each step's stdout and stderr: %d bytes together per step, then cut and the step killed", s.cfg.Caps.OutputBytes)
-	}
+	r["output"] = s.outputReceipt()
 	r["init"] = "pid 1 run from " + s.init.receipt + "; non-dumpable, reaps and forwards signals; no terminal, stdio through pipes"
 	return r
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,125 +14,37 @@ import (
 	"github.com/airlock-sandbox/airlock/sandbox/internal/initproc"
 )
 
-// Session is one sandbox that runs several commands, one after another
-// (StartSession). Exec, Freeze, Evidence and Close are safe for
-// concurrent use; Execs run one at a time.
-type Session struct {
-	sb *Sandbox
-
-	mu     sync.Mutex // held by Exec for a whole step, and by Close
-	fdMu   sync.Mutex // held by Evidence and by Close's teardown (the sandbox's descriptors)
-	steps  int
-	ended  atomic.Bool
-	frozen atomic.Pointer[freezeState]
-
-	closing bool // under fdMu: Close's teardown has begun
-	copied  bool // under mu: CopyIn was called
-
-	next chan stepGroup // under mu: the next step's group, made while a step runs
-	back []*os.File     // under mu: the session group's v1 tasks files
-
-	closeOnce sync.Once
-	teardown  Teardown
-	closeErr  error
-}
-
-// StartSession builds one sandbox exactly as Start does — the same
-// namespaces, filesystem view, privilege drop, cgroup and proxy listener,
-// and the start-up probes once — but runs no command: each Exec then runs
-// one step in it, until Close.
-//
-// cfg.Path, Args, Env, Dir, Stdin, Stdout and Stderr must be empty (each
-// Step brings its own). The caps apply as follows:
-//
-//   - memory and tasks are the session's and each step's: the session's
-//     cgroup holds every step, and files written to /tmp, /workspace and
-//     /findings persist from step to step and stay charged to it; each
-//     step runs in a child cgroup of its own with its StepCaps' memory
-//     and tasks (or rlimits on the step's processes where the host gives
-//     no cgroup v1 child; the step's Result.Receipt says which). A step
-//     whose process the kernel kills for memory, or that hits the tasks
-//     cap, is killed (KilledBy "memory" or "pids"); the session goes on.
-//   - disk (the writable tmpfs, which /tmp, /workspace, /findings and
-//     /dev/shm share, and RLIMIT_FSIZE) and open files (RLIMIT_NOFILE)
-//     are the session's, the same for every step.
-//   - wall clock, CPU time and output are per step: cfg.Caps.Wall,
-//     cfg.Caps.CPU and cfg.Caps.OutputBytes are each step's defaults, and
-//     a Step's own Caps replace them (no higher than the session's: every
-//     process also carries cfg.Caps.CPU as RLIMIT_CPU, the session's init
-//     too, so a session's init lives for at most that much CPU time of
-//     its own, several thousand steps). The session as a whole lasts
-//     until Close or until ctx is done.
-//
-// A step that a cap kills ends only that step (its processes, and every
-// process it left behind), unless Step.EndSessionOnKill says otherwise.
-func StartSession(ctx context.Context, cfg Config) (*Session, error) {
-	if cfg.Path != "" || cfg.Args != nil || cfg.Env != nil || cfg.Dir != "" || cfg.Stdin != nil || cfg.Stdout != nil || cfg.Stderr != nil {
-		return nil, errors.New("sandbox: session: Path, Args, Env, Dir and the streams belong to each Step, not to the session's Config")
-	}
-	cfg, err := normalizeView(cfg)
-	if err != nil {
-		return nil, err
-	}
-	sb, err := startSandbox(ctx, cfg, true)
-	if err != nil {
-		return nil, err
-	}
-	ss := &Session{sb: sb}
-	return ss, nil
-}
-
-// Listener returns the proxy's listener inside the session's network
-// namespace, nil unless Config.Proxy. Close closes it.
-func (ss *Session) Listener() net.Listener { return ss.sb.lis }
-
 // Pid returns the session init's process id on the host.
 func (ss *Session) Pid() int { return ss.sb.cmd.Process.Pid }
 
-// Exec runs one step and waits for it: its result, or an error when it
-// could not run (ErrStepStart: the session goes on; ErrSessionEnded or
-// ErrFrozen: it does not). When ctx is done the step is killed and Exec
-// returns its result with ctx's error.
-func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
+// exec runs step n in a cgroup of its own, through the init (Exec); it
+// reports whether ctx ended it.
+func (ss *Session) exec(ctx context.Context, st Step, caps StepCaps, n int) (Result, bool, error) {
 	res := Result{ExitCode: -1}
-	if err := ss.usable(); err != nil {
-		return res, err // without waiting for a step in flight
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return res, err
-	}
-	st, caps, err := ss.normalizeStep(st)
-	if err != nil {
-		return res, err
-	}
-	ss.steps++
-	n := ss.steps
 	sg := ss.takeStepGroup(n)
 	if sg.err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, sg.err)
 	}
 	want := limits.ChildCaps{MemoryBytes: caps.MemoryBytes, Tasks: caps.Tasks}
 	defer func() { go sg.release() }() // not on the way of the step's result
 	child := sg.child
 	if err := child.Limit(want); err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	place, err := ss.placeFiles(sg)
 	if err != nil {
-		return res, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
+		return res, false, fmt.Errorf("%w: step %d: %w", ErrStepStart, n, err)
 	}
 	w := ss.newStepWatch(n, child)
 	sio, err := newStepIO(st, newOutputCap(caps.OutputBytes, func() { w.kill(limits.KilledByOutput) }))
 	if err != nil {
-		return res, fmt.Errorf("sandbox: step %d: %w", n, err)
+		return res, false, fmt.Errorf("sandbox: step %d: %w", n, err)
 	}
 	defer sio.close()
 	before, _ := ss.sb.group.Stats()
 	if st.Ready != nil {
 		if err := st.Ready(); err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
 	req := initproc.Message{Kind: initproc.MsgExec, Step: n, Exec: &initproc.ExecStep{Path: st.Path, Tree: st.Tree, Args: st.Args, Env: st.Env, Dir: st.Dir,
@@ -144,98 +55,68 @@ func (ss *Session) Exec(ctx context.Context, st Step) (Result, error) {
 	}
 	if err := ss.sb.c.Send(req, fds...); err != nil {
 		ss.end()
-		return res, fmt.Errorf("%w: %w", ErrSessionEnded, err)
+		return res, false, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
 	sio.start()
 	m, err := ss.recvStep(n)
 	switch {
 	case err != nil:
-		return res, err
+		return res, false, err
 	case m.Kind == initproc.MsgFailed:
 		sio.wait()
-		return res, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
+		return res, false, fmt.Errorf("%w: step %d: %s", ErrStepStart, n, m.Error)
 	case m.Kind != initproc.MsgStarted:
 		ss.end()
-		return res, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
+		return res, false, fmt.Errorf("%w: protocol: want started, got %q", ErrSessionEnded, m.Kind)
 	}
 	res.Path = m.Path
 	started := time.Now()
-	ss.next = ss.makeStepGroup(n+1, want)
+	ss.sb.next = ss.makeStepGroup(n+1, want)
 	w.start(ctx, caps, before)
 	m, err = ss.recvStep(n)
 	w.stop()
 	res.Wall = time.Since(started)
 	sio.wait()
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
 	if m.Kind != initproc.MsgExited || m.Status == nil {
 		ss.end()
-		return res, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
+		return res, false, fmt.Errorf("%w: protocol: want exited, got %q", ErrSessionEnded, m.Kind)
 	}
 	ss.stepResult(&res, *m.Status, w, before, caps)
 	res.Receipt = ss.stepReceipt(child)
-	if res.KilledBy != "" && st.EndSessionOnKill {
-		ss.end()
-	}
-	if w.ctxErr.Load() {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return res, w.ctxErr.Load(), nil
 }
 
-// Probe runs the start-up probes again, from the init inside the session,
-// between steps, and returns every probe's outcome: the runbook re-runs
-// them after each step, and a probe that fails after launch is a sign of
-// escape. It fails like Exec on a frozen or ended session.
-func (ss *Session) Probe(req ProbeRequest) ([]ProbeResult, error) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return nil, err
-	}
+// probe has the init run the start-up probes (Probe).
+func (ss *Session) probe(req ProbeRequest) ([]ProbeResult, error) {
 	if err := ss.sb.c.Send(initproc.Message{Kind: initproc.MsgProbe, Probe: &req}); err != nil {
 		ss.end()
 		return nil, fmt.Errorf("%w: %w", ErrSessionEnded, err)
 	}
-	for {
-		m, fds, err := ss.sb.c.Recv()
-		initproc.CloseAll(fds)
-		if err != nil {
-			return nil, ss.initGone("probes", err)
-		}
-		if m.Kind == initproc.MsgProbed {
-			return m.Probes, nil
-		}
+	m, err := ss.recv("probes", func(m initproc.Message) bool { return m.Kind == initproc.MsgProbed })
+	if err != nil {
+		return nil, err
 	}
+	return m.Probes, nil
 }
 
-// usable says why no step may start now, if so.
-func (ss *Session) usable() error {
-	switch {
-	case ss.frozen.Load() != nil:
-		return ErrFrozen
-	case ss.ended.Load():
-		return ErrSessionEnded
-	}
-	return nil
-}
-
-// normalizeStep checks a step and fills in its defaults.
-func (ss *Session) normalizeStep(st Step) (Step, StepCaps, error) {
-	return normalizeStep(st, ss.sb.cfg.Caps)
-}
-
-// recvStep reads the init's next message about step n. A broken control
-// socket means the init is gone: the session has ended.
+// recvStep reads the init's next message about step n.
 func (ss *Session) recvStep(n int) (initproc.Message, error) {
+	return ss.recv(fmt.Sprintf("step %d", n), func(m initproc.Message) bool { return m.Step == n })
+}
+
+// recv reads the init's messages until one that want takes, during what.
+// A broken control socket means the init is gone: the session has ended.
+func (ss *Session) recv(what string, want func(initproc.Message) bool) (initproc.Message, error) {
 	for {
 		m, fds, err := ss.sb.c.Recv()
 		initproc.CloseAll(fds)
 		if err != nil {
-			return m, ss.initGone(fmt.Sprintf("step %d", n), err)
+			return m, ss.initGone(what, err)
 		}
-		if m.Step == n {
+		if want(m) {
 			return m, nil
 		}
 	}
@@ -410,30 +291,9 @@ func (ss *Session) stepResult(res *Result, st initproc.ExitStatus, w *stepWatch,
 // sessionReceipt is how a session's caps hold, for its receipt.
 const sessionReceipt = "one init runs each step in turn; memory and tasks per step (the step's own cgroup, else rlimits) and per session; disk the session's; wall clock and CPU per step"
 
-// end kills the session's every process, the init included; Exec then
-// fails with ErrSessionEnded, and Close tears down.
-func (ss *Session) end() {
-	ss.ended.Store(true)
-	ss.sb.killInit()
-	ss.sb.group.KillAll()
-}
-
-// Close ends the session: it kills every process (the init included),
-// copies /findings out to Config.Findings, removes the cgroup, and closes
-// the listener; the mounts and namespaces go with the init. It returns the
-// same result to every caller. A frozen session is killed frozen.
-func (ss *Session) Close() (Teardown, error) {
-	ss.closeOnce.Do(func() {
-		ss.end()
-		ss.mu.Lock() // an Exec in flight has returned: its init is dead
-		defer ss.mu.Unlock()
-		ss.dropNextGroup()
-		ss.teardown, ss.closeErr = ss.close()
-	})
-	return ss.teardown, ss.closeErr
-}
-
+// close is Close's teardown, every process dead.
 func (ss *Session) close() (Teardown, error) {
+	ss.dropNextGroup()
 	ss.fdMu.Lock()
 	defer ss.fdMu.Unlock()
 	ss.closing = true
@@ -470,30 +330,8 @@ func (ss *Session) close() (Teardown, error) {
 	return td, errors.Join(errs...)
 }
 
-// CopyIn copies the host directory dir into the session's /workspace, as
-// Config.Workspace does at the start, for a session started without one:
-// a sandbox built ahead gets its workspace when it is handed out
-// (docs/sandbox.md, "Sandboxes built ahead"). It may come only before the
-// first step, once. The original is kept for Changes as Config.Workspace's
-// is. A failure ends the session (its /workspace may be half filled).
-func (ss *Session) CopyIn(dir string) error {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := ss.usable(); err != nil {
-		return err
-	}
-	s := ss.sb
-	if ss.steps > 0 || s.cfg.Workspace != "" || ss.copied {
-		return errors.New("sandbox: copy-in: the session has its workspace already, or has run a step")
-	}
-	ss.copied = true
-	if err := ss.copyIn(dir); err != nil {
-		ss.end()
-		return fmt.Errorf("sandbox: copy-in: %w", err)
-	}
-	return nil
-}
-
+// copyIn sends dir to the init as the workspace, keeping the stream as
+// the original (CopyIn).
 func (ss *Session) copyIn(dir string) error {
 	s := ss.sb
 	orig, err := openOriginal()

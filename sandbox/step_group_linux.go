@@ -45,9 +45,9 @@ func (g stepGroup) release() {
 // takeStepGroup returns step n's group: the one made while the last step
 // ran, else a new one.
 func (ss *Session) takeStepGroup(n int) stepGroup {
-	if ss.next != nil {
-		g := <-ss.next
-		ss.next = nil
+	if ss.sb.next != nil {
+		g := <-ss.sb.next
+		ss.sb.next = nil
 		if g.err == nil {
 			return g
 		}
@@ -73,12 +73,12 @@ func (ss *Session) makeStepGroup(n int, caps limits.ChildCaps) chan stepGroup {
 
 // dropNextGroup removes the group made for a step that will not run.
 func (ss *Session) dropNextGroup() {
-	if ss.next != nil {
-		(<-ss.next).release()
-		ss.next = nil
+	if ss.sb.next != nil {
+		(<-ss.sb.next).release()
+		ss.sb.next = nil
 	}
-	closeFiles(ss.back)
-	ss.back = nil
+	closeFiles(ss.sb.back)
+	ss.sb.back = nil
 }
 
 // placeFiles are the tasks files a step's exec request carries: the step
@@ -88,18 +88,18 @@ func (ss *Session) placeFiles(g stepGroup) ([]*os.File, error) {
 	if len(g.enter) == 0 {
 		return nil, nil
 	}
-	if ss.back == nil {
+	if ss.sb.back == nil {
 		_, parents := g.child.Dirs()
 		back, err := openTasks(parents)
 		if err != nil {
 			return nil, err
 		}
-		ss.back = back
+		ss.sb.back = back
 	}
-	if len(ss.back) != len(g.enter) {
+	if len(ss.sb.back) != len(g.enter) {
 		return nil, errors.New("sandbox: the step's group and the session's differ in hierarchies")
 	}
-	return append(append([]*os.File(nil), g.enter...), ss.back...), nil
+	return append(append([]*os.File(nil), g.enter...), ss.sb.back...), nil
 }
 
 // stepReceipt is how a step's memory and tasks caps held: the step's own

@@ -1,6 +1,8 @@
 package selftest
 
 import (
+	"slices"
+
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
@@ -24,14 +26,7 @@ var Families = []Family{FamilyCommand, FamilyNetwork, FamilyMetadata, FamilyFile
 	FamilyPrivilege, FamilyResources, FamilyPersistence}
 
 // Valid reports whether f is one of Families.
-func (f Family) Valid() bool {
-	for _, g := range Families {
-		if f == g {
-			return true
-		}
-	}
-	return false
-}
+func (f Family) Valid() bool { return slices.Contains(Families, f) }
 
 // The controls an attempt can name as the one expected to stop it.
 const (

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,7 +81,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("selftest: audit: %w", err)
 	}
 	b := &battery{opts: opts, pol: pol, log: log, fx: fx, events: map[string][]audit.Event{}}
-	if needsSandbox(list) {
+	if slices.ContainsFunc(list, func(a attempt) bool { return a.sandboxed }) {
 		rep.Preflight = b.preflight(ctx)
 		rep.Host.Receipt = b.receipt
 	}
@@ -97,15 +98,6 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	rep.WallMs = time.Since(start).Milliseconds()
 	rep.summarize()
 	return rep, errors.Join(ctx.Err(), closeErr)
-}
-
-func needsSandbox(list []attempt) bool {
-	for _, a := range list {
-		if a.sandboxed {
-			return true
-		}
-	}
-	return false
 }
 
 func hostInfo() Host {

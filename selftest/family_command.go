@@ -3,6 +3,7 @@ package selftest
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/airlock-sandbox/airlock/decision"
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -94,7 +95,7 @@ func judgeShadow(o *observation) verdict {
 	case o.res.Decision != decision.Allow:
 		return broken("the gate refused the name itself, so resolution was not tested: " + o.res.Reason)
 	case o.res.ExitCode != enforcer.ExitNotFound || o.err == nil:
-		return broken("airlock did not refuse to run it as not installed (exit " + itoa(o.res.ExitCode) + ", want 127)")
+		return broken("airlock did not refuse to run it as not installed (exit " + strconv.Itoa(o.res.ExitCode) + ", want 127)")
 	}
 	return contained("allowed by name, then refused: " + o.err.Error() + "; nothing spawned")
 }

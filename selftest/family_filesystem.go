@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-sandbox/airlock/enforcer"
@@ -116,9 +117,7 @@ func ifHostHas(path string, a attempt) attempt {
 	real := a.plan
 	a.plan = func(fx *fixtures) (*plan, error) {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
-				return skipped("the host's kernel has no " + path + " (built without it): nothing to reach")
-			}}, nil
+			return settled(skipped("the host's kernel has no " + path + " (built without it): nothing to reach")), nil
 		}
 		return real(fx)
 	}
@@ -212,15 +211,10 @@ func planFindingsLinks(fx *fixtures) (*plan, error) {
 // name: airlock's own minimal set (sandbox.BaseEnv), the proxy
 // variables, and the battery's token.
 func allowedEnv(name string) bool {
-	if name == envToken || sandbox.IsProxyVar(name) {
-		return true
-	}
-	for _, kv := range sandbox.BaseEnv(nil) {
-		if n, _, _ := strings.Cut(kv, "="); n == name {
-			return true
-		}
-	}
-	return false
+	return name == envToken || sandbox.IsProxyVar(name) || slices.ContainsFunc(sandbox.BaseEnv(nil), func(kv string) bool {
+		n, _, _ := strings.Cut(kv, "=")
+		return n == name
+	})
 }
 
 // judgeEnviron: nothing of the caller's environment reached the run.

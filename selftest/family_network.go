@@ -18,9 +18,7 @@ func canaryAttempt(f Family, name, control, what string, open func(fx *fixtures)
 		plan: func(fx *fixtures) (*plan, error) {
 			c, err := open(fx)
 			if errors.Is(err, errNoIPv6) {
-				return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
-					return skipped("the host has no IPv6 loopback (" + err.Error() + "): there is no [::1] canary to reach")
-				}}, nil
+				return settled(skipped("the host has no IPv6 loopback (" + err.Error() + "): there is no [::1] canary to reach")), nil
 			}
 			if err != nil {
 				return nil, fmt.Errorf("open the host's canary: %w", err)

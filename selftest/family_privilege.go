@@ -60,9 +60,7 @@ func foreignAttempt(abi, what string) attempt {
 	return attempt{family: FamilyPrivilege, name: "foreign-abi-" + abi, control: ControlSeccomp, what: what, sandboxed: true,
 		plan: func(*fixtures) (*plan, error) {
 			if runtime.GOARCH != "amd64" {
-				return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
-					return skipped("no foreign ABI is reachable from " + runtime.GOARCH + " code by the payload")
-				}}, nil
+				return settled(skipped("no foreign ABI is reachable from " + runtime.GOARCH + " code by the payload")), nil
 			}
 			return &plan{req: payloadRequest(toolPayload, taskNone, "foreign-abi", abi), judge: judgeForeign}, nil
 		}}
@@ -98,9 +96,7 @@ func planSetuidSystem(*fixtures) (*plan, error) {
 		return &plan{req: payloadRequest(toolPayload, taskNone, append([]string{"exec-setuid"}, c...)...),
 			judge: judgeSetuid(true)}, nil
 	}
-	return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict {
-		return broken("no setuid binary to try: none of su, newgrp is installed setuid on this host")
-	}}, nil
+	return settled(broken("no setuid binary to try: none of su, newgrp is installed setuid on this host")), nil
 }
 
 // planSetuidWorkspace puts a copy of id, setuid and (as root) owned by

@@ -66,11 +66,8 @@ func macMetadata() []attempt {
 	md := FamilyMetadata
 	return []attempt{
 		macPayload(md, "direct", "a direct TCP connection to 169.254.169.254:80", errnoIs("EPERM"), "mac-connect", "169.254.169.254:80"),
-		{family: md, name: "through-proxy", control: ControlEgressGate, what: "GET http://169.254.169.254/latest/meta-data/ through the proxy", sandboxed: true,
-			plan: func(*fixtures) (*plan, error) {
-				return &plan{req: payloadRequest(toolPayload, taskWild, "mac-get", "http://169.254.169.254/latest/meta-data/"),
-					judge: egressRefused("always blocked")}, nil
-			}},
+		payloadAttempt(md, "through-proxy", ControlEgressGate, "GET http://169.254.169.254/latest/meta-data/ through the proxy",
+			toolPayload, taskWild, egressRefused("always blocked"), "mac-get", "http://169.254.169.254/latest/meta-data/"),
 	}
 }
 
@@ -89,18 +86,9 @@ func macPrivilege() []attempt {
 func macResources() []attempt {
 	rs := FamilyResources
 	return []attempt{
-		{family: rs, name: "forkbomb", control: ControlWatch, what: "processes started as fast as the system allows", sandboxed: true, slow: true,
-			plan: func(*fixtures) (*plan, error) {
-				return &plan{req: payloadRequest(toolPids, taskNone, "mac-forkbomb"), judge: forkbombJudge}, nil
-			}},
-		{family: rs, name: "membomb", control: ControlWatch, what: "memory touched past the cap (96 MiB)", sandboxed: true, slow: true,
-			plan: func(*fixtures) (*plan, error) {
-				return &plan{req: payloadRequest(toolMemory, taskNone, "mac-membomb", "1024"), judge: killedBy("memory")}, nil
-			}},
-		{family: rs, name: "wall", control: ControlWall, what: "a command that waits past the wall clock", sandboxed: true, slow: true,
-			plan: func(*fixtures) (*plan, error) {
-				return &plan{req: payloadRequest(toolWall, taskNone, "mac-hold"), judge: killedBy("wall")}, nil
-			}},
+		slowAttempt(rs, "forkbomb", ControlWatch, "processes started as fast as the system allows", toolPids, "", forkbombJudge, "mac-forkbomb"),
+		slowAttempt(rs, "membomb", ControlWatch, "memory touched past the cap (96 MiB)", toolMemory, "", killedBy("memory"), "mac-membomb", "1024"),
+		slowAttempt(rs, "wall", ControlWall, "a command that waits past the wall clock", toolWall, "", killedBy("wall"), "mac-hold"),
 	}
 }
 

@@ -23,6 +23,20 @@ func payloadAttempt(f Family, name, control, what, tool, task string, judge func
 		}}
 }
 
+// slowAttempt is a payloadAttempt that takes seconds (a cap that trips
+// on time), and needs the cgroup needs names, if any (attempt.needs).
+func slowAttempt(f Family, name, control, what, tool, needs string, judge func(*observation) verdict, args ...string) attempt {
+	a := payloadAttempt(f, name, control, what, tool, taskNone, judge, args...)
+	a.slow, a.needs = true, needs
+	return a
+}
+
+// settled is a plan whose verdict is known before it runs (a skip, or a
+// host with nothing to try): the payload only says hello, and v stands.
+func settled(v verdict) *plan {
+	return &plan{req: payloadRequest(toolPayload, taskNone, "hello"), judge: func(*observation) verdict { return v }}
+}
+
 // withWorkspace sets req's workspace.
 func withWorkspace(req enforcer.Request, ws string) enforcer.Request {
 	req.Workspace = ws

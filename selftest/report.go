@@ -3,6 +3,7 @@ package selftest
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -75,6 +76,24 @@ type Residue struct {
 	Clean bool `json:"clean"`
 	// Checks are the comparisons, one per kind of residue.
 	Checks []ResidueCheck `json:"checks"`
+}
+
+// residueChecks collects the residue check's comparisons.
+type residueChecks []ResidueCheck
+
+// add records one comparison: clean when nothing was left, with what was
+// looked at, else with what was left.
+func (cs *residueChecks) add(name string, left []string, looked string) {
+	c := ResidueCheck{Name: name, Clean: len(left) == 0, Detail: looked}
+	if !c.Clean {
+		c.Detail = "left: " + strings.Join(left, "; ")
+	}
+	*cs = append(*cs, c)
+}
+
+// residue is the check's outcome: clean when every comparison is.
+func (cs residueChecks) residue() Residue {
+	return Residue{Clean: !slices.ContainsFunc(cs, func(c ResidueCheck) bool { return !c.Clean }), Checks: cs}
 }
 
 // summarize counts the attempts and says whether the report is OK.
@@ -161,5 +180,3 @@ func clip(s string, n int) string {
 	}
 	return s
 }
-
-func itoa(n int) string { return fmt.Sprint(n) }

@@ -52,21 +52,14 @@ func childPids() []int {
 
 func residue(before snapshot, token string, roots []string) Residue {
 	after := takeSnapshot()
-	var checks []ResidueCheck
-	add := func(name string, left []string, looked string) {
-		c := ResidueCheck{Name: name, Clean: len(left) == 0, Detail: looked}
-		if !c.Clean {
-			c.Detail = "left: " + strings.Join(left, "; ")
-		}
-		checks = append(checks, c)
-	}
+	var checks residueChecks
 	procs := reapToken(token)
 	for _, pid := range childPids() {
 		if !before.children[pid] {
 			procs = append(procs, fmt.Sprintf("child %d of this process", pid))
 		}
 	}
-	add("processes", procs, "no process of this user carries the battery's token in its arguments, and this process has no new child")
+	checks.add("processes", procs, "no process of this user carries the battery's token in its arguments, and this process has no new child")
 	var fds []string
 	for n := range after.fds {
 		if !before.fds[n] {
@@ -77,7 +70,7 @@ func residue(before snapshot, token string, roots []string) Residue {
 	if len(fds) <= 1 {
 		fds = nil
 	}
-	add("descriptors", fds, fmt.Sprintf("this process holds the same descriptors as before (%d)", len(before.fds)))
+	checks.add("descriptors", fds, fmt.Sprintf("this process holds the same descriptors as before (%d)", len(before.fds)))
 	var files []string
 	for _, r := range roots {
 		if _, err := os.Lstat(r); err == nil {
@@ -86,12 +79,8 @@ func residue(before snapshot, token string, roots []string) Residue {
 	}
 	names, _ := filepath.Glob(filepath.Join(os.TempDir(), "*"+token+"*"))
 	files = append(files, names...)
-	add("files", files, "the battery's directories and the sandboxes' private directories are removed from "+os.TempDir())
-	res := Residue{Clean: true, Checks: checks}
-	for _, c := range checks {
-		res.Clean = res.Clean && c.Clean
-	}
-	return res
+	checks.add("files", files, "the battery's directories and the sandboxes' private directories are removed from "+os.TempDir())
+	return checks.residue()
 }
 
 // reapToken kills the user's processes whose arguments hold token (the

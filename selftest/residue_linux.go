@@ -81,14 +81,7 @@ func runtimeFD(target string) bool {
 // and roots name what the battery made.
 func residue(before snapshot, token string, roots []string) Residue {
 	after := takeSnapshot()
-	var checks []ResidueCheck
-	add := func(name string, left []string, looked string) {
-		c := ResidueCheck{Name: name, Clean: len(left) == 0, Detail: looked}
-		if !c.Clean {
-			c.Detail = "left: " + strings.Join(left, "; ")
-		}
-		checks = append(checks, c)
-	}
+	var checks residueChecks
 
 	procs := reapToken(token)
 	for _, pid := range childPids() {
@@ -96,9 +89,9 @@ func residue(before snapshot, token string, roots []string) Residue {
 			procs = append(procs, fmt.Sprintf("child %d of this process: %s", pid, cmdline(pid)))
 		}
 	}
-	add("processes", procs, "no process carries the battery's token in its command line or environment, and this process has no new child")
+	checks.add("processes", procs, "no process carries the battery's token in its command line or environment, and this process has no new child")
 
-	add("cgroups", cgroupsNamed(token), "no cgroup directory named for the battery's runs under /sys/fs/cgroup")
+	checks.add("cgroups", cgroupsNamed(token), "no cgroup directory named for the battery's runs under /sys/fs/cgroup")
 
 	var mounts, nsMounts []string
 	for m := range after.mounts {
@@ -112,7 +105,7 @@ func residue(before snapshot, token string, roots []string) Residue {
 			nsMounts = append(nsMounts, m)
 		}
 	}
-	add("mounts", mounts, fmt.Sprintf("no new mount in /proc/self/mountinfo names the battery's token or directories (%d mounts before, %d after)", len(before.mounts), len(after.mounts)))
+	checks.add("mounts", mounts, fmt.Sprintf("no new mount in /proc/self/mountinfo names the battery's token or directories (%d mounts before, %d after)", len(before.mounts), len(after.mounts)))
 
 	var fdsLeft, nsFDs []string
 	for n, t := range after.fds {
@@ -128,8 +121,8 @@ func residue(before snapshot, token string, roots []string) Residue {
 		}
 		fdsLeft = append(fdsLeft, n+" -> "+t)
 	}
-	add("namespaces", append(nsFDs, nsMounts...), "no namespace is held by a descriptor of this process or a new nsfs mount; sandbox namespaces die with their processes")
-	add("descriptors", fdsLeft, fmt.Sprintf("this process holds the same descriptors as before (%d)", len(before.fds)))
+	checks.add("namespaces", append(nsFDs, nsMounts...), "no namespace is held by a descriptor of this process or a new nsfs mount; sandbox namespaces die with their processes")
+	checks.add("descriptors", fdsLeft, fmt.Sprintf("this process holds the same descriptors as before (%d)", len(before.fds)))
 
 	var files []string
 	for _, r := range roots {
@@ -145,13 +138,9 @@ func residue(before snapshot, token string, roots []string) Residue {
 			}
 		}
 	}
-	add("files", files, "the battery's directories are removed and no file named for it is in "+os.TempDir()+", /var/tmp or /dev/shm")
+	checks.add("files", files, "the battery's directories are removed and no file named for it is in "+os.TempDir()+", /var/tmp or /dev/shm")
 
-	res := Residue{Clean: true, Checks: checks}
-	for _, c := range checks {
-		res.Clean = res.Clean && c.Clean
-	}
-	return res
+	return checks.residue()
 }
 
 // isNamespace reports whether a descriptor's target is a namespace

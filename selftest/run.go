@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -35,21 +36,12 @@ func attempts(families []Family) ([]attempt, error) {
 	var out []attempt
 	for _, fam := range all {
 		for _, a := range fam {
-			if len(families) == 0 || contains(families, a.family) {
+			if len(families) == 0 || slices.Contains(families, a.family) {
 				out = append(out, a)
 			}
 		}
 	}
 	return out, nil
-}
-
-func contains(fs []Family, f Family) bool {
-	for _, g := range fs {
-		if f == g {
-			return true
-		}
-	}
-	return false
 }
 
 // familiesFor is the battery of system goos, family by family: macOS's

@@ -27,21 +27,24 @@ func main() {
 // export failed, 2 for a usage mistake.
 func run(args []string) int {
 	root := &cobra.Command{Use: "airlock-export", SilenceUsage: true, SilenceErrors: true}
-	usage := false
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { usage = true; return err })
-	root.AddCommand(newK8sCmd(&usage))
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newK8sCmd())
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
-		if usage {
-			return 2
-		}
-		return 1
+	err := root.Execute()
+	if err == nil {
+		return 0
 	}
-	return 0
+	fmt.Fprintf(os.Stderr, "airlock: %v\n", err)
+	if errors.As(err, new(usageError)) {
+		return 2
+	}
+	return 1
 }
 
-func newK8sCmd(usage *bool) *cobra.Command {
+// usageError marks a mistake in the command line itself.
+type usageError struct{ error }
+
+func newK8sCmd() *cobra.Command {
 	var req export.Request
 	var opts k8s.Options
 	var seccompOut string
@@ -60,21 +63,20 @@ the tool's name, as airlock run's does. See docs/export.md.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case req.Tool == "":
-				*usage = true
-				return errors.New("export k8s: --tool is required")
+				return usageError{errors.New("export k8s: --tool is required")}
 			case req.Image == "":
-				*usage = true
-				return errors.New("export k8s: --image is required (pinned by digest)")
+				return usageError{errors.New("export k8s: --image is required (pinned by digest)")}
 			case len(args) == 0 || cmd.ArgsLenAtDash() != 0:
-				*usage = true
-				return errors.New("export k8s: put the command after --, e.g. -- pytest -v")
+				return usageError{errors.New("export k8s: put the command after --, e.g. -- pytest -v")}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pol, err := policyflag.Load(cmd)
+			if errors.Is(err, policyflag.ErrNoName) {
+				return usageError{err}
+			}
 			if err != nil {
-				*usage = errors.Is(err, policyflag.ErrNoName)
 				return err
 			}
 			if req.Task == "" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,14 +24,13 @@ func TestK8sPolicyFlag(t *testing.T) {
 	}
 	image := "localhost/ci@sha256:015ac325c5f5b60778313e15359890864fd2ce9ed9cc6e3b35e9368526af225b"
 	run := func(args ...string) (string, bool, error) {
-		usage := false
-		cmd := newK8sCmd(&usage)
+		cmd := newK8sCmd()
 		var out bytes.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
 		cmd.SetArgs(args)
 		err := cmd.Execute()
-		return out.String(), usage, err
+		return out.String(), errors.As(err, new(usageError)), err
 	}
 	out, _, err := run("--policy", pol, "--tool", "only_true", "--image", image, "--", "true")
 	if err != nil || !strings.Contains(out, "only_true") {

@@ -121,7 +121,7 @@ its first line carrying on the chain and the tree of the files before it.`,
 				files = []string{file}
 			}
 			file := files[len(files)-1]
-			if head != "" && !isHexHash(head) {
+			if head != "" && !audit.IsHash(head) {
 				return usageError{errors.New("audit verify: --head must be a 64-digit lower-case hex hash")}
 			}
 			if len(checkpoints) > 0 && key == "" {
@@ -153,9 +153,7 @@ its first line carrying on the chain and the tree of the files before it.`,
 			if len(files) > 1 {
 				var e *audit.Error
 				if errors.As(verr, &e) && e.Line > 0 {
-					var name string
-					name, e.Line = r.locate(e.Line)
-					file = name
+					file, e.Line = r.locate(e.Line)
 				}
 			}
 			if asJSON {
@@ -228,18 +226,6 @@ func warnLossy(w io.Writer, file string, rep audit.Report) {
 	fmt.Fprintf(w, "airlock: audit verify: %s: warning: %d %s (%s %s%s) written by an older airlock, which "+
 		"replaced bytes that were not UTF-8 with U+FFFD: their hashes and chain hold, but those bytes are lost\n",
 		file, rep.Lossy, plural(rep.Lossy, "line"), plural(len(lines), "line"), strings.Join(lines, ", "), more)
-}
-
-func isHexHash(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for _, c := range s {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // verifyJSON is the --json output of audit verify.

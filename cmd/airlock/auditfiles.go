@@ -90,13 +90,9 @@ just after. Keep the rotated files beside the log: "airlock audit verify
 FILE.N FILE" checks them as one log, and proofs of their records need them.`,
 		Args: atMostOneFile("rotate"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, err := auditFile(args)
+			file, l, err := openSigned("rotate", args, keyFile)
 			if err != nil {
 				return err
-			}
-			l, err := openSigned(file, keyFile)
-			if err != nil {
-				return auditFailed("rotate", file, err)
 			}
 			defer l.Close()
 			rotated, err := l.Rotate()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,19 +19,26 @@ func keyFileFlag(cmd *cobra.Command, keyFile *string) {
 	cmd.Flags().StringVar(keyFile, "key-file", "", "the signing key (default: $AIRLOCK_AUDIT_KEY, else airlock's private state)")
 }
 
-// openSigned opens an existing audit log with the signing key.
-func openSigned(file, keyFile string) (*audit.Log, error) {
-	if _, err := os.Stat(file); err != nil {
-		return nil, err
-	}
-	if keyFile == "" {
-		keyFile = os.Getenv("AIRLOCK_AUDIT_KEY")
-	}
-	s, err := audit.LoadSigner(keyFile)
+// openSigned opens the existing audit log that args name (auditFile)
+// with the signing key: keyFile, else $AIRLOCK_AUDIT_KEY, else the default.
+// A log that does not open is sub's failure (auditFailed).
+func openSigned(sub string, args []string, keyFile string) (string, *audit.Log, error) {
+	file, err := auditFile(args)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	return audit.Open(file, audit.WithSigner(s))
+	if _, err := os.Stat(file); err != nil {
+		return "", nil, auditFailed(sub, file, err)
+	}
+	s, err := audit.LoadSigner(cmp.Or(keyFile, os.Getenv("AIRLOCK_AUDIT_KEY")))
+	if err != nil {
+		return "", nil, auditFailed(sub, file, err)
+	}
+	l, err := audit.Open(file, audit.WithSigner(s))
+	if err != nil {
+		return "", nil, auditFailed(sub, file, err)
+	}
+	return file, l, nil
 }
 
 func newAuditCheckpointCmd() *cobra.Command {
@@ -48,13 +56,9 @@ writers cannot change, and check the log against it later with
 "airlock audit verify --key PUBKEY --checkpoint FILE".`,
 		Args: atMostOneFile("checkpoint"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file, err := auditFile(args)
+			file, l, err := openSigned("checkpoint", args, keyFile)
 			if err != nil {
 				return err
-			}
-			l, err := openSigned(file, keyFile)
-			if err != nil {
-				return auditFailed("checkpoint", file, err)
 			}
 			defer l.Close()
 			cp, err := l.Checkpoint()
@@ -92,13 +96,9 @@ verify-proof", or with golang.org/x/mod/sumdb/note and tlog alone
 			if run == "" {
 				return usageError{errors.New("audit prove: --run is required")}
 			}
-			file, err := auditFile(args)
+			file, l, err := openSigned("prove", args, keyFile)
 			if err != nil {
 				return err
-			}
-			l, err := openSigned(file, keyFile)
-			if err != nil {
-				return auditFailed("prove", file, err)
 			}
 			defer l.Close()
 			cp, err := l.Checkpoint()
@@ -201,10 +201,7 @@ func newAuditPubkeyCmd() *cobra.Command {
 		Short: "Print the public key that verifies this airlock's checkpoints",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if keyFile == "" {
-				keyFile = os.Getenv("AIRLOCK_AUDIT_KEY")
-			}
-			s, err := audit.LoadSigner(keyFile)
+			s, err := audit.LoadSigner(cmp.Or(keyFile, os.Getenv("AIRLOCK_AUDIT_KEY")))
 			if err != nil {
 				return err
 			}

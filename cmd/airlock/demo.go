@@ -88,23 +88,13 @@ Exit status 0 only if every attempt was contained.`,
 
 // useColour is true when w is a terminal and NO_COLOR is unset.
 func useColour(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	return ok && isTerminal(f)
+	return os.Getenv("NO_COLOR") == "" && isTerminal(w)
 }
 
 // printDemo prints the demo's report for people; timeline is the audit
 // file it reads the timeline from (rep.AuditPath when it is kept).
 func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, timeline string, colour bool) {
-	paint := func(code, s string) string {
-		if !colour {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
-	fmt.Fprintln(w, paint("1", "airlock demo: a coerced agent tries to escape (embedded default policy)"))
+	fmt.Fprintln(w, paint(colour, "1", "airlock demo: a coerced agent tries to escape (embedded default policy)"))
 	fmt.Fprintln(w)
 	var tab table
 	tab.add(plain("#", "ATTEMPT", "GATE", "DECISION", "CONTAINED", "REASON"))
@@ -118,7 +108,7 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, timeline stri
 	}
 	_ = tab.write(w, 2, colour)
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, paint("1", "Evidence"))
+	fmt.Fprintln(w, paint(colour, "1", "Evidence"))
 	for _, a := range rep.Attempts {
 		fmt.Fprintf(w, "  %2d. %s\n", a.Step, oneLine(a.Evidence, 150))
 	}
@@ -127,13 +117,13 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, timeline stri
 	if rep.AuditPath != "" {
 		where = "kept in " + termtext.Escape(rep.AuditPath)
 	}
-	fmt.Fprintln(w, paint("1", "Audit timeline")+" ("+where+")")
+	fmt.Fprintln(w, paint(colour, "1", "Audit timeline")+" ("+where+")")
 	if f, err := os.Open(timeline); err == nil {
 		_, _ = audit.Timeline(ctx, &indent{w: w}, f, audit.TimelineOptions{})
 		f.Close()
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, paint("1", "Monitor alerts"))
+	fmt.Fprintln(w, paint(colour, "1", "Monitor alerts"))
 	if len(rep.Alerts) == 0 {
 		fmt.Fprintln(w, "  (none)")
 	}
@@ -149,9 +139,9 @@ func printDemo(ctx context.Context, w io.Writer, rep *demo.Report, timeline stri
 	}
 	summary := fmt.Sprintf("%d of %d attempts contained", contained, len(rep.Attempts))
 	if rep.Contained {
-		fmt.Fprintln(w, paint("32;1", summary+": every control held."))
+		fmt.Fprintln(w, paint(colour, "32;1", summary+": every control held."))
 	} else {
-		fmt.Fprintln(w, paint("31;1", summary+": NOT every attempt was contained."))
+		fmt.Fprintln(w, paint(colour, "31;1", summary+": NOT every attempt was contained."))
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -40,12 +41,7 @@ itself, and why (none beside it, or the one there refused).
 Exit status 0 when the report was printed and the policy's requirements are
 met on this host; 1 when one is not (airlock run would refuse with exit 125)
 or the policy does not load; 2 for a usage error.`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("doctor: takes no arguments, got %q", args[0])}
-			}
-			return nil
-		},
+		Args: noArgs("doctor: takes no arguments, got %q"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDoctor(cmd, asJSON)
 		},
@@ -88,12 +84,7 @@ func runDoctor(cmd *cobra.Command, asJSON bool) error {
 	} else {
 		info := l.Info()
 		out.Policy.Info = &info
-		if l.Require != nil {
-			out.Policy.Require = l.Require
-		}
-		if u := doctor.Satisfies(out.Report, l.Require); u != nil {
-			out.Policy.Unmet = u
-		}
+		out.Policy.Require, out.Policy.Unmet = orEmpty(l.Require), orEmpty(doctor.Satisfies(out.Report, l.Require))
 	}
 	out.OK = loadErr == nil && len(out.Policy.Unmet) == 0
 
@@ -131,7 +122,7 @@ func printDoctor(w io.Writer, out doctorOutput) error {
 	if h.Container != "" {
 		who += ", inside a container: " + h.Container
 	}
-	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, orDash(h.Kernel), who)
+	fmt.Fprintf(w, "airlock doctor: %s/%s, kernel %s, %s\n\n", h.OS, h.Arch, cmp.Or(h.Kernel, "-"), who)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONTROL\tSTRENGTH\tMECHANISM")
@@ -196,13 +187,6 @@ func policyOrigin(i policy.Info) string {
 		return "named by $AIRLOCK_POLICY, real path " + i.Path
 	}
 	return "no --policy or $AIRLOCK_POLICY given"
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // buildLine is doctor's word on a build kind.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -150,21 +151,13 @@ func printCommandDecision(w io.Writer, ex commandExplanation, resolved string, r
 	case rerr != nil:
 		where = "not executable on this host (" + rerr.Error() + ")"
 	}
-	rule := d.Rule
-	if rule == "" {
-		rule = "(none)"
-	}
 	if _, err := fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\nresolves:  %s\n",
-		d.Gate, d.Verdict, d.Why(), rule, where); err != nil || d.Script == nil {
+		d.Gate, d.Verdict, d.Why(), cmp.Or(d.Rule, "(none)"), where); err != nil || d.Script == nil {
 		return err
 	}
 	fmt.Fprintf(w, "script:    %s, %d commands\n", d.Script.Shell, len(d.Script.Commands))
 	for _, c := range d.Script.Commands {
-		rule := c.Rule
-		if rule == "" {
-			rule = "-"
-		}
-		if _, err := fmt.Fprintf(w, "  %s %s %s: %s\n", c.Pos, c.Verdict, rule, termtext.Argv(append([]string{c.Command}, c.Args...))); err != nil {
+		if _, err := fmt.Fprintf(w, "  %s %s %s: %s\n", c.Pos, c.Verdict, cmp.Or(c.Rule, "-"), termtext.Argv(append([]string{c.Command}, c.Args...))); err != nil {
 			return err
 		}
 	}

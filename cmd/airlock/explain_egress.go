@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -57,11 +58,7 @@ func explainEgress(ctx context.Context, w io.Writer, pol *policy.Loaded, task, h
 	if asJSON {
 		return termtext.WriteJSON(w, ex, "")
 	}
-	rule := ex.Rule
-	if rule == "" {
-		rule = "(none)"
-	}
-	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Verdict, ex.Reason, rule, ex.Target)
+	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Verdict, ex.Reason, cmp.Or(ex.Rule, "(none)"), ex.Target)
 	if ex.Resolved != nil {
 		fmt.Fprintf(w, "resolved:  %s\ndialable:  %s\n", joinAddrs(ex.Resolved), joinAddrs(ex.Dialable))
 	}
@@ -167,14 +164,8 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 	if asJSON {
 		return termtext.WriteJSON(w, ex, "")
 	}
-	show := func(s string) string {
-		if s == "" {
-			return "(none)"
-		}
-		return s
-	}
-	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Host.Verdict, ex.Host.Reason, show(ex.Host.Rule), ex.Target)
+	fmt.Fprintf(w, "gate:      %s\ndecision:  %s\nreason:    %s\nrule:      %s\ntarget:    %s\n", ex.Gate, ex.Host.Verdict, ex.Host.Reason, cmp.Or(ex.Host.Rule, "(none)"), ex.Target)
 	fmt.Fprintf(w, "request:   %s %s\ndecision:  %s\nreason:    %s\nrule:      %s\ncredential: %s\n",
-		termtext.Escape(method), termtext.Escape(show(u.RequestURI())), ex.Request.Verdict, ex.Request.Reason, show(ex.Request.Rule), show(ex.Request.Credential))
+		termtext.Escape(method), termtext.Escape(cmp.Or(u.RequestURI(), "(none)")), ex.Request.Verdict, ex.Request.Reason, cmp.Or(ex.Request.Rule, "(none)"), cmp.Or(ex.Request.Credential, "(none)"))
 	return nil
 }

@@ -61,11 +61,12 @@ a file does not load.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
+				d.Widens, d.Narrows = orEmpty(d.Widens), orEmpty(d.Narrows)
 				err = termtext.WriteJSON(w, struct {
 					Old policy.Info `json:"old"`
 					New policy.Info `json:"new"`
 					*authoring.Difference
-				}{old.Info(), new.Info(), nonNil(d)}, "")
+				}{old.Info(), new.Info(), d}, "")
 			} else {
 				err = printDiff(w, d)
 			}
@@ -82,36 +83,21 @@ a file does not load.`,
 	return cmd
 }
 
-func nonNil(d *authoring.Difference) *authoring.Difference {
-	if d.Widens == nil {
-		d.Widens = []authoring.Change{}
-	}
-	if d.Narrows == nil {
-		d.Narrows = []authoring.Change{}
-	}
-	return d
-}
-
 // readPolicyData reads and parses a policy file as data, or stdin for
 // "-": a regular file, opened without blocking.
 func readPolicyData(stdin io.Reader, name string) (*policy.Loaded, error) {
-	r := stdin
 	if name != "-" {
-		f, _, err := hostfile.Open(name)
+		data, err := hostfile.ReadFile(name, policy.MaxSize)
 		if err != nil {
 			return nil, fmt.Errorf("policy: %w", err)
 		}
-		defer f.Close()
-		r = f
+		return policy.Parse(name, data)
 	}
-	data, err := io.ReadAll(io.LimitReader(r, policy.MaxSize+1))
+	data, err := io.ReadAll(io.LimitReader(stdin, policy.MaxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("policy: %s: %w", name, err)
 	}
-	if name == "-" {
-		name = "<stdin>"
-	}
-	return policy.Parse(name, data)
+	return policy.Parse("<stdin>", data)
 }
 
 func printDiff(w io.Writer, d *authoring.Difference) error {

@@ -68,7 +68,7 @@ the policy or the cases file will not load.`,
 					Outcomes []authoring.Outcome `json:"outcomes"`
 					Passed   int                 `json:"passed"`
 					Failed   int                 `json:"failed"`
-				}{l.Info(), nonNilOutcomes(outs), len(outs) - failed, failed}, ""); err != nil {
+				}{l.Info(), orEmpty(outs), len(outs) - failed, failed}, ""); err != nil {
 					return err
 				}
 			} else if err := printOutcomes(w, outs, failed); err != nil {
@@ -84,24 +84,12 @@ the policy or the cases file will not load.`,
 	return cmd
 }
 
-func nonNilOutcomes(outs []authoring.Outcome) []authoring.Outcome {
-	if outs == nil {
-		return []authoring.Outcome{}
-	}
-	return outs
-}
-
 // readCases reads and parses a cases file, opened without blocking (a
 // FIFO is refused).
 func readCases(name string, p *policy.Policy) ([]authoring.Case, error) {
-	f, _, err := hostfile.Open(name)
+	data, err := hostfile.ReadFile(name, authoring.MaxCasesSize)
 	if err != nil {
 		return nil, fmt.Errorf("policy test: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, authoring.MaxCasesSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("policy test: %s: %w", name, err)
 	}
 	return authoring.ParseCases(name, data, p)
 }
@@ -121,7 +109,7 @@ func printOutcomes(w io.Writer, outs []authoring.Outcome, failed int) error {
 			t.add(plain("", "", "", "", "", "reason: "+o.Reason))
 		}
 	}
-	if err := t.write(w, 2, useColour(termtext.Raw(w))); err != nil {
+	if err := t.write(w, 2, useColour(w)); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d passed, %d failed\n", len(outs)-failed, failed)

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 )
@@ -19,8 +18,8 @@ type progress struct {
 // newProgress is a progress line on w when w is a terminal, else nil
 // (whose methods do nothing).
 func newProgress(w io.Writer) *progress {
-	if f, ok := termtext.Raw(w).(*os.File); ok && isTerminal(f) {
-		return &progress{w: f}
+	if isTerminal(w) {
+		return &progress{w: termtext.Raw(w)}
 	}
 	return nil
 }

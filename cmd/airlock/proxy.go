@@ -171,11 +171,9 @@ func runProxy(ctx context.Context, cmd *cobra.Command, o proxyOptions) error {
 	if err != nil {
 		return err
 	}
-	path := o.audit
-	if path == "" {
-		if path, err = audit.DefaultPath(); err != nil {
-			return fmt.Errorf("proxy: %w", err)
-		}
+	path, err := auditPath(o.audit)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
 	}
 	log, err := audit.Open(path, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))))
 	if err != nil {

@@ -54,12 +54,7 @@ tokenSHA256 of the gateway file's client entry on its second. Give the
 token to one sandbox only (its proxy URL's password, e.g. as a Secret);
 keep only the hash in the gateway file. See docs/egress.md, "The shared
 gateway".`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("proxy token: unexpected argument %q", args[0])}
-			}
-			return nil
-		},
+		Args: noArgs("proxy token: unexpected argument %q"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token, sum, err := proxy.MintToken()
 			if err != nil {

@@ -67,9 +67,3 @@ func quiet(cmd *cobra.Command) bool {
 func (f resultFlags) report() enforcer.Report {
 	return enforcer.Report{JSON: f.json, Result: f.result, Quiet: f.quiet}
 }
-
-// finishResult writes the result where the flags say, prints the stderr
-// line of a refusal, kill or failure, and exits with the result's status.
-func finishResult(cmd *cobra.Command, f resultFlags, res enforcer.Result, err error) error {
-	return &exitError{Code: f.report().Tell(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, err)}
-}

@@ -139,7 +139,7 @@ hash-chained audit stream.`,
 // pipe or a file byte for byte (the output is data). Flush it at the end.
 func childOutput(w io.Writer) io.Writer {
 	raw := termtext.Raw(w)
-	if f, ok := raw.(*os.File); ok && isTerminal(f) {
+	if isTerminal(raw) {
 		return termtext.NewWriter(raw)
 	}
 	return raw
@@ -150,6 +150,25 @@ func flush(w io.Writer) {
 	if t, ok := w.(*termtext.Writer); ok {
 		_ = t.Flush()
 	}
+}
+
+// noArgs refuses any argument, as a usage error of format (which quotes
+// the first with %q).
+func noArgs(format string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf(format, args[0])}
+		}
+		return nil
+	}
+}
+
+// orEmpty is s, or an empty slice for nil: [] in JSON rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // cmdPath is the command's path without the leading "airlock".

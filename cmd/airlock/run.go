@@ -83,13 +83,16 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 			}
 			req.Cwd, req.Timeout = out.cwd, out.timeoutDuration()
 			req.Stdin, req.Stdout, req.Stderr = os.Stdin, childOutput(cmd.OutOrStdout()), childOutput(cmd.ErrOrStderr())
-			capture := out.report().Capture(&req.Stdout, &req.Stderr)
-			req.Notices = out.report().Notices(cmd.ErrOrStderr())
+			rep := out.report()
+			capture := rep.Capture(&req.Stdout, &req.Stderr)
+			req.Notices = rep.Notices(cmd.ErrOrStderr())
 			res, err := runOnce(cmd, req, auditFile, out)
 			flush(req.Stdout)
 			flush(req.Stderr)
 			capture(&res)
-			return finishResult(cmd, out, res, err)
+			// The result where the flags say, the stderr line of a refusal,
+			// kill or failure, and the result's status.
+			return &exitError{Code: rep.Tell(cmd.OutOrStdout(), cmd.ErrOrStderr(), res, err)}
 		},
 	}
 	f := cmd.Flags()
@@ -108,12 +111,9 @@ caller's): never a path through a symbolic link, never one with files in it.`,
 // runOnce loads the policy and the audit log and runs req. Ctrl-C ends
 // the sandbox at once, SIGTERM after the command's grace period.
 func runOnce(cmd *cobra.Command, req enforcer.Request, auditFile string, out resultFlags) (enforcer.Result, error) {
-	fail := func(err error) (enforcer.Result, error) {
-		return enforcer.SetupResult(req.RunID, "", 1, err), err
-	}
 	e, closeLog, err := newEnforcer(cmd, auditFile, req.Workspace, req.Findings)
 	if err != nil {
-		return fail(err)
+		return enforcer.SetupResult(req.RunID, "", 1, err), err
 	}
 	defer closeLog()
 	warnTask(cmd, e.Policy().Policy, req.Task)
@@ -137,7 +137,16 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adju
 	if err := outsideSandbox(pol, auditFile, workspace, findings); err != nil {
 		return nil, nil, err
 	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	// The monitor watches every event written to the log, repeated
+	// refusals are coalesced, and the signing key signs a checkpoint at
+	// the end of every run. The key is still being checked here
+	// (prepareSigner): the enforcer waits for the check
+	// (audit.Signer.Check) before anything runs, and so must its callers.
+	signer, err := prepareSigner()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))), audit.WithSigner(signer), audit.WithCoalescing())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,17 +225,4 @@ func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) e
 		}
 	}
 	return nil
-}
-
-// openAudit opens the audit file, with the monitor watching every event
-// written to it, repeated refusals coalesced, and the signing key signing
-// a checkpoint at the end of every run. The key is still being checked
-// when it returns (prepareSigner): the enforcer waits for the check
-// (audit.Signer.Check) before anything runs, and so must other callers.
-func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
-	signer, err := prepareSigner()
-	if err != nil {
-		return nil, err
-	}
-	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer), audit.WithCoalescing())
 }

@@ -46,12 +46,7 @@ control and nothing was left behind; 1 otherwise.`,
 		Example: `  airlock selftest
   airlock selftest --family network,metadata
   airlock selftest --json --audit selftest-audit.jsonl`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("selftest: takes no arguments (got %q)", args[0])}
-			}
-			return nil
-		},
+		Args: noArgs("selftest: takes no arguments (got %q)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, f := range families {
 				for _, name := range strings.Split(f, ",") {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/changes"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
@@ -65,7 +64,7 @@ Exit status 0 when the session started, 125 when it could not.`,
 			if pooled {
 				info, err = startPooled(cmd, req)
 			} else {
-				info, err = startSession(cmd, req, auditFile)
+				info, err = startHolder(cmd, req.Task, auditFile, holder.Config{Session: req})
 			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session start: %w", err)}
@@ -90,38 +89,40 @@ Exit status 0 when the session started, 125 when it could not.`,
 	return cmd
 }
 
-// startSession checks the policy, resolves every path, and starts the
-// session's holder.
-func startSession(cmd *cobra.Command, req enforcer.SessionRequest, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd, req.Task)
+// startHolder checks the policy, resolves every path, and starts a holder
+// of cfg: a session's (cfg.Session) or, with cfg.Pool, the session pool's.
+func startHolder(cmd *cobra.Command, task, auditFile string, cfg holder.Config) (holder.Info, error) {
+	name, data, err := policySource(cmd, task)
 	if err != nil {
 		return holder.Info{}, err
 	}
-	if auditFile == "" {
-		auditFile = os.Getenv("AIRLOCK_AUDIT")
+	if cfg.Audit, err = auditPath(auditFile); err != nil {
+		return holder.Info{}, err
 	}
-	if auditFile == "" {
-		if auditFile, err = audit.DefaultPath(); err != nil {
+	if err := absolute(&cfg.Audit); err != nil {
+		return holder.Info{}, err
+	}
+	if err := resolveSession(&cfg.Session); err != nil {
+		return holder.Info{}, err
+	}
+	if cfg.Pool != nil {
+		if err := resolveImage(&cfg.Pool.Image); err != nil {
 			return holder.Info{}, err
 		}
 	}
-	if err := absolute(&auditFile); err != nil {
-		return holder.Info{}, err
-	}
-	if err := resolveSession(&req); err != nil {
-		return holder.Info{}, err
-	}
-	dir, err := holder.Dir()
-	if err != nil {
-		return holder.Info{}, err
+	if cfg.Dir == "" {
+		if cfg.Dir, err = holder.Dir(); err != nil {
+			return holder.Info{}, err
+		}
 	}
 	// The holder signs with the key a run would (loadSigner): checked
 	// here, so that a key that will not do fails the start, not the end.
 	if _, err := loadSigner(); err != nil {
 		return holder.Info{}, err
 	}
-	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Session: req,
-		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
+	cfg.PolicyName, cfg.Policy = name, data
+	cfg.Sign, cfg.AuditKey, cfg.Self = true, os.Getenv("AIRLOCK_AUDIT_KEY"), []string{"session"}
+	return holder.Start(cmd.Context(), cfg)
 }
 
 // resolveSession makes a session request's host paths absolute: its
@@ -132,17 +133,23 @@ func resolveSession(req *enforcer.SessionRequest) error {
 			return err
 		}
 	}
-	if req.Image != "" {
-		ref, err := image.ParseRef(req.Image)
-		if err != nil {
-			return err
-		}
-		p := ref.Path
-		if err := absolute(&p); err != nil {
-			return err
-		}
-		req.Image = p + "@" + ref.Digest.String()
+	return resolveImage(&req.Image)
+}
+
+// resolveImage makes the path of a non-empty PATH@sha256:DIGEST absolute.
+func resolveImage(img *string) error {
+	if *img == "" {
+		return nil
 	}
+	ref, err := image.ParseRef(*img)
+	if err != nil {
+		return err
+	}
+	p := ref.Path
+	if err := absolute(&p); err != nil {
+		return err
+	}
+	*img = p + "@" + ref.Digest.String()
 	return nil
 }
 
@@ -386,8 +393,12 @@ func patchShort(w io.Writer, what string, ch *enforcer.Changes, err error) bool 
 }
 
 // lostPatch is the part of Stop's error under holder.ErrNoPatch or
-// holder.ErrAnswerLost (Stop joins it with an audit error).
+// holder.ErrAnswerLost (Stop joins it with an audit error); nil when
+// there is none.
 func lostPatch(err error) error {
+	if !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) {
+		return nil
+	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
 			if errors.Is(e, holder.ErrNoPatch) || errors.Is(e, holder.ErrAnswerLost) {
@@ -441,7 +452,8 @@ was stopped (no such session).`,
 			if derr := done(); err == nil {
 				err = derr
 			}
-			if err != nil && !errors.Is(err, holder.ErrNoPatch) && !errors.Is(err, holder.ErrAnswerLost) && !errors.Is(err, enforcer.ErrAudit) {
+			short := lostPatch(err)
+			if err != nil && short == nil && !errors.Is(err, enforcer.ErrAudit) {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session stop: %w", err)}
 			}
 			// Stopped: say so, then what was lost.
@@ -460,10 +472,6 @@ was stopped (no such session).`,
 				}
 			}
 			code := exitOK
-			var short error
-			if errors.Is(err, holder.ErrNoPatch) || errors.Is(err, holder.ErrAnswerLost) {
-				short = lostPatch(err)
-			}
 			if patchShort(cmd.ErrOrStderr(), "session stop", ch, short) {
 				code = exitPatchShort
 			}
@@ -502,10 +510,7 @@ func newSessionListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if infos == nil {
-					infos = []holder.Info{}
-				}
-				return termtext.WriteJSON(cmd.OutOrStdout(), infos, "")
+				return termtext.WriteJSON(cmd.OutOrStdout(), orEmpty(infos), "")
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTASK\tHOLDER\tSTARTED")

@@ -3,11 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-sandbox/airlock/audit"
 	"github.com/airlock-sandbox/airlock/enforcer"
 	"github.com/airlock-sandbox/airlock/holder"
 	"github.com/airlock-sandbox/airlock/internal/policyflag"
@@ -46,7 +44,7 @@ Exit status 0 when the pool started (or stopped), 125 when it could not.`,
 			if stop {
 				info, err = holder.StopPool(dir)
 			} else {
-				info, err = startPool(cmd, dir, spec, auditFile)
+				info, err = startHolder(cmd, spec.Task, auditFile, holder.Config{Dir: dir, Pool: &spec})
 			}
 			if err != nil {
 				return &exitError{Code: exitSetup, Err: fmt.Errorf("session pool: %w", err)}
@@ -66,36 +64,6 @@ Exit status 0 when the pool started (or stopped), 125 when it could not.`,
 	f.BoolVar(&asJSON, "json", false, "print the pool as one JSON object")
 	policyflag.Add(cmd)
 	return cmd
-}
-
-// startPool checks the policy, resolves every path, and starts the pool
-// holder.
-func startPool(cmd *cobra.Command, dir string, spec holder.PoolSpec, auditFile string) (holder.Info, error) {
-	name, data, err := policySource(cmd, spec.Task)
-	if err != nil {
-		return holder.Info{}, err
-	}
-	if auditFile == "" {
-		auditFile = os.Getenv("AIRLOCK_AUDIT")
-	}
-	if auditFile == "" {
-		if auditFile, err = audit.DefaultPath(); err != nil {
-			return holder.Info{}, err
-		}
-	}
-	if err := absolute(&auditFile); err != nil {
-		return holder.Info{}, err
-	}
-	req := enforcer.SessionRequest{Image: spec.Image}
-	if err := resolveSession(&req); err != nil {
-		return holder.Info{}, err
-	}
-	spec.Image = req.Image
-	if _, err := loadSigner(); err != nil {
-		return holder.Info{}, err
-	}
-	return holder.Start(cmd.Context(), holder.Config{Dir: dir, PolicyName: name, Policy: data, Audit: auditFile, Pool: &spec,
-		Sign: true, AuditKey: os.Getenv("AIRLOCK_AUDIT_KEY"), Self: []string{"session"}})
 }
 
 // startPooled asks the running pool for a session under the policy the

@@ -21,6 +21,14 @@ type cell struct {
 	text, colour string
 }
 
+// paint is s in the SGR colour code ("" for none), when colour is true.
+func paint(colour bool, code, s string) string {
+	if !colour || code == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
 // plain is a row of cells without colour.
 func plain(texts ...string) []cell {
 	row := make([]cell, len(texts))
@@ -47,11 +55,7 @@ func (t *table) write(w io.Writer, gap int, colour bool) error {
 	var b strings.Builder
 	for _, row := range t.rows {
 		for i, c := range row {
-			if colour && c.colour != "" {
-				b.WriteString("\x1b[" + c.colour + "m" + c.text + "\x1b[0m")
-			} else {
-				b.WriteString(c.text)
-			}
+			b.WriteString(paint(colour, c.colour, c.text))
 			if i < len(row)-1 {
 				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c.text)+gap))
 			}

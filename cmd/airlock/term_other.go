@@ -2,7 +2,7 @@
 
 package main
 
-import "os"
+import "io"
 
 // isTerminal reports false: colour is used on Linux terminals only.
-func isTerminal(*os.File) bool { return false }
+func isTerminal(io.Writer) bool { return false }

@@ -84,8 +84,9 @@ func Export(t *export.Task, o Options) ([]byte, error) {
 	}
 	sum := sha256.Sum256(pol)
 	name := "airlock-" + dnsLabel(t.Tool) + "-" + hex.EncodeToString(sum[:4])
-	if err := checkNames(t, name); err != nil {
-		return nil, err
+	// Refused here as Kubernetes would refuse it.
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return nil, fmt.Errorf("export k8s: name %q from tool %q: %s", name, t.Tool, strings.Join(errs, "; "))
 	}
 	labels := map[string]string{"app.kubernetes.io/name": "airlock", "app.kubernetes.io/instance": name}
 	annotations := map[string]string{"airlock.dev/tool": t.Tool, "airlock.dev/task": t.TaskName,
@@ -148,15 +149,6 @@ func Export(t *export.Task, o Options) ([]byte, error) {
 		out.Write(b)
 	}
 	return out.Bytes(), nil
-}
-
-// checkNames refuses what Kubernetes would: an object name that is not
-// a DNS label.
-func checkNames(t *export.Task, name string) error {
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return fmt.Errorf("export k8s: name %q from tool %q: %s", name, t.Tool, strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // dnsLabel makes s fit in a DNS label: lower case, [a-z0-9-], at most 40

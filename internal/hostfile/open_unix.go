@@ -33,21 +33,20 @@ func open(path string, flags int) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, openError(path, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return nil, nil, notRegular(path, fileType(uint32(st.Mode)))
-	}
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
-		return nil, nil, fmt.Errorf("open %s: %w", path, err)
-	}
+	return regular(fd, path)
+}
+
+// regular makes fd, opened at path, a file in blocking mode, or closes it
+// and refuses it when it is not a regular file.
+func regular(fd int, path string) (*os.File, fs.FileInfo, error) {
 	f := os.NewFile(uintptr(fd), path)
 	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = notRegular(path, fi.Mode())
+	}
+	if err == nil {
+		err = unix.SetNonblock(fd, false)
+	}
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -87,18 +86,11 @@ func Create(path string, perm os.FileMode) (*os.File, error) {
 	if err != nil {
 		return nil, openError(path, err)
 	}
-	f := os.NewFile(uintptr(fd), path)
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = notRegular(path, fi.Mode())
-	}
-	if err == nil {
-		err = unix.SetNonblock(fd, false)
-	}
-	if err == nil {
-		err = f.Truncate(0)
-	}
+	f, _, err := regular(fd, path)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(0); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -126,21 +118,4 @@ func openFlags(path string, flags int, perm uint32) (int, error) {
 			return fd, err
 		}
 	}
-}
-
-// fileType is the fs.FileMode type bits of a stat(2) mode.
-func fileType(mode uint32) fs.FileMode {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		return fs.ModeDevice
-	}
-	return fs.ModeIrregular
 }

@@ -9,17 +9,6 @@ import (
 	"github.com/airlock-sandbox/airlock/policy"
 )
 
-// level orders verdicts by what they let happen.
-func level(v decision.Verdict) int {
-	switch v {
-	case decision.Allow:
-		return 2
-	case decision.Escalate:
-		return 1
-	}
-	return 0
-}
-
 // sig is a signature as the command gate matches it: the arguments must
 // equal args, or start with them when extra.
 type sig struct {
@@ -82,7 +71,7 @@ func diffCommands(c *changes, a, b *policy.Policy, da, db *decider) {
 			for _, p := range probeDirs(probes) {
 				args, argv := p.args, append([]string{command}, p.args...)
 				oa, ob := da.commandIn(tool, argv, p.dir), db.commandIn(tool, argv, p.dir)
-				if level(ob.Verdict) <= level(oa.Verdict) {
+				if ob.Verdict.Rank() <= oa.Verdict.Rank() {
 					continue
 				}
 				if !hadScope {

@@ -111,14 +111,10 @@ func diffBudget(c *changes, subject string, o, n *policy.Budget) {
 	if n == nil {
 		n = &policy.Budget{}
 	}
-	diffBudgetLimits(c, subject, limitsOf(*o), limitsOf(*n))
+	diffBudgetLimits(c, subject, o.Limits(), n.Limits())
 	for _, h := range sortedKeys(o.Hosts) {
 		diffBudgetLimits(c, subject+" for "+h, o.Hosts[h], n.Hosts[h])
 	}
-}
-
-func limitsOf(b policy.Budget) policy.BudgetLimits {
-	return policy.BudgetLimits{BytesOut: b.BytesOut, BytesIn: b.BytesIn, Requests: b.Requests, Connections: b.Connections, ConcurrentConnections: b.ConcurrentConnections}
 }
 
 func diffBudgetLimits(c *changes, subject string, o, n policy.BudgetLimits) {

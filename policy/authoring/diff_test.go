@@ -215,7 +215,7 @@ func kindsOf(cs []Change) []string {
 }
 
 func TestDiffSame(t *testing.T) {
-	for _, src := range []string{oldPolicy, string(policy.DefaultJSON())} {
+	for _, src := range []string{oldPolicy, string(policy.Default().Data)} {
 		a, b := parse(t, "a.json", src), parse(t, "b.json", src)
 		d, err := Diff(a.Policy, b.Policy)
 		if err != nil {

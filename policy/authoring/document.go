@@ -260,14 +260,16 @@ func kindName(k yaml.Kind) string {
 // jsonWidth is the width a container is written within on one line.
 const jsonWidth = 100
 
-// writeJSON writes n as JSON at the given indent.
+// writeJSON writes n as JSON at the given indent, a container on one
+// line when it fits; at indent -1, on one line, with a space after each
+// comma and colon.
 func writeJSON(w *bytes.Buffer, n *yaml.Node, indent int) error {
 	if n.Kind == yaml.ScalarNode {
 		return writeScalar(w, n)
 	}
 	if indent > 0 {
 		var line bytes.Buffer
-		if err := writeInline(&line, n); err != nil {
+		if err := writeJSON(&line, n, -1); err != nil {
 			return err
 		}
 		if indent+line.Len() <= jsonWidth {
@@ -275,57 +277,29 @@ func writeJSON(w *bytes.Buffer, n *yaml.Node, indent int) error {
 			return nil
 		}
 	}
-	open, close, step := byte('['), byte(']'), 1
-	if n.Kind == yaml.MappingNode {
-		open, close, step = '{', '}', 2
-	}
-	if len(n.Content) == 0 {
-		w.WriteByte(open)
-		w.WriteByte(close)
-		return nil
-	}
-	w.WriteByte(open)
-	pad := strings.Repeat(" ", indent+2)
-	for i := 0; i < len(n.Content); i += step {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		w.WriteString("\n" + pad)
-		v := n.Content[i]
-		if step == 2 {
-			if err := writeScalar(w, n.Content[i]); err != nil {
-				return err
-			}
-			w.WriteString(": ")
-			v = n.Content[i+1]
-		}
-		if err := writeJSON(w, v, indent+2); err != nil {
-			return err
-		}
-	}
-	w.WriteString("\n" + strings.Repeat(" ", indent))
-	w.WriteByte(close)
-	return nil
-}
-
-// writeInline writes n as JSON on one line, with a space after each
-// comma and colon.
-func writeInline(w *bytes.Buffer, n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		return writeScalar(w, n)
-	}
 	open, close, step := "[", "]", 1
 	if n.Kind == yaml.MappingNode {
-		open, close, step = "{ ", " }", 2
+		open, close, step = "{", "}", 2
 	}
 	if len(n.Content) == 0 {
-		w.WriteString(strings.TrimSpace(open) + strings.TrimSpace(close))
+		w.WriteString(open + close)
 		return nil
+	}
+	// sep goes before each item, but the first on one line; end before
+	// the close.
+	next, sep, end := -1, " ", ""
+	if indent >= 0 {
+		next, sep, end = indent+2, "\n"+strings.Repeat(" ", indent+2), "\n"+strings.Repeat(" ", indent)
+	} else if step == 2 {
+		open, close = "{ ", " }"
 	}
 	w.WriteString(open)
 	for i := 0; i < len(n.Content); i += step {
 		if i > 0 {
-			w.WriteString(", ")
+			w.WriteByte(',')
+		}
+		if i > 0 || indent >= 0 {
+			w.WriteString(sep)
 		}
 		v := n.Content[i]
 		if step == 2 {
@@ -335,11 +309,11 @@ func writeInline(w *bytes.Buffer, n *yaml.Node) error {
 			w.WriteString(": ")
 			v = n.Content[i+1]
 		}
-		if err := writeInline(w, v); err != nil {
+		if err := writeJSON(w, v, next); err != nil {
 			return err
 		}
 	}
-	w.WriteString(close)
+	w.WriteString(end + close)
 	return nil
 }
 

@@ -65,27 +65,18 @@ func examples(l *policy.Loaded) ([]example, error) {
 	}
 	var xs []example
 	add := func(path string, o Outcome) { xs = append(xs, example{at: &policy.Error{Path: path}, outcome: o}) }
-	for _, tool := range sortedKeys(l.ToolScopes) {
-		scope := l.ToolScopes[tool]
-		for _, list := range []struct {
-			name    string
-			verdict decision.Verdict
-			rules   []policy.CommandPattern
-		}{{"deny", decision.Deny, scope.Deny}, {"escalate", decision.Escalate, scope.Escalate}, {"allow", decision.Allow, scope.Allow}} {
-			for i, r := range list.rules {
-				if r.Examples == nil {
-					continue
-				}
-				at := strict.Index(strict.Field("toolScopes", tool)+"."+list.name, i) + ".examples"
-				for j, argv := range r.Examples.Match {
-					add(strict.Index(at+".match", j), commandExample(d, tool, argv, r.Name, list.verdict, true))
-				}
-				for j, argv := range r.Examples.NotMatch {
-					add(strict.Index(at+".notMatch", j), commandExample(d, tool, argv, r.Name, list.verdict, false))
-				}
-			}
+	l.EachRule(func(tool, list, at string, r policy.CommandPattern) {
+		if r.Examples == nil {
+			return
 		}
-	}
+		v := map[string]decision.Verdict{"deny": decision.Deny, "escalate": decision.Escalate, "allow": decision.Allow}[list]
+		for j, argv := range r.Examples.Match {
+			add(strict.Index(at+".examples.match", j), commandExample(d, tool, argv, r.Name, v, true))
+		}
+		for j, argv := range r.Examples.NotMatch {
+			add(strict.Index(at+".examples.notMatch", j), commandExample(d, tool, argv, r.Name, v, false))
+		}
+	})
 	if l.Egress != nil {
 		for _, task := range sortedKeys(l.Egress.TaskAllowlist) {
 			for i, e := range l.Egress.TaskAllowlist[task] {

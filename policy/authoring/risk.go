@@ -83,13 +83,7 @@ func workspaceProgram(p *policy.Policy, tool, command string) bool {
 	if !path.IsAbs(command) {
 		return false
 	}
-	trees := append(slices.Clone(writableTrees), p.FilesystemFor(tool).ReadWrite...)
-	for _, t := range trees {
-		if command == t || strings.HasPrefix(command, strings.TrimSuffix(t, "/")+"/") {
-			return true
-		}
-	}
-	return false
+	return under(command, slices.Concat(writableTrees, p.FilesystemFor(tool).ReadWrite))
 }
 
 // commandRisks are the notes on a rule for tool running command.

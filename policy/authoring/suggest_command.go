@@ -223,10 +223,8 @@ func (s *suggester) commandSuggestion(k commandKey, sigs []*signature, prefix []
 // ruleNames are the names of a tool's rules.
 func ruleNames(ts policy.ToolScope) []string {
 	var names []string
-	for _, list := range [][]policy.CommandPattern{ts.Allow, ts.Escalate, ts.Deny} {
-		for _, r := range list {
-			names = append(names, r.Name)
-		}
+	for _, r := range allRules(ts) {
+		names = append(names, r.Name)
 	}
 	return names
 }

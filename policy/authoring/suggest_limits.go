@@ -162,7 +162,7 @@ func (s *suggester) budgetSuggestions() []*Suggestion {
 			s.leave(subject, "the policy has no such budget now", recs...)
 			continue
 		}
-		limits := policy.BudgetLimits{BytesOut: b.BytesOut, BytesIn: b.BytesIn, Requests: b.Requests, Connections: b.Connections, ConcurrentConnections: b.ConcurrentConnections}
+		limits := b.Limits()
 		if k.host != "" {
 			limits, keys = b.Hosts[k.host], append(keys, "hosts", k.host)
 		}

@@ -137,37 +137,28 @@ func (b *Box) CopyIn(dir string) error {
 // Inside maps a path as a command names it (the sandbox's /workspace,
 // /tmp and /findings; a Bind's inside path) to the host path it is in
 // the box, and leaves every other path as it is.
-func (b *Box) Inside(p string) string {
-	for _, m := range [][2]string{{WorkspaceDir, b.Workspace}, {TmpDir, b.Tmp}, {FindingsDir, b.Findings}} {
-		if p == m[0] {
-			return m[1]
-		}
-		if rest, ok := strings.CutPrefix(p, m[0]+"/"); ok {
-			return path.Join(m[1], rest)
-		}
-	}
-	for _, bd := range b.cfg.Binds {
-		if p == bd.Inside {
-			return bd.Host
-		}
-	}
-	return p
-}
+func (b *Box) Inside(p string) string { return b.translate(p, 0) }
 
 // Name is the path a command names the host path p by: Inside's
 // reverse, for the result's Path.
-func (b *Box) Name(p string) string {
+func (b *Box) Name(p string) string { return b.translate(p, 1) }
+
+// translate maps p from one side of the box's pairs of paths (0 as a
+// command names it, 1 as the host does) to the other; a bind's pair
+// maps only the path itself.
+func (b *Box) translate(p string, from int) string {
+	to := 1 - from
 	for _, m := range [][2]string{{WorkspaceDir, b.Workspace}, {TmpDir, b.Tmp}, {FindingsDir, b.Findings}} {
-		if p == m[1] {
-			return m[0]
+		if p == m[from] {
+			return m[to]
 		}
-		if rest, ok := strings.CutPrefix(p, m[1]+"/"); ok {
-			return path.Join(m[0], rest)
+		if rest, ok := strings.CutPrefix(p, m[from]+"/"); ok {
+			return path.Join(m[to], rest)
 		}
 	}
 	for _, bd := range b.cfg.Binds {
-		if p == bd.Host {
-			return bd.Inside
+		if m := [2]string{bd.Inside, bd.Host}; p == m[from] {
+			return m[to]
 		}
 	}
 	return p
