@@ -1,8 +1,6 @@
 package authoring
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
 	"io"
 
@@ -19,34 +17,21 @@ const MaxRecords = 100_000
 // ends the reading with its error: a suggestion comes only from records
 // the chain vouches for.
 func ReadLog(r io.Reader, f audit.Filter) ([]audit.Event, error) {
-	v := audit.NewVerifier("")
-	br := bufio.NewReaderSize(r, 64<<10)
 	var out []audit.Event
-	for {
-		line, err := readLine(br, audit.MaxLineBytes)
-		switch {
-		case errors.Is(err, io.EOF):
-			if _, err := v.End(line); err != nil {
-				return nil, err
-			}
-			return out, nil
-		case errors.Is(err, errLineTooLong):
-			return nil, v.TooLong()
-		case err != nil:
-			return nil, fmt.Errorf("audit: read: %w", err)
-		}
-		ev, ok, err := v.Line(line)
-		if err != nil {
-			return nil, err
-		}
-		if !ok || !f.Match(ev) || !refusal(ev) {
-			continue
+	_, err := audit.NewVerifier("").ReadAll(r, func(ev audit.Event) error {
+		if !f.Match(ev) || !refusal(ev) {
+			return nil
 		}
 		if len(out) == MaxRecords {
-			return nil, fmt.Errorf("audit: more than %d refusals selected: select fewer (--run, --session, --since)", MaxRecords)
+			return fmt.Errorf("audit: more than %d refusals selected: select fewer (--run, --session, --since)", MaxRecords)
 		}
 		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // refusal reports whether ev is a record Suggest reads.
@@ -60,25 +45,4 @@ func refusal(ev audit.Event) bool {
 		return ev.Kind == audit.KindResource
 	}
 	return false
-}
-
-var errLineTooLong = errors.New("line too long")
-
-// readLine returns the next line without its newline; at the end of r,
-// io.EOF with what follows the last newline.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		switch {
-		case len(line) > max+1:
-			return nil, errLineTooLong
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		}
-		return line, err
-	}
 }
