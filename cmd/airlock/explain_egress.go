@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-sandbox/airlock/egress"
 	"github.com/airlock-sandbox/airlock/internal/termtext"
 	"github.com/airlock-sandbox/airlock/policy"
+	"github.com/airlock-sandbox/airlock/policy/authoring"
 )
 
 // egressExplanation is explain's output for the egress gate.
@@ -130,34 +131,20 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 	if err != nil {
 		return err
 	}
-	port := uint16(80)
-	if u.Scheme == "https" {
-		port = 443
-	}
-	d, t := g.CheckHostPort(task, u.Host, port)
-	ex := requestExplanation{egressExplanation: egressExplanation{Gate: d.Gate, Target: t.String(), Policy: pol.Info()},
-		Host: stageDecision{Verdict: d.Verdict, Reason: d.Why(), Rule: d.Rule}}
-	// As the proxy decides it: without the headers it does not forward.
-	up := egress.ForwardHeader(hdr)
-	q := &egress.Request{Host: t.String(), Method: method, Path: u.EscapedPath(), RawQuery: u.RawQuery, Header: hdr, Upgrade: up}
+	r := authoring.DecideRequest(g, task, policy.EntryExample{HostPort: u.Host, Method: method, URL: u}, hdr)
+	ex := requestExplanation{egressExplanation: egressExplanation{Gate: r.Host.Gate, Target: r.Target.String(), Policy: pol.Info()},
+		Host: stageDecision{Verdict: r.Host.Verdict, Reason: r.Host.Why(), Rule: r.Host.Rule}}
 	final := ex.Host
-	switch e := g.Entry(task, d.Rule); {
-	case !d.Allowed():
+	switch {
+	case !r.Host.Allowed():
 		ex.Request = requestDecision{stageDecision: stageDecision{Reason: "the host is refused, so every request to it is"}}
-	case !e.Inspected():
+	case !r.Inspected:
 		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: decision.Allow,
-			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", d.Rule)},
-			Entry: d.Rule}
+			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", r.Entry)},
+			Entry: r.Entry}
 	default:
-		rd := e.CheckRequest(q)
-		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: rd.Verdict, Reason: rd.Why(), Rule: rd.Rule}, Entry: d.Rule, Inspected: true}
-		if rd.Allowed() {
-			ex.Request.Credential = g.Credential(task, t, q)
-		}
-		if why := egress.PlainCredentialRefusal(t, ex.Request.Credential, u.Scheme == "https"); why != "" {
-			ex.Request.stageDecision = stageDecision{Rule: rd.Rule, Reason: why}
-			ex.Request.Credential = ""
-		}
+		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: r.Request.Verdict, Reason: r.Request.Why(), Rule: r.Request.Rule},
+			Entry: r.Entry, Inspected: true, Credential: r.Credential}
 		final = ex.Request.stageDecision
 	}
 	ex.Verdict, ex.Reason, ex.Rule = final.Verdict, final.Reason, final.Rule

@@ -2,6 +2,7 @@ package authoring
 
 import (
 	"fmt"
+	"net/http"
 	"net/netip"
 
 	"github.com/airlock-sandbox/airlock/cmdgate"
@@ -58,6 +59,58 @@ func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) d
 	return dec
 }
 
+// RequestDecision is how the proxy would decide one request.
+type RequestDecision struct {
+	// Target is the request's destination as the gate normalised it.
+	Target egress.Target
+	// Host is the gate's decision on the destination.
+	Host decision.Decision
+	// Entry is the allowlist entry that allowed the destination ("" when
+	// it is refused); Inspected says whether the proxy reads its requests.
+	Entry     string
+	Inspected bool
+	// Request is the decision on the request itself by the entry's rules
+	// (its zero value when the entry is not inspected), refused when the
+	// credential the proxy would add would go in the clear.
+	Request decision.Decision
+	// Credential names the credential the proxy would add, "" for none.
+	Credential string
+}
+
+// DecideRequest decides the request x (a request example: its URL is
+// set) of task with the headers hdr (nil for none) as the proxy behind g
+// would: the destination, then, on an inspected entry, the request as
+// forwarded, without the headers the proxy drops (hdr is edited so).
+func DecideRequest(g *egress.Gate, task string, x policy.EntryExample, hdr http.Header) RequestDecision {
+	var r RequestDecision
+	r.Host, r.Target = g.CheckHostPort(task, x.HostPort, x.DefaultPort())
+	if !r.Host.Allowed() {
+		return r
+	}
+	r.Entry = r.Host.Rule
+	e := g.Entry(task, r.Entry)
+	if r.Inspected = e.Inspected(); !r.Inspected {
+		return r
+	}
+	q := proxyRequest(r.Target, x, hdr)
+	r.Request = e.CheckRequest(q)
+	if r.Request.Allowed() {
+		r.Credential = g.Credential(task, r.Target, q)
+	}
+	if why := egress.PlainCredentialRefusal(r.Target, r.Credential, x.URL.Scheme == "https"); why != "" {
+		r.Request = decision.Decision{Gate: decision.GateEgress, Rule: r.Request.Rule, Reason: why}
+		r.Credential = ""
+	}
+	return r
+}
+
+// proxyRequest is the request x to t as the proxy decides it: with the
+// headers of hdr it forwards.
+func proxyRequest(t egress.Target, x policy.EntryExample, hdr http.Header) *egress.Request {
+	up := egress.ForwardHeader(hdr)
+	return &egress.Request{Host: t.String(), Method: x.Method, Path: x.URL.EscapedPath(), RawQuery: x.URL.RawQuery, Header: hdr, Upgrade: up}
+}
+
 // request decides an entry example: the destination, then, for a
 // request, the request itself as the proxy decides one to an inspected
 // entry (an entry that is not inspected carries it unread). It returns
@@ -65,25 +118,19 @@ func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) d
 // for a destination example, or when the destination is refused; the
 // entry's name as its rule when the entry allows it without one).
 func (d *decider) request(task string, x policy.EntryExample) (host, req decision.Decision) {
-	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
-	if !host.Allowed() || x.URL == nil {
+	if x.URL == nil {
+		host, _ = d.eg.CheckHostPort(task, x.HostPort, 0)
 		return host, host
 	}
-	e := d.eg.Entry(task, host.Rule)
-	if !e.Inspected() {
-		return host, host
+	r := DecideRequest(d.eg, task, x, nil)
+	if !r.Inspected {
+		return r.Host, r.Host
 	}
-	q := &egress.Request{Host: t.String(), Method: x.Method, Path: x.URL.EscapedPath(), RawQuery: x.URL.RawQuery}
-	req = e.CheckRequest(q)
-	if !req.Allowed() {
-		return host, req
+	req = r.Request
+	if req.Allowed() && req.Rule == "" {
+		req.Rule = r.Entry
 	}
-	if why := egress.PlainCredentialRefusal(t, d.eg.Credential(task, t, q), x.URL.Scheme == "https"); why != "" {
-		req = decision.Decision{Gate: decision.GateEgress, Rule: req.Rule, Reason: why}
-	} else if req.Rule == "" {
-		req.Rule = host.Rule
-	}
-	return host, req
+	return r.Host, req
 }
 
 // credential names the credential the proxy would add to the request
@@ -93,8 +140,7 @@ func (d *decider) credential(task string, x policy.EntryExample) string {
 	if !host.Allowed() || x.URL == nil {
 		return ""
 	}
-	q := &egress.Request{Host: t.String(), Method: x.Method, Path: x.URL.EscapedPath(), RawQuery: x.URL.RawQuery}
-	return d.eg.Credential(task, t, q)
+	return d.eg.Credential(task, t, proxyRequest(t, x, nil))
 }
 
 // shown is a decision as a table shows it: the verdict, and the rule
