@@ -140,11 +140,11 @@ func explainRequest(w io.Writer, pol *policy.Loaded, task, rawURL, method string
 		ex.Request = requestDecision{stageDecision: stageDecision{Reason: "the host is refused, so every request to it is"}}
 	case !r.Inspected:
 		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: decision.Allow,
-			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", r.Entry)},
-			Entry: r.Entry}
+			Reason: fmt.Sprintf("entry %q is not inspected: the tunnel is opaque, and what it carries is not decided request by request", r.Host.Rule)},
+			Entry: r.Host.Rule}
 	default:
 		ex.Request = requestDecision{stageDecision: stageDecision{Verdict: r.Request.Verdict, Reason: r.Request.Why(), Rule: r.Request.Rule},
-			Entry: r.Entry, Inspected: true, Credential: r.Credential}
+			Entry: r.Host.Rule, Inspected: true, Credential: r.Credential}
 		final = ex.Request.stageDecision
 	}
 	ex.Verdict, ex.Reason, ex.Rule = final.Verdict, final.Reason, final.Rule

@@ -65,9 +65,8 @@ type RequestDecision struct {
 	Target egress.Target
 	// Host is the gate's decision on the destination.
 	Host decision.Decision
-	// Entry is the allowlist entry that allowed the destination ("" when
-	// it is refused); Inspected says whether the proxy reads its requests.
-	Entry     string
+	// Inspected says whether the allowlist entry that allowed the
+	// destination (Host.Rule) has the proxy read its requests.
 	Inspected bool
 	// Request is the decision on the request itself by the entry's rules
 	// (its zero value when the entry is not inspected), refused when the
@@ -87,8 +86,7 @@ func DecideRequest(g *egress.Gate, task string, x policy.EntryExample, hdr http.
 	if !r.Host.Allowed() {
 		return r
 	}
-	r.Entry = r.Host.Rule
-	e := g.Entry(task, r.Entry)
+	e := g.Entry(task, r.Host.Rule)
 	if r.Inspected = e.Inspected(); !r.Inspected {
 		return r
 	}
@@ -128,7 +126,7 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 	}
 	req = r.Request
 	if req.Allowed() && req.Rule == "" {
-		req.Rule = r.Entry
+		req.Rule = r.Host.Rule
 	}
 	return r.Host, req
 }
