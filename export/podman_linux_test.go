@@ -111,6 +111,9 @@ func (lab *podmanLab) run(t *testing.T, task string, args ...string) (payload.Re
 	}
 	before := netnsNames(t)
 	cmd := exec.Command("sh", "-c", out.Script)
+	// podman's monitor (conmon) writes a file named oom into its working
+	// directory when the container is killed for memory: not the package's.
+	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "AIRLOCK="+lab.airlock, "AIRLOCK_AUDIT="+lab.audit, "AIRLOCK_PODMAN_FLAGS="+testutil.PodmanFlags)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -126,7 +126,8 @@ func send(conn Conn, frame []byte, files []*os.File) error {
 	return err
 }
 
-// terminal reports whether w is a terminal.
+// terminal reports whether w is a terminal, by syscall rather than
+// golang.org/x/term: the quick client links no golang.org/x/sys.
 func terminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
