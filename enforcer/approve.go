@@ -29,10 +29,6 @@ type ApprovalStore interface {
 	Redeem(id string, want approval.Request) (approval.Request, approval.Answer, error)
 }
 
-// DefaultApprovalTTL is how long an approval request waits for its
-// answer and its redemption when Options.ApprovalTTL is zero.
-const DefaultApprovalTTL = 15 * time.Minute
-
 // RunScope is the Session of an approval request made by Run: a run's
 // approval is bound to all the request shows but the run's id, and
 // redeemed by a later run (`airlock run --approval ID`), which has its
@@ -135,9 +131,9 @@ func (a *attempt) refuse(ref *Refusal, code int, err error) (bool, error) {
 // request makes the approval request for want: kept in the store, or,
 // with an Approver alone, minted here and kept nowhere.
 func (e *Enforcer) request(store ApprovalStore, want approval.Request) (approval.Request, error) {
-	ttl := e.opts.ApprovalTTL
+	ttl := e.pol.ApprovalConfig().TTL // approvals.ttlSeconds, else approval.DefaultTTL
 	if ttl <= 0 {
-		ttl = DefaultApprovalTTL
+		ttl = approval.DefaultTTL
 	}
 	if store != nil {
 		r, err := store.Create(want, ttl)

@@ -96,6 +96,27 @@ func TestEscalationWithoutApprovalPath(t *testing.T) {
 	}
 }
 
+// TestApprovalRequestLivesThePolicysTTL: an approval request expires
+// after the policy's approvals.ttlSeconds, else approval.DefaultTTL.
+func TestApprovalRequestLivesThePolicysTTL(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want time.Duration
+	}{
+		{testPolicy, approval.DefaultTTL},
+		{strings.Replace(testPolicy, "{", `{"approvals": {"ttlSeconds": 60},`, 1), time.Minute},
+	} {
+		store := newMemStore()
+		f := newFixtureWith(t, c.src, false, nil, func(o *enforcer.Options) { o.Approvals = store })
+		if _, err := f.enf.Run(context.Background(), askReq(&bytes.Buffer{})); err != nil {
+			t.Fatal(err)
+		}
+		if r := store.only(); r.Expires.Sub(r.Created) != c.want {
+			t.Errorf("request lives %v, want %v", r.Expires.Sub(r.Created), c.want)
+		}
+	}
+}
+
 // TestEscalationRequestsAndRedeems walks the operator's path: an
 // escalation makes a request bound to the tool, the exact argv and the
 // policy (exit 75, its id in the refusal); once approved, the same

@@ -279,15 +279,14 @@ func alwaysBlocked(ev proxy.Event) bool {
 // CA, the credentials, the budgets and the record of every decision.
 func (g *wayOut) config(record func(proxy.Event) error) proxy.Config {
 	return proxy.Config{
-		Task:          g.task,
-		Gate:          g.e.egress,
-		Resolver:      g.e.opts.Resolver,
-		Dialer:        g.e.opts.Dialer,
-		Record:        record,
-		UpstreamRoots: g.e.opts.UpstreamRoots,
-		CA:            g.ca,
-		Credentials:   g.creds,
-		Budgets:       g.budgets,
+		Task:        g.task,
+		Gate:        g.e.egress,
+		Resolver:    g.e.opts.Resolver,
+		Dialer:      g.e.opts.Dialer,
+		Record:      record,
+		CA:          g.ca,
+		Credentials: g.creds,
+		Budgets:     g.budgets,
 	}
 }
 

@@ -3,7 +3,6 @@ package enforcer
 import (
 	"context"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -43,9 +42,6 @@ type Options struct {
 	// Tests replace them so that nothing leaves the host.
 	Resolver proxy.Resolver
 	Dialer   proxy.Dialer
-	// UpstreamRoots verify the destinations of inspected entries that
-	// name no CA of their own; nil means the host's roots.
-	UpstreamRoots *x509.CertPool
 	// Binds are extra host paths bound read-only into every sandbox (the
 	// demo and the self-test bind airlock's own binary as their payload).
 	Binds []sandbox.Bind
@@ -67,9 +63,6 @@ type Options struct {
 	// operator can answer them (`airlock approve`) and a later request
 	// can redeem the approval (Request.Approval, StepRequest.Approval).
 	Approvals ApprovalStore
-	// ApprovalTTL is how long a request lives; 0 means the policy's
-	// approvals.ttlSeconds, else DefaultApprovalTTL.
-	ApprovalTTL time.Duration
 }
 
 // New compiles pol's gates once and returns an Enforcer that records every
@@ -83,13 +76,9 @@ func New(pol *policy.Loaded, log *audit.Log, opts Options) (*Enforcer, error) {
 		return nil, fmt.Errorf("enforcer: %w", err)
 	}
 	// The policy's approvals section: its decider answers when the
-	// caller brought no Approver, and its ttl when the caller set none.
-	ac := pol.ApprovalConfig()
-	if opts.Approver == nil && ac.Decider != nil {
+	// caller brought no Approver.
+	if ac := pol.ApprovalConfig(); opts.Approver == nil && ac.Decider != nil {
 		opts.Approver = &approval.Decider{Argv: ac.Decider, Timeout: ac.DeciderTimeout}
-	}
-	if opts.ApprovalTTL == 0 && pol.Approvals != nil && pol.Approvals.TTLSeconds != nil {
-		opts.ApprovalTTL = ac.TTL
 	}
 	return &Enforcer{pol: pol, cmd: cmdgate.Compile(pol.Policy), egress: eg, log: log, opts: opts}, nil
 }

@@ -61,9 +61,6 @@ func (o Report) Tell(stdout, stderr io.Writer, res Result, err error) int {
 // write prints the result on stdout (JSON, Result "-") and to the Result
 // file, once each.
 func (o Report) write(stdout io.Writer, res Result) error {
-	if !o.JSON && o.Result == "" {
-		return nil
-	}
 	if o.JSON || o.Result == "-" {
 		if err := termtext.WriteJSON(stdout, res, "  "); err != nil {
 			return err
