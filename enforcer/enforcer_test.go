@@ -334,6 +334,8 @@ func TestLabEgressCasesFromInside(t *testing.T) {
 		}
 		if len(egress) != 1 || egress[0].Decision != c.decision || !strings.Contains(egress[0].Reason, c.reason) || egress[0].Context.Task != c.task {
 			t.Errorf("%s %s: egress events %+v; want one %s containing %q", c.task, c.url, egress, c.decision, c.reason)
+		} else if x := egress[0].Context; x.Command != "" || x.Path != "" || x.Args != nil || x.Env != nil {
+			t.Errorf("%s %s: egress event's context %+v names the command", c.task, c.url, x)
 		}
 	}
 	if n := res.asked["search.example-corp.net"]; n != 1 {

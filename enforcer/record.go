@@ -11,19 +11,12 @@ import (
 	"github.com/airlock-sandbox/airlock/sandbox"
 )
 
-// egressBase is the context of a run's egress events: the run, tool and
-// task, without the command.
-func egressBase(base audit.Context) audit.Context {
-	base.Command, base.Path, base.Args, base.Env = "", "", nil, nil
-	return base
-}
-
-// egressRecorder records the proxy's events under base, each durable
-// before the connection it allows (a failed write refuses it, and fails
-// the command); a connection's end is written lazily, since nothing
-// waits on it.
+// egressRecorder records the proxy's events under base (its run, tool
+// and task, without the command), each durable before the connection it
+// allows (a failed write refuses it, and fails the command); a
+// connection's end is written lazily, since nothing waits on it.
 func (sc *scribe) egressRecorder(base audit.Context) EgressRecorder {
-	base = egressBase(base)
+	base.Command, base.Path, base.Args, base.Env = "", "", nil, nil
 	return EgressRecorder{
 		Context: func() audit.Context { return base },
 		Record: func(ev audit.Event, lazy bool) error {
