@@ -102,21 +102,6 @@ func (p *Podman) Import(t testing.TB, path, tag string) string {
 	return name + "@" + digest
 }
 
-// SharedDir makes a fresh directory every user may enter (t.TempDir's
-// are root's alone), removed at cleanup.
-func SharedDir(t testing.TB, prefix string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // StaticAirlock builds airlock without cgo into dir, as a container's
 // entrypoint is built, and returns its path.
 func StaticAirlock(t testing.TB, dir string) string {
