@@ -129,6 +129,14 @@ type TarEntry struct {
 // WriteTar writes entries as a tar archive at path, readable by all.
 func WriteTar(t testing.TB, path string, entries []TarEntry) {
 	t.Helper()
+	if err := os.WriteFile(path, tarOf(t, entries), 0o644); err != nil {
+		t.Fatal(fmt.Errorf("write %s: %w", path, err))
+	}
+}
+
+// tarOf is entries as a tar archive.
+func tarOf(t testing.TB, entries []TarEntry) []byte {
+	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	for _, e := range entries {
@@ -155,7 +163,5 @@ func WriteTar(t testing.TB, path string, entries []TarEntry) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(fmt.Errorf("write %s: %w", path, err))
-	}
+	return b.Bytes()
 }
