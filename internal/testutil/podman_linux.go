@@ -107,9 +107,7 @@ func (p *Podman) Import(t testing.TB, path, tag string) string {
 func StaticAirlock(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", bin, "github.com/airlock-sandbox/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := staticBuild(bin, "github.com/airlock-sandbox/airlock/cmd/airlock"); err != nil {
 		t.Fatalf("build airlock: %v\n%s", err, out)
 	}
 	return bin
