@@ -53,22 +53,17 @@ func (l *Log) Prove(cp Checkpoint, evs []Event) ([]RecordProof, error) {
 		}
 		lines[i] = line[:len(line)-1]
 	}
-	var out []RecordProof
-	err := l.locked(func(size int64) error {
-		var err error
-		out, err = proveLines(l.f, size, l.path, cp, lines)
-		return err
+	return locked(l, func(size int64) ([]RecordProof, error) {
+		return proveLines(l.f, size, l.path, cp, lines)
 	})
-	return out, err
 }
 
 // ProveRun returns the proofs, in the tree of cp, of the records of the
 // log whose context names runID (at most MaxProvenRecords, the first and
 // the last halves, and how many were left out).
 func (l *Log) ProveRun(cp Checkpoint, runID string) ([]RecordProof, int, error) {
-	var out []RecordProof
 	omitted := 0
-	err := l.locked(func(size int64) error {
+	out, err := locked(l, func(size int64) ([]RecordProof, error) {
 		var lines [][]byte
 		lr := newLineReader(io.NewSectionReader(l.f, 0, size), MaxLineBytes)
 		for {
@@ -81,12 +76,10 @@ func (l *Log) ProveRun(cp Checkpoint, runID string) ([]RecordProof, int, error) 
 			}
 		}
 		if len(lines) == 0 {
-			return fmt.Errorf("audit: prove: no record of run %s in the checkpoint's tree", shown(runID))
+			return nil, fmt.Errorf("audit: prove: no record of run %s in the checkpoint's tree", shown(runID))
 		}
 		lines, omitted = bounded(lines)
-		var err error
-		out, err = proveLines(l.f, size, l.path, cp, lines)
-		return err
+		return proveLines(l.f, size, l.path, cp, lines)
 	})
 	return out, omitted, err
 }
@@ -100,15 +93,16 @@ func bounded[T any](lines []T) ([]T, int) {
 	return append(slices.Clip(lines[:h]), lines[len(lines)-h:]...), len(lines) - MaxProvenRecords
 }
 
-// locked runs fn with the file locked and its size.
-func (l *Log) locked(fn func(size int64) error) error {
+// locked runs fn with l's file locked and its size.
+func locked[T any](l *Log, fn func(size int64) (T, error)) (T, error) {
+	var zero T
 	if err := l.lock(); err != nil {
-		return err
+		return zero, err
 	}
 	defer l.unlock()
 	fi, err := l.f.Stat()
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return zero, fmt.Errorf("audit: %w", err)
 	}
 	return fn(fi.Size())
 }

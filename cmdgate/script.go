@@ -55,7 +55,7 @@ func (w *walker) script(src string, dirs []string) {
 }
 
 // pos is p as "line:col".
-func pos(p syntax.Pos) string { return posString(p.Line(), p.Col()) }
+func pos(p syntax.Pos) string { return fmt.Sprintf("%d:%d", p.Line(), p.Col()) }
 
 // add records one entry found at p, unless the script already has too
 // many.
@@ -91,22 +91,23 @@ func (w *walker) sorted() ([]decision.ScriptCommand, []string) {
 // refuse records a construct the gate cannot decide: denied, or
 // escalated when the rule's shellUnknown says so.
 func (w *walker) refuse(at syntax.Pos, construct, why string) {
-	w.add(at, decision.ScriptCommand{Pos: pos(at), Command: construct, Args: []string{}, Verdict: w.sr.unknown, Rule: w.sr.name,
-		Reason: why + ": " + w.unknownVerdict()}, w.sr.justification)
+	w.refuseAs(w.sr.unknown, at, construct, why)
 }
 
 // exceed records a script past one of the bounds: a denial, whatever
 // shellUnknown says, as what lies past it is not decided.
 func (w *walker) exceed(at syntax.Pos, construct, why string) {
-	w.add(at, decision.ScriptCommand{Pos: pos(at), Command: construct, Args: []string{}, Verdict: decision.Deny, Rule: w.sr.name,
-		Reason: why + ": deny"}, w.sr.justification)
+	w.refuseAs(decision.Deny, at, construct, why)
 }
 
-func (w *walker) unknownVerdict() string {
-	if w.sr.unknown == decision.Escalate {
-		return "needs human approval"
+// refuseAs records construct at at, refused with v (Deny or Escalate).
+func (w *walker) refuseAs(v decision.Verdict, at syntax.Pos, construct, why string) {
+	end := "deny"
+	if v == decision.Escalate {
+		end = "needs human approval"
 	}
-	return "deny"
+	w.add(at, decision.ScriptCommand{Pos: pos(at), Command: construct, Args: []string{}, Verdict: v, Rule: w.sr.name,
+		Reason: why + ": " + end}, w.sr.justification)
 }
 
 // record records a command found and its decision, and the commands of a

@@ -1,7 +1,6 @@
 package cmdgate
 
 import (
-	"fmt"
 	"path"
 	"strings"
 
@@ -175,9 +174,4 @@ func (s *scope) decideWords(tool, command, key string, words []word, dirs []stri
 		}
 	}
 	return refuseUnmatched(s, tool, command, key, entries)
-}
-
-// posString is a script position as "line:col".
-func posString(line, col uint) string {
-	return fmt.Sprintf("%d:%d", line, col)
 }

@@ -275,14 +275,7 @@ func (r *runner) run(ctx context.Context, a attempt) outcome {
 	req := enforcer.Request{Tool: a.tool, Task: a.task, Command: a.command, Args: a.args,
 		Stdout: &stdout, Stderr: &stderr, RunID: enforcer.NewRunID()}
 	res, err := r.enf.Run(ctx, req)
-	o := outcome{res: res, err: err, stderr: stderr.String(), events: r.eventsOf(req.RunID)}
-	for _, line := range strings.Split(stdout.String(), "\n") {
-		var rep payload.Report
-		if json.Unmarshal([]byte(line), &rep) == nil && rep.Attempt != "" {
-			o.reports = append(o.reports, rep)
-		}
-	}
-	return o
+	return outcome{res: res, err: err, reports: payload.Parse(stdout.Bytes()), stderr: stderr.String(), events: r.eventsOf(req.RunID)}
 }
 
 // offlineResolver answers no lookup: the demo's allowlisted host then

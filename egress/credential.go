@@ -3,7 +3,6 @@ package egress
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 )
 
@@ -74,7 +73,6 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 		return ""
 	}
 	var path string
-	var query url.Values
 	for _, c := range g.creds {
 		if !c.forTarget(task, t) {
 			continue
@@ -86,7 +84,7 @@ func (g *Gate) Credential(task string, t Target, q *Request) string {
 			}
 			path = p
 		}
-		if c.match.matches(q, path, query, nil) {
+		if c.match.matches(q, path, nil, nil) { // a credential's scope has no query or header conditions
 			return c.name
 		}
 	}

@@ -332,7 +332,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 }
 
 // SessionOn opens a session on sb, a sandbox its caller started
-// (StartSandbox) and probed, and whose proxy it serves: a plan's launch,
+// (StartSandbox), probed and serves (Sandbox.Serve): a plan's launch,
 // which decides and records every step before the sandbox starts
 // (ExecDecided) and writes its own records through the session (Record).
 // The session claims nothing on the audit log, records neither its start
@@ -343,8 +343,7 @@ func (s *Session) Exec(ctx context.Context, st StepRequest) (Result, error) {
 // alert and why, where an opened session would stop itself
 // (alertstop.go); stop must not wait for the session's step.
 func (e *Enforcer) SessionOn(sb *Sandbox, id string, stop func(alert audit.Event, why string)) *Session {
-	s := &Session{e: e, id: id, built: &built{sb: sb, rootfs: sb.rootfs}, hosted: true, stop: stop,
-		started: time.Now(), done: make(chan struct{})}
+	s := &Session{e: e, id: id, built: &built{sb: sb, rootfs: sb.rootfs}, hosted: true, stop: stop}
 	s.sc = e.newScribe(nil)
 	s.sc.alarm = s.alarmed
 	s.serving.Store(true)
@@ -361,7 +360,6 @@ func (e *Enforcer) SessionOn(sb *Sandbox, id string, stop func(alert audit.Event
 func (s *Session) ExecDecided(ctx context.Context, base audit.Context, st StepRequest, d decision.Decision) (Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.steps++
 	a := s.e.newAttempt(s.sc, s, st, base)
 	n, _ := strconv.Atoi(base.Details["step"])
 	a.d, a.res = d, newResult(base.RunID, base.RunID, n, d, time.Now())

@@ -204,7 +204,7 @@ func Parse(name string, data []byte) (*Loaded, error) {
 	if err != nil {
 		return nil, strict.InFile(err, name)
 	}
-	if errs := validate(&p); len(errs) > 0 {
+	if errs := p.Validate(); len(errs) > 0 {
 		where.Place(errs, name)
 		return nil, errs
 	}

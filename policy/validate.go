@@ -37,9 +37,7 @@ var checks = []check{
 
 // Validate checks p as loading does (Parse), without the positions of a
 // file: for a policy built in memory, before it is written out.
-func (p *Policy) Validate() Errors { return validate(p) }
-
-func validate(p *Policy) Errors {
+func (p *Policy) Validate() Errors {
 	var errs Errors
 	for _, c := range checks {
 		errs = append(errs, c(p)...)
@@ -189,54 +187,49 @@ func checkEgressDefault(p *Policy) []*Error {
 
 func checkPaths(p *Policy) []*Error {
 	var errs []*Error
-	abs := func(at, what string, list []string, rootOK bool) {
+	var host *hostpath.Checker
+	// abs checks that each of list is a clean absolute path, not the
+	// root; field, when not "", is the filesystem field that shows them
+	// to the sandbox, whose own validation of what it may show (its
+	// words, its real path, its place among this host's mounts) they must
+	// pass too: run refuses the same paths, and the init checks again what
+	// it binds.
+	abs := func(at, what, field string, list []string) {
 		for i, dir := range list {
 			where := strict.Index(at, i)
 			switch {
 			case !path.IsAbs(dir) || path.Clean(dir) != dir || !strict.PlainText(dir):
 				errs = append(errs, strict.Problem(where, fmt.Sprintf("%s %q is not a clean absolute path", what, dir),
 					"relative entries would depend on the current directory"))
-			case dir == "/" && !rootOK:
+			case dir == "/":
 				errs = append(errs, strict.Problem(where, fmt.Sprintf("%s may not be the whole host root", what),
 					"bind the directories the command needs, e.g. /usr"))
+			case field != "":
+				var err error
+				if host == nil {
+					host, err = hostpath.NewChecker()
+				}
+				if err == nil {
+					err = host.Check(field, dir)
+				}
+				if err != nil {
+					errs = append(errs, strict.Problem(where, err.Error(),
+						"the sandbox never shows the host's sockets, kernel interfaces, homes or state, nor its own directories (docs/sandbox.md)"))
+				}
 			}
 		}
 	}
-	abs("commandSearchPath", "search path entry", p.CommandSearchPath, false)
+	abs("commandSearchPath", "search path entry", "", p.CommandSearchPath)
 	for i, dir := range p.CommandSearchPath {
 		if t := sandboxTree(dir); t != "" {
 			errs = append(errs, strict.Problem(strict.Index("commandSearchPath", i), fmt.Sprintf("search path entry %q is in %s, which the sandbox writes", dir, t),
 				`a bare name must not find a file the agent wrote; name a workspace program by its path ("/workspace/.venv/bin/*")`))
 		}
 	}
-	// The sandbox's own validation of what it may show (its words, its
-	// real path, its place among this host's mounts): run refuses the
-	// same paths, and the init checks again what it binds.
-	var host *hostpath.Checker
-	shown := func(at, field string, list []string) {
-		for i, dir := range list {
-			if !path.IsAbs(dir) || path.Clean(dir) != dir || !strict.PlainText(dir) || dir == "/" {
-				continue // reported above
-			}
-			var err error
-			if host == nil {
-				host, err = hostpath.NewChecker()
-			}
-			if err == nil {
-				err = host.Check(field, dir)
-			}
-			if err != nil {
-				errs = append(errs, strict.Problem(strict.Index(at, i), err.Error(),
-					"the sandbox never shows the host's sockets, kernel interfaces, homes or state, nor its own directories (docs/sandbox.md)"))
-			}
-		}
-	}
 	fsCheck := func(at string, fs *Filesystem) {
 		if fs != nil {
-			abs(at+".readOnly", "read-only path", fs.ReadOnly, false)
-			abs(at+".readWrite", "read-write path", fs.ReadWrite, false)
-			shown(at+".readOnly", "readOnly", fs.ReadOnly)
-			shown(at+".readWrite", "readWrite", fs.ReadWrite)
+			abs(at+".readOnly", "read-only path", "readOnly", fs.ReadOnly)
+			abs(at+".readWrite", "read-write path", "readWrite", fs.ReadWrite)
 		}
 	}
 	fsCheck("filesystem", p.Filesystem)

@@ -15,6 +15,9 @@ import (
 // that the rule for the host's own addresses refuses (egress.CheckReach):
 // such an entry could never be reached, or means less than it says, and
 // signals a policy that means something other than what airlock will do.
+// It checks the options of an entry written as an object
+// (checkEntryOptions), and refuses a host listed twice in a task when
+// either of the two carries options.
 func checkEgress(p *Policy) []*Error {
 	if p.Egress == nil {
 		return nil
@@ -34,11 +37,19 @@ func checkEgress(p *Policy) []*Error {
 			errs = append(errs, strict.Problem(strict.Field("egress.taskAllowlist", task),
 				fmt.Sprintf("task name %q is empty or has white space or control characters", task), ""))
 		}
+		seen := map[string]int{}
 		for i, ae := range p.Egress.TaskAllowlist[task] {
-			entry, at := ae.Host, strict.Index(strict.Field("egress.taskAllowlist", task), i)
+			entry, base := ae.Host, strict.Index(strict.Field("egress.taskAllowlist", task), i)
+			at := base
 			if !ae.short {
 				at += ".host"
+				errs = append(errs, checkEntryOptions(base, ae)...)
 			}
+			if j, dup := seen[entry]; dup && (!ae.short || !p.Egress.TaskAllowlist[task][j].short) {
+				errs = append(errs, strict.Problem(base, fmt.Sprintf("%q is listed twice in task %q, and one of the two carries options", entry, task),
+					"list each host once, with its options"))
+			}
+			seen[entry] = i
 			switch {
 			case egress.ValidateEntry(entry) != nil:
 				errs = append(errs, strict.Problem(at, egress.ValidateEntry(entry).Error(),
@@ -57,7 +68,6 @@ func checkEgress(p *Policy) []*Error {
 			}
 		}
 	}
-	errs = append(errs, checkEntries(p.Egress)...)
 	if len(errs) == 0 {
 		// The entry checks passed; the gate's own compilation catches what
 		// only the whole section shows (an allowlisted subdomain of a

@@ -10,28 +10,8 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
-// checkEntries checks what allowlist entries written as objects carry:
-// rules only on inspected entries, each rule well formed, and no host
-// listed twice in a task when either of the two carries options.
-func checkEntries(eg *Egress) []*Error {
-	var errs []*Error
-	for _, task := range sortedKeys(eg.TaskAllowlist) {
-		seen := map[string]int{}
-		for i, e := range eg.TaskAllowlist[task] {
-			at := strict.Index(strict.Field("egress.taskAllowlist", task), i)
-			if j, dup := seen[e.Host]; dup && (!e.short || !eg.TaskAllowlist[task][j].short) {
-				errs = append(errs, strict.Problem(at, fmt.Sprintf("%q is listed twice in task %q, and one of the two carries options", e.Host, task),
-					"list each host once, with its options"))
-			}
-			seen[e.Host] = i
-			if !e.short {
-				errs = append(errs, checkEntryOptions(at, e)...)
-			}
-		}
-	}
-	return errs
-}
-
+// checkEntryOptions checks what an allowlist entry written as an object
+// carries: rules only on an inspected entry, each rule well formed.
 func checkEntryOptions(at string, e AllowEntry) []*Error {
 	var errs []*Error
 	if !e.Inspect {

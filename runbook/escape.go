@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/airlock-sandbox/airlock/audit"
@@ -21,23 +22,13 @@ const duringStepPoll = 250 * time.Millisecond
 type escape struct {
 	mu      sync.Mutex
 	signals []Signal
-	once    sync.Once
-	firedCh chan struct{} // closed when the first signal fires
+	started atomic.Bool   // the first signal fired: the procedure started
 	doneCh  chan struct{} // closed when the procedure has finished
 }
 
-func newEscape() *escape {
-	return &escape{firedCh: make(chan struct{}), doneCh: make(chan struct{})}
-}
+func newEscape() *escape { return &escape{doneCh: make(chan struct{})} }
 
-func (e *escape) fired() bool {
-	select {
-	case <-e.firedCh:
-		return true
-	default:
-		return false
-	}
-}
+func (e *escape) fired() bool { return e.started.Load() }
 
 // wait waits for the procedure to finish; call it only once fired.
 func (e *escape) wait() { <-e.doneCh }
@@ -58,20 +49,20 @@ func (l *launch) signal(sigs ...Signal) {
 	l.esc.mu.Lock()
 	l.esc.signals = append(l.esc.signals, sigs...)
 	l.esc.mu.Unlock()
-	l.esc.once.Do(func() {
-		close(l.esc.firedCh)
-		if l.tornDown.Load() {
-			// The sandbox is going or gone: nothing to freeze or keep,
-			// but the suspicion is recorded all the same.
-			defer close(l.esc.doneCh)
-			l.recordSuspicion(sigs[0], "not frozen: the sandbox was already being torn down", "")
-			return
-		}
-		go func() {
-			defer close(l.esc.doneCh)
-			l.suspect(sigs[0])
-		}()
-	})
+	if !l.esc.started.CompareAndSwap(false, true) {
+		return
+	}
+	if l.tornDown.Load() {
+		// The sandbox is going or gone: nothing to freeze or keep, but
+		// the suspicion is recorded all the same.
+		defer close(l.esc.doneCh)
+		l.recordSuspicion(sigs[0], "not frozen: the sandbox was already being torn down", "")
+		return
+	}
+	go func() {
+		defer close(l.esc.doneCh)
+		l.suspect(sigs[0])
+	}()
 }
 
 // alerted is the alert stop of the launch's session: an alert of the
@@ -119,9 +110,8 @@ func (l *launch) recordSuspicion(first Signal, freeze, evidence string) {
 // see; the returned function stops the watch.
 func (l *launch) watchDuring(n int) func() {
 	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
+	var wg sync.WaitGroup
+	wg.Go(func() {
 		t := time.NewTicker(duringStepPoll)
 		defer t.Stop()
 		for {
@@ -135,10 +125,10 @@ func (l *launch) watchDuring(n int) func() {
 				l.signal(l.hostSignals(n)...)
 			}
 		}
-	}()
+	})
 	return func() {
 		close(done)
-		<-stopped
+		wg.Wait()
 	}
 }
 

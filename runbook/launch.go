@@ -147,11 +147,8 @@ func newLaunch(e *enforcer.Enforcer, plan *Plan, opts Options) (*launch, error) 
 // run is Launch's body; each stage returns false when the launch ends
 // there, with l.res filled in.
 func (l *launch) run(ctx context.Context) (Result, error) {
-	if !l.decide() {
-		return l.finish(l.setupErr())
-	}
 	defer l.closeCanary()
-	for _, stage := range []func(context.Context) bool{l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
+	for _, stage := range []func(context.Context) bool{l.decide, l.prepareImage, l.resolve, l.startSandbox, l.startProbes, l.announce} {
 		if !stage(ctx) {
 			return l.finish(l.setupErr())
 		}
@@ -231,8 +228,8 @@ func (l *launch) abandon(ev audit.Event) bool {
 }
 
 // record appends ev durably and shows it, and what the log's hook added,
-// to the enforcer's OnEvent (Enforcer.Record), once the sandbox passed
-// its probes through its session (an alert that ev raises may stop the
+// to the enforcer's OnEvent (Enforcer.Record; once the sandbox passed its
+// probes, Session.Record, so that an alert ev raises may stop the
 // launch), keeping the first record the log refused. It returns ev as
 // written (with its seq and hash).
 func (l *launch) record(ev audit.Event) (audit.Event, error) {

@@ -18,7 +18,7 @@ import (
 // escalated, nothing starts (a plan that would stop half-way for a
 // refusal is refused before it can leave a half-done workspace), and
 // every refused step is named.
-func (l *launch) decide() bool {
+func (l *launch) decide(context.Context) bool {
 	var refused []int
 	for i, s := range l.plan.Steps {
 		d := l.enf.Decide(enforcer.Request{Tool: s.Tool, Command: s.Command, Args: s.Args})

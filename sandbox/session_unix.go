@@ -254,15 +254,7 @@ func (ss *Session) CopyIn(dir string) error {
 // session until Close, which discards the workspace. The patch is
 // untrusted: airlock never applies it.
 func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
-	if ss.frozen.Load() == nil {
-		ss.mu.Lock()
-		defer ss.mu.Unlock()
-	}
-	p, err := ss.changes(opt)
-	if err != nil {
-		return p, fmt.Errorf("sandbox: changes: %w", err)
-	}
-	return p, nil
+	return ss.readBetween("changes", func() (changes.Patch, error) { return ss.changes(opt) })
 }
 
 // FindingsNow lists what the session's findings directory holds now,
@@ -272,13 +264,19 @@ func (ss *Session) Changes(opt changes.Options) (changes.Patch, error) {
 // files are copied out only when the session ends (docs/sandbox.md,
 // "Findings").
 func (ss *Session) FindingsNow(lim changes.Limits) (changes.Patch, error) {
+	return ss.readBetween("findings", func() (changes.Patch, error) { return ss.findingsNow(lim) })
+}
+
+// readBetween runs read between steps, or at once on a frozen session
+// (nothing runs), and names what it failed to read.
+func (ss *Session) readBetween(what string, read func() (changes.Patch, error)) (changes.Patch, error) {
 	if ss.frozen.Load() == nil {
 		ss.mu.Lock()
 		defer ss.mu.Unlock()
 	}
-	p, err := ss.findingsNow(lim)
+	p, err := read()
 	if err != nil {
-		return p, fmt.Errorf("sandbox: findings: %w", err)
+		return p, fmt.Errorf("sandbox: %s: %w", what, err)
 	}
 	return p, nil
 }

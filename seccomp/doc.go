@@ -81,8 +81,9 @@
 // only the low 32 bits for int arguments, exactly what the kernel reads.
 //
 // go generate ./seccomp (on Linux) runs internal/gen, which writes the
-// program, the rules and the table's facts that Describe reports into
-// program_linux_<goarch>.go, one committed file per architecture;
+// program, the calls its table lacks and the table's facts that Describe
+// reports into program_linux_<goarch>.go, one committed file per
+// architecture, and the rules into rules_generated_linux.go;
 // program_linux_others.go gives every other architecture no filter, so
 // Install and Program fail there. This package compiles those files in and
 // never imports the library: an airlock process (the command, then the

@@ -12,7 +12,7 @@ import (
 
 // target is the filter for the architecture this package is built for,
 // assembled at build time by internal/assemble: native, in the generated
-// program_linux_<goarch>.go.
+// program_linux_<goarch>.go (its rules in rules_generated_linux.go).
 type target struct {
 	// arch is the kernel's name for the architecture.
 	arch string
@@ -22,19 +22,17 @@ type target struct {
 	maxSyscall uint32
 	// x32 reports whether x32 calls are killed (amd64).
 	x32 bool
-	// rules are the refusals, in receipt order.
-	rules []Rule
+	// absent are the calls of allRules that the architecture's table
+	// lacks, which Rules leaves out.
+	absent []string
 	// filter is the program, nil where airlock has none.
 	filter []unix.SockFilter
-	// noNetNSRules and noNetNSFilter are the second filter, stacked on
-	// the first in a sandbox without a network namespace of its own
+	// noNetNSFilter is the second filter (noNetNSRules), stacked on the
+	// first in a sandbox without a network namespace of its own
 	// (InstallNoNetNS).
-	noNetNSRules  []Rule
 	noNetNSFilter []unix.SockFilter
-	// noMemcgRules and noMemcgFilter are the third filter, stacked on
-	// the first in a sandbox without a memory cgroup
-	// (InstallNoMemoryCgroup).
-	noMemcgRules  []Rule
+	// noMemcgFilter is the third filter (noMemcgRules), stacked on the
+	// first in a sandbox without a memory cgroup (InstallNoMemoryCgroup).
 	noMemcgFilter []unix.SockFilter
 }
 

@@ -25,19 +25,21 @@ type Rule struct {
 // filter's table (ENOSYS) are described by Describe. The list is the one
 // the filter was generated from (internal/assemble/rules_linux.go).
 func Rules() []Rule {
-	return slices.Clone(native.rules)
+	return slices.DeleteFunc(slices.Clone(allRules), func(r Rule) bool {
+		return slices.Contains(native.absent, r.Syscall)
+	})
 }
 
 // NoNetNSRules returns the refusals of the second filter
 // (InstallNoNetNS).
 func NoNetNSRules() []Rule {
-	return slices.Clone(native.noNetNSRules)
+	return slices.Clone(noNetNSRules)
 }
 
 // NoMemoryCgroupRules returns the refusals of the third filter
 // (InstallNoMemoryCgroup).
 func NoMemoryCgroupRules() []Rule {
-	return slices.Clone(native.noMemcgRules)
+	return slices.Clone(noMemcgRules)
 }
 
 // Describe returns one line for the run receipt, for example
@@ -52,5 +54,5 @@ func Describe() string {
 		kill += " and x32"
 	}
 	return fmt.Sprintf("seccomp filter: %d rules, default allow, %s, ENOSYS above syscall %d (%s)",
-		len(native.rules), kill, native.maxSyscall, native.arch)
+		len(Rules()), kill, native.maxSyscall, native.arch)
 }

@@ -137,7 +137,16 @@ func newEnforcer(cmd *cobra.Command, auditFile, workspace, findings string, adju
 	if err := outsideSandbox(pol, auditFile, workspace, findings); err != nil {
 		return nil, nil, err
 	}
-	log, err := openAudit(auditFile, monitor.New(monitor.ThresholdsFor(pol.Policy)))
+	// The monitor watches every event written to the log, repeated
+	// refusals are coalesced, and the signing key signs a checkpoint at
+	// the end of every run. The key is still being checked here
+	// (prepareSigner): the enforcer waits for the check
+	// (audit.Signer.Check) before anything runs, and so must its callers.
+	signer, err := prepareSigner()
+	if err != nil {
+		return nil, nil, err
+	}
+	log, err := audit.Open(auditFile, audit.WithHook(monitor.New(monitor.ThresholdsFor(pol.Policy))), audit.WithSigner(signer), audit.WithCoalescing())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,17 +225,4 @@ func outsideSandbox(pol *policy.Loaded, auditFile, workspace, findings string) e
 		}
 	}
 	return nil
-}
-
-// openAudit opens the audit file, with the monitor watching every event
-// written to it, repeated refusals coalesced, and the signing key signing
-// a checkpoint at the end of every run. The key is still being checked
-// when it returns (prepareSigner): the enforcer waits for the check
-// (audit.Signer.Check) before anything runs, and so must other callers.
-func openAudit(file string, m *monitor.Monitor) (*audit.Log, error) {
-	signer, err := prepareSigner()
-	if err != nil {
-		return nil, err
-	}
-	return audit.Open(file, audit.WithHook(m), audit.WithSigner(signer), audit.WithCoalescing())
 }

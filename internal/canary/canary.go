@@ -88,25 +88,25 @@ func NewIn(parent string, mode os.FileMode) (*Canary, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("canary: lock: %w", err)
 	}
+	fail := func(what string, err error) (*Canary, error) {
+		lock.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("canary: %s: %w", what, err)
+	}
 	if mode != 0o700 { // MkdirTemp makes it 0700
 		if err := os.Chmod(dir, mode); err != nil {
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("canary: directory: %w", err)
+			return fail("directory", err)
 		}
 	}
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	file := filepath.Join(dir, "canary")
 	if err := os.WriteFile(file, []byte("airlock canary "+hex.EncodeToString(tok[:])+"\n"), 0o600); err != nil {
-		lock.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("canary: file: %w", err)
+		return fail("file", err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		lock.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("canary: listener: %w", err)
+		return fail("listener", err)
 	}
 	c := &Canary{dir: dir, file: file, lock: lock, lis: lis, done: make(chan struct{})}
 	go c.serve()
@@ -156,7 +156,7 @@ func (c *Canary) Close() error {
 		lerr := c.lis.Close()
 		<-c.done
 		if lerr != nil && !errors.Is(lerr, net.ErrClosed) {
-			c.closeErr = fmt.Errorf("canary: close the listener listener: %w", lerr)
+			c.closeErr = fmt.Errorf("canary: close the listener: %w", lerr)
 		}
 		// The file and its directory, and, should anything else have
 		// appeared in the directory, that too.

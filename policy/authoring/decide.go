@@ -47,11 +47,6 @@ func (d *decider) commandIn(tool string, argv []string, dir string) decision.Dec
 	return d.cmd.Decide(tool, argv[0], argv[1:], dir)
 }
 
-// host is the egress gate's decision on task reaching hostport.
-func (d *decider) host(task, hostport string, defaultPort uint16) (decision.Decision, egress.Target) {
-	return d.eg.CheckHostPort(task, hostport, defaultPort)
-}
-
 // resolved is the egress gate's decision on task reaching host:port once
 // the name resolved to addrs (none: the static decision).
 func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) decision.Decision {
@@ -67,9 +62,10 @@ func (d *decider) resolved(task, host string, port uint16, addrs []netip.Addr) d
 // request, the request itself as the proxy decides one to an inspected
 // entry (an entry that is not inspected carries it unread). It returns
 // the destination's decision and the request's (the destination's again
-// for a destination example, or when the destination is refused).
+// for a destination example, or when the destination is refused; the
+// entry's name as its rule when the entry allows it without one).
 func (d *decider) request(task string, x policy.EntryExample) (host, req decision.Decision) {
-	host, t := d.host(task, x.HostPort, x.DefaultPort())
+	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
 	if !host.Allowed() || x.URL == nil {
 		return host, host
 	}
@@ -84,6 +80,8 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 	}
 	if why := egress.PlainCredentialRefusal(t, d.eg.Credential(task, t, q), x.URL.Scheme == "https"); why != "" {
 		req = decision.Decision{Gate: decision.GateEgress, Rule: req.Rule, Reason: why}
+	} else if req.Rule == "" {
+		req.Rule = host.Rule
 	}
 	return host, req
 }
@@ -91,7 +89,7 @@ func (d *decider) request(task string, x policy.EntryExample) (host, req decisio
 // credential names the credential the proxy would add to the request
 // x of task, "" for none.
 func (d *decider) credential(task string, x policy.EntryExample) string {
-	host, t := d.host(task, x.HostPort, x.DefaultPort())
+	host, t := d.eg.CheckHostPort(task, x.HostPort, x.DefaultPort())
 	if !host.Allowed() || x.URL == nil {
 		return ""
 	}

@@ -110,8 +110,8 @@ func diffEgress(c *changes, a, b *policy.Policy, da, db *decider) {
 		}
 		reported, compared := map[string]bool{}, map[[2]string]bool{}
 		for _, t := range targets {
-			oa, _ := da.host(task, t.String(), 0)
-			ob, _ := db.host(task, t.String(), 0)
+			oa, _ := da.eg.CheckHostPort(task, t.String(), 0)
+			ob, _ := db.eg.CheckHostPort(task, t.String(), 0)
 			switch {
 			case !ob.Allowed():
 			case oa.Allowed():

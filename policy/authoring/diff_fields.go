@@ -1,6 +1,7 @@
 package authoring
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 
@@ -60,30 +61,9 @@ func orAll(xs []string, all string) string {
 // diffLimits finds caps and budgets b raises (or removes) over a.
 func diffLimits(c *changes, a, b *policy.Policy) {
 	for _, tool := range sortedKeys(b.ToolScopes) {
-		ca, cb := a.CapsFor(tool), b.CapsFor(tool)
-		for _, f := range []struct {
-			name   string
-			va, vb float64
-		}{{"wallSeconds", ca.WallSeconds, cb.WallSeconds}, {"cpuSeconds", ca.CPUSeconds, cb.CPUSeconds},
-			{"memoryMb", float64(ca.MemoryMB), float64(cb.MemoryMB)}, {"processCount", float64(ca.ProcessCount), float64(cb.ProcessCount)},
-			{"diskWriteMb", float64(ca.DiskWriteMB), float64(cb.DiskWriteMB)}, {"openFiles", float64(ca.OpenFiles), float64(cb.OpenFiles)},
-			{"outputMb", float64(ca.OutputMB), float64(cb.OutputMB)}} {
-			if f.vb > f.va {
-				c.add(KindCapRaised, "tool "+tool, "", "%s %v (%s: %v)", f.name, f.vb, c.a, f.va)
-			}
-		}
+		capsRaised(c, "tool "+tool, a.CapsFor(tool), b.CapsFor(tool))
 	}
-	sa, sb := a.SessionCaps(), b.SessionCaps()
-	for _, f := range []struct {
-		name   string
-		va, vb float64
-	}{{"memoryMb", float64(sa.MemoryMB), float64(sb.MemoryMB)}, {"processCount", float64(sa.ProcessCount), float64(sb.ProcessCount)},
-		{"diskWriteMb", float64(sa.DiskWriteMB), float64(sb.DiskWriteMB)}, {"wallSeconds", sa.WallSeconds, sb.WallSeconds},
-		{"idleSeconds", sa.IdleSeconds, sb.IdleSeconds}} {
-		if f.vb > f.va {
-			c.add(KindCapRaised, "session", "", "%s %v (%s: %v)", f.name, f.vb, c.a, f.va)
-		}
-	}
+	capsRaised(c, "session", a.SessionCaps(), b.SessionCaps())
 	if a.Egress != nil {
 		for _, task := range sortedKeys(a.Egress.Budgets) {
 			var nb *policy.Budget
@@ -102,6 +82,20 @@ func diffLimits(c *changes, a, b *policy.Policy) {
 			nb = b.Session.Egress
 		}
 		diffBudget(c, "budget of the session", a.Session.Egress, nb)
+	}
+}
+
+// capsRaised finds the caps of cb, effective caps (policy.EffectiveCaps,
+// policy.EffectiveSession), that it raises over ca: every field, in
+// order, named by its JSON name, so that no cap is left out.
+func capsRaised[T any](c *changes, subject string, ca, cb T) {
+	va, vb := reflect.ValueOf(ca), reflect.ValueOf(cb)
+	for i := range va.NumField() {
+		name, _, _ := strings.Cut(va.Type().Field(i).Tag.Get("json"), ",")
+		x, y := va.Field(i).Convert(reflect.TypeFor[float64]()).Float(), vb.Field(i).Convert(reflect.TypeFor[float64]()).Float()
+		if y > x {
+			c.add(KindCapRaised, subject, "", "%s %v (%s: %v)", name, y, c.a, x)
+		}
 	}
 }
 

@@ -132,11 +132,7 @@ func entryExample(d *decider, task, s, entry string, match bool) Outcome {
 	}
 	host, req := d.request(task, x)
 	allowed := host.Allowed() && host.Rule == entry && req.Allowed()
-	shownReq := req
-	if shownReq.Rule == "" && req.Allowed() {
-		shownReq.Rule = host.Rule
-	}
-	o.Got, o.Reason = shown(shownReq), req.Why()
+	o.Got, o.Reason = shown(req), req.Why()
 	if match {
 		o.Want = fmt.Sprintf("allow (%s)", entry)
 		o.OK = allowed

@@ -33,10 +33,8 @@ var interpreters = []string{"python", "python3", "python2", "perl", "ruby", "nod
 // launchers run another program named in their arguments.
 var launchers = []string{"env", "xargs", "sudo", "doas", "su", "nohup", "nice", "timeout", "stdbuf", "setsid", "chroot", "unshare", "nsenter", "flock", "strace", "ltrace", "gdb", "find", "parallel", "watch"}
 
-func base(command string) string { return path.Base(command) }
-
 // isShell reports whether command names a shell.
-func isShell(command string) bool { return slices.Contains(shells, base(command)) }
+func isShell(command string) bool { return slices.Contains(shells, path.Base(command)) }
 
 // scriptOption reports whether arg gives a shell a script to run: -c, a
 // cluster of short options holding it ("-ec", "-lc"), or --command.
@@ -89,7 +87,7 @@ func workspaceProgram(p *policy.Policy, tool, command string) bool {
 // commandRisks are the notes on a rule for tool running command.
 func commandRisks(p *policy.Policy, tool string, r policy.CommandPattern) []string {
 	var risks []string
-	b := base(r.Command)
+	b := path.Base(r.Command)
 	switch {
 	case r.Shell:
 		risks = append(risks, "a shell rule: it runs scripts whose every command this tool's rules allow")

@@ -102,24 +102,20 @@ func (s *suggester) commandSuggestions() []*Suggestion {
 			seen[key] = sg
 			sigs = append(sigs, sg)
 		}
-		generalise := !s.opts.Exact && !isShell(k.command) && !slices.Contains(interpreters, base(k.command)) &&
-			!slices.Contains(launchers, base(k.command))
-		clusters := map[string][]*signature{}
-		var firsts []string
+		generalise := !s.opts.Exact && !isShell(k.command) && !slices.Contains(interpreters, path.Base(k.command)) &&
+			!slices.Contains(launchers, path.Base(k.command))
+		var clusters groups[string, *signature] // by first argument
 		if generalise {
 			for _, sg := range sigs {
 				if len(sg.args) > 0 {
-					if _, ok := clusters[sg.args[0]]; !ok {
-						firsts = append(firsts, sg.args[0])
-					}
-					clusters[sg.args[0]] = append(clusters[sg.args[0]], sg)
+					clusters.add(sg.args[0], sg)
 				}
 			}
 		}
 		var exact []*signature
 		prefixed := map[*signature]bool{}
-		for _, first := range firsts {
-			if cl := clusters[first]; len(cl) >= minShared {
+		for _, first := range clusters.keys {
+			if cl := clusters.m[first]; len(cl) >= minShared {
 				out = append(out, s.commandSuggestion(k, cl, commonPrefix(cl)))
 				for _, sg := range cl {
 					prefixed[sg] = true
@@ -173,7 +169,7 @@ func (s *suggester) commandSuggestion(k commandKey, sigs []*signature, prefix []
 	sortRecords(recs)
 	r := &policy.CommandPattern{Command: k.command, Examples: &policy.CommandExamples{Match: argvs},
 		Justification: "suggested by airlock policy suggest from audit records " + recs.String()}
-	nameBase := "suggested-" + slug(base(k.command))
+	nameBase := "suggested-" + slug(path.Base(k.command))
 	var shown []string
 	if prefix != nil {
 		r.ArgPatterns, r.AllowExtraArgs = [][]string{prefix}, true

@@ -183,18 +183,13 @@ func requestURL(t egress.Target, path, query string) string {
 func (s *suggester) hostSuggestions() []*Suggestion {
 	var out []*Suggestion
 	for _, task := range s.hosts.keys {
-		var dests []string
-		by := map[string][]hostRefusal{}
+		var dests groups[string, hostRefusal]
 		for _, h := range s.hosts.m[task] {
-			k := h.t.String()
-			if _, ok := by[k]; !ok {
-				dests = append(dests, k)
-			}
-			by[k] = append(by[k], h)
+			dests.add(h.t.String(), h)
 		}
-		siblings := map[string][]string{}
-		var parents []string
-		for _, k := range dests {
+		by := dests.m
+		var siblings groups[string, string] // by parent
+		for _, k := range dests.keys {
 			t := by[k][0].t
 			if t.Name == "" || slices.ContainsFunc(by[k], func(h hostRefusal) bool { return !allPublic(h.addrs) }) {
 				continue
@@ -206,15 +201,11 @@ func (s *suggester) hostSuggestions() []*Suggestion {
 			if ps, _ := publicsuffix.PublicSuffix(parent); ps == parent {
 				continue
 			}
-			p := egress.Target{Name: parent, Port: t.Port}.String()
-			if _, ok := siblings[p]; !ok {
-				parents = append(parents, p)
-			}
-			siblings[p] = append(siblings[p], k)
+			siblings.add(egress.Target{Name: parent, Port: t.Port}.String(), k)
 		}
 		wild := map[string]bool{}
-		for _, p := range parents {
-			if sib := siblings[p]; len(sib) >= minShared {
+		for _, p := range siblings.keys {
+			if sib := siblings.m[p]; len(sib) >= minShared {
 				var hs []hostRefusal
 				for _, k := range sib {
 					hs = append(hs, by[k]...)
@@ -224,7 +215,7 @@ func (s *suggester) hostSuggestions() []*Suggestion {
 			}
 		}
 		n := 0
-		for _, k := range dests {
+		for _, k := range dests.keys {
 			if wild[k] {
 				continue
 			}

@@ -5,4 +5,4 @@ package initproc
 // SourceDigest is the digest of the sources this init is built from
 // (package internal/sources): every file of this module it links and the
 // versions of the other modules it links.
-const SourceDigest = "sha256:406561a4f7ac4d8a3f5bf49b620b18d029d5058ff9fdf5a4162f193bd1c50c17"
+const SourceDigest = "sha256:2d16536ffa046f1f4e3082e7d233e17fa9f2333c551114443f1b1bf66c56fd00"

@@ -5,7 +5,8 @@
 // program (header_linux.go) and the assembly of the name rules with
 // github.com/elastic/go-seccomp-bpf (build_linux.go), for each
 // architecture in GOARCHes. go generate ./seccomp runs it through
-// internal/gen and writes program_linux_<goarch>.go; package seccomp
+// internal/gen and writes program_linux_<goarch>.go and
+// rules_generated_linux.go; package seccomp
 // compiles the result in and never imports the library, whose syscall
 // tables for every architecture cost each airlock process a quarter of a
 // millisecond of package initialisation. Package seccomp's tests run Files
