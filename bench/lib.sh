@@ -46,3 +46,18 @@ run_rounds() {
 		hyperfine -N --style none --warmup 5 --runs "$per" "$@" --export-json "$out/r$r.json" "${args[@]}" >/dev/null
 	done
 }
+
+# true_policy FILE writes the benchmarks' policy: tool scope "bench" allows
+# /bin/true alone, and egress is denied.
+true_policy() {
+	cat >"$1" <<'JSON'
+{
+  "toolScopes": {
+    "bench": {
+      "allow": [ { "name": "true", "command": "/bin/true", "argPatterns": [], "allowExtraArgs": false } ]
+    }
+  },
+  "egress": { "default": "deny", "taskAllowlist": {} }
+}
+JSON
+}

@@ -69,7 +69,7 @@ func writeTree(t testing.TB, spec map[string]node) string {
 // those excluded names (paths the rules left out, and what is beneath).
 func checkApplies(t testing.TB, orig, mod string, p Patch, excluded ...string) {
 	t.Helper()
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	work := filepath.Join(t.TempDir(), "work")
 	if out, err := exec.Command("cp", "-a", orig, work).CombinedOutput(); err != nil {
 		t.Fatalf("copy the original: %v: %s", err, out)

@@ -31,7 +31,7 @@ func headerLines(patch string) []string {
 // -M100%): names quoted the same way, the same modes, object names and
 // renames.
 func TestHeadersMatchGit(t *testing.T) {
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	orig := map[string]node{
 		"sp ace": file("1\n"), "q\"uote": file("2\n"), "back\\slash": file("3\n"), "tab\there": file("4\n"),
 		"new\nline": file("5\n"), "caf\u00e9": file("6\n"), "ctl\x01\x1f\x7f": file("7\n"), "dir with space/f": file("8\n"),

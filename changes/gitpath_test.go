@@ -27,7 +27,7 @@ var gitPathNames = []string{
 // gitPathNames, as a file and as a link, alone, in a directory and as a
 // directory.
 func TestGitRefusesAsGit(t *testing.T) {
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	for _, n := range gitPathNames {
 		for _, p := range []string{n, "d/" + n, n + "/f"} {
 			for _, link := range []bool{false, true} {
@@ -39,7 +39,7 @@ func TestGitRefusesAsGit(t *testing.T) {
 
 // FuzzGitRefusesAsGit checks gitRefuses against git apply for any path.
 func FuzzGitRefusesAsGit(f *testing.F) {
-	testutil.RequireGit(f)
+	testutil.RequireCommands(f, "git")
 	for _, n := range gitPathNames[:8] {
 		f.Add("d/"+n, true)
 	}

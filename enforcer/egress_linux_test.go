@@ -76,7 +76,7 @@ func newEgressServers(t *testing.T) *egressServers {
 	s.api.StartTLS()
 	t.Cleanup(s.api.Close)
 
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	root := t.TempDir()
 	work := filepath.Join(root, "work")
 	for _, args := range [][]string{{"init", "-q", "-b", "main", work}} {

@@ -209,6 +209,7 @@ func checkEscape(t *testing.T, e *env, res runbook.Result, c escapeCase) {
 	var sum struct {
 		Signals  []runbook.Signal `json:"signals"`
 		Freeze   string           `json:"freeze"`
+		InitPid  int              `json:"initPid"`
 		Problems []string         `json:"problems"`
 		Sandbox  evidence.Record  `json:"sandbox"`
 	}
@@ -221,6 +222,25 @@ func checkEscape(t *testing.T, e *env, res runbook.Result, c escapeCase) {
 	}
 	if len(sum.Problems) > 0 || len(sum.Sandbox.Errors) > 0 {
 		t.Errorf("evidence problems: %q; sandbox: %q", sum.Problems, sum.Sandbox.Errors)
+	}
+	// The process tree holds the init, and each process with why it
+	// belongs to the sandbox.
+	var tree []struct {
+		Pid int    `json:"pid"`
+		Why string `json:"why"`
+	}
+	if b, err := os.ReadFile(filepath.Join(res.Evidence, "process-tree.json")); err != nil || json.Unmarshal(b, &tree) != nil {
+		t.Fatalf("process-tree.json: %q %v", b, err)
+	}
+	whys := map[int]string{}
+	for _, p := range tree {
+		whys[p.Pid] = p.Why
+		if p.Why != "init" && p.Why != "pid namespace" && p.Why != "descendant" {
+			t.Errorf("process-tree.json: pid %d is there as %q", p.Pid, p.Why)
+		}
+	}
+	if whys[sum.InitPid] != "init" {
+		t.Errorf("process-tree.json: init %d is there as %q: %+v", sum.InitPid, whys[sum.InitPid], tree)
 	}
 	if mt, _ := os.ReadFile(filepath.Join(res.Evidence, "sandbox/workspace-mtimes.txt")); !bytes.Contains(mt, []byte(`"kept.txt"`)) {
 		t.Errorf("workspace mtimes lack kept.txt: %s", mt)

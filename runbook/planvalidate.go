@@ -9,12 +9,10 @@ import (
 	"github.com/airlock-sandbox/airlock/internal/strict"
 )
 
-// planCheck is one validation rule of a parsed plan; each reports every
-// problem of its concern, and ParsePlan attaches the positions.
-type planCheck func(p *Plan) []*PlanError
-
-// planChecks run on every plan, in order.
-var planChecks = []planCheck{
+// planChecks are the validation rules run on every plan, in order; each
+// reports every problem of its concern, and ParsePlan attaches the
+// positions.
+var planChecks = []func(p *Plan) []*PlanError{
 	checkTestID,
 	checkDescription,
 	checkSteps,
@@ -29,8 +27,6 @@ func validatePlan(p *Plan) PlanErrors {
 	return errs
 }
 
-func planProblem(path, msg, hint string) *PlanError { return strict.Problem(path, msg, hint) }
-
 // testIDRE is the schema's pattern for testId: it goes into audit events
 // and file names, so it is kept to a safe alphabet.
 var testIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
@@ -38,27 +34,27 @@ var testIDRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`)
 func checkTestID(p *Plan) []*PlanError {
 	switch {
 	case p.TestID == "":
-		return []*PlanError{planProblem("testId", "missing or empty testId", `name the test run, e.g. "testId": "T-2024-001"`)}
+		return []*PlanError{strict.Problem("testId", "missing or empty testId", `name the test run, e.g. "testId": "T-2024-001"`)}
 	case len(p.TestID) > 128 || !testIDRE.MatchString(p.TestID):
-		return []*PlanError{planProblem("testId", fmt.Sprintf("testId %q: use 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", p.TestID), "")}
+		return []*PlanError{strict.Problem("testId", fmt.Sprintf("testId %q: use 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", p.TestID), "")}
 	}
 	return nil
 }
 
 func checkDescription(p *Plan) []*PlanError {
 	if len(p.Description) > 4096 || !utf8.ValidString(p.Description) {
-		return []*PlanError{planProblem("description", "description is not UTF-8 text of at most 4096 bytes", "")}
+		return []*PlanError{strict.Problem("description", "description is not UTF-8 text of at most 4096 bytes", "")}
 	}
 	return nil
 }
 
 func checkSteps(p *Plan) []*PlanError {
 	if len(p.Steps) == 0 {
-		return []*PlanError{planProblem("steps", "a plan needs at least one step",
+		return []*PlanError{strict.Problem("steps", "a plan needs at least one step",
 			`add a step, e.g. {"tool": "run_tests", "command": "pytest"}`)}
 	}
 	if len(p.Steps) > MaxSteps {
-		return []*PlanError{planProblem("steps", fmt.Sprintf("a plan may hold at most %d steps, this one has more than %d steps", MaxSteps, MaxSteps),
+		return []*PlanError{strict.Problem("steps", fmt.Sprintf("a plan may hold at most %d steps, this one has more than %d steps", MaxSteps, MaxSteps),
 			"split it into several plans")}
 	}
 	var errs []*PlanError
@@ -67,26 +63,26 @@ func checkSteps(p *Plan) []*PlanError {
 		at := fmt.Sprintf("steps[%d]", i)
 		if s.Name != "" {
 			if !strict.PlainText(s.Name) || len(s.Name) > 128 {
-				errs = append(errs, planProblem(at+".name", "name must be plain text of at most 128 bytes, without control characters or surrounding spaces", ""))
+				errs = append(errs, strict.Problem(at+".name", "name must be plain text of at most 128 bytes, without control characters or surrounding spaces", ""))
 			} else if j, dup := names[s.Name]; dup {
-				errs = append(errs, planProblem(at+".name", fmt.Sprintf("name %q is also the name of steps[%d]", s.Name, j), "give every step its own name"))
+				errs = append(errs, strict.Problem(at+".name", fmt.Sprintf("name %q is also the name of steps[%d]", s.Name, j), "give every step its own name"))
 			}
 			names[s.Name] = i
 		}
 		if s.Tool == "" {
-			errs = append(errs, planProblem(at, "missing or empty tool", "name the agent tool whose scope decides this command"))
+			errs = append(errs, strict.Problem(at, "missing or empty tool", "name the agent tool whose scope decides this command"))
 		} else if !strict.Name(s.Tool) || len(s.Tool) > 128 {
-			errs = append(errs, planProblem(at+".tool", "tool must be a name of at most 128 bytes, without white space or control characters", ""))
+			errs = append(errs, strict.Problem(at+".tool", "tool must be a name of at most 128 bytes, without white space or control characters", ""))
 		}
 		switch {
 		case s.Command == "":
-			errs = append(errs, planProblem(at, "missing or empty command", "name the command to run"))
+			errs = append(errs, strict.Problem(at, "missing or empty command", "name the command to run"))
 		case strings.ContainsRune(s.Command, 0) || !utf8.ValidString(s.Command):
-			errs = append(errs, planProblem(at+".command", "command holds a NUL byte or is not UTF-8", ""))
+			errs = append(errs, strict.Problem(at+".command", "command holds a NUL byte or is not UTF-8", ""))
 		}
 		for j, a := range s.Args {
 			if strings.ContainsRune(a, 0) || !utf8.ValidString(a) {
-				errs = append(errs, planProblem(fmt.Sprintf("%s.args[%d]", at, j), "argument holds a NUL byte or is not UTF-8", ""))
+				errs = append(errs, strict.Problem(fmt.Sprintf("%s.args[%d]", at, j), "argument holds a NUL byte or is not UTF-8", ""))
 			}
 		}
 	}
@@ -99,13 +95,13 @@ func checkSteps(p *Plan) []*PlanError {
 func checkTask(p *Plan) []*PlanError {
 	if p.Task != "" {
 		if !strict.Name(p.Task) || len(p.Task) > 128 {
-			return []*PlanError{planProblem("task", "task must be a name of at most 128 bytes, without white space or control characters", "")}
+			return []*PlanError{strict.Problem("task", "task must be a name of at most 128 bytes, without white space or control characters", "")}
 		}
 		return nil
 	}
 	for _, s := range p.Steps[min(1, len(p.Steps)):] {
 		if s.Tool != p.Steps[0].Tool {
-			return []*PlanError{planProblem("steps", fmt.Sprintf("the steps use several tools (%q, %q) and the plan names no task", p.Steps[0].Tool, s.Tool),
+			return []*PlanError{strict.Problem("steps", fmt.Sprintf("the steps use several tools (%q, %q) and the plan names no task", p.Steps[0].Tool, s.Tool),
 				`add "task": the egress allowlist the proxy applies to every step`)}
 		}
 	}

@@ -62,35 +62,19 @@ func newSandboxProcs(initPid int) (*sandboxProcs, error) {
 // members returns the pids of the sandbox's processes, with why each
 // belongs. A process that exits during the scan is left out.
 func (s *sandboxProcs) members() map[int]string {
-	ents, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
 	out := map[int]string{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	// Descendants of the init, however deep, even if (impossibly) in
+	// another pid namespace.
+	for _, pid := range descendants(s.init)[1:] {
+		out[pid] = "descendant"
+	}
+	for _, pid := range hostPids() {
 		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
 		switch {
 		case pid == s.init && (s.pidNS == "" || ns == s.pidNS):
 			out[pid] = "init"
 		case s.pidNS != "" && ns == s.pidNS:
 			out[pid] = "pid namespace"
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-			parent[pid] = statPPid(st)
-		}
-	}
-	// Descendants of the init, however deep, even if (impossibly) in
-	// another pid namespace.
-	for pid := range parent {
-		for p, hops := parent[pid], 0; p > 1 && hops < 4096; p, hops = parent[p], hops+1 {
-			if p == s.init {
-				if _, ok := out[pid]; !ok {
-					out[pid] = "descendant"
-				}
-				break
-			}
 		}
 	}
 	return out
@@ -248,11 +232,7 @@ func exiting(pid int) bool {
 	if err != nil {
 		return true
 	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return false
-	}
-	f := strings.Fields(string(stat[i+1:]))
+	f := statFields(stat)
 	if len(f) < 7 {
 		return false
 	}
@@ -263,20 +243,24 @@ func exiting(pid int) bool {
 	return err == nil && flags&pfExiting != 0
 }
 
-// statPPid returns the parent pid from a /proc/PID/stat line, whose
-// second field (the command name, in parentheses) may itself hold spaces
-// and parentheses.
-func statPPid(stat []byte) int {
+// statFields returns the fields of a /proc/PID/stat line after the
+// command name, from the state on: the name, in parentheses, may itself
+// hold spaces and parentheses.
+func statFields(stat []byte) []string {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return 0
+	return strings.Fields(string(stat[i+1:]))
+}
+
+// statPPid returns the parent pid from a /proc/PID/stat line.
+func statPPid(stat []byte) int {
+	if f := statFields(stat); len(f) >= 2 {
+		n, _ := strconv.Atoi(f[1])
+		return n
 	}
-	n, _ := strconv.Atoi(f[1])
-	return n
+	return 0
 }
 
 // oneLine joins a /proc file's lines with "; ".
@@ -288,18 +272,24 @@ func oneLine(b []byte) string {
 // in it, for the evidence.
 func hostNetNamespaces() map[string][]int {
 	out := map[string][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/net"); err == nil {
+	for _, pid := range hostPids() {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil {
 			out[ns] = append(out[ns], pid)
 		}
 	}
-	for _, pids := range out {
-		sort.Ints(pids)
-	}
 	return out
+}
+
+// hostPids returns the pid of every process on the host, in increasing
+// order.
+func hostPids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	return pids
 }

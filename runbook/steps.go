@@ -86,7 +86,7 @@ func (l *launch) execStep(ctx context.Context, i int) (ok, goOn bool) {
 	}
 	r.Signal, r.KilledBy = out.Signal, out.KilledBy
 	r.WallMs, r.CPUMs, r.PeakMemoryBytes = out.WallMs, out.CPUMs, out.PeakMemoryBytes
-	r.Status, r.ExitCode = StepFailed, ptr(out.ExitCode)
+	r.Status, r.ExitCode = StepFailed, new(out.ExitCode)
 	if out.CommandExitCode != nil {
 		r.ExitCode = out.CommandExitCode
 	}
@@ -130,9 +130,6 @@ func describeOutcome(r StepResult) string {
 	}
 	return "exit status " + strconv.Itoa(*r.ExitCode)
 }
-
-// ptr is a pointer to a copy of v.
-func ptr[T any](v T) *T { return &v }
 
 // egressRecorder records the proxy's events with the step running now,
 // durably, before any connection each allows; a refused always-blocked

@@ -82,7 +82,7 @@ func sha256Hex(s string) string {
 // what the manifest says it left out.
 func TestSessionChanges(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	ws := t.TempDir()
 	for name, content := range map[string]string{
 		"edit.txt": "one\ntwo\nthree\n", "del.txt": "gone\n", "mode.sh": "#!/bin/sh\n", "ren.txt": "moved\n",
@@ -348,7 +348,7 @@ const changesRootlessEnv = "AIRLOCK_TEST_CHANGES_ROOTLESS"
 // paths are left out, said so, and the rest of the patch applies.
 func TestSessionChangesRootless(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	out := testutil.RunTestAsNobody(t, "TestSessionChangesRootlessInner", changesRootlessEnv+"=1")
 	t.Logf("rootless run:\n%s", out)
 }

@@ -37,16 +37,7 @@ trap 'rm -rf "$out" "$audit"*' EXIT # the log and its .tree, .runs and .checkpoi
 go build -o "$out/airlock" ./cmd/airlock
 go build -o "$out/mcp-bench" ./bench/mcp
 go build -o "$out/session-bench" ./bench/session
-cat >"$out/policy.json" <<'JSON'
-{
-  "toolScopes": {
-    "bench": {
-      "allow": [ { "name": "true", "command": "/bin/true", "argPatterns": [], "allowExtraArgs": false } ]
-    }
-  },
-  "egress": { "default": "deny", "taskAllowlist": {} }
-}
-JSON
+true_policy "$out/policy.json"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 per=$(((runs + rounds - 1) / rounds))
 for r in $(seq 1 "$rounds"); do

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,18 +321,10 @@ func (zeros) Read(b []byte) (int, error) {
 }
 
 func medianF(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	for i := range s {
-		for j := i + 1; j < len(s); j++ {
-			if s[j] < s[i] {
-				s[i], s[j] = s[j], s[i]
-			}
-		}
-	}
-	if len(s) == 0 {
+	if len(v) == 0 {
 		return 0
 	}
-	return s[len(s)/2]
+	return slices.Sorted(slices.Values(v))[len(v)/2]
 }
 
 // serveMITM is the reference interceptor, in the usual idiom: CONNECT,

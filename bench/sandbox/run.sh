@@ -59,16 +59,7 @@ trap 'rm -rf "$out" "$audit"* "$shm_audit"* "$keydir"' EXIT
 go build -o "$out/" ./cmd/airlock ./cmd/airlock-init
 go build -o "$out/sandbox-bench" ./bench/sandbox
 mkdir "$out/self" && ln "$out/airlock" "$out/self/airlock" # nothing beside it
-cat >"$out/policy.json" <<'EOF'
-{
-  "toolScopes": {
-    "bench": {
-      "allow": [ { "name": "true", "command": "/bin/true", "argPatterns": [], "allowExtraArgs": false } ]
-    }
-  },
-  "egress": { "default": "deny", "taskAllowlist": {} }
-}
-EOF
+true_policy "$out/policy.json"
 run="$out/airlock run --policy $out/policy.json --tool bench"
 "$out/airlock" run --policy "$out/policy.json" --tool bench --audit "$out/seed.jsonl" --result "$out/seed.json" -- /bin/true # fails loudly if it cannot run
 grep -q 'pid 1 run from airlock-init (small' "$out/seed.json" || { echo "run.sh: the small init did not run:" >&2; grep -o '"init": *"[^"]*"' "$out/seed.json" >&2; exit 1; }

@@ -69,16 +69,7 @@ go build -o "$out/session-bench" ./bench/session
 go build -o "$out/go-start" ./bench/gostart
 go build -trimpath -ldflags='-s -w' -o "$out/floor" ./bench/floor
 go build -trimpath -ldflags='-s -w' -o "$out/floor-client" ./bench/floor/client
-cat >"$out/policy.json" <<'JSON'
-{
-  "toolScopes": {
-    "bench": {
-      "allow": [ { "name": "true", "command": "/bin/true", "argPatterns": [], "allowExtraArgs": false } ]
-    }
-  },
-  "egress": { "default": "deny", "taskAllowlist": {} }
-}
-JSON
+true_policy "$out/policy.json"
 a="$out/airlock"
 id=$("$a" --policy "$out/policy.json" session start --audit "$audit")
 "$a" --policy "$out/policy.json" session pool --size 2 --audit "$audit"

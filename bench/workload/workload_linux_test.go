@@ -96,7 +96,7 @@ type workload struct {
 
 func TestWorkloads(t *testing.T) {
 	testutil.RequireRoot(t)
-	testutil.RequireGit(t)
+	testutil.RequireCommands(t, "git")
 	srv := newServer(t)
 	workloads := []workload{pythonWorkload(srv), nodeWorkload(srv), goWorkload()}
 	srv.serve(t) // its files written

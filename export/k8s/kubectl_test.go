@@ -75,7 +75,7 @@ func fakeDiscovery(t *testing.T) *httptest.Server {
 // each apiVersion and kind to a resource and reports each object created
 // without sending it. No cluster is involved (docs/export.md).
 func TestKubectlDryRun(t *testing.T) {
-	testutil.RequireKubectl(t)
+	testutil.RequireCommands(t, "kubectl")
 	srv := fakeDiscovery(t)
 	kubeconfig := filepath.Join(t.TempDir(), "config")
 	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {

@@ -1,7 +1,6 @@
 package testutil
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,26 +27,27 @@ var built struct {
 func Binaries(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
-		goCmd, err := exec.LookPath("go")
-		if err != nil {
-			built.err = fmt.Errorf("the go command is not on $PATH: %w", err)
-			return
-		}
 		if built.dir, built.err = os.MkdirTemp("", "airlock-test-bin-"); built.err != nil {
 			return
 		}
 		if built.err = os.Chmod(built.dir, 0o755); built.err != nil {
 			return
 		}
-		cmd := exec.Command(goCmd, "build", "-o", built.dir+"/",
+		built.out, built.err = staticBuild(built.dir+"/",
 			"github.com/airlock-sandbox/airlock/cmd/airlock", "github.com/airlock-sandbox/airlock/cmd/airlock-init")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		built.out, built.err = cmd.CombinedOutput()
 	})
 	if built.err != nil {
 		t.Fatalf("build airlock: %v\n%s", built.err, built.out)
 	}
 	return built.dir
+}
+
+// staticBuild builds the packages pkgs without cgo to out (a directory
+// if it ends in "/"), and returns go build's output.
+func staticBuild(out string, pkgs ...string) ([]byte, error) {
+	cmd := exec.Command("go", append([]string{"build", "-o", out}, pkgs...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return cmd.CombinedOutput()
 }
 
 // Airlock is the airlock binary that Binaries built, airlock-init beside it.

@@ -10,17 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 )
-
-// RequireGit skips the test unless git is installed (.ci/run installs
-// it).
-func RequireGit(t testing.TB) {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("needs git (.ci/run installs it)")
-	}
-}
 
 // GitCmd is git run in dir with no user or system configuration and no
 // repository looked for above dir.

@@ -1,10 +1,8 @@
 package testutil
 
 import (
-	"archive/tar"
 	"bytes"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -33,14 +31,7 @@ func CatImage(t testing.TB) (string, v1.Hash) {
 			files = append(files, f)
 		}
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	add := func(name string, body []byte, mode int64) {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write(body)
-	}
+	var entries []TarEntry
 	dirs := map[string]bool{}
 	for _, f := range append(files, "/etc/marker") {
 		for d := filepath.Dir(f); d != "/" && !dirs[d]; d = filepath.Dir(d) {
@@ -50,20 +41,15 @@ func CatImage(t testing.TB) (string, v1.Hash) {
 	// Like a distribution image, it has homes (which the sandbox hides).
 	dirs["/root"], dirs["/home"], dirs["/home/user"] = true, true, true
 	for d := range dirs {
-		tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, Typeflag: tar.TypeDir})
+		entries = append(entries, TarEntry{Name: strings.TrimPrefix(d, "/"), Dir: true, Mode: 0o755})
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f) // follows the library links to their files
-		if err != nil {
-			t.Fatal(err)
-		}
-		add(strings.TrimPrefix(f, "/"), b, 0o755)
+		// FromFile follows the library links to their files.
+		entries = append(entries, TarEntry{Name: strings.TrimPrefix(f, "/"), Mode: 0o755, FromFile: f})
 	}
-	add("etc/marker", []byte("from the image\n"), 0o644)
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	entries = append(entries, TarEntry{Name: "etc/marker", Mode: 0o644, Data: []byte("from the image\n")})
+	archive := tarOf(t, entries)
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(archive)), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

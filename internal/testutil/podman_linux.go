@@ -102,29 +102,12 @@ func (p *Podman) Import(t testing.TB, path, tag string) string {
 	return name + "@" + digest
 }
 
-// SharedDir makes a fresh directory every user may enter (t.TempDir's
-// are root's alone), removed at cleanup.
-func SharedDir(t testing.TB, prefix string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // StaticAirlock builds airlock without cgo into dir, as a container's
 // entrypoint is built, and returns its path.
 func StaticAirlock(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "airlock")
-	build := exec.Command("go", "build", "-o", bin, "github.com/airlock-sandbox/airlock/cmd/airlock")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
+	if out, err := staticBuild(bin, "github.com/airlock-sandbox/airlock/cmd/airlock"); err != nil {
 		t.Fatalf("build airlock: %v\n%s", err, out)
 	}
 	return bin
@@ -143,6 +126,14 @@ type TarEntry struct {
 
 // WriteTar writes entries as a tar archive at path, readable by all.
 func WriteTar(t testing.TB, path string, entries []TarEntry) {
+	t.Helper()
+	if err := os.WriteFile(path, tarOf(t, entries), 0o644); err != nil {
+		t.Fatal(fmt.Errorf("write %s: %w", path, err))
+	}
+}
+
+// tarOf is entries as a tar archive.
+func tarOf(t testing.TB, entries []TarEntry) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
@@ -170,7 +161,5 @@ func WriteTar(t testing.TB, path string, entries []TarEntry) {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(fmt.Errorf("write %s: %w", path, err))
-	}
+	return b.Bytes()
 }

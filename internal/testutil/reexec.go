@@ -35,28 +35,15 @@ func SelfCommand(t testing.TB, env ...string) *exec.Cmd {
 	return cmd
 }
 
-// AsNobody makes cmd run as uid and gid 65534 with no supplementary
-// groups and no capabilities, from a copy of its binary and a working
+// AsNobody makes cmd run as uid and gid 65534 with no capabilities and
+// no supplementary groups but groups (a caller in a group, as rootless
+// claims about groups need), from a copy of its binary and a working
 // directory that user can reach (go test's build directory and t.TempDir
 // are private to root). It needs root; the copies are removed at cleanup.
-func AsNobody(t testing.TB, cmd *exec.Cmd) *exec.Cmd {
-	t.Helper()
-	return AsNobodyInGroups(t, cmd)
-}
-
-// AsNobodyInGroups is AsNobody with the supplementary groups groups: a
-// caller in a group, as rootless claims about groups need.
-func AsNobodyInGroups(t testing.TB, cmd *exec.Cmd, groups ...uint32) *exec.Cmd {
+func AsNobody(t testing.TB, cmd *exec.Cmd, groups ...uint32) *exec.Cmd {
 	t.Helper()
 	RequireRoot(t)
-	dir, err := os.MkdirTemp("", "airlock-nobody-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := SharedDir(t, "airlock-nobody-")
 	bin := filepath.Join(dir, filepath.Base(cmd.Path))
 	if err := copyFile(cmd.Path, bin, 0o755); err != nil {
 		t.Fatalf("testutil: copy %s for nobody: %v", cmd.Path, err)
@@ -77,6 +64,21 @@ func AsNobodyInGroups(t testing.TB, cmd *exec.Cmd, groups ...uint32) *exec.Cmd {
 	}
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: NobodyID, Gid: NobodyID, Groups: append([]uint32{}, groups...)}
 	return cmd
+}
+
+// SharedDir makes a fresh directory every user may enter (t.TempDir's
+// are root's alone), removed at cleanup.
+func SharedDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {
@@ -113,7 +115,7 @@ func RunTestAsNobodyInGroups(t testing.TB, test string, groups []uint32, env ...
 	if err != nil {
 		t.Fatalf("testutil: find the test binary: %v", err)
 	}
-	cmd := AsNobodyInGroups(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"), groups...)
+	cmd := AsNobody(t, exec.Command(exe, "-test.run=^"+test+"$", "-test.v", "-test.count=1"), groups...)
 	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "TMPDIR=/tmp", "HOME=/nonexistent", "GORACE=atexit_sleep_ms=0"}, env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+test) {

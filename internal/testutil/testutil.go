@@ -73,9 +73,3 @@ func RequirePodman(t testing.TB) {
 	RequireRoot(t)
 	RequireCommands(t, "podman", "runc", "ip")
 }
-
-// RequireKubectl skips the test unless kubectl is on PATH.
-func RequireKubectl(t testing.TB) {
-	t.Helper()
-	RequireCommands(t, "kubectl")
-}
